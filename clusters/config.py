@@ -1,0 +1,217 @@
+"""Node configuration: server.properties, zoo.cfg, logging and the entrypoint, rendered as text.
+
+Everything a node needs is rendered here and copied into its container before it starts, so the
+image stays generic and a config can be unit-tested without Docker.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+import uuid
+from dataclasses import dataclass
+
+from clusters.errors import ClusterError
+from clusters.kafka_dist import JOLOKIA_JAR, KafkaDist
+from clusters.topology import (
+    BROKER_PORT,
+    CONTROLLER_PORT,
+    JOLOKIA_PORT,
+    ZK_CLIENT_PORT,
+    NodeSpec,
+    Topology,
+)
+
+TIMINGS = ("default", "fast")
+CONF_DIR = "/etc/kafka"
+DATA_DIR = "/var/lib/kafka/data"
+ZK_DATA_DIR = "/var/lib/zookeeper"
+LIBS_DIR = "/opt/kafka/libs"
+AGENTS_DIR = "/opt/kchaos/agents"
+# When this file exists in a node, the entrypoint starts the JVM under libfaketime with it.
+FAKETIME_ENV = "/etc/kafka/faketime.env"
+
+# Short heartbeats, sessions and elections, so fault tests see failover in seconds, not minutes.
+FAST_KRAFT = {
+    "broker.heartbeat.interval.ms": "500",
+    "broker.session.timeout.ms": "3000",
+    "controller.quorum.election.timeout.ms": "1000",
+    "controller.quorum.fetch.timeout.ms": "2000",
+    "controller.quorum.election.backoff.max.ms": "500",
+    "controller.quorum.request.timeout.ms": "1000",
+}
+FAST_ZK = {"zookeeper.session.timeout.ms": "4000"}
+FAST_COMMON = {"replica.lag.time.max.ms": "5000"}
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """What a node container needs: files to place in it and the command it runs as PID 1."""
+
+    files: dict[str, str]
+    command: list[str]
+
+
+def new_cluster_id() -> str:
+    """A Kafka cluster id: a random UUID in URL-safe base64 without padding, as kafka-storage makes."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def check_timing(timing: str) -> None:
+    if timing not in TIMINGS:
+        raise ClusterError(f"unknown timing profile '{timing}': choose one of {', '.join(TIMINGS)}")
+
+
+def _props(values: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+def server_properties(topo: Topology, node: NodeSpec, timing: str) -> dict[str, str]:
+    check_timing(timing)
+    replication = str(min(3, len(topo.brokers)))
+    min_isr = str(min(2, len(topo.brokers)))
+    props: dict[str, str] = {}
+    listeners = []
+    if topo.kraft:
+        props["process.roles"] = ",".join(r for r in ("broker", "controller") if r in node.roles)
+        props["node.id"] = str(node.node_id)
+        props["controller.quorum.voters"] = topo.quorum_voters()
+        props["controller.listener.names"] = "CONTROLLER"
+        if node.is_controller:
+            listeners.append(f"CONTROLLER://{node.ip}:{CONTROLLER_PORT}")
+        props["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    else:
+        props["broker.id"] = str(node.node_id)
+        props["zookeeper.connect"] = topo.zookeeper_connect()
+    if node.is_broker:
+        listeners.insert(0, f"PLAINTEXT://{node.ip}:{BROKER_PORT}")
+        props["advertised.listeners"] = f"PLAINTEXT://{node.ip}:{BROKER_PORT}"
+        props["inter.broker.listener.name"] = "PLAINTEXT"
+    props["listeners"] = ",".join(listeners)
+    props["log.dirs"] = DATA_DIR
+    props.update(
+        {
+            "auto.create.topics.enable": "false",
+            "default.replication.factor": replication,
+            "min.insync.replicas": min_isr,
+            "offsets.topic.replication.factor": replication,
+            # The default 50 partitions take long to create on two cores and test nothing more.
+            "offsets.topic.num.partitions": "5",
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": min_isr,
+            "transaction.state.log.num.partitions": "5",
+            "unclean.leader.election.enable": "false",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+    )
+    if timing == "fast":
+        props.update(FAST_COMMON)
+        props.update(FAST_KRAFT if topo.kraft else FAST_ZK)
+    return props
+
+
+def zoo_cfg(topo: Topology, timing: str) -> dict[str, str]:
+    check_timing(timing)
+    cfg = {
+        "tickTime": "500" if timing == "fast" else "2000",
+        "initLimit": "20",
+        "syncLimit": "10",
+        "dataDir": ZK_DATA_DIR,
+        "clientPort": str(ZK_CLIENT_PORT),
+        "maxClientCnxns": "0",
+        "admin.enableServer": "false",
+        "4lw.commands.whitelist": "*",
+    }
+    if len(topo.zookeepers) > 1:
+        for z in topo.zookeepers:
+            cfg[f"server.{z.node_id}"] = f"{z.ip}:2888:3888"
+    return cfg
+
+
+LOG4J1 = """log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.controller=INFO
+log4j.logger.state.change.logger=INFO
+"""
+
+LOG4J2 = """status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.stdout.ref = STDOUT
+"""
+
+
+def jvm_options(dist: KafkaDist, heap_mb: int) -> list[str]:
+    if dist.line.logging == "reload4j":
+        logging = f"-Dlog4j.configuration=file:{CONF_DIR}/log4j.properties"
+    else:
+        logging = f"-Dlog4j2.configurationFile={CONF_DIR}/log4j2.properties"
+    return [
+        f"-Xms{min(heap_mb, 128)}m",
+        f"-Xmx{heap_mb}m",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+        logging,
+        f"-javaagent:{AGENTS_DIR}/{JOLOKIA_JAR}=host=0.0.0.0,port={JOLOKIA_PORT},"
+        "discoveryEnabled=false",
+    ]
+
+
+def _entrypoint(node: NodeSpec, main: list[str], prepare: str) -> str:
+    # The JVM must be PID 1 (exec) so that signals sent to the container reach Kafka itself.
+    return f"""#!/bin/sh
+set -e
+{prepare}
+if [ -f {FAKETIME_ENV} ]; then . {FAKETIME_ENV}; fi
+exec {shlex.join(main)}
+"""
+
+
+def render_node(
+    topo: Topology,
+    node: NodeSpec,
+    dist: KafkaDist,
+    timing: str,
+    cluster_id: str,
+    heap_mb: int = 256,
+) -> NodeConfig:
+    """All files and the PID-1 command for one node."""
+    files: dict[str, str] = {}
+    logging_file = "log4j.properties" if dist.line.logging == "reload4j" else "log4j2.properties"
+    files[f"{CONF_DIR}/{logging_file}"] = LOG4J1 if dist.line.logging == "reload4j" else LOG4J2
+    classpath = f"{LIBS_DIR}/*"
+    if node.is_zookeeper:
+        if not dist.line.zookeeper:
+            raise ClusterError(f"Kafka {dist.version} has no ZooKeeper mode (removed in 4.0)")
+        files[f"{CONF_DIR}/zoo.cfg"] = _props(zoo_cfg(topo, timing))
+        main = [
+            "java", *jvm_options(dist, min(heap_mb, 128)), "-cp", classpath,
+            dist.classes["zookeeper"], f"{CONF_DIR}/zoo.cfg",
+        ]
+        prepare = f"mkdir -p {ZK_DATA_DIR} && echo {node.node_id} > {ZK_DATA_DIR}/myid"
+    else:
+        files[f"{CONF_DIR}/server.properties"] = _props(server_properties(topo, node, timing))
+        main = [
+            "java", *jvm_options(dist, heap_mb), "-cp", classpath,
+            dist.classes["kafka"], f"{CONF_DIR}/server.properties",
+        ]
+        prepare = f"mkdir -p {DATA_DIR}"
+        if topo.kraft:
+            # Formatting runs once per container: a restarted node keeps its formatted data.
+            fmt = [
+                "java", "-Xmx96m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+                f"-Dlog4j.configuration=file:{CONF_DIR}/log4j.properties",
+                f"-Dlog4j2.configurationFile={CONF_DIR}/log4j2.properties",
+                "-cp", classpath, dist.classes["storage"], "format",
+                "-t", cluster_id, "-c", f"{CONF_DIR}/server.properties", "--ignore-formatted",
+            ]
+            prepare += f"\nif [ ! -f {DATA_DIR}/meta.properties ]; then {shlex.join(fmt)}; fi"
+    files[f"{CONF_DIR}/entrypoint.sh"] = _entrypoint(node, main, prepare)
+    return NodeConfig(files=files, command=["/bin/sh", f"{CONF_DIR}/entrypoint.sh"])

@@ -1,0 +1,310 @@
+"""Kafka distributions assembled from Maven Central jars (no tarball, no registry).
+
+A distribution is a directory of jars plus ``dist.json``, which records the resolved version, the
+release line's traits and the main class of every tool kchaos runs. Class names moved between
+release lines (``kafka.admin.FeatureCommand`` became ``org.apache.kafka.tools.FeatureCommand``),
+so they are discovered in the jars rather than written down per version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from xml.etree import ElementTree
+
+import requests
+
+from clusters.cache import cache_dir
+from clusters.errors import ClusterError
+
+DEFAULT_VERSION = "3.9"
+MAVEN_REPO = os.environ.get("KCHAOS_MAVEN_REPO", "https://repo.maven.apache.org/maven2")
+JOLOKIA = "org.jolokia:jolokia-agent-jvm:2.6.0:jar:javaagent"
+JOLOKIA_JAR = "jolokia-agent-jvm-2.6.0-javaagent.jar"
+# Kafka 4 logs through log4j2 but ships no slf4j binding as a library dependency.
+LOG4J2_VERSION = "2.25.4"
+RELOAD4J_BINDING = "org.slf4j:slf4j-reload4j:1.7.36"
+OLDEST_SUPPORTED = (3, 3)  # KRaft became production-ready in 3.3 (KIP-833).
+METADATA_TTL_S = 24 * 3600
+
+# Candidate main classes per tool, newest location first.
+TOOL_CLASSES: dict[str, tuple[str, ...]] = {
+    "kafka": ("kafka.Kafka",),
+    "storage": ("kafka.tools.StorageTool", "org.apache.kafka.tools.StorageTool"),
+    "metadata_quorum": (
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        "kafka.admin.MetadataQuorumCommand",
+    ),
+    "features": ("org.apache.kafka.tools.FeatureCommand", "kafka.admin.FeatureCommand"),
+    "dump_log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
+    "metadata_shell": ("org.apache.kafka.shell.MetadataShell",),
+    "zookeeper": ("org.apache.zookeeper.server.quorum.QuorumPeerMain",),
+    "zookeeper_shell": ("org.apache.zookeeper.ZooKeeperMain",),
+}
+REQUIRED_TOOLS = ("kafka", "storage", "metadata_quorum", "features", "dump_log", "metadata_shell")
+
+
+@dataclass(frozen=True)
+class ReleaseLine:
+    """What a Kafka release line can do, as far as kchaos cares."""
+
+    major: int
+    minor: int
+
+    @property
+    def zookeeper(self) -> bool:
+        return self.major < 4  # Kafka 4.0 removed ZooKeeper mode (KIP-500's end state).
+
+    @property
+    def migration(self) -> bool:
+        return self.zookeeper and (self.major, self.minor) >= (3, 4)  # KIP-866 arrived in 3.4.
+
+    @property
+    def logging(self) -> str:
+        return "reload4j" if self.major < 4 else "log4j2"
+
+    @property
+    def dynamic_quorum_describe(self) -> bool:
+        return (self.major, self.minor) >= (3, 7)  # --bootstrap-controller (KIP-919).
+
+
+@dataclass(frozen=True)
+class KafkaDist:
+    """A Kafka distribution ready to mount into nodes."""
+
+    version: str
+    home: Path
+    classes: dict[str, str]
+
+    @property
+    def libs(self) -> Path:
+        return self.home / "libs"
+
+    @property
+    def line(self) -> ReleaseLine:
+        return parse_line(self.version)
+
+    def host_classpath(self) -> str:
+        return str(self.libs / "*")
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    if not re.fullmatch(r"\d+(\.\d+){0,2}", text):
+        raise ClusterError(
+            f"'{text}' is not a Kafka version: give a release such as 3.9.2, or a line such as 3.9"
+        )
+    return tuple(int(p) for p in text.split("."))
+
+
+def parse_line(version: str) -> ReleaseLine:
+    parts = parse_version(version)
+    return ReleaseLine(parts[0], parts[1] if len(parts) > 1 else 0)
+
+
+def resolve_version(requested: str, available: list[str]) -> str:
+    """Turns ``3.9`` into the newest published 3.9.x; checks that an exact version exists."""
+    wanted = parse_version(requested)
+    too_old = wanted[0] < OLDEST_SUPPORTED[0] or (len(wanted) > 1 and wanted[:2] < OLDEST_SUPPORTED)
+    if too_old:
+        raise ClusterError(
+            f"Kafka {requested} is older than kchaos supports: KRaft is production-ready from "
+            f"{'.'.join(map(str, OLDEST_SUPPORTED))} on; choose 3.3 or newer"
+        )
+    releases = sorted(
+        (tuple(int(p) for p in v.split(".")) for v in available if re.fullmatch(r"\d+\.\d+\.\d+", v)),
+    )
+    matching = [r for r in releases if r[: len(wanted)] == wanted]
+    if not matching:
+        same_line = [r for r in releases if r[:2] == wanted[:2]] or [
+            r for r in releases if r >= (*OLDEST_SUPPORTED, 0)
+        ]
+        known = ", ".join(".".join(map(str, r)) for r in same_line[-12:])
+        raise ClusterError(f"unknown Kafka version {requested}: Maven Central has {known}")
+    return ".".join(map(str, matching[-1]))
+
+
+def published_versions(refresh: bool = False) -> list[str]:
+    """Kafka releases listed on Maven Central, cached for a day so repeated runs work offline."""
+    cached = cache_dir() / "kafka" / "maven-metadata.xml"
+    fresh = cached.exists() and time.time() - cached.stat().st_mtime < METADATA_TTL_S
+    if refresh or not fresh:
+        url = f"{MAVEN_REPO}/org/apache/kafka/kafka_2.13/maven-metadata.xml"
+        try:
+            response = requests.get(url, timeout=20)
+            response.raise_for_status()
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            cached.write_bytes(response.content)
+        except requests.RequestException as exc:
+            if not cached.exists():
+                raise ClusterError(f"Maven Central is not reachable ({url}): {exc}") from None
+    root = ElementTree.fromstring(cached.read_bytes())
+    return [v.text or "" for v in root.iter("version")]
+
+
+def artifact_published(artifact: str, version: str) -> bool:
+    url = f"{MAVEN_REPO}/org/apache/kafka/{artifact}/{version}/{artifact}-{version}.pom"
+    try:
+        return requests.head(url, timeout=20).status_code == 200
+    except requests.RequestException:
+        return True  # Can't tell; let Maven give the real error.
+
+
+def dist_home(version: str) -> Path:
+    return cache_dir() / "kafka" / version
+
+
+def load_dist(version: str) -> KafkaDist | None:
+    """The cached distribution for an exact version, or None if it was never fully assembled."""
+    manifest = dist_home(version) / "dist.json"
+    if not manifest.exists():
+        return None
+    data = json.loads(manifest.read_text())
+    return KafkaDist(version=data["version"], home=dist_home(version), classes=data["classes"])
+
+
+def cached_versions() -> list[str]:
+    root = cache_dir() / "kafka"
+    if not root.exists():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / "dist.json").exists())
+
+
+def resolve_offline_first(requested: str) -> str:
+    """Resolves a version, preferring what is cached so that a warm machine needs no network."""
+    if re.fullmatch(r"\d+\.\d+\.\d+", requested) and load_dist(requested):
+        return requested
+    try:
+        available = published_versions()
+    except ClusterError:
+        cached = cached_versions()
+        if not cached:
+            raise
+        return resolve_version(requested, cached)
+    return resolve_version(requested, available)
+
+
+def _pom(version: str) -> str:
+    line = parse_line(version)
+    deps = [
+        ("org.apache.kafka", "kafka_2.13", version, ""),
+        ("org.apache.kafka", "kafka-tools", version, _exclude("org.apache.kafka", "connect-runtime")),
+        ("org.apache.kafka", "kafka-shell", version, ""),
+    ]
+    if line.logging == "reload4j":
+        g, a, v = RELOAD4J_BINDING.split(":")
+        deps.append((g, a, v, ""))
+    else:
+        deps.append(("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J2_VERSION, ""))
+        deps.append(("org.apache.logging.log4j", "log4j-core", LOG4J2_VERSION, ""))
+    body = "".join(
+        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
+        f"<version>{v}</version>{extra}</dependency>"
+        for g, a, v, extra in deps
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>kchaos</groupId><artifactId>kafka-dist</artifactId><version>1</version>"
+        f"<packaging>pom</packaging><dependencies>{body}</dependencies></project>"
+    )
+
+
+def _exclude(group: str, artifact: str) -> str:
+    return (
+        f"<exclusions><exclusion><groupId>{group}</groupId>"
+        f"<artifactId>{artifact}</artifactId></exclusion></exclusions>"
+    )
+
+
+def _mvn(args: list[str], cwd: Path, what: str) -> None:
+    if shutil.which("mvn") is None:
+        raise ClusterError("Maven (mvn) is not installed: run the setup command from the README")
+    result = subprocess.run(
+        ["mvn", "-B", "-q", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        errors = [ln for ln in result.stdout.splitlines() if "[ERROR]" in ln][:3]
+        detail = " ".join(errors) or result.stderr.strip()[-500:]
+        raise ClusterError(f"could not fetch {what} from Maven Central: {detail}")
+
+
+def discover_classes(libs: Path) -> dict[str, str]:
+    present: set[str] = set()
+    for jar in libs.glob("*.jar"):
+        with zipfile.ZipFile(jar) as zf:
+            present.update(n[:-6].replace("/", ".") for n in zf.namelist() if n.endswith(".class"))
+    found = {}
+    for tool, candidates in TOOL_CLASSES.items():
+        for cls in candidates:
+            if cls in present:
+                found[tool] = cls
+                break
+    return found
+
+
+def assemble(version: str) -> KafkaDist:
+    """Fetches an exact Kafka version's jars into the cache (idempotent) and describes them."""
+    existing = load_dist(version)
+    if existing:
+        return existing
+    missing = [a for a in ("kafka_2.13", "kafka-tools", "kafka-shell") if not artifact_published(a, version)]
+    if missing:
+        raise ClusterError(
+            f"Kafka {version} is listed on Maven Central but {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not published there; choose another version"
+        )
+    home = dist_home(version)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "pom.xml").write_text(_pom(version))
+    staging = home / "libs.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    _mvn(
+        ["dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+        home,
+        f"Kafka {version}",
+    )
+    classes = discover_classes(staging)
+    absent = [t for t in REQUIRED_TOOLS if t not in classes]
+    if parse_line(version).zookeeper and "zookeeper" not in classes:
+        absent.append("zookeeper")
+    if absent:
+        raise ClusterError(f"Kafka {version} from Maven Central lacks tools kchaos needs: {absent}")
+    shutil.rmtree(home / "libs", ignore_errors=True)
+    staging.rename(home / "libs")
+    dist = KafkaDist(version=version, home=home, classes=classes)
+    manifest = {"version": version, "classes": classes, "line": asdict(dist.line)}
+    (home / "dist.json").write_text(json.dumps(manifest, indent=2))
+    return dist
+
+
+def agents_dir() -> Path:
+    return cache_dir() / "agents"
+
+
+def ensure_jolokia() -> Path:
+    """The Jolokia JVM agent that gives the harness JMX over HTTP on every node."""
+    target = agents_dir() / JOLOKIA_JAR
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _mvn(
+        ["dependency:copy", f"-Dartifact={JOLOKIA}", f"-DoutputDirectory={target.parent}"],
+        target.parent,
+        "the Jolokia JMX agent",
+    )
+    return target
+
+
+def ensure_dist(requested: str = DEFAULT_VERSION) -> KafkaDist:
+    """Resolves and assembles a Kafka version plus the JMX agent every node runs."""
+    ensure_jolokia()
+    return assemble(resolve_offline_first(requested))

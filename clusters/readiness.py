@@ -1,0 +1,94 @@
+"""When is a cluster ready? One leader agreed by every controller, every broker registered and
+unfenced (or, in ZooKeeper mode, a live controller broker and every broker registered).
+
+Readiness is observed, never assumed after a sleep: ``wait_ready`` polls until ``problems`` is
+empty, and a node that dies or never becomes ready is reported with its last log lines.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from clusters.docker_cluster import ClusterInfo, DockerCluster
+from clusters.errors import ClusterError
+
+POLL_INTERVAL_S = 0.25
+LOG_LINES_ON_FAILURE = 15
+
+
+def problems(status: dict[str, Any]) -> list[str]:
+    """Why a cluster status is not ready yet; empty when it is."""
+    found = []
+    for n in status["nodes"]:
+        if n["process"] != "running":
+            found.append(f"{n['name']}: process {n['process']}")
+    brokers = [n for n in status["nodes"] if "broker" in n["roles"]]
+    for b in brokers:
+        state = (b.get("jmx") or {}).get("broker_state")
+        if state != "RUNNING":
+            found.append(f"{b['name']}: broker state {state or 'unknown'}")
+    if "quorum" in status:
+        q = status["quorum"]
+        if not q["agreed"]:
+            views = ", ".join(
+                f"{name}: " + (f"leader {v['leader']} epoch {v['epoch']}" if v else "no answer")
+                for name, v in q["views"].items()
+            )
+            found.append(f"controllers do not agree on a leader ({views})")
+        elif len(q["active_controllers"]) != 1:
+            found.append(f"active controllers: {q['active_controllers'] or 'none'}")
+    if "zookeeper" in status:
+        zk = status["zookeeper"]
+        ids = {b["node_id"] for b in brokers}
+        controller = (zk.get("controller") or {}).get("brokerid")
+        if zk.get("error"):
+            found.append(zk["error"])
+        elif controller not in ids:
+            found.append(f"/controller names {controller}, not a broker of this cluster")
+        elif set(zk.get("broker_ids") or []) != ids:
+            found.append(f"registered brokers {zk.get('broker_ids')} != {sorted(ids)}")
+    return found
+
+
+def wait_ready(
+    cluster: DockerCluster, info: ClusterInfo, timeout: float, on_poll=None
+) -> dict[str, Any]:
+    """Polls the cluster until it is ready; returns that ready status."""
+    from clusters.status import cluster_status
+
+    deadline = time.monotonic() + timeout
+    last: list[str] = []
+    while True:
+        status = cluster_status(cluster, info, check_paused=False)
+        last = problems(status)
+        if on_poll:
+            on_poll(status, last)
+        if not last:
+            return status
+        dead = [n for n in status["nodes"] if n["process"] in ("exited", "missing")]
+        if dead or time.monotonic() > deadline:
+            names = [n["name"] for n in dead] or _unready_nodes(status, last)
+            why = "exited" if dead else f"was not ready after {timeout:.0f} s"
+            raise ClusterError(
+                f"cluster {info.topology.cluster} {why}: " + "; ".join(last)
+                + _log_tails(cluster, info, names)
+            )
+        time.sleep(POLL_INTERVAL_S)
+
+
+def _unready_nodes(status: dict[str, Any], issues: list[str]) -> list[str]:
+    named = [n["name"] for n in status["nodes"] if any(i.startswith(n["name"] + ":") for i in issues)]
+    return named or [n["name"] for n in status["nodes"]][:1]
+
+
+def _log_tails(cluster: DockerCluster, info: ClusterInfo, names: list[str]) -> str:
+    handles = cluster.nodes(info)
+    parts = []
+    for name in names:
+        try:
+            tail = handles[name].logs(tail=LOG_LINES_ON_FAILURE).rstrip()
+        except ClusterError:
+            tail = "(no logs: container gone)"
+        parts.append(f"\n--- last log lines of {name} ---\n{tail}")
+    return "".join(parts)

@@ -1,0 +1,125 @@
+"""Cluster shapes: which nodes exist, their roles, ids and fixed addresses.
+
+Pure data, so the same topology can be rebuilt from Docker labels, rendered into configs, and
+reasoned about by nemeses ("the controllers", "a minority") without touching Docker.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+from clusters.errors import ClusterError
+
+TOPOLOGIES = ("kraft-combined", "kraft", "zk")
+DEFAULT_SUBNET = "10.213.0.0/24"
+BROKER_PORT = 9092
+CONTROLLER_PORT = 9093
+ZK_CLIENT_PORT = 2181
+JOLOKIA_PORT = 8778
+# Host addresses start here so that .1 (the bridge) and low addresses stay free.
+FIRST_HOST = 11
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    roles: frozenset[str]  # subset of {"broker", "controller", "zookeeper"}
+    node_id: int  # Kafka node.id / broker.id, or ZooKeeper myid
+    ip: str
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def is_zookeeper(self) -> bool:
+        return "zookeeper" in self.roles
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.ip}:{BROKER_PORT}"
+
+
+@dataclass(frozen=True)
+class Topology:
+    kind: str
+    cluster: str
+    subnet: str
+    nodes: tuple[NodeSpec, ...] = field(default_factory=tuple)
+
+    @property
+    def brokers(self) -> list[NodeSpec]:
+        return [n for n in self.nodes if n.is_broker]
+
+    @property
+    def controllers(self) -> list[NodeSpec]:
+        return [n for n in self.nodes if n.is_controller]
+
+    @property
+    def zookeepers(self) -> list[NodeSpec]:
+        return [n for n in self.nodes if n.is_zookeeper]
+
+    @property
+    def kraft(self) -> bool:
+        return self.kind != "zk"
+
+    def node(self, name: str) -> NodeSpec:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise ClusterError(f"no node '{name}' in cluster {self.cluster}: nodes are {self.names()}")
+
+    def names(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.bootstrap for n in self.brokers)
+
+    def quorum_voters(self) -> str:
+        return ",".join(f"{n.node_id}@{n.ip}:{CONTROLLER_PORT}" for n in self.controllers)
+
+    def zookeeper_connect(self) -> str:
+        return ",".join(f"{n.ip}:{ZK_CLIENT_PORT}" for n in self.zookeepers)
+
+
+def build_topology(
+    kind: str,
+    cluster: str = "kchaos",
+    brokers: int = 3,
+    controllers: int = 3,
+    zookeepers: int = 1,
+    subnet: str = DEFAULT_SUBNET,
+) -> Topology:
+    """Lays out nodes with stable names: n1.. (combined), c1.. and b1.. (kraft), z1.. and b1.. (zk)."""
+    if kind not in TOPOLOGIES:
+        raise ClusterError(f"unknown topology '{kind}': choose one of {', '.join(TOPOLOGIES)}")
+    if kind == "zk" and zookeepers not in (1, 3):
+        raise ClusterError("a zk topology has 1 or 3 ZooKeeper nodes")
+    if brokers < 1 or controllers < 1:
+        raise ClusterError("a cluster needs at least one broker and one controller")
+    try:
+        net = ipaddress.ip_network(subnet)
+    except ValueError as exc:
+        raise ClusterError(f"bad subnet '{subnet}': {exc}") from None
+    hosts = list(net.hosts())
+    specs: list[tuple[str, frozenset[str], int]] = []
+    if kind == "kraft-combined":
+        specs = [(f"n{i}", frozenset({"broker", "controller"}), i) for i in range(1, controllers + 1)]
+    elif kind == "kraft":
+        specs = [(f"c{i}", frozenset({"controller"}), i) for i in range(1, controllers + 1)]
+        specs += [(f"b{i}", frozenset({"broker"}), controllers + i) for i in range(1, brokers + 1)]
+    else:
+        specs = [(f"z{i}", frozenset({"zookeeper"}), i) for i in range(1, zookeepers + 1)]
+        specs += [(f"b{i}", frozenset({"broker"}), i) for i in range(1, brokers + 1)]
+    if len(hosts) < FIRST_HOST + len(specs):
+        raise ClusterError(f"subnet {subnet} is too small for {len(specs)} nodes")
+    nodes = tuple(
+        NodeSpec(name=name, roles=roles, node_id=node_id, ip=str(hosts[FIRST_HOST - 1 + i]))
+        for i, (name, roles, node_id) in enumerate(specs)
+    )
+    return Topology(kind=kind, cluster=cluster, subnet=str(net), nodes=nodes)
