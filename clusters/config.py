@@ -192,25 +192,43 @@ def render_node(
             raise ClusterError(f"Kafka {dist.version} has no ZooKeeper mode (removed in 4.0)")
         files[f"{CONF_DIR}/zoo.cfg"] = _props(zoo_cfg(topo, timing))
         main = [
-            "java", *jvm_options(dist, min(heap_mb, 128)), "-cp", classpath,
-            dist.classes["zookeeper"], f"{CONF_DIR}/zoo.cfg",
+            "java",
+            *jvm_options(dist, min(heap_mb, 128)),
+            "-cp",
+            classpath,
+            dist.classes["zookeeper"],
+            f"{CONF_DIR}/zoo.cfg",
         ]
         prepare = f"mkdir -p {ZK_DATA_DIR} && echo {node.node_id} > {ZK_DATA_DIR}/myid"
     else:
         files[f"{CONF_DIR}/server.properties"] = _props(server_properties(topo, node, timing))
         main = [
-            "java", *jvm_options(dist, heap_mb), "-cp", classpath,
-            dist.classes["kafka"], f"{CONF_DIR}/server.properties",
+            "java",
+            *jvm_options(dist, heap_mb),
+            "-cp",
+            classpath,
+            dist.classes["kafka"],
+            f"{CONF_DIR}/server.properties",
         ]
         prepare = f"mkdir -p {DATA_DIR}"
         if topo.kraft:
             # Formatting runs once per container: a restarted node keeps its formatted data.
             fmt = [
-                "java", "-Xmx96m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+                "java",
+                "-Xmx96m",
+                "-XX:TieredStopAtLevel=1",
+                "-XX:+UseSerialGC",
                 f"-Dlog4j.configuration=file:{CONF_DIR}/log4j.properties",
                 f"-Dlog4j2.configurationFile={CONF_DIR}/log4j2.properties",
-                "-cp", classpath, dist.classes["storage"], "format",
-                "-t", cluster_id, "-c", f"{CONF_DIR}/server.properties", "--ignore-formatted",
+                "-cp",
+                classpath,
+                dist.classes["storage"],
+                "format",
+                "-t",
+                cluster_id,
+                "-c",
+                f"{CONF_DIR}/server.properties",
+                "--ignore-formatted",
             ]
             prepare += f"\nif [ ! -f {DATA_DIR}/meta.properties ]; then {shlex.join(fmt)}; fi"
     files[f"{CONF_DIR}/entrypoint.sh"] = _entrypoint(node, main, prepare)

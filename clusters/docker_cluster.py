@@ -184,7 +184,9 @@ class DockerCluster:
                     f"subnet {topo.subnet} clashes with an existing network ({text}): choose "
                     "another with --subnet"
                 ) from None
-            raise ClusterError(f"cannot create network {network_name(self.cluster)}: {text}") from None
+            raise ClusterError(
+                f"cannot create network {network_name(self.cluster)}: {text}"
+            ) from None
 
     def _create_node(
         self, n: NodeSpec, info: ClusterInfo, dist: KafkaDist, image: str, cfg
@@ -263,8 +265,14 @@ def _node_order(spec: NodeSpec) -> tuple[int, str, int]:
 
 
 def list_clusters(client: docker.DockerClient) -> list[str]:
-    names = {c.labels.get(f"{LABEL}.cluster") for c in client.containers.list(all=True, filters={"label": LABEL})}
-    names |= {n.attrs["Labels"].get(f"{LABEL}.cluster") for n in client.networks.list(filters={"label": LABEL})}
+    names = {
+        c.labels.get(f"{LABEL}.cluster")
+        for c in client.containers.list(all=True, filters={"label": LABEL})
+    }
+    names |= {
+        n.attrs["Labels"].get(f"{LABEL}.cluster")
+        for n in client.networks.list(filters={"label": LABEL})
+    }
     return sorted(n for n in names if n)
 
 

@@ -88,14 +88,19 @@ def ensure_engine(say: Callable[[str], None] = print) -> docker.DockerClient:
         log = DOCKERD_LOG.open("ab")
         # A session of its own, so that dockerd outlives this command and its terminal.
         subprocess.Popen(
-            [dockerd], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [dockerd],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
         deadline = time.monotonic() + ENGINE_START_TIMEOUT_S
         while not engine_answers():
             if time.monotonic() > deadline:
                 tail = "\n".join(DOCKERD_LOG.read_text(errors="replace").splitlines()[-8:])
-                raise ClusterError(f"dockerd did not start within {ENGINE_START_TIMEOUT_S:.0f} s:\n{tail}")
+                raise ClusterError(
+                    f"dockerd did not start within {ENGINE_START_TIMEOUT_S:.0f} s:\n{tail}"
+                )
             time.sleep(0.2)
     return client()
 
@@ -107,5 +112,7 @@ def prove_engine(c: docker.DockerClient, image: str) -> None:
             image, ["/bin/true"], remove=True, network_mode="none", labels={"kchaos": "1"}
         )
     except docker.errors.DockerException as exc:
-        raise ClusterError(f"the Docker engine answers but cannot run a container: {_short(exc)}") from None
+        raise ClusterError(
+            f"the Docker engine answers but cannot run a container: {_short(exc)}"
+        ) from None
     del out

@@ -36,7 +36,13 @@ BROKER_STATES = {
 # ZkMigrationState values (metadata ZkMigrationState.java).
 ZK_MIGRATION_STATES = {0: "NONE", 1: "MIGRATION", 2: "PRE_MIGRATION", 3: "POST_MIGRATION", 4: "ZK"}
 
-RAFT_ATTRS = ["current-state", "current-leader", "current-epoch", "high-watermark", "log-end-offset"]
+RAFT_ATTRS = [
+    "current-state",
+    "current-leader",
+    "current-epoch",
+    "high-watermark",
+    "log-end-offset",
+]
 
 
 class JmxUnavailable(Exception):

@@ -118,7 +118,11 @@ def resolve_version(requested: str, available: list[str]) -> str:
             f"{'.'.join(map(str, OLDEST_SUPPORTED))} on; choose 3.3 or newer"
         )
     releases = sorted(
-        (tuple(int(p) for p in v.split(".")) for v in available if re.fullmatch(r"\d+\.\d+\.\d+", v)),
+        (
+            tuple(int(p) for p in v.split("."))
+            for v in available
+            if re.fullmatch(r"\d+\.\d+\.\d+", v)
+        ),
     )
     matching = [r for r in releases if r[: len(wanted)] == wanted]
     if not matching:
@@ -194,7 +198,12 @@ def _pom(version: str) -> str:
     line = parse_line(version)
     deps = [
         ("org.apache.kafka", "kafka_2.13", version, ""),
-        ("org.apache.kafka", "kafka-tools", version, _exclude("org.apache.kafka", "connect-runtime")),
+        (
+            "org.apache.kafka",
+            "kafka-tools",
+            version,
+            _exclude("org.apache.kafka", "connect-runtime"),
+        ),
         ("org.apache.kafka", "kafka-shell", version, ""),
     ]
     if line.logging == "reload4j":
@@ -256,7 +265,11 @@ def assemble(version: str) -> KafkaDist:
     existing = load_dist(version)
     if existing:
         return existing
-    missing = [a for a in ("kafka_2.13", "kafka-tools", "kafka-shell") if not artifact_published(a, version)]
+    missing = [
+        a
+        for a in ("kafka_2.13", "kafka-tools", "kafka-shell")
+        if not artifact_published(a, version)
+    ]
     if missing:
         raise ClusterError(
             f"Kafka {version} is listed on Maven Central but {', '.join(missing)} "

@@ -79,7 +79,9 @@ class DockerNode:
         try:
             return self.client.containers.get(self.container_name)
         except docker.errors.NotFound:
-            raise ClusterError(f"node {self.name}: container {self.container_name} is gone") from None
+            raise ClusterError(
+                f"node {self.name}: container {self.container_name} is gone"
+            ) from None
 
     def __repr__(self) -> str:
         return f"DockerNode({self.name}@{self.ip})"
@@ -91,7 +93,9 @@ class DockerNode:
         try:
             result = self._container().exec_run(argv, demux=True)
         except docker.errors.APIError as exc:
-            raise ClusterError(f"node {self.name}: cannot run {cmd[0]}: {exc.explanation}") from None
+            raise ClusterError(
+                f"node {self.name}: cannot run {cmd[0]}: {exc.explanation}"
+            ) from None
         out, err = result.output if result.output else (b"", b"")
         return ExecResult(
             result.exit_code if result.exit_code is not None else -1,
@@ -150,7 +154,9 @@ class DockerNode:
         try:
             self._container().kill(signal=int(sig))
         except docker.errors.APIError as exc:
-            raise ClusterError(f"node {self.name}: cannot send {sig.name}: {exc.explanation}") from None
+            raise ClusterError(
+                f"node {self.name}: cannot send {sig.name}: {exc.explanation}"
+            ) from None
 
     def kill(self) -> None:
         self.signal(signal.SIGKILL)

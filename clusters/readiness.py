@@ -71,14 +71,17 @@ def wait_ready(
             names = [n["name"] for n in dead] or _unready_nodes(status, last)
             why = "exited" if dead else f"was not ready after {timeout:.0f} s"
             raise ClusterError(
-                f"cluster {info.topology.cluster} {why}: " + "; ".join(last)
+                f"cluster {info.topology.cluster} {why}: "
+                + "; ".join(last)
                 + _log_tails(cluster, info, names)
             )
         time.sleep(POLL_INTERVAL_S)
 
 
 def _unready_nodes(status: dict[str, Any], issues: list[str]) -> list[str]:
-    named = [n["name"] for n in status["nodes"] if any(i.startswith(n["name"] + ":") for i in issues)]
+    named = [
+        n["name"] for n in status["nodes"] if any(i.startswith(n["name"] + ":") for i in issues)
+    ]
     return named or [n["name"] for n in status["nodes"]][:1]
 
 

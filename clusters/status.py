@@ -129,8 +129,12 @@ def quorum_view(nodes: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         raft = (n.get("jmx") or {}).get("raft")
         views[n["name"]] = (
-            {"leader": raft["leader"], "epoch": raft["epoch"], "state": raft["state"],
-             "high_watermark": raft["high_watermark"]}
+            {
+                "leader": raft["leader"],
+                "epoch": raft["epoch"],
+                "state": raft["state"],
+                "high_watermark": raft["high_watermark"],
+            }
             if raft
             else None
         )
@@ -150,8 +154,9 @@ def quorum_view(nodes: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def cluster_status(cluster: DockerCluster, info: ClusterInfo | None = None,
-                   check_paused: bool = True) -> dict[str, Any]:
+def cluster_status(
+    cluster: DockerCluster, info: ClusterInfo | None = None, check_paused: bool = True
+) -> dict[str, Any]:
     info = info or cluster.info()
     handles = cluster.nodes(info)
     with ThreadPoolExecutor(max_workers=max(1, len(handles))) as pool:

@@ -109,7 +109,9 @@ def build_topology(
     hosts = list(net.hosts())
     specs: list[tuple[str, frozenset[str], int]] = []
     if kind == "kraft-combined":
-        specs = [(f"n{i}", frozenset({"broker", "controller"}), i) for i in range(1, controllers + 1)]
+        specs = [
+            (f"n{i}", frozenset({"broker", "controller"}), i) for i in range(1, controllers + 1)
+        ]
     elif kind == "kraft":
         specs = [(f"c{i}", frozenset({"controller"}), i) for i in range(1, controllers + 1)]
         specs += [(f"b{i}", frozenset({"broker"}), controllers + i) for i in range(1, brokers + 1)]

@@ -1,0 +1,95 @@
+"""Collecting what a cluster leaves behind: node logs, configs, and each controller's metadata log
+decoded with DumpLogSegments.
+
+Data directories are copied out of the containers first (this works on killed nodes too) and
+decoded on the host with the same Kafka jars, so a dead node's metadata log is still read.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from clusters.config import CONF_DIR, DATA_DIR
+from clusters.docker_cluster import DockerCluster
+from clusters.errors import ClusterError
+from clusters.kafka_dist import KafkaDist
+
+METADATA_PARTITION = "__cluster_metadata-0"
+
+
+def decode_metadata_log(dist: KafkaDist, partition_dir: Path) -> str:
+    """The metadata log segments of one node, decoded record by record."""
+    segments = sorted(partition_dir.glob("*.log"))
+    if not segments:
+        return ""
+    result = subprocess.run(
+        [
+            "java",
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            "-Dlog4j.configuration=file:/dev/null",
+            "-Dlog4j2.configurationFile=/dev/null",
+            "-cp",
+            dist.host_classpath(),
+            dist.classes["dump_log"],
+            "--cluster-metadata-decoder",
+            "--files",
+            ",".join(str(s) for s in segments),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if result.returncode != 0:
+        raise ClusterError(f"DumpLogSegments failed on {partition_dir}: {result.stderr[-400:]}")
+    return result.stdout
+
+
+def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], None] = print) -> None:
+    """Writes ``logs/<node>/``, ``metadata/<node>.txt`` and ``cluster.json`` under ``dest``."""
+    info = cluster.info()
+    dist = cluster.dist(info)
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "cluster.json").write_text(
+        json.dumps(
+            {
+                "cluster": info.topology.cluster,
+                "topology": info.topology.kind,
+                "version": info.version,
+                "timing": info.timing,
+                "cluster_id": info.cluster_id,
+                "nodes": [
+                    {"name": n.name, "roles": sorted(n.roles), "node_id": n.node_id, "ip": n.ip}
+                    for n in info.topology.nodes
+                ],
+            },
+            indent=2,
+        )
+    )
+    for name, node in cluster.nodes(info).items():
+        logs = dest / "logs" / name
+        logs.mkdir(parents=True, exist_ok=True)
+        (logs / "stdout.log").write_text(node.logs())
+        try:
+            node.copy_dir_out(CONF_DIR, logs)
+        except ClusterError as exc:
+            say(f"warning: {exc}")
+        if not node.spec.is_controller:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                node.copy_dir_out(f"{DATA_DIR}/{METADATA_PARTITION}", Path(tmp))
+            except ClusterError as exc:
+                say(f"warning: {exc}")
+                continue
+            decoded = decode_metadata_log(dist, Path(tmp) / METADATA_PARTITION)
+            (dest / "metadata").mkdir(exist_ok=True)
+            (dest / "metadata" / f"{name}.txt").write_text(decoded)
+            raw = dest / "metadata" / f"{name}-raw"
+            shutil.copytree(Path(tmp) / METADATA_PARTITION, raw, dirs_exist_ok=True)
+    say(f"collected logs and metadata logs into {dest}")

@@ -1,0 +1,21 @@
+"""One idempotent setup: host packages, a running Docker engine, Kafka jars, the node image."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from clusters.engine import ensure_engine, ensure_packages, prove_engine
+from clusters.image import ensure_image
+from clusters.kafka_dist import ensure_dist
+
+
+def run_setup(versions: list[str], say: Callable[[str], None] = print) -> None:
+    ensure_packages(say=say)
+    client = ensure_engine(say=say)
+    say(f"Docker engine {client.version().get('Version', '?')} answers")
+    for requested in versions:
+        dist = ensure_dist(requested)
+        say(f"Kafka {dist.version} assembled from Maven Central in {dist.home}")
+    tag = ensure_image(client, say=say)
+    prove_engine(client, tag)
+    say(f"node image {tag} runs containers")

@@ -1,0 +1,197 @@
+"""``kchaos cluster``: bring real Kafka clusters up and down, and see what each node says."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich import box
+from rich.table import Table
+
+from clusters.docker_cluster import DockerCluster, list_clusters
+from clusters.engine import client
+from clusters.kafka_dist import DEFAULT_VERSION
+from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology
+from harness.console import console, print_json, say
+
+name_option = click.option(
+    "--name", default="kchaos", show_default=True, help="Cluster name (several can coexist)."
+)
+
+
+@click.group()
+def cluster() -> None:
+    """Real Kafka clusters on Docker."""
+
+
+@cluster.command()
+@name_option
+@click.option(
+    "--topology", type=click.Choice(TOPOLOGIES), default="kraft-combined", show_default=True
+)
+@click.option(
+    "--version", default=DEFAULT_VERSION, show_default=True, help="Kafka version or line."
+)
+@click.option("--brokers", default=3, show_default=True, help="Brokers (kraft and zk topologies).")
+@click.option("--zookeepers", type=click.Choice(["1", "3"]), default="1", show_default=True)
+@click.option(
+    "--timing",
+    type=click.Choice(["default", "fast"]),
+    default="default",
+    show_default=True,
+    help="fast: short heartbeats, sessions and elections for quick fault tests.",
+)
+@click.option("--subnet", default=DEFAULT_SUBNET, show_default=True)
+@click.option("--heap-mb", default=256, show_default=True, help="JVM heap of each Kafka node.")
+@click.option(
+    "--no-wait", is_flag=True, help="Return once containers start, without waiting for readiness."
+)
+def up(
+    name: str,
+    topology: str,
+    version: str,
+    brokers: int,
+    zookeepers: str,
+    timing: str,
+    subnet: str,
+    heap_mb: int,
+    no_wait: bool,
+) -> None:
+    """Creates a cluster and waits until it is ready (leader elected, brokers unfenced)."""
+    topo = build_topology(
+        topology, cluster=name, brokers=brokers, zookeepers=int(zookeepers), subnet=subnet
+    )
+    started = time.monotonic()
+    with console.status(f"bringing up {topology} cluster '{name}'"):
+        DockerCluster(client(), name).up(
+            topo, version, timing=timing, heap_mb=heap_mb, say=say, wait=not no_wait
+        )
+    verb = "started" if no_wait else "ready"
+    console.print(
+        f"[green]cluster '{name}' {verb}[/green] in {time.monotonic() - started:.1f} s; "
+        f"bootstrap servers {topo.bootstrap_servers()}"
+    )
+
+
+@cluster.command()
+@name_option
+@click.option(
+    "--collect",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="First copy node logs and decoded metadata logs into this directory.",
+)
+def down(name: str, collect: Path | None) -> None:
+    """Removes every container and network of the cluster (after collecting, if asked)."""
+    removed = DockerCluster(client(), name).down(collect=collect, say=say)
+    console.print(f"cluster '{name}': removed {removed} containers and networks")
+
+
+@cluster.command(name="list")
+def list_() -> None:
+    """Lists the clusters kchaos made on this engine."""
+    for name in list_clusters(client()):
+        click.echo(name)
+
+
+@cluster.command()
+@name_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status(name: str, as_json: bool) -> None:
+    """Each node's processes and its own view of the quorum."""
+    from clusters.status import cluster_status
+
+    st = cluster_status(DockerCluster(client(), name))
+    if as_json:
+        print_json(st)
+    else:
+        render_status(st)
+
+
+@cluster.command()
+@name_option
+@click.argument("node")
+@click.option("--tail", type=int, default=None, help="Only the last N lines.")
+def logs(name: str, node: str, tail: int | None) -> None:
+    """Prints a node's log."""
+    dc = DockerCluster(client(), name)
+    info = dc.info()
+    info.topology.node(node)
+    sys.stdout.write(dc.nodes(info)[node].logs(tail=tail))
+
+
+ROLE_LETTERS = {"broker": "B", "controller": "C", "zookeeper": "Z"}
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def render_status(st: dict[str, Any]) -> None:
+    console.print(
+        f"cluster [bold]{st['cluster']}[/bold]: {st['topology']}, Kafka {st['version']}, "
+        f"timing {st['timing']}"
+    )
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in (
+        "node",
+        "roles",
+        "ip",
+        "process",
+        "raft",
+        "leader",
+        "epoch",
+        "hw",
+        "broker",
+        "md off",
+        "active",
+    ):
+        table.add_column(col, no_wrap=True)
+    for n in st["nodes"]:
+        jmx = n.get("jmx") or {}
+        raft = jmx.get("raft") or {}
+        broker = "-"
+        if "broker" in n["roles"]:
+            broker = jmx.get("broker_state") or "?"
+            if n.get("fenced"):
+                broker += " (fenced)"
+        if n.get("zk_mode"):
+            broker = f"zk {n['zk_mode']}"
+        process = n["process"]
+        style = "green" if process == "running" else "red"
+        table.add_row(
+            n["name"],
+            "".join(ROLE_LETTERS[r] for r in n["roles"]),
+            n["ip"],
+            f"[{style}]{process}[/{style}]",
+            _fmt(raft.get("state")),
+            _fmt(raft.get("leader")),
+            _fmt(raft.get("epoch")),
+            _fmt(raft.get("high_watermark")),
+            broker,
+            _fmt(jmx.get("metadata_offset")),
+            _fmt(jmx.get("active_controller_count")),
+        )
+    console.print(table)
+    console.print(
+        "[dim]roles: B broker, C controller, Z ZooKeeper; raft, leader, epoch and hw as "
+        "each node itself reports them[/dim]"
+    )
+    if "quorum" in st:
+        q = st["quorum"]
+        if q["agreed"]:
+            console.print(
+                f"quorum: every controller sees leader {q['leader']} in epoch {q['epoch']}; "
+                f"active controller: {', '.join(q['active_controllers']) or 'none'}"
+            )
+        else:
+            console.print("[yellow]quorum: controllers disagree or did not answer[/yellow]")
+    if "zookeeper" in st:
+        zk = st["zookeeper"]
+        console.print(
+            f"zookeeper: /controller {zk.get('controller')}, /controller_epoch "
+            f"{zk.get('controller_epoch')}, registered brokers {zk.get('broker_ids')}"
+            + (f" [red]{zk['error']}[/red]" if zk.get("error") else "")
+        )

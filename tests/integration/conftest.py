@@ -1,0 +1,34 @@
+"""Real clusters for integration tests: one per module, torn down (and checked gone) after it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from clusters.docker_cluster import ClusterInfo, DockerCluster
+from clusters.engine import client
+from clusters.topology import build_topology
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.docker)
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    return client()
+
+
+def bring_up(
+    docker_client, name: str, kind: str, subnet: str, tmp_path_factory, **kw
+) -> Iterator[tuple[DockerCluster, ClusterInfo]]:
+    dc = DockerCluster(docker_client, name)
+    dc.remove()  # leftovers of an interrupted earlier test run
+    topo = build_topology(kind, cluster=name, subnet=subnet, brokers=kw.pop("brokers", 3))
+    info = dc.up(topo, kw.pop("version", "3.9"), timing="fast", say=lambda m: None, **kw)
+    yield dc, info
+    dc.down(collect=tmp_path_factory.mktemp(f"{name}-collect"), say=lambda m: None)
+    assert not dc.containers() and not dc.networks(), "teardown left containers or networks"

@@ -1,0 +1,71 @@
+from clusters.readiness import problems
+from clusters.status import quorum_view
+
+
+def kafka_node(
+    name, node_id, leader=1, epoch=3, state="RUNNING", active=0, roles=("broker", "controller")
+):
+    raft = (
+        {
+            "state": "leader" if leader == node_id else "follower",
+            "leader": leader,
+            "epoch": epoch,
+            "high_watermark": 10,
+        }
+        if "controller" in roles
+        else None
+    )
+    return {
+        "name": name,
+        "roles": list(roles),
+        "node_id": node_id,
+        "process": "running",
+        "jmx": {"raft": raft, "broker_state": state, "active_controller_count": active},
+    }
+
+
+def status_of(nodes):
+    return {"nodes": nodes, "quorum": quorum_view(nodes)}
+
+
+def test_a_quorum_with_one_agreed_leader_and_running_brokers_is_ready():
+    nodes = [kafka_node("n1", 1, active=1), kafka_node("n2", 2), kafka_node("n3", 3)]
+    assert problems(status_of(nodes)) == []
+
+
+def test_disagreeing_controllers_are_not_ready_and_each_view_is_named():
+    nodes = [
+        kafka_node("n1", 1, active=1),
+        kafka_node("n2", 2),
+        kafka_node("n3", 3, leader=3, epoch=4),
+    ]
+    found = problems(status_of(nodes))
+    assert any("do not agree" in p and "n3: leader 3 epoch 4" in p for p in found)
+
+
+def test_a_fenced_broker_is_not_ready():
+    nodes = [
+        kafka_node("n1", 1, active=1),
+        kafka_node("n2", 2, state="RECOVERY"),
+        kafka_node("n3", 3),
+    ]
+    assert problems(status_of(nodes)) == ["n2: broker state RECOVERY"]
+
+
+def test_no_leader_yet_is_not_ready():
+    nodes = [kafka_node(f"n{i}", i, leader=-1, epoch=0) for i in (1, 2, 3)]
+    assert problems(status_of(nodes))
+
+
+def test_two_active_controllers_are_not_ready():
+    nodes = [kafka_node("n1", 1, active=1), kafka_node("n2", 2, active=1), kafka_node("n3", 3)]
+    assert any("active controllers" in p for p in problems(status_of(nodes)))
+
+
+def test_zk_mode_needs_a_controller_among_its_brokers():
+    brokers = [kafka_node(f"b{i}", i, roles=("broker",)) for i in (1, 2)]
+    zk = {"controller": {"brokerid": 7}, "controller_epoch": 1, "broker_ids": [1, 2]}
+    found = problems({"nodes": brokers, "zookeeper": zk})
+    assert found == ["/controller names 7, not a broker of this cluster"]
+    zk["controller"] = {"brokerid": 2}
+    assert problems({"nodes": brokers, "zookeeper": zk}) == []
