@@ -5,7 +5,7 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    """The cache root: ``$KCHAOS_CACHE``, else ``$XDG_CACHE_HOME/kchaos``, else ``~/.cache/kchaos``."""
+    """Cache root: ``$KCHAOS_CACHE``, else ``$XDG_CACHE_HOME/kchaos`` or ``~/.cache/kchaos``."""
     explicit = os.environ.get("KCHAOS_CACHE")
     if explicit:
         return Path(explicit)

@@ -53,7 +53,7 @@ class NodeConfig:
 
 
 def new_cluster_id() -> str:
-    """A Kafka cluster id: a random UUID in URL-safe base64 without padding, as kafka-storage makes."""
+    """A random UUID in URL-safe base64 without padding, as kafka-storage makes cluster ids."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 

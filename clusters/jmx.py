@@ -92,7 +92,7 @@ def _gauge(value: Any) -> Any:
 
 
 def sample_kafka(host: str, roles: frozenset[str], timeout: float = 2.0) -> dict[str, Any]:
-    """One sample of what a Kafka node says about the quorum and itself (history's observe shape)."""
+    """What a Kafka node says about the quorum and itself, in the history's observe shape."""
     reads: dict[str, tuple[str, list[str] | None]] = {
         "broker_state": (BROKER_STATE, ["Value"]),
         "active": (ACTIVE_CONTROLLERS, ["Value"]),

@@ -95,7 +95,7 @@ def build_topology(
     zookeepers: int = 1,
     subnet: str = DEFAULT_SUBNET,
 ) -> Topology:
-    """Lays out nodes with stable names: n1.. (combined), c1.. and b1.. (kraft), z1.. and b1.. (zk)."""
+    """Lays out nodes with stable names: n1.. (combined), c1../b1.. (kraft), z1../b1.. (zk)."""
     if kind not in TOPOLOGIES:
         raise ClusterError(f"unknown topology '{kind}': choose one of {', '.join(TOPOLOGIES)}")
     if kind == "zk" and zookeepers not in (1, 3):

@@ -15,7 +15,7 @@ T = TypeVar("T")
 def wait_until(
     what: str, probe: Callable[[], T | None], timeout: float = 120, every: float = 0.25
 ) -> T:
-    """Polls ``probe`` until it returns something truthy; fails naming ``what`` and the last value."""
+    """Polls ``probe`` until it returns something truthy; on timeout names ``what``."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -39,7 +39,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 3, replication: i
 def produce(
     bootstrap: str, topic: str, values: list[str], timeout: float = 120
 ) -> list[tuple[int, int]]:
-    """Produces with acks=all and idempotence; returns (partition, offset) of every acknowledged record."""
+    """Produces with acks=all and idempotence; returns (partition, offset) of every ack."""
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,

@@ -36,7 +36,7 @@ def test_every_controller_reports_the_same_leader_and_epoch_in_status_json(clust
 
 
 def test_1000_acknowledged_writes_are_all_read_back(cluster):
-    dc, info = cluster
+    _, info = cluster
     bootstrap = info.topology.bootstrap_servers()
     create_topic(bootstrap, "durable")
     values = [f"v{i}" for i in range(1000)]
