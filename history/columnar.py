@@ -121,6 +121,8 @@ def _add_elements(
         return HistoryError(history.path, line, f"{op['f']} value: {msg}")
 
     mops = op.get("value")
+    if mops is None and op_type != "ok":
+        mops = invoke.get("value")  # a fail/info completion need not repeat its arguments
     if not isinstance(mops, list):
         raise bad(f"expected a list of micro-operations, found {mops!r:.60}")
     rebalanced = _rebalanced_keys(op, bad)
