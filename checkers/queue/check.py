@@ -24,7 +24,6 @@ class QueueResult:
     findings: list[Finding] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     subscribe: bool = False
-    elements: int = 0
 
 
 def reset_ops(ops: pa.Table) -> list[tuple[str, int, str, list[int] | None]]:
@@ -55,11 +54,11 @@ def local_context(
     )
 
 
-def merge(results: list[KeyResult], subscribe: bool, elements: int) -> QueueResult:
+def merge(results: list[KeyResult], subscribe: bool) -> QueueResult:
     findings = [f for r in results for f in r.findings]
     edges = [e for r in results for e in r.edges]
     findings = sorted(apply_policy(findings, subscribe), key=Finding.sort_key)
-    return QueueResult(findings=findings, edges=edges, subscribe=subscribe, elements=elements)
+    return QueueResult(findings=findings, edges=edges, subscribe=subscribe)
 
 
 def check_queue(parquet: str | Path, spark: Any = None) -> QueueResult:
@@ -71,4 +70,4 @@ def check_queue(parquet: str | Path, spark: Any = None) -> QueueResult:
         return run_spark(spark, str(parquet), resets)
     elements = read_elements(parquet).to_pandas()
     ctx = local_context(elements, resets)
-    return merge(run_local(elements, ctx), ctx.subscribe, len(elements))
+    return merge(run_local(elements, ctx), ctx.subscribe)

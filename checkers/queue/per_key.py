@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
 
 import pandas as pd
 
@@ -409,35 +408,3 @@ def _edges(log: _Log, elems: list[_Elem], res: KeyResult) -> None:
             continue
         seen.add((w.index, e.index))
         res.edges.append(Edge("wr", w.index, e.index, k, e.value))
-
-
-def result_rows(key: int, result: KeyResult) -> list[dict[str, Any]]:
-    """Flat rows (findings and edges) for a Spark output schema; see checkers.queue.run."""
-    import json
-
-    rows: list[dict[str, Any]] = []
-    for f in result.findings:
-        rows.append(
-            {
-                "record": "finding",
-                "kind": f.kind,
-                "key": key,
-                "ops": list(f.ops),
-                "explanation": f.explanation,
-                "data": json.dumps(f.data),
-                "unknown": f.unknown,
-            }
-        )
-    for e in result.edges:
-        rows.append(
-            {
-                "record": "edge",
-                "kind": e.rel,
-                "key": key,
-                "ops": [e.src, e.dst],
-                "explanation": "",
-                "data": json.dumps([e.value, e.value2]),
-                "unknown": False,
-            }
-        )
-    return rows
