@@ -68,6 +68,11 @@ def read_history(path: str | Path) -> History:
         data = p.read_bytes()
     except OSError as e:
         raise HistoryError(p, None, f"cannot read: {e.strerror or e}") from None
+    return parse_history(data, p)
+
+
+def parse_history(data: bytes, p: str | Path) -> History:
+    """A history from the bytes of a `history.jsonl`; `p` names it in errors."""
     lines = data.split(b"\n")
     # split leaves "" after a final newline; anything else there is a torn write.
     torn = lines[-1] != b""
@@ -88,7 +93,7 @@ def read_history(path: str | Path) -> History:
     return history
 
 
-def _parse_line(p: Path, lineno: int, raw: bytes) -> dict[str, Any]:
+def _parse_line(p: str | Path, lineno: int, raw: bytes) -> dict[str, Any]:
     try:
         obj = json.loads(raw)
     except UnicodeDecodeError:
@@ -102,7 +107,7 @@ def _parse_line(p: Path, lineno: int, raw: bytes) -> dict[str, Any]:
     return obj
 
 
-def _parse_header(p: Path, raw: bytes) -> dict[str, Any]:
+def _parse_header(p: str | Path, raw: bytes) -> dict[str, Any]:
     header = _parse_line(p, 1, raw)
     version = header.get(HEADER_KEY)
     if version is None:
@@ -114,7 +119,7 @@ def _parse_header(p: Path, raw: bytes) -> dict[str, Any]:
     return header
 
 
-def _check_op(p: Path, lineno: int, op: dict[str, Any], expected_index: int) -> None:
+def _check_op(p: str | Path, lineno: int, op: dict[str, Any], expected_index: int) -> None:
     for name, types in REQUIRED_FIELDS.items():
         if name not in op:
             raise HistoryError(p, lineno, f"operation has no {name!r}")
@@ -132,7 +137,7 @@ def _check_op(p: Path, lineno: int, op: dict[str, Any], expected_index: int) -> 
 
 
 def _pair(
-    p: Path,
+    p: str | Path,
     lineno: int,
     op: dict[str, Any],
     pending: dict[Any, tuple[int, str]],

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from checkers.findings import Finding
 from checkers.queue.context import QueueContext, build_context
 from checkers.queue.local import run_local
 from checkers.queue.per_key import Edge, KeyResult
 from checkers.queue.policy import apply_policy
-from history.columnar import read_elements, read_ops
+from history.columnar import elements, read_elements, read_ops
 
 RESET_FS = ["assign", "subscribe", "crash"]
 
@@ -68,6 +69,19 @@ def check_queue(parquet: str | Path, spark: Any = None) -> QueueResult:
         from checkers.queue.spark import run_spark
 
         return run_spark(spark, str(parquet), resets)
-    elements = read_elements(parquet).to_pandas()
-    ctx = local_context(elements, resets)
-    return merge(run_local(elements, ctx), ctx.subscribe)
+    return check_queue_local(read_elements(parquet), resets)
+
+
+def check_queue_table(table: pa.Table) -> QueueResult:
+    """The reference path on an in-memory columnar history (history.columnar.to_table)."""
+    ops = table.filter(pc.equal(table.column("row").cast(pa.string()), "op"))
+    resets = reset_ops(ops.filter(pc.is_in(ops.column("f").cast(pa.string()), pa.array(RESET_FS))))
+    return check_queue_local(elements(table), resets)
+
+
+def check_queue_local(
+    elems: pa.Table, resets: list[tuple[str, int, str, list[int] | None]]
+) -> QueueResult:
+    frame = elems.to_pandas()
+    ctx = local_context(frame, resets)
+    return merge(run_local(frame, ctx), ctx.subscribe)
