@@ -1,0 +1,87 @@
+"""The queue checks of a history, on pandas or on Spark: the same per-key code either way."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from checkers.findings import Finding
+from checkers.queue.context import QueueContext, build_context
+from checkers.queue.local import run_local
+from checkers.queue.per_key import Edge, KeyResult
+from checkers.queue.policy import apply_policy
+from history.columnar import elements, read_elements, read_ops
+
+RESET_FS = ["assign", "subscribe", "crash"]
+
+
+@dataclass
+class QueueResult:
+    findings: list[Finding] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    subscribe: bool = False
+
+
+def reset_ops(ops: pa.Table) -> list[tuple[str, int, str, list[int] | None]]:
+    """Assign/subscribe/crash ops that may have taken effect (not failed), with the kept keys."""
+    out = []
+    for r in ops.select(["process", "index", "f", "type", "value_json"]).to_pylist():
+        if r["f"] not in RESET_FS or r["type"] not in ("ok", "info"):
+            continue
+        keys = json.loads(r["value_json"]) if r["value_json"] else None
+        # Anything but a plain list of keys: forget every position (never a false alarm).
+        if not isinstance(keys, list) or not all(isinstance(k, int) for k in keys):
+            keys = None
+        out.append((r["process"], r["index"], r["f"], keys))
+    return out
+
+
+def local_context(
+    elements: Any, resets: list[tuple[str, int, str, list[int] | None]]
+) -> QueueContext:
+    """`elements`: a pandas frame of element rows."""
+    info = elements[(elements["kind"] == "send") & (elements["type"] == "info")]
+    info = info[info["value"].notna()]
+    polls = elements[(elements["kind"] == "poll") & elements["value"].isin(info["value"])]
+    return build_context(
+        zip(info["index"].astype(int), info["value"].astype(int), strict=True),
+        polls["value"].astype(int),
+        resets,
+    )
+
+
+def merge(results: list[KeyResult], subscribe: bool) -> QueueResult:
+    findings = [f for r in results for f in r.findings]
+    edges = [e for r in results for e in r.edges]
+    findings = sorted(apply_policy(findings, subscribe), key=Finding.sort_key)
+    return QueueResult(findings=findings, edges=edges, subscribe=subscribe)
+
+
+def check_queue(parquet: str | Path, spark: Any = None) -> QueueResult:
+    """All queue anomalies of a Parquet history; `spark`: a SparkSession, None for pandas."""
+    resets = reset_ops(read_ops(parquet, fs=RESET_FS))
+    if spark is not None:
+        from checkers.queue.spark import run_spark
+
+        return run_spark(spark, str(parquet), resets)
+    return check_queue_local(read_elements(parquet), resets)
+
+
+def check_queue_table(table: pa.Table) -> QueueResult:
+    """The reference path on an in-memory columnar history (history.columnar.to_table)."""
+    ops = table.filter(pc.equal(table.column("row").cast(pa.string()), "op"))
+    resets = reset_ops(ops.filter(pc.is_in(ops.column("f").cast(pa.string()), pa.array(RESET_FS))))
+    return check_queue_local(elements(table), resets)
+
+
+def check_queue_local(
+    elems: pa.Table, resets: list[tuple[str, int, str, list[int] | None]]
+) -> QueueResult:
+    frame = elems.to_pandas()
+    ctx = local_context(frame, resets)
+    return merge(run_local(frame, ctx), ctx.subscribe)

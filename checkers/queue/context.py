@@ -1,0 +1,60 @@
+"""What the per-key checks need to know from outside their key, gathered before the shuffle.
+
+Both inputs are small (info sends are rare, assign/subscribe/crash ops are few), so they are
+collected to the driver and shipped with the per-key function.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Reset:
+    """A consumer whose position may legitimately jump: `keys` it keeps, None for all forgotten."""
+
+    index: int
+    keys: frozenset[int] | None
+
+
+@dataclass(frozen=True)
+class QueueContext:
+    # info ops with a send some poll returned: they did happen, so all their sends count.
+    committed_info: frozenset[int] = frozenset()
+    # Per process, in index order: assign/subscribe (keeps the listed keys) and crash (keeps none).
+    resets: dict[str, tuple[Reset, ...]] = field(default_factory=dict)
+    # Consumers subscribe (consumer groups) rather than assign partitions themselves.
+    subscribe: bool = False
+
+    def reset_between(self, process: str, key: int, after: int, before: int) -> bool:
+        """Did `process` lose its position on `key` between ops `after` and `before`?"""
+        resets = self.resets.get(process, ())
+        lo = bisect.bisect_right(resets, after, key=lambda r: r.index)
+        for r in resets[lo:]:
+            if r.index >= before:
+                break
+            if r.keys is None or key not in r.keys:
+                return True
+        return False
+
+
+def build_context(
+    info_send_values: Iterable[tuple[int, int]],
+    polled_values: Iterable[int],
+    reset_ops: Iterable[tuple[str, int, str, list[int] | None]],
+) -> QueueContext:
+    """`info_send_values`: (op index, value) of sends in info ops; `polled_values`: every value
+    any poll returned (or just those among the info sends'); `reset_ops`: (process, index, f,
+    keys) of assign/subscribe/crash completions that were not `fail`."""
+    polled = set(polled_values)
+    committed = frozenset(i for i, v in info_send_values if v in polled)
+    by_process: dict[str, list[Reset]] = {}
+    subscribe = False
+    for process, index, f, keys in reset_ops:
+        subscribe = subscribe or f == "subscribe"
+        kept = None if f == "crash" or keys is None else frozenset(keys)
+        by_process.setdefault(process, []).append(Reset(index, kept))
+    resets = {p: tuple(sorted(rs, key=lambda r: r.index)) for p, rs in by_process.items()}
+    return QueueContext(committed_info=committed, resets=resets, subscribe=subscribe)

@@ -1,0 +1,252 @@
+"""The flat columnar form of a history: what Spark and the checkers scan.
+
+One table, one Parquet file (`history.parquet`), two kinds of rows told apart by `row`:
+
+- `row == "op"`: one row per history line, all fields, the value as JSON text.
+- `row == "elem"`: one row per queue micro-op element (a send, or one [offset, value] a poll
+  returned), carrying the fields of the operation it belongs to, so that a shuffle by `key`
+  brings together everything a per-key check needs.
+
+See docs/history.md for the column list; `SCHEMA` below is the authority.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from history.errors import HistoryError
+from history.format import INFO, INVOKE, QUEUE_FS
+from history.reader import History
+
+OP_ROW, ELEM_ROW = "op", "elem"
+SEND, POLL = "send", "poll"
+
+_str = pa.dictionary(pa.int32(), pa.string())
+SCHEMA = pa.schema(
+    [
+        ("row", _str),
+        ("index", pa.int64()),
+        ("invoke_index", pa.int64()),
+        ("type", _str),
+        ("f", _str),
+        ("process", _str),
+        ("time", pa.int64()),
+        ("invoke_time", pa.int64()),
+        ("wall", pa.float64()),
+        ("node", _str),
+        ("error", pa.string()),
+        ("value_json", pa.string()),
+        ("mop", pa.int32()),
+        ("seq", pa.int32()),
+        ("kind", _str),
+        ("key", pa.int64()),
+        ("offset", pa.int64()),
+        ("value", pa.int64()),
+        ("rebalanced", pa.bool_()),
+    ]
+)
+ELEMENT_COLUMNS = [
+    "index",
+    "invoke_index",
+    "type",
+    "f",
+    "process",
+    "time",
+    "invoke_time",
+    "mop",
+    "seq",
+    "kind",
+    "key",
+    "offset",
+    "value",
+    "rebalanced",
+]
+
+
+def to_table(history: History) -> pa.Table:
+    """The history as one Arrow table (op rows first, then element rows, each in index order)."""
+    cols: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
+    incomplete = set(history.incomplete)
+    for op in history.ops:
+        _add_op_row(cols, op, history.invoke_of.get(op["index"]))
+    for op in history.ops:
+        if op["f"] not in QUEUE_FS:
+            continue
+        if op["type"] == INVOKE:
+            # An invocation that never completed is an info op whose arguments are all we know.
+            if op["index"] in incomplete:
+                _add_elements(cols, history, op, op, INFO, complete_time=None)
+            continue
+        invoke = history.ops[history.invoke_of[op["index"]]]
+        _add_elements(cols, history, op, invoke, op["type"], complete_time=op["time"])
+    return pa.table(cols, schema=SCHEMA)
+
+
+def _add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: int | None) -> None:
+    node, error = op.get("node"), op.get("error")
+    row = {
+        "row": OP_ROW,
+        "index": op["index"],
+        "invoke_index": invoke_index,
+        "type": op["type"],
+        "f": op["f"],
+        "process": str(op["process"]),
+        "time": op["time"],
+        "wall": op.get("wall"),
+        "node": None if node is None else str(node),
+        "error": None if error is None else str(error),
+        "value_json": json.dumps(op.get("value"), separators=(",", ":")),
+    }
+    for name in cols:
+        cols[name].append(row.get(name))
+
+
+def _add_elements(
+    cols: dict[str, list[Any]],
+    history: History,
+    op: dict[str, Any],
+    invoke: dict[str, Any],
+    op_type: str,
+    complete_time: int | None,
+) -> None:
+    line = history.line_of(op["index"])
+
+    def bad(msg: str) -> HistoryError:
+        return HistoryError(history.path, line, f"{op['f']} value: {msg}")
+
+    mops = op.get("value")
+    if mops is None and op_type != "ok":
+        mops = invoke.get("value")  # a fail/info completion need not repeat its arguments
+    if not isinstance(mops, list):
+        raise bad(f"expected a list of micro-operations, found {mops!r:.60}")
+    rebalanced = _rebalanced_keys(op, bad)
+    base = {
+        "row": ELEM_ROW,
+        "index": op["index"],
+        "invoke_index": invoke["index"],
+        "type": op_type,
+        "f": op["f"],
+        "process": str(op["process"]),
+        "time": complete_time,
+        "invoke_time": invoke["time"],
+    }
+    seq = 0
+    for m, mop in enumerate(mops):
+        for kind, key, offset, value in _elements_of(mop, bad):
+            row = {
+                **base,
+                "mop": m,
+                "seq": seq,
+                "kind": kind,
+                "key": key,
+                "offset": offset,
+                "value": value,
+                "rebalanced": key in rebalanced,
+            }
+            seq += 1
+            for name in cols:
+                cols[name].append(row.get(name))
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _int_key(k: Any, bad: Any) -> int:
+    # JSON object keys are strings; EDN and send micro-ops give ints.
+    if _is_int(k):
+        return k
+    if isinstance(k, str):
+        try:
+            return int(k)
+        except ValueError:
+            pass
+    raise bad(f"key {k!r} is not an integer")
+
+
+def _elements_of(mop: Any, bad: Any) -> list[tuple[str, int, int | None, int | None]]:
+    if not isinstance(mop, list) or not mop or mop[0] not in (SEND, POLL):
+        raise bad(f'micro-op {mop!r:.60} is neither ["send", ...] nor ["poll", ...]')
+    if mop[0] == SEND:
+        if len(mop) != 3:
+            raise bad(f'send micro-op {mop!r:.60} is not ["send", key, value]')
+        key, v = _int_key(mop[1], bad), mop[2]
+        if isinstance(v, list):
+            if len(v) != 2 or not all(x is None or _is_int(x) for x in v):
+                raise bad(f"send result {v!r:.60} is not [offset, value]")
+            return [(SEND, key, v[0], v[1])]
+        if v is not None and not _is_int(v):
+            raise bad(f"sent value {v!r:.60} is not an integer")
+        return [(SEND, key, None, v)]
+    if len(mop) == 1 or mop[1] is None:
+        return []  # a poll invocation, or a poll that never returned
+    if len(mop) != 2 or not isinstance(mop[1], dict):
+        raise bad(f'poll micro-op {mop!r:.60} is not ["poll", {{key: [[offset, value], ...]}}]')
+    out = []
+    for k, pairs in mop[1].items():
+        key = _int_key(k, bad)
+        if not isinstance(pairs, list):
+            raise bad(f"poll of key {key} returned {pairs!r:.60}, not a list")
+        for pair in pairs:
+            if (
+                not isinstance(pair, list)
+                or len(pair) != 2
+                or not all(x is None or _is_int(x) for x in pair)
+            ):
+                raise bad(f"poll of key {key} returned {pair!r:.60}, not [offset, value]")
+            out.append((POLL, key, pair[0], pair[1]))
+    return out
+
+
+def _rebalanced_keys(op: dict[str, Any], bad: Any) -> set[int]:
+    """Keys whose assignment changed during the op (optional `rebalance_log`, as in Jepsen)."""
+    log = op.get("rebalance_log") or []
+    if not isinstance(log, list):
+        raise bad("rebalance_log is not a list")
+    keys: set[int] = set()
+    for event in log:
+        if not isinstance(event, dict) or not isinstance(event.get("keys", []), list):
+            raise bad(f'rebalance_log entry {event!r:.60} is not {{"keys": [...]}}')
+        keys.update(_int_key(k, bad) for k in event.get("keys", []))
+    return keys
+
+
+def write_parquet(history: History, path: str | Path) -> Path:
+    """Write the columnar form; returns the path written."""
+    out = Path(path)
+    pq.write_table(to_table(history), out, row_group_size=1 << 20)
+    return out
+
+
+def elements(table: pa.Table) -> pa.Table:
+    """Just the element rows, with the columns the queue checks use."""
+    mask = pc.equal(table.column("row").cast(pa.string()), ELEM_ROW)
+    return table.filter(mask).select(ELEMENT_COLUMNS)
+
+
+def read_elements(path: str | Path) -> pa.Table:
+    """Element rows of a Parquet history, reading only the columns the queue checks use."""
+    try:
+        table = pq.read_table(
+            path, columns=["row", *ELEMENT_COLUMNS], filters=[("row", "=", ELEM_ROW)]
+        )
+    except (OSError, pa.ArrowException) as e:
+        raise HistoryError(path, None, f"not a readable Parquet history ({e})") from None
+    return table.select(ELEMENT_COLUMNS)
+
+
+def read_ops(path: str | Path, fs: list[str] | None = None) -> pa.Table:
+    """Op rows of a Parquet history (optionally only those with `f` in `fs`)."""
+    filters: list[Any] = [("row", "=", OP_ROW)]
+    if fs is not None:
+        filters.append(("f", "in", fs))
+    try:
+        return pq.read_table(path, filters=filters).drop_columns(["row"])
+    except (OSError, pa.ArrowException) as e:
+        raise HistoryError(path, None, f"not a readable Parquet history ({e})") from None

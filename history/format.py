@@ -1,0 +1,29 @@
+"""Names shared by everything that writes or reads a history (docs/history.md, format 1)."""
+
+from __future__ import annotations
+
+FORMAT_VERSION = 1
+HEADER_KEY = "kchaos_history"
+
+JSONL_NAME = "history.jsonl"
+PARQUET_NAME = "history.parquet"
+
+INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
+OP_TYPES = frozenset({INVOKE, OK, FAIL, INFO})
+COMPLETIONS = frozenset({OK, FAIL, INFO})
+
+# Operations whose value is a list of queue micro-operations.
+QUEUE_FS = frozenset({"send", "poll", "txn"})
+# Operations that change which partitions a consumer reads.
+ASSIGN_FS = frozenset({"assign", "subscribe"})
+
+NEMESIS = "nemesis"
+OBSERVER = "observer"
+
+REQUIRED_FIELDS: dict[str, tuple[type, ...]] = {
+    "index": (int,),
+    "type": (str,),
+    "f": (str,),
+    "process": (int, str),
+    "time": (int,),
+}

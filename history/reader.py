@@ -1,0 +1,165 @@
+"""Reading `history.jsonl`: every problem becomes one HistoryError naming the file and line."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from history.errors import HistoryError
+from history.format import (
+    COMPLETIONS,
+    FORMAT_VERSION,
+    HEADER_KEY,
+    INVOKE,
+    JSONL_NAME,
+    OP_TYPES,
+    REQUIRED_FIELDS,
+)
+
+
+@dataclass
+class History:
+    """A parsed history: the header, the operations in index order, and what the reader noticed."""
+
+    path: str
+    header: dict[str, Any]
+    ops: list[dict[str, Any]]
+    # A final line without its newline: the writer was killed mid-line; the op is dropped.
+    torn_last_line: bool = False
+    # Indices of invocations that never completed: checkers treat them as info.
+    incomplete: list[int] = field(default_factory=list)
+    # For each completion index, the index of its invocation.
+    invoke_of: dict[int, int] = field(default_factory=dict)
+
+    def line_of(self, index: int) -> int:
+        """The 1-based file line of an operation (the header is line 1)."""
+        return index + 2
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.torn_last_line:
+            out.append(
+                f"{self.path}:{len(self.ops) + 2}: last line is torn (no newline), ignored: "
+                "the writer was killed mid-line"
+            )
+        if self.incomplete:
+            out.append(
+                f"{len(self.incomplete)} invocation(s) never completed; treated as info "
+                f"(first: op {self.incomplete[0]})"
+            )
+        return out
+
+
+def resolve_history_path(path: str | Path) -> Path:
+    """A run directory or a history file; the directory's `history.jsonl` is what we read."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / JSONL_NAME
+    if not p.exists():
+        raise HistoryError(p, None, "no such history file")
+    return p
+
+
+def read_history(path: str | Path) -> History:
+    p = resolve_history_path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise HistoryError(p, None, f"cannot read: {e.strerror or e}") from None
+    return parse_history(data, p)
+
+
+def parse_history(data: bytes, p: str | Path) -> History:
+    """A history from the bytes of a `history.jsonl`; `p` names it in errors."""
+    lines = data.split(b"\n")
+    # split leaves "" after a final newline; anything else there is a torn write.
+    torn = lines[-1] != b""
+    lines = lines[:-1]
+    if not lines:
+        if torn:
+            raise HistoryError(p, 1, "the header line is torn: the run died before writing it")
+        raise HistoryError(p, None, "empty file: no header line")
+    header = _parse_header(p, lines[0])
+    history = History(path=str(p), header=header, ops=[], torn_last_line=torn)
+    pending: dict[Any, tuple[int, str]] = {}
+    for lineno, raw in enumerate(lines[1:], start=2):
+        op = _parse_line(p, lineno, raw)
+        _check_op(p, lineno, op, len(history.ops))
+        _pair(p, lineno, op, pending, history.invoke_of)
+        history.ops.append(op)
+    history.incomplete = sorted(i for i, _ in pending.values())
+    return history
+
+
+def _parse_line(p: str | Path, lineno: int, raw: bytes) -> dict[str, Any]:
+    try:
+        obj = json.loads(raw)
+    except UnicodeDecodeError:
+        raise HistoryError(p, lineno, "not UTF-8") from None
+    except json.JSONDecodeError as e:
+        raise HistoryError(p, lineno, f"not JSON ({e.msg} at column {e.colno})") from None
+    except RecursionError:
+        raise HistoryError(p, lineno, "JSON nested too deeply") from None
+    if not isinstance(obj, dict):
+        raise HistoryError(p, lineno, f"expected a JSON object, found {type(obj).__name__}")
+    return obj
+
+
+def _parse_header(p: str | Path, raw: bytes) -> dict[str, Any]:
+    header = _parse_line(p, 1, raw)
+    version = header.get(HEADER_KEY)
+    if version is None:
+        raise HistoryError(p, 1, f"first line is not a kchaos history header (no {HEADER_KEY!r})")
+    if version != FORMAT_VERSION:
+        raise HistoryError(
+            p, 1, f"history format {version!r} is not one this reader knows ({FORMAT_VERSION})"
+        )
+    return header
+
+
+def _check_op(p: str | Path, lineno: int, op: dict[str, Any], expected_index: int) -> None:
+    for name, types in REQUIRED_FIELDS.items():
+        if name not in op:
+            raise HistoryError(p, lineno, f"operation has no {name!r}")
+        v = op[name]
+        # bool is an int in Python; a JSON true is never an index, time or process.
+        if isinstance(v, bool) or not isinstance(v, types):
+            wanted = " or ".join(t.__name__ for t in types)
+            raise HistoryError(p, lineno, f"{name!r} is {v!r}, expected {wanted}")
+    if op["index"] != expected_index:
+        raise HistoryError(
+            p, lineno, f"index {op['index']} out of order: expected {expected_index}"
+        )
+    if op["type"] not in OP_TYPES:
+        raise HistoryError(p, lineno, f"type {op['type']!r} is not one of {sorted(OP_TYPES)}")
+
+
+def _pair(
+    p: str | Path,
+    lineno: int,
+    op: dict[str, Any],
+    pending: dict[Any, tuple[int, str]],
+    invoke_of: dict[int, int],
+) -> None:
+    """Each process does one thing at a time: an invoke, then its one completion."""
+    proc = op["process"]
+    if op["type"] == INVOKE:
+        if proc in pending:
+            raise HistoryError(
+                p,
+                lineno,
+                f"process {proc!r} invokes again while op {pending[proc][0]} is still open",
+            )
+        pending[proc] = (op["index"], op["f"])
+        return
+    assert op["type"] in COMPLETIONS
+    opened = pending.pop(proc, None)
+    if opened is None:
+        raise HistoryError(p, lineno, f"{op['type']} of process {proc!r} without an invocation")
+    if opened[1] != op["f"]:
+        raise HistoryError(
+            p, lineno, f"completion f {op['f']!r} does not match its invocation's {opened[1]!r}"
+        )
+    invoke_of[op["index"]] = opened[0]

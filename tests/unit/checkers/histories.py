@@ -1,0 +1,64 @@
+"""A small builder for hand-written queue histories: each call is one op, invoke then completion."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from history.columnar import write_parquet
+from history.reader import read_history
+
+SEC = 1_000_000_000
+
+
+class H:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.clock = 0
+
+    def _tick(self) -> int:
+        self.clock += SEC // 10
+        return self.clock
+
+    def invoke(self, process: Any, f: str, value: Any) -> H:
+        self.lines.append(
+            {"type": "invoke", "f": f, "process": process, "time": self._tick(), "value": value}
+        )
+        return self
+
+    def complete(self, process: Any, f: str, type_: str, value: Any, **extra: Any) -> H:
+        self.lines.append(
+            {"type": type_, "f": f, "process": process, "time": self._tick(), "value": value,
+             **extra}
+        )  # fmt: skip
+        return self
+
+    def op(self, process: Any, f: str, inv: Any, type_: str, out: Any, **extra: Any) -> H:
+        return self.invoke(process, f, inv).complete(process, f, type_, out, **extra)
+
+    def send(self, p: int, k: int, v: int, offset: int | None, type_: str = "ok") -> H:
+        out = [["send", k, [offset, v]]] if type_ == "ok" else [["send", k, v]]
+        return self.op(p, "send", [["send", k, v]], type_, out)
+
+    def poll(self, p: int, reads: dict[int, list[tuple[int, int]]], type_: str = "ok",
+             **extra: Any) -> H:  # fmt: skip
+        out = [["poll", {str(k): [list(x) for x in xs] for k, xs in reads.items()}]]
+        return self.op(p, "poll", [["poll"]], type_, out, **extra)
+
+    def txn(self, p: int, inv: list[Any], out: list[Any], type_: str = "ok") -> H:
+        return self.op(p, "txn", inv, type_, out)
+
+    def assign(self, p: int, keys: list[int], f: str = "assign") -> H:
+        return self.op(p, f, keys, "ok", keys)
+
+    def crash(self, p: int) -> H:
+        return self.op(p, "crash", None, "ok", None)
+
+    def write(self, directory: Path) -> Path:
+        """Writes history.jsonl and history.parquet; returns the Parquet path."""
+        path = directory / "history.jsonl"
+        header = {"kchaos_history": 1, "run": "test", "started_wall": 0.0}
+        rows = [header] + [{"index": i, **op} for i, op in enumerate(self.lines)]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return write_parquet(read_history(path), directory / "history.parquet")
