@@ -234,8 +234,10 @@ def _exclude(group: str, artifact: str) -> str:
 def _mvn(args: list[str], cwd: Path, what: str) -> None:
     if shutil.which("mvn") is None:
         raise ClusterError("Maven (mvn) is not installed: run the setup command from the README")
+    local_repo = os.environ.get("KCHAOS_MAVEN_LOCAL_REPO")  # lets a benchmark start truly cold
+    extra = [f"-Dmaven.repo.local={local_repo}"] if local_repo else []
     result = subprocess.run(
-        ["mvn", "-B", "-q", *args],
+        ["mvn", "-B", "-q", *extra, *args],
         cwd=cwd,
         capture_output=True,
         text=True,

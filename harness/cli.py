@@ -55,3 +55,7 @@ def setup(versions: tuple[str, ...]) -> None:
 
 
 main.add_command(cluster)
+
+
+if __name__ == "__main__":
+    main()

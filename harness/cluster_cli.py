@@ -123,6 +123,15 @@ def logs(name: str, node: str, tail: int | None) -> None:
 
 
 ROLE_LETTERS = {"broker": "B", "controller": "C", "zookeeper": "Z"}
+# KRaft broker lifecycle (KIP-631): STARTING until registered, RECOVERY while fenced.
+BROKER_WORDS = {
+    "RUNNING": "unfenced",
+    "RECOVERY": "fenced",
+    "STARTING": "unregistered",
+    "PENDING_CONTROLLED_SHUTDOWN": "shutting down",
+    "SHUTTING_DOWN": "shutting down",
+    None: "?",
+}
 
 
 def _fmt(value: Any) -> str:
@@ -154,9 +163,7 @@ def render_status(st: dict[str, Any]) -> None:
         raft = jmx.get("raft") or {}
         broker = "-"
         if "broker" in n["roles"]:
-            broker = jmx.get("broker_state") or "?"
-            if n.get("fenced"):
-                broker += " (fenced)"
+            broker = BROKER_WORDS.get(jmx.get("broker_state"), str(jmx.get("broker_state")))
         if n.get("zk_mode"):
             broker = f"zk {n['zk_mode']}"
         process = n["process"]
@@ -164,7 +171,6 @@ def render_status(st: dict[str, Any]) -> None:
         table.add_row(
             n["name"],
             "".join(ROLE_LETTERS[r] for r in n["roles"]),
-            n["ip"],
             f"[{style}]{process}[/{style}]",
             _fmt(raft.get("state")),
             _fmt(raft.get("leader")),

@@ -1,0 +1,58 @@
+"""Mistakes and failures while bringing a cluster up: one clear message, nothing left behind."""
+
+import docker.types
+import pytest
+
+from clusters.docker_cluster import LABEL, DockerCluster
+from clusters.errors import ClusterError
+from clusters.topology import build_topology
+
+QUIET = {"say": lambda m: None}
+
+
+def test_unknown_version_is_refused_before_anything_is_made(docker_client):
+    dc = DockerCluster(docker_client, "it-badversion")
+    with pytest.raises(ClusterError, match=r"unknown Kafka version 3\.9\.99"):
+        dc.up(build_topology("kraft-combined", cluster=dc.cluster), "3.9.99", **QUIET)
+    assert not dc.exists()
+
+
+def test_subnet_clash_names_the_subnet(docker_client):
+    subnet = "10.213.13.0/24"
+    ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=subnet)])
+    squatter = docker_client.networks.create(
+        "kchaos-it-squatter", internal=True, ipam=ipam, labels={LABEL: "1"}
+    )
+    dc = DockerCluster(docker_client, "it-clash")
+    try:
+        with pytest.raises(ClusterError, match=r"subnet 10\.213\.13\.0/24 clashes"):
+            topo = build_topology("kraft-combined", cluster=dc.cluster, subnet=subnet)
+            dc.up(topo, "3.9", **QUIET)
+        assert not dc.exists()
+    finally:
+        squatter.remove()
+
+
+def test_a_node_that_dies_at_start_fails_up_with_its_last_log_lines(docker_client):
+    dc = DockerCluster(docker_client, "it-tinyheap")
+    topo = build_topology("kraft-combined", cluster=dc.cluster, subnet="10.213.14.0/24")
+    # A 2 MB heap cannot even start the JVM: the container exits at once.
+    with pytest.raises(ClusterError) as caught:
+        dc.up(topo, "3.9", heap_mb=2, ready_timeout=120, **QUIET)
+    message = str(caught.value)
+    assert "exited" in message and "--- last log lines of n" in message
+    assert "heap" in message.lower()
+    assert not dc.exists(), "a failed up must not leave a half-made cluster"
+
+
+def test_a_second_cluster_with_the_same_name_is_refused(docker_client):
+    dc = DockerCluster(docker_client, "it-twice")
+    docker_client.networks.create(
+        "kchaos-it-twice", internal=True, labels={LABEL: "1", f"{LABEL}.cluster": "it-twice"}
+    )
+    try:
+        with pytest.raises(ClusterError, match="already exists"):
+            dc.up(build_topology("kraft-combined", cluster="it-twice"), "3.9", **QUIET)
+    finally:
+        dc.remove()
+    assert not dc.exists()
