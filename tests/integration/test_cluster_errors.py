@@ -40,7 +40,7 @@ def test_a_node_that_dies_at_start_fails_up_with_its_last_log_lines(docker_clien
     with pytest.raises(ClusterError) as caught:
         dc.up(topo, "3.9", heap_mb=2, ready_timeout=120, **QUIET)
     message = str(caught.value)
-    assert "exited" in message and "--- last log lines of n" in message
+    assert "the process exited" in message and "--- last log lines of n" in message
     assert "heap" in message.lower()
     assert not dc.exists(), "a failed up must not leave a half-made cluster"
 
