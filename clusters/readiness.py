@@ -69,11 +69,13 @@ def wait_ready(
         dead = [n for n in status["nodes"] if n["process"] in ("exited", "missing")]
         if dead or time.monotonic() > deadline:
             names = [n["name"] for n in dead] or _unready_nodes(status, last)
-            why = "exited" if dead else f"was not ready after {timeout:.0f} s"
+            if dead:
+                # The other nodes' complaints are consequences; the dead node is the story.
+                why = f"lost {', '.join(names)}: the process {dead[0]['process']} during start"
+            else:
+                why = f"was not ready after {timeout:.0f} s: " + "; ".join(last)
             raise ClusterError(
-                f"cluster {info.topology.cluster} {why}: "
-                + "; ".join(last)
-                + _log_tails(cluster, info, names)
+                f"cluster {info.topology.cluster} {why}" + _log_tails(cluster, info, names)
             )
         time.sleep(POLL_INTERVAL_S)
 
