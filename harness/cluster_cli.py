@@ -147,7 +147,6 @@ def render_status(st: dict[str, Any]) -> None:
     for col in (
         "node",
         "roles",
-        "ip",
         "process",
         "raft",
         "leader",
