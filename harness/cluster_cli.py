@@ -162,7 +162,10 @@ def render_status(st: dict[str, Any]) -> None:
         raft = jmx.get("raft") or {}
         broker = "-"
         if "broker" in n["roles"]:
-            broker = BROKER_WORDS.get(jmx.get("broker_state"), str(jmx.get("broker_state")))
+            state = jmx.get("broker_state")
+            # Fencing is a KRaft notion; a ZooKeeper-mode broker is just running or not.
+            words = BROKER_WORDS if st["topology"] != "zk" else {}
+            broker = words.get(state, str(state).lower() if state else "?")
         if n.get("zk_mode"):
             broker = f"zk {n['zk_mode']}"
         process = n["process"]
