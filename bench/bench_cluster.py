@@ -21,20 +21,36 @@ from pathlib import Path
 
 from clusters.docker_cluster import DockerCluster
 from clusters.engine import client
-from clusters.image import image_tag
 from clusters.topology import TOPOLOGIES, build_topology
 
 OUT = Path(__file__).parent / "out"
 
 
 def cold_setup() -> float:
-    """Setup with an empty kchaos cache, an empty Maven repository and no node image."""
-    subprocess.run(["docker", "rmi", "-f", image_tag()], capture_output=True)
+    """Setup with an empty kchaos cache, an empty Maven repository and no node image.
+
+    The image is built under a repository name of its own, so clusters in use keep theirs.
+    """
+    repo = "kchaos-node-coldbench"
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as m2:
-        env = {**os.environ, "KCHAOS_CACHE": cache, "KCHAOS_MAVEN_LOCAL_REPO": m2}
+        env = {
+            **os.environ,
+            "KCHAOS_CACHE": cache,
+            "KCHAOS_MAVEN_LOCAL_REPO": m2,
+            "KCHAOS_IMAGE_REPO": repo,
+        }
         started = time.monotonic()
-        subprocess.run([sys.executable, "-m", "harness.cli", "setup"], env=env, check=True)
-        return time.monotonic() - started
+        try:
+            subprocess.run([sys.executable, "-m", "harness.cli", "setup"], env=env, check=True)
+            return time.monotonic() - started
+        finally:
+            tag = subprocess.run(
+                [sys.executable, "-c", "from clusters.image import image_tag; print(image_tag())"],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            subprocess.run(["docker", "rmi", "-f", tag.stdout.strip()], capture_output=True)
 
 
 def warm_up(kind: str, timing: str) -> float:
@@ -58,10 +74,11 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, object] = {"runs": args.runs, "timing": args.timing, "cpus": os.cpu_count()}
     if args.cold:
+        print("timing a cold setup (empty caches, image built afresh)...")
         results["cold_setup_s"] = round(cold_setup(), 1)
         print(f"cold setup: {results['cold_setup_s']} s")
     warm: dict[str, dict[str, object]] = {}
-    for kind in args.topology or list(TOPOLOGIES):
+    for kind in (args.topology or list(TOPOLOGIES)) if args.runs > 0 else []:
         times = [warm_up(kind, args.timing) for _ in range(args.runs)]
         warm[kind] = {
             "median_s": round(statistics.median(times), 2),
