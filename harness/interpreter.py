@@ -72,6 +72,7 @@ class Run:
         say: Callable[[str], None] = print,
         show_progress: bool = True,
         replay_of: str | None = None,
+        nemeses: dict[str, Any] | None = None,
     ) -> None:
         self.plan = plan
         self.spec = plan.run_spec()
@@ -81,12 +82,17 @@ class Run:
         self.stop = threading.Event()
         self.summary: dict[str, Any] = {"seed": plan.seed, "replay_of": replay_of}
         self.run_dir: Path | None = None
+        # Given nemeses replace the registry's (tests drive the interpreter with their own).
+        self._given_nemeses = nemeses
 
     # Setup -------------------------------------------------------------------------------------
     def prepare(self) -> Path:
         """The run directory with spec and plan, before anything touches a cluster."""
-        nemeses = build_nemeses(self.spec.nemesis)  # fails here, before Docker, if missing
-        self.nemeses = nemeses
+        if self._given_nemeses is not None:
+            self.nemeses = self._given_nemeses
+        else:
+            # Fails here, before any Docker work, when implementations are missing.
+            self.nemeses = build_nemeses(self.spec.nemesis)
         run_dir = make_run_dir(self.spec.results_dir, self.spec.run_name, self.plan.seed)
         self.run_dir = run_dir
         write_json(run_dir / "spec.json", self.plan.spec)
@@ -151,6 +157,7 @@ class Run:
             threading.Thread(target=self._worker, args=(wl, rec, i), name=f"c{i}", daemon=True)
             for i in range(spec.concurrency)
         ]
+        self.workers = workers
         self.observer.start()
         self.driver.start()
         t0 = time.monotonic()
@@ -236,6 +243,9 @@ class Run:
         assert self.run_dir is not None
         run_dir = self.run_dir
         self.stop.set()
+        # Clients finish their in-flight operation (bounded by client timeouts) before healing.
+        for w in getattr(self, "workers", []):
+            w.join(WORKER_JOIN_S)
         for part in ("driver", "observer"):
             obj = getattr(self, part, None)
             if obj is not None:

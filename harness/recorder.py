@@ -23,6 +23,7 @@ class Recorder:
         # Taking the time and writing under one lock keeps `time` non-decreasing in file order.
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
+        self._closed = False
 
     def now_ns(self) -> int:
         return time.monotonic_ns() - self._t0
@@ -40,6 +41,10 @@ class Recorder:
         if error is not None:
             op["error"] = error
         with self._lock:
+            if self._closed:
+                # The history is final: an operation ending now stays an open invocation,
+                # which is what it is to a reader (it may or may not have happened).
+                return op
             op["time"] = self.now_ns()
             op["wall"] = time.time()
             op["node"] = node
@@ -65,4 +70,6 @@ class Recorder:
         return self.record(INFO, f, value, process, node, error)
 
     def close(self) -> None:
-        self._writer.close()
+        with self._lock:
+            self._closed = True
+            self._writer.close()

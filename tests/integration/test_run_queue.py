@@ -1,4 +1,5 @@
-"""`kchaos run` end to end on a real kraft-combined cluster: a short queue run, no faults."""
+"""`kchaos run` end to end on a real kraft-combined cluster: a short queue run while a small
+in-tree nemesis stops one node with SIGSTOP twice (the second time healed by the interpreter)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from harness.plan import build_plan
 from harness.spec import RunSpec, validate
 from history.columnar import read_ops
 from history.reader import read_history
+from tests.integration.freeze_nemesis import FreezeNemesis
 
 NAME = "run-it"
 SUBNET = "10.213.60.0/24"
@@ -26,7 +28,9 @@ def finished_run(docker_client, tmp_path_factory):
     spec = validate(
         RunSpec(
             workload="queue",
-            time_limit=20,
+            time_limit=24,
+            nemesis=["pause"],
+            nemesis_interval=6,
             concurrency=4,
             rate=40,
             timing="fast",
@@ -39,7 +43,8 @@ def finished_run(docker_client, tmp_path_factory):
     )
     plan = build_plan(spec, 42)
     try:
-        result = Run(plan, say=lambda m: None, show_progress=False).execute()
+        run = Run(plan, say=lambda m: None, show_progress=False, nemeses={"pause": FreezeNemesis()})
+        result = run.execute()
     finally:
         dc.remove()
     yield result, plan, results
@@ -81,7 +86,10 @@ def test_history_has_client_and_observer_ops_in_the_documented_shape(finished_ru
     observed = {op["node"] for op in ops if op["f"] == "observe" and op["type"] == "ok"}
     assert observed == {"n1", "n2", "n3"}
     samples = [op for op in ops if op["f"] == "observe" and op["type"] == "ok"]
-    assert all(s["value"]["raft"]["state"] in ("leader", "follower") for s in samples)
+    # With a node stopped, the others may be candidates for a while; all report some state.
+    states = {s["value"]["raft"]["state"] for s in samples}
+    assert "leader" in states and "follower" in states
+    assert states <= {"leader", "follower", "candidate", "prospective", "unattached", "resigned"}
     # The Parquet copy holds the same operations.
     assert read_ops(result.run_dir / "history.parquet").num_rows == len(ops)
 
@@ -103,3 +111,26 @@ def test_every_acknowledged_send_is_read(finished_run):
     assert acked, "no send was acknowledged"
     missing = {v: ko for v, ko in acked.items() if read.get(v) != ko}
     assert not missing, f"acknowledged but never read at their offsets: {list(missing.items())[:5]}"
+
+
+def test_faults_are_nemesis_ops_with_exact_detail_and_are_healed(finished_run):
+    result, plan, _ = finished_run
+    ops = read_history(result.run_dir).ops
+    nem = [op for op in ops if op["process"] == "nemesis"]
+    fs = [(op["type"], op["f"]) for op in nem]
+    assert fs[:6] == [
+        ("invoke", "start-pause"),
+        ("ok", "start-pause"),
+        ("invoke", "stop-pause"),
+        ("ok", "stop-pause"),
+        ("invoke", "start-pause"),
+        ("ok", "start-pause"),
+    ]
+    assert [s.action for s in plan.faults] == ["start", "stop", "start"]
+    started = nem[1]["value"]
+    assert started["signal"] == "SIGSTOP" and started["frozen"][0] in {"n1", "n2", "n3"}
+    # The fault still on at the end was undone by heal_all, and the history says so.
+    heals = [op for op in nem if op["f"] == "heal" and op["type"] == "ok"]
+    assert heals and any(a.startswith("sent SIGCONT") for a in heals[0]["value"]["actions"])
+    timeline = json.loads((result.run_dir / "nemesis.json").read_text())
+    assert [t["f"] for t in timeline["timeline"]] == ["start-pause", "stop-pause", "start-pause"]
