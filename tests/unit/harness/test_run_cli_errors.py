@@ -90,3 +90,11 @@ def test_replay_of_a_directory_without_a_plan_is_a_clear_error(tmp_path):
     r = run("--replay", str(tmp_path))
     assert r.exit_code == 2
     assert "cannot read the plan to replay" in flat(r)
+
+
+def test_replay_runs_the_stored_plan_byte_for_byte(tmp_path):
+    stored = run("--nemesis", "kill,pause", "--time-limit", "60", "--seed", "9", "--plan-only")
+    (tmp_path / "plan.json").write_text(stored.output)
+    replayed = run("--replay", str(tmp_path), "--plan-only")
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.output.endswith(stored.output)
