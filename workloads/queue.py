@@ -16,7 +16,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters.topology import Topology
@@ -94,9 +101,21 @@ class QueueWorkload:
             replication,
             config={"min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false"},
         )
-        for fut in admin.create_topics([topic], operation_timeout=60).values():
-            fut.result(timeout=timeout)
         deadline = time.monotonic() + timeout
+        # A just-started cluster drops admin connections now and then; a retry whose first
+        # attempt did create the topic sees TOPIC_ALREADY_EXISTS, which is success.
+        while True:
+            try:
+                for fut in admin.create_topics([topic], operation_timeout=30).values():
+                    fut.result(timeout=60)
+                break
+            except KafkaException as exc:
+                err = kafka_error(exc)
+                if err is not None and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    break
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
         while True:
             self.leaders.refresh()
             if len(self.leaders.leaders) == self.keys and all(self.leaders.leaders.values()):
