@@ -13,9 +13,12 @@ import click
 from clusters.errors import ClusterError
 from harness.cluster_cli import cluster
 from harness.console import console, err_console, say
+from harness.faults import NemesisUnavailable
+from harness.run_cli import heal, run
+from harness.spec import SpecError
 
 # Exceptions whose message is the whole story for the user.
-USER_ERRORS: tuple[type[Exception], ...] = (ClusterError,)
+USER_ERRORS: tuple[type[Exception], ...] = (ClusterError, SpecError, NemesisUnavailable)
 
 
 class KchaosGroup(click.Group):
@@ -55,6 +58,8 @@ def setup(versions: tuple[str, ...]) -> None:
 
 
 main.add_command(cluster)
+main.add_command(run)
+main.add_command(heal)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,137 @@
+"""Carrying out the plan's fault steps, recording each as a nemesis operation, and healing.
+
+Nemesis implementations come from `nemesis.registry` (branch nemesis); the harness only knows
+the interface in `nemesis/api.py`. Healing is the one thing that must happen whatever else went
+wrong, so `heal` never raises: it records what each package said it undid, or why it could not.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from history.format import NEMESIS
+from nemesis.api import FaultContext, FaultStep, Nemesis
+
+
+class NemesisUnavailable(Exception):
+    """Faults were asked for but this build has no nemesis implementations."""
+
+
+def build_nemeses(names: list[str]) -> dict[str, Nemesis]:
+    if not names:
+        return {}
+    try:
+        from nemesis.registry import build
+    except ImportError:
+        raise NemesisUnavailable(
+            f"--nemesis {','.join(names)}: this build has no nemesis implementations "
+            "(nemesis/registry.py is missing); run without --nemesis"
+        ) from None
+    return build(names)
+
+
+class FaultDriver:
+    """Runs the fault steps at their times on its own thread; knows which faults are on."""
+
+    def __init__(
+        self,
+        steps: list[FaultStep],
+        nemeses: dict[str, Nemesis],
+        ctx: FaultContext,
+        recorder: Any,
+        hints: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        self.steps = sorted(steps, key=lambda s: s.at_s)
+        self.nemeses = nemeses
+        self.ctx = ctx
+        self.recorder = recorder
+        self.hints = hints
+        self.active: dict[tuple[str, str], FaultStep] = {}
+        self.timeline: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="nemesis", daemon=True)
+        self._started = 0.0
+
+    def start(self) -> None:
+        self._started = time.monotonic()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _loop(self) -> None:
+        for step in self.steps:
+            if self._stop.wait(max(0.0, self._started + step.at_s - time.monotonic())):
+                return
+            self.apply(step)
+
+    def apply(self, step: FaultStep) -> None:
+        f = f"{step.action}-{step.fault}"
+        nem = self.nemeses[step.fault]
+        if self.hints is not None:
+            self.ctx.hints.update(self.hints())
+        self.recorder.invoke(f, asdict(step), NEMESIS)
+        t0 = time.monotonic()
+        try:
+            detail = (
+                nem.start(self.ctx, step) if step.action == "start" else nem.stop(self.ctx, step)
+            )
+        except Exception as exc:  # a nemesis bug must not end the run before healing
+            error = f"{type(exc).__name__}: {exc}"
+            self.recorder.info(f, asdict(step), NEMESIS, error)
+            self.timeline.append({"at_s": step.at_s, "f": f, "type": "info", "error": error})
+            if step.action == "start":
+                self.active[(step.fault, step.kind)] = step  # it may have half-happened
+            return
+        self.recorder.ok(f, detail, NEMESIS)
+        self.timeline.append(
+            {
+                "at_s": step.at_s,
+                "f": f,
+                "type": "ok",
+                "value": detail,
+                "seconds": round(time.monotonic() - t0, 3),
+            }
+        )
+        if step.action == "start":
+            self.active[(step.fault, step.kind)] = step
+        else:
+            self.active.pop((step.fault, step.kind), None)
+
+    def describe_active(self) -> list[str]:
+        return [f"{s.fault}:{s.kind}" for s in self.active.values()]
+
+
+def heal(
+    nemeses: dict[str, Nemesis], ctx: FaultContext, recorder: Any, cluster: Any
+) -> list[dict[str, Any]]:
+    """Every package's heal_all, then the cluster-wide heal once it exists; never raises."""
+    done: list[dict[str, Any]] = []
+
+    def one(what: str, fn: Callable[[], list[str]]) -> None:
+        recorder.invoke("heal", {"by": what}, NEMESIS)
+        try:
+            actions = fn()
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            recorder.info("heal", {"by": what}, NEMESIS, error)
+            done.append({"by": what, "error": error})
+            return
+        recorder.ok("heal", {"by": what, "actions": actions}, NEMESIS)
+        done.append({"by": what, "actions": actions})
+
+    for name, nem in nemeses.items():
+        one(name, lambda nem=nem: nem.heal_all(ctx))
+    try:
+        from nemesis.heal import heal_cluster
+    except ImportError:
+        heal_cluster = None
+    if heal_cluster is not None:
+        one("heal_cluster", lambda: heal_cluster(cluster))
+    return done

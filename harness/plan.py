@@ -1,0 +1,189 @@
+"""The plan: everything a run decides in advance, derived from the spec and one seed.
+
+Deciding and doing stay apart (as in Jepsen's generators): the plan is pure data written to
+`plan.json` before the cluster starts, and the interpreter only carries it out. The same spec and
+seed give byte-identical plan files; a replay runs a stored plan unchanged. Choices that depend on
+the live cluster (who is the active controller?) are not in the plan: each fault step carries a
+seed the nemesis resolves its targets with at fault time, and the history records the outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.spec import RunSpec, SpecError, spec_from_dict
+from nemesis.api import FAULT_KINDS, FaultStep
+
+PLAN_VERSION = 1
+PLAN_NAME = "plan.json"
+
+# Targets that only make sense for some topologies.
+_KRAFT_ONLY = {"quorum-leader"}
+_ZK_ONLY = {"zk-leader"}
+# Kinds whose target is a separate selector (kill and pause name theirs as the kind itself).
+_SELECTED = {"clock", "packet"}
+_SELECTABLE = ("one", "minority", "all")
+
+
+@dataclass
+class Plan:
+    seed: int
+    spec: dict[str, Any]
+    generator: dict[str, Any]
+    faults: list[FaultStep] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kchaos_plan": PLAN_VERSION,
+            "seed": self.seed,
+            "spec": self.spec,
+            "generator": self.generator,
+            "faults": [asdict(s) for s in self.faults],
+        }
+
+    def to_json(self) -> str:
+        # sort_keys and a fixed layout: the file is compared byte for byte across runs.
+        return json.dumps(self.to_dict(), sort_keys=True, indent=2) + "\n"
+
+    def run_spec(self) -> RunSpec:
+        return spec_from_dict(self.spec, where=PLAN_NAME)
+
+
+def new_seed() -> int:
+    return random.SystemRandom().randrange(2**31)
+
+
+def client_rng(seed: int, process: int) -> random.Random:
+    """The random stream of one client process: fixed by the seed, whatever the thread timing."""
+    return random.Random(f"kchaos/{seed}/client/{process}")
+
+
+def _targets_for(topology: str) -> list[str]:
+    from nemesis.api import TARGETS
+
+    out = list(TARGETS)
+    if topology == "zk":
+        return [t for t in out if t not in _KRAFT_ONLY]
+    return [t for t in out if t not in _ZK_ONLY]
+
+
+def _kinds_for(fault: str, topology: str) -> list[str]:
+    kinds = list(FAULT_KINDS[fault])
+    if fault in ("kill", "pause"):
+        allowed = set(_targets_for(topology))
+        kinds = [k for k in kinds if k in allowed]
+    if fault == "partition" and topology != "kraft":
+        # Combined nodes are both; in ZooKeeper mode there are no KRaft controllers.
+        kinds = [k for k in kinds if k != "controllers-brokers"]
+    return kinds
+
+
+def _params(fault: str, kind: str, rng: random.Random) -> dict[str, Any]:
+    if fault == "clock":
+        if kind in ("bump", "restart-skewed"):
+            return {"delta_s": rng.choice([-300, -30, -5, 5, 30, 300])}
+        if kind == "strobe":
+            return {"delta_ms": rng.choice([50, 500, 5000]), "period_ms": rng.choice([10, 100])}
+        return {}
+    if fault == "packet":
+        if kind == "delay":
+            return {"delay_ms": rng.choice([20, 100, 500]), "jitter_ms": rng.choice([0, 10, 50])}
+        if kind == "reorder":
+            return {"percent": rng.choice([10, 25, 50]), "delay_ms": rng.choice([20, 100])}
+        return {"percent": rng.choice([5, 20, 50])}
+    return {}
+
+
+def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
+    """One fault at a time: on for an interval, off for an interval, until the time limit.
+
+    Whatever is still on at the end is healed by the interpreter, so no stop is needed past it.
+    """
+    steps: list[FaultStep] = []
+    if not spec.nemesis:
+        return steps
+    interval = spec.nemesis_interval
+    t = interval
+    while t < spec.time_limit:
+        fault = rng.choice(sorted(spec.nemesis))
+        kind = rng.choice(_kinds_for(fault, spec.topology))
+        if fault in ("kill", "pause"):
+            target: str | None = kind
+        elif fault in _SELECTED:
+            target = rng.choice(_SELECTABLE)
+        else:
+            target = None
+        step_seed = rng.getrandbits(32)
+        params = _params(fault, kind, rng)
+        steps.append(FaultStep(round(t, 3), "start", fault, kind, target, step_seed, params))
+        stop = t + interval
+        if stop < spec.time_limit:
+            steps.append(FaultStep(round(stop, 3), "stop", fault, kind, target, step_seed, params))
+        t += 2 * interval
+    return steps
+
+
+def generator_params(spec: RunSpec) -> dict[str, Any]:
+    """How clients choose operations; each process's choices come from `client_rng`."""
+    mix = {"send": 5, "poll": 4}
+    if spec.txn:
+        mix["txn"] = 2
+    return {
+        "workload": spec.workload,
+        "keys": spec.keys,
+        "mode": spec.mode,
+        "txn": spec.txn,
+        "mix": mix,
+        "max_txn_ops": 4,
+        "poll_max_messages": 64,
+        "poll_timeout_ms": 200,
+        "rate": spec.rate,
+        "concurrency": spec.concurrency,
+        # Values are unique across the run: process p's n-th value is p * stride + n.
+        "value_stride": 1_000_000,
+        "client_rng": "random.Random('kchaos/<seed>/client/<process>')",
+        "topic": "kchaos-queue",
+        "replication": 3,
+        "min_insync_replicas": 2,
+    }
+
+
+def build_plan(spec: RunSpec, seed: int) -> Plan:
+    """The whole plan from the spec and the seed; nothing else is consulted."""
+    rng = random.Random(f"kchaos/{seed}/plan")
+    spec_data = spec.to_dict()
+    spec_data["seed"] = seed
+    return Plan(
+        seed=seed,
+        spec=spec_data,
+        generator=generator_params(spec),
+        faults=fault_schedule(spec, rng),
+    )
+
+
+def load_plan(path: str | Path) -> Plan:
+    """A stored plan (a run directory or its plan.json), for a replay."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / PLAN_NAME
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(f"{p}: cannot read the plan to replay: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{p}:{exc.lineno}: plan is not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict) or data.get("kchaos_plan") != PLAN_VERSION:
+        raise SpecError(f"{p}: not a kchaos plan of version {PLAN_VERSION}")
+    try:
+        faults = [FaultStep(**s) for s in data["faults"]]
+        plan = Plan(
+            seed=int(data["seed"]), spec=data["spec"], generator=data["generator"], faults=faults
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SpecError(f"{p}: malformed plan ({exc})") from None
+    plan.run_spec()  # the stored spec must still be valid
+    return plan

@@ -1,0 +1,75 @@
+"""The run's one clock and one history: every component records operations through a Recorder.
+
+Times are monotonic nanoseconds since the run started, taken under the writer's ordering so that
+file order and time order agree. Counts feed the progress display.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from history.format import FAIL, INFO, INVOKE, OK
+from history.writer import HistoryWriter
+
+
+class Recorder:
+    def __init__(self, path: Path, run: str) -> None:
+        self._t0 = time.monotonic_ns()
+        self._writer = HistoryWriter(path, run, fsync_seconds=1.0)
+        # Taking the time and writing under one lock keeps `time` non-decreasing in file order.
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        self._closed = False
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns() - self._t0
+
+    def record(
+        self,
+        type_: str,
+        f: str,
+        value: Any,
+        process: int | str,
+        node: str | None = None,
+        error: str | None = None,
+    ) -> dict[str, Any]:
+        op: dict[str, Any] = {"type": type_, "f": f, "value": value, "process": process}
+        if error is not None:
+            op["error"] = error
+        with self._lock:
+            if self._closed:
+                # The history is final: an operation ending now stays an open invocation,
+                # which is what it is to a reader (it may or may not have happened).
+                return op
+            op["time"] = self.now_ns()
+            op["wall"] = time.time()
+            op["node"] = node
+            written = self._writer.append(op)
+        if type_ != INVOKE and process not in ("observer", "nemesis"):
+            self.counts[type_] += 1
+        return written
+
+    def invoke(self, f: str, value: Any, process: int | str, node: str | None = None) -> dict:
+        return self.record(INVOKE, f, value, process, node)
+
+    def ok(self, f: str, value: Any, process: int | str, node: str | None = None) -> dict:
+        return self.record(OK, f, value, process, node)
+
+    def fail(
+        self, f: str, value: Any, process: int | str, error: str, node: str | None = None
+    ) -> dict:
+        return self.record(FAIL, f, value, process, node, error)
+
+    def info(
+        self, f: str, value: Any, process: int | str, error: str, node: str | None = None
+    ) -> dict:
+        return self.record(INFO, f, value, process, node, error)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._writer.close()

@@ -1,0 +1,174 @@
+"""``kchaos run`` and ``kchaos heal``: options or a spec file into a plan, and a plan into a run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from clusters.kafka_dist import DEFAULT_VERSION
+from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
+from harness.console import console, say
+from harness.plan import build_plan, load_plan, new_seed
+from harness.spec import RunSpec, load_spec_file, spec_from_dict
+
+# CLI option name -> spec field, for options that may also come from a spec file.
+SPEC_OPTIONS = {
+    "topology": "topology",
+    "version": "version",
+    "workload": "workload",
+    "nemesis": "nemesis",
+    "time_limit": "time_limit",
+    "concurrency": "concurrency",
+    "rate": "rate",
+    "nemesis_interval": "nemesis_interval",
+    "timing": "timing",
+    "seed": "seed",
+    "name": "name",
+    "keep_cluster": "keep_cluster",
+    "cluster": "cluster",
+    "subnet": "subnet",
+    "results_dir": "results_dir",
+    "keys": "keys",
+    "txn": "txn",
+    "mode": "mode",
+    "final_timeout": "final_timeout",
+}
+
+_D = RunSpec()
+
+
+@click.command()
+@click.option(
+    "--spec",
+    "spec_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A YAML or JSON file of these options; options given here override it.",
+)
+@click.option(
+    "--replay",
+    "replay_dir",
+    type=click.Path(path_type=Path),
+    help="Run the plan of an earlier run directory again on a fresh cluster.",
+)
+@click.option("--topology", type=click.Choice(TOPOLOGIES), default=_D.topology, show_default=True)
+@click.option(
+    "--version",
+    default="3.9",
+    show_default=True,
+    help=f"Kafka version or line (newest of the line; e.g. {DEFAULT_VERSION}).",
+)
+@click.option("--workload", default=_D.workload, show_default=True)
+@click.option("--nemesis", default="", help="Comma-separated fault packages, e.g. partition,kill.")
+@click.option(
+    "--time-limit",
+    type=float,
+    default=_D.time_limit,
+    show_default=True,
+    help="Seconds of workload.",
+)
+@click.option("--concurrency", type=int, default=_D.concurrency, show_default=True)
+@click.option(
+    "--rate",
+    type=float,
+    default=_D.rate,
+    show_default=True,
+    help="Operations per second, all clients together; 0: unlimited.",
+)
+@click.option(
+    "--nemesis-interval",
+    type=float,
+    default=_D.nemesis_interval,
+    show_default=True,
+    help="Seconds a fault stays on, and then off.",
+)
+@click.option(
+    "--timing", type=click.Choice(["fast", "default"]), default=_D.timing, show_default=True
+)
+@click.option("--seed", type=int, default=None, help="Fixes every random choice (default: random).")
+@click.option("--name", default=None, help="results/<name>/ (default: the workload).")
+@click.option("--keep-cluster", is_flag=True, help="Leave the cluster up after the run.")
+@click.option("--cluster", default=_D.cluster, show_default=True, help="Docker cluster name.")
+@click.option("--subnet", default=DEFAULT_SUBNET, show_default=True)
+@click.option("--results-dir", default=_D.results_dir, show_default=True)
+@click.option("--keys", type=int, default=_D.keys, show_default=True, help="Queue keys.")
+@click.option("--txn", is_flag=True, help="Queue writes in Kafka transactions.")
+@click.option(
+    "--mode", type=click.Choice(["assign", "subscribe"]), default=_D.mode, show_default=True
+)
+@click.option(
+    "--final-timeout",
+    type=float,
+    default=_D.final_timeout,
+    show_default=True,
+    help="Bound on the final reads, seconds.",
+)
+@click.option("--plan-only", is_flag=True, help="Print the plan and exit without running.")
+@click.pass_context
+def run(
+    ctx: click.Context,
+    spec_file: Path | None,
+    replay_dir: Path | None,
+    plan_only: bool,
+    **options: Any,
+) -> None:
+    """Runs a workload against a fresh cluster while nemeses break it; records a history."""
+    from harness.interpreter import Run
+
+    if replay_dir is not None:
+        plan = load_plan(replay_dir)
+        say(f"replaying the plan of {replay_dir} (seed {plan.seed})")
+    else:
+        raw = load_spec_file(spec_file) if spec_file else {}
+        data: dict[str, Any] = {str(k).replace("-", "_"): v for k, v in raw.items()}
+        for opt, field_name in SPEC_OPTIONS.items():
+            given = ctx.get_parameter_source(opt) not in (ParameterSource.DEFAULT, None)
+            if given or field_name not in data:
+                data[field_name] = options[opt]
+        spec = spec_from_dict(data, where=str(spec_file) if spec_file else "options")
+        seed = spec.seed if spec.seed is not None else new_seed()
+        plan = build_plan(spec, seed)
+    if plan_only:
+        click.echo(plan.to_json(), nl=False)
+        return
+    result = Run(plan, say=say, replay_of=str(replay_dir) if replay_dir else None).execute()
+    final = result.summary.get("final_reads") or {}
+    check = result.summary.get("check") or {}
+    console.print(
+        f"run {result.run_dir}: seed {result.seed}, ops {result.summary.get('ops', {})}, "
+        f"final reads read {final.get('read_acknowledged', '?')}/{final.get('acknowledged', '?')} "
+        f"acknowledged sends, check: {check.get('status', 'not checked')}",
+        highlight=False,
+    )
+    sys.exit(result.exit_code)
+
+
+@click.command()
+@click.option(
+    "--name", "cluster", default=_D.cluster, show_default=True, help="Docker cluster name."
+)
+def heal(cluster: str) -> None:
+    """Undoes every fault any nemesis could have left on a cluster (after a crashed run)."""
+    from clusters.docker_cluster import DockerCluster
+    from clusters.engine import client
+    from harness.faults import build_nemeses
+    from nemesis.api import FAULT_KINDS, FaultContext
+
+    dc = DockerCluster(client(), cluster)
+    info = dc.info()
+    nemeses = build_nemeses(sorted(FAULT_KINDS))
+    ctx = FaultContext(topology=info.topology, nodes=dc.nodes(info))
+    for name, nem in nemeses.items():
+        for action in nem.heal_all(ctx):
+            say(f"{name}: {action}")
+    try:
+        from nemesis.heal import heal_cluster
+    except ImportError:
+        heal_cluster = None
+    if heal_cluster is not None:
+        for action in heal_cluster(dc):
+            say(action)
+    console.print(f"[green]cluster '{cluster}' healed[/green]")

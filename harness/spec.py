@@ -1,0 +1,172 @@
+"""What a run is asked to do: options from the command line or a spec file, checked in one place.
+
+A spec is plain data so that it can be written into the run directory and read back for a replay;
+every problem with one becomes a single SpecError sentence naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
+
+WORKLOADS = ("queue",)
+TIMINGS = ("fast", "default")
+QUEUE_MODES = ("assign", "subscribe")
+
+
+class SpecError(Exception):
+    """A spec (file or options) that cannot be run; the message is the whole story."""
+
+
+@dataclass
+class RunSpec:
+    workload: str = "queue"
+    topology: str = "kraft-combined"
+    version: str = "3.9"
+    nemesis: list[str] = field(default_factory=list)
+    time_limit: float = 30.0
+    concurrency: int = 4
+    rate: float = 50.0  # total invocations per second across clients; 0: as fast as they can
+    nemesis_interval: float = 10.0
+    timing: str = "default"
+    seed: int | None = None
+    name: str | None = None  # results/<name>/; defaults to the workload
+    keep_cluster: bool = False
+    # Where the run's Docker cluster lives; several runs (or tests) can coexist with their own.
+    cluster: str = "kchaos-run"
+    subnet: str = DEFAULT_SUBNET
+    results_dir: str = "results"
+    # Workload shape (queue): how many keys, and how consumers find their partitions.
+    keys: int = 8
+    txn: bool = False
+    mode: str = "assign"
+    final_timeout: float = 60.0
+
+    @property
+    def run_name(self) -> str:
+        return self.name or self.workload
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _known_nemeses() -> list[str]:
+    from nemesis.api import FAULT_KINDS
+
+    return sorted(FAULT_KINDS)
+
+
+def validate(spec: RunSpec) -> RunSpec:
+    """Raises SpecError on the first thing that cannot work; returns the spec unchanged."""
+    if spec.workload not in WORKLOADS:
+        raise SpecError(
+            f"unknown workload '{spec.workload}': valid workloads are {', '.join(WORKLOADS)}"
+        )
+    valid = _known_nemeses()
+    unknown = [n for n in spec.nemesis if n not in valid]
+    if unknown:
+        raise SpecError(
+            f"unknown nemesis {', '.join(repr(n) for n in unknown)}: valid nemeses are "
+            f"{', '.join(valid)}"
+        )
+    if len(set(spec.nemesis)) != len(spec.nemesis):
+        raise SpecError(f"nemesis {spec.nemesis} names a package twice")
+    if spec.topology not in TOPOLOGIES:
+        choices = ", ".join(TOPOLOGIES)
+        raise SpecError(f"unknown topology '{spec.topology}': choose one of {choices}")
+    if spec.timing not in TIMINGS:
+        raise SpecError(f"unknown timing '{spec.timing}': choose one of {', '.join(TIMINGS)}")
+    if spec.mode not in QUEUE_MODES:
+        raise SpecError(f"unknown queue mode '{spec.mode}': choose one of {', '.join(QUEUE_MODES)}")
+    positive = {
+        "time_limit": spec.time_limit,
+        "concurrency": spec.concurrency,
+        "nemesis_interval": spec.nemesis_interval,
+        "keys": spec.keys,
+        "final_timeout": spec.final_timeout,
+    }
+    for name, value in positive.items():
+        if value <= 0:
+            raise SpecError(f"{name.replace('_', '-')} must be positive, not {value}")
+    if spec.rate < 0:
+        raise SpecError(f"rate must be 0 (unlimited) or positive, not {spec.rate}")
+    if spec.seed is not None and not 0 <= spec.seed < 2**63:
+        raise SpecError(f"seed must be between 0 and 2^63-1, not {spec.seed}")
+    return spec
+
+
+def _coerce(name: str, value: Any, default: Any) -> Any:
+    """Spec-file values into the field's type, with a sentence when they do not fit."""
+    if name == "nemesis":
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+        raise SpecError("nemesis must be a comma-separated string or a list of names")
+    if value is None:
+        return None
+    kind = type(default) if default is not None else int
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise SpecError(f"{name} must be true or false, not {value!r}")
+        return value
+    if kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SpecError(f"{name} must be a number, not {value!r}")
+        if kind is int and value != int(value):
+            raise SpecError(f"{name} must be a whole number, not {value!r}")
+        return kind(value)
+    if not isinstance(value, str):
+        raise SpecError(f"{name} must be a string, not {value!r}")
+    return value
+
+
+def spec_from_dict(data: Any, where: str = "spec") -> RunSpec:
+    if not isinstance(data, dict):
+        raise SpecError(f"{where}: expected a mapping of options, found {type(data).__name__}")
+    defaults = RunSpec()
+    known = {f.name for f in fields(RunSpec)}
+    values: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = str(raw_key).replace("-", "_")
+        if key not in known:
+            raise SpecError(
+                f"{where}: unknown option '{raw_key}': options are "
+                f"{', '.join(sorted(k.replace('_', '-') for k in known))}"
+            )
+        try:
+            values[key] = _coerce(key, value, getattr(defaults, key))
+        except SpecError as exc:
+            raise SpecError(f"{where}: {exc}") from None
+    try:
+        return validate(RunSpec(**values))
+    except SpecError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
+def load_spec_file(path: str | Path) -> dict[str, Any]:
+    """The raw mapping of a YAML or JSON spec file (JSON is YAML, but its errors read better)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{p}: cannot read spec file: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise SpecError(f"{p}{line}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if data is None:
+        raise SpecError(f"{p}: the spec file is empty")
+    if not isinstance(data, dict):
+        raise SpecError(f"{p}: expected a mapping of options, found {type(data).__name__}")
+    return data

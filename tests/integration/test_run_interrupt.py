@@ -1,0 +1,58 @@
+"""Ctrl-C during `kchaos run`: faults healed, logs collected, history kept, exit code 130."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from clusters.docker_cluster import DockerCluster
+from history.reader import read_history
+from tests.integration.kafka_io import wait_until
+
+NAME = "run-it-int"
+SUBNET = "10.213.60.0/24"
+
+
+def _ok_sends(results: Path) -> int:
+    histories = list(results.glob("queue/*/history.jsonl"))
+    if not histories:
+        return 0
+    return histories[0].read_text().count('"type":"ok","f":"send"')
+
+
+def test_sigint_heals_collects_keeps_the_history_and_exits_nonzero(docker_client, tmp_path):
+    dc = DockerCluster(docker_client, NAME)
+    dc.remove()
+    cmd = [sys.executable, "-m", "harness.cli", "run", "--time-limit", "300", "--timing", "fast"]
+    cmd += ["--seed", "3", "--cluster", NAME, "--subnet", SUBNET, "--results-dir", str(tmp_path)]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=Path(__file__).parents[2],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        # Interrupt in the middle of the workload, once clients are observed writing.
+        wait_until("acknowledged sends", lambda: _ok_sends(tmp_path) >= 20, timeout=300)
+        os.kill(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        dc.remove()
+    assert proc.returncode == 130, out
+    assert "interrupted" in out
+    run_dir = next(tmp_path.glob("queue/*-3"))
+    history = read_history(run_dir)
+    assert sum(op["f"] == "send" and op["type"] == "ok" for op in history.ops) >= 20
+    assert (run_dir / "history.parquet").is_file()
+    assert (run_dir / "logs" / "n1" / "stdout.log").is_file()
+    summary = json.loads((run_dir / "run.json").read_text())
+    assert summary["exit_code"] == 130
+    assert json.loads((run_dir / "results.json").read_text())["status"] == "not checked"
+    assert not dc.exists(), "the interrupted run left its cluster behind"

@@ -1,0 +1,100 @@
+"""Bad input to `kchaos run` ends as one clear line and exit code 2, before any Docker work."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, ["run", *args])
+
+
+def flat(result) -> str:
+    # rich wraps error lines at the terminal width; the words are what matter.
+    return " ".join(result.output.split())
+
+
+def test_unknown_workload_lists_the_valid_ones():
+    r = run("--workload", "bank")
+    assert r.exit_code == 2
+    assert "unknown workload 'bank'" in flat(r) and "queue" in flat(r)
+    assert "Traceback" not in r.output
+
+
+def test_unknown_nemesis_lists_the_valid_ones():
+    r = run("--nemesis", "kill,flood")
+    assert r.exit_code == 2
+    assert "unknown nemesis 'flood'" in flat(r)
+    for name in ("clock", "kill", "packet", "partition", "pause"):
+        assert name in flat(r)
+
+
+@pytest.mark.parametrize(
+    ("text", "suffix", "expected"),
+    [
+        ("time-limit: -3\n", ".yaml", "time-limit must be positive"),
+        ("colour: blue\n", ".yaml", "unknown option 'colour'"),
+        ("[1, 2]\n", ".yaml", "expected a mapping"),
+        ('{"rate": "fast"}', ".json", "rate must be a number"),
+        ('{"rate": 1,}', ".json", "not valid JSON"),
+        ("a: [\n", ".yaml", "not valid YAML"),
+        ("", ".yaml", "is empty"),
+    ],
+)
+def test_invalid_spec_file_is_one_clear_error(tmp_path, text, suffix, expected):
+    path = tmp_path / f"spec{suffix}"
+    path.write_text(text)
+    r = run("--spec", str(path))
+    assert r.exit_code == 2, r.output
+    assert expected in flat(r)
+    assert str(path) in r.output.replace("\n", "")
+
+
+def test_options_override_the_spec_file(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text("time-limit: 99\nseed: 5\nnemesis: kill\n")
+    r = run("--spec", str(path), "--seed", "6", "--plan-only")
+    assert r.exit_code == 0, r.output
+    assert '"seed": 6' in r.output and '"time_limit": 99.0' in r.output
+    assert '"fault": "kill"' in r.output
+
+
+def test_plan_only_is_byte_identical_for_the_same_seed_and_options():
+    args = ("--nemesis", "partition,pause", "--time-limit", "90", "--seed", "42", "--plan-only")
+    assert run(*args).output == run(*args).output
+
+
+def test_no_seed_means_a_random_one_that_is_printed_in_the_plan():
+    a, b = run("--plan-only"), run("--plan-only")
+    assert '"seed": ' in a.output
+    assert a.output != b.output
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("nemesis.registry") is not None,
+    reason="nemesis implementations are present in this build",
+)
+def test_nemesis_without_implementations_is_a_clear_error_before_docker(tmp_path):
+    r = run("--nemesis", "kill", "--results-dir", str(tmp_path))
+    assert r.exit_code == 2
+    assert "no nemesis implementations" in flat(r)
+    assert not any(tmp_path.iterdir()), "nothing may be written for a run that cannot start"
+
+
+def test_replay_of_a_directory_without_a_plan_is_a_clear_error(tmp_path):
+    r = run("--replay", str(tmp_path))
+    assert r.exit_code == 2
+    assert "cannot read the plan to replay" in flat(r)
+
+
+def test_replay_runs_the_stored_plan_byte_for_byte(tmp_path):
+    stored = run("--nemesis", "kill,pause", "--time-limit", "60", "--seed", "9", "--plan-only")
+    (tmp_path / "plan.json").write_text(stored.output)
+    replayed = run("--replay", str(tmp_path), "--plan-only")
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.output.endswith(stored.output)

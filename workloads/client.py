@@ -1,0 +1,36 @@
+"""What the interpreter needs from a workload's client, and how an attempt's outcome is told.
+
+A client belongs to one process and does one operation at a time. `apply` never raises for
+anything the cluster does: it returns a Completion whose type says what is known (Jepsen's rule:
+`fail` only when the operation definitely did not happen, `info` when it may have).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass
+class Completion:
+    type: str  # "ok", "fail" or "info"
+    value: Any
+    error: str | None = None
+    node: str | None = None
+
+
+@dataclass
+class Invocation:
+    f: str
+    value: Any
+    node: str | None = None
+
+
+class Client(Protocol):
+    process: int
+
+    def next_op(self) -> Invocation: ...
+
+    def apply(self, op: Invocation) -> Completion: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,419 @@
+"""The queue workload, modelled on Jepsen's Kafka test: micro-ops on integer keys.
+
+Key k is partition k of one topic. Every value is unique in the run (process p's n-th value is
+p * stride + n), so a value read names the one send that wrote it. Producers use acks=all and
+idempotence; with transactions on, writes run inside Kafka transactions and every consumer reads
+read_committed. Consumers either assign themselves keys or subscribe as one group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from clusters.topology import Topology
+from workloads.client import Completion, Invocation
+from workloads.kafka_errors import describe, kafka_error, produce_is_definite
+
+SEND_TIMEOUT_S = 10.0
+TXN_TIMEOUT_S = 15.0
+
+
+def _quiet(conf: dict[str, Any]) -> dict[str, Any]:
+    # librdkafka logs every broker disconnect to stderr, which during faults drowns the display.
+    conf = dict(conf)
+    conf["log_level"] = 0
+    conf["error_cb"] = lambda err: None
+    return conf
+
+
+class LeaderMap:
+    """Which node leads each partition, as the cluster metadata last said; for `node` fields."""
+
+    def __init__(self, bootstrap: str, topic: str, topology: Topology) -> None:
+        self._admin = AdminClient(_quiet({"bootstrap.servers": bootstrap}))
+        self._topic = topic
+        self._names = {n.node_id: n.name for n in topology.brokers}
+        self.leaders: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="leader-map", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def refresh(self) -> None:
+        try:
+            md = self._admin.list_topics(self._topic, timeout=2)
+        except KafkaException:
+            return
+        t = md.topics.get(self._topic)
+        if t is None or t.error is not None:
+            return
+        self.leaders = {p: self._names.get(pm.leader) for p, pm in t.partitions.items()}
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self.refresh()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class QueueWorkload:
+    """Shared state of one queue run: the topic, acknowledged sends, and client construction."""
+
+    def __init__(self, gen: dict[str, Any], topology: Topology, seed: int, run_id: str) -> None:
+        self.gen = gen
+        self.topology = topology
+        self.seed = seed
+        self.run_id = run_id
+        self.topic = gen["topic"]
+        self.keys = int(gen["keys"])
+        self.bootstrap = topology.bootstrap_servers()
+        # (key, offset, value) of every send acknowledged ok; final reads must find them all.
+        self.acked: list[tuple[int, int | None, int]] = []
+        self._acked_lock = threading.Lock()
+        self.leaders = LeaderMap(self.bootstrap, self.topic, topology)
+
+    def setup(self, timeout: float = 120.0) -> None:
+        """Creates the topic and waits until every partition has a leader."""
+        replication = min(int(self.gen["replication"]), len(self.topology.brokers))
+        min_isr = min(int(self.gen["min_insync_replicas"]), replication)
+        admin = AdminClient(_quiet({"bootstrap.servers": self.bootstrap}))
+        topic = NewTopic(
+            self.topic,
+            self.keys,
+            replication,
+            config={"min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false"},
+        )
+        deadline = time.monotonic() + timeout
+        # A just-started cluster drops admin connections now and then; a retry whose first
+        # attempt did create the topic sees TOPIC_ALREADY_EXISTS, which is success.
+        while True:
+            try:
+                for fut in admin.create_topics([topic], operation_timeout=30).values():
+                    fut.result(timeout=60)
+                break
+            except KafkaException as exc:
+                err = kafka_error(exc)
+                if err is not None and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    break
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        while True:
+            self.leaders.refresh()
+            if len(self.leaders.leaders) == self.keys and all(self.leaders.leaders.values()):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {self.topic} has partitions without leaders")
+            time.sleep(0.2)
+        self.leaders.start()
+
+    def note_acked(self, key: int, offset: int | None, value: int) -> None:
+        with self._acked_lock:
+            self.acked.append((key, offset, value))
+
+    def client(self, process: int, rng: random.Random) -> QueueClient:
+        return QueueClient(self, process, rng)
+
+    def hints(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition_leaders": dict(self.leaders.leaders)}
+
+    def consumer_conf(self, group: str) -> dict[str, Any]:
+        return _quiet(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed" if self.gen["txn"] else "read_uncommitted",
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 1000,
+            }
+        )
+
+    def close(self) -> None:
+        self.leaders.stop()
+
+
+def _parse_value(raw: bytes | None) -> int | None:
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+class QueueClient:
+    """One process's producer and consumer. Retired (closed) after any indefinite outcome."""
+
+    def __init__(self, wl: QueueWorkload, process: int, rng: random.Random) -> None:
+        self.wl = wl
+        self.process = process
+        self.rng = rng
+        self._next_value = process * int(wl.gen["value_stride"])
+        self._txn = bool(wl.gen["txn"])
+        conf = {
+            "bootstrap.servers": wl.bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "message.timeout.ms": int(SEND_TIMEOUT_S * 1000),
+            "linger.ms": 0,
+        }
+        if self._txn:
+            conf["transactional.id"] = f"kchaos-{wl.run_id}-{process}"
+            conf["transaction.timeout.ms"] = int(TXN_TIMEOUT_S * 1000)
+        self.producer = Producer(_quiet(conf))
+        self._txn_ready = False
+        group = f"kchaos-{wl.run_id}"
+        if wl.gen["mode"] == "assign":
+            group = f"{group}-{process}"
+        self.consumer = Consumer(wl.consumer_conf(group))
+        self.setup_op = self._choose_assignment()
+
+    def _choose_assignment(self) -> Invocation:
+        if self.wl.gen["mode"] == "subscribe":
+            return Invocation("subscribe", list(range(self.wl.keys)))
+        n = self.rng.randint(1, self.wl.keys)
+        return Invocation("assign", sorted(self.rng.sample(range(self.wl.keys), n)))
+
+    def open(self, op: Invocation) -> Completion:
+        """Applies the assign/subscribe chosen at construction."""
+        try:
+            if op.f == "subscribe":
+                self.consumer.subscribe([self.wl.topic])
+            else:
+                self.consumer.assign(
+                    [TopicPartition(self.wl.topic, k, OFFSET_BEGINNING) for k in op.value]
+                )
+        except KafkaException as exc:
+            return Completion("fail", op.value, describe(exc))
+        return Completion("ok", op.value)
+
+    # Generation ------------------------------------------------------------------------------
+    def _value(self) -> int:
+        self._next_value += 1
+        return self._next_value
+
+    def _mop(self, kind: str) -> list[Any]:
+        if kind == "send":
+            return ["send", self.rng.randrange(self.wl.keys), self._value()]
+        return ["poll"]
+
+    def next_op(self) -> Invocation:
+        mix: dict[str, int] = self.wl.gen["mix"]
+        f = self.rng.choices(sorted(mix), weights=[mix[k] for k in sorted(mix)])[0]
+        if f == "txn":
+            n = self.rng.randint(2, int(self.wl.gen["max_txn_ops"]))
+            mops = [self._mop(self.rng.choice(("send", "poll"))) for _ in range(n)]
+            return Invocation("txn", mops)
+        mop = self._mop(f)
+        node = self.wl.leaders.leaders.get(mop[1]) if f == "send" else None
+        return Invocation(f, [mop], node)
+
+    # Application -----------------------------------------------------------------------------
+    def apply(self, op: Invocation) -> Completion:
+        if op.f == "poll":
+            return self._poll_op(op)
+        if self._txn or op.f == "txn":
+            return self._txn_op(op)
+        return self._send_op(op)
+
+    def _produce(self, key: int, value: int, results: dict[int, Any]) -> None:
+        def delivered(err, msg) -> None:
+            results[value] = err if err is not None else msg.offset()
+
+        self.producer.produce(
+            self.wl.topic,
+            value=str(value).encode(),
+            key=str(key).encode(),
+            partition=key,
+            on_delivery=delivered,
+        )
+
+    def _wait_delivery(self, results: dict[int, Any], n: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while len(results) < n and time.monotonic() < deadline:
+            self.producer.poll(0.05)
+
+    def _send_op(self, op: Invocation) -> Completion:
+        _, key, value = op.value[0]
+        results: dict[int, Any] = {}
+        try:
+            self._produce(key, value, results)
+        except KafkaException as exc:
+            err = kafka_error(exc)
+            kind = "fail" if err is not None and produce_is_definite(err) else "info"
+            return Completion(kind, op.value, describe(exc), op.node)
+        except BufferError as exc:
+            return Completion("fail", op.value, f"local queue full: {exc}", op.node)
+        self._wait_delivery(results, 1, SEND_TIMEOUT_S + 2)
+        got = results.get(value)
+        if got is None:
+            return Completion("info", op.value, "no delivery report in time", op.node)
+        if not isinstance(got, int):
+            kind = "fail" if produce_is_definite(got) else "info"
+            return Completion(kind, op.value, describe(got), op.node)
+        self.wl.note_acked(key, got, value)
+        node = self.wl.leaders.leaders.get(key, op.node)
+        return Completion("ok", [["send", key, [got, value]]], None, node)
+
+    def _poll(self, max_messages: int | None = None) -> dict[str, list[list[int]]]:
+        n = max_messages or int(self.wl.gen["poll_max_messages"])
+        timeout = int(self.wl.gen["poll_timeout_ms"]) / 1000
+        read: dict[str, list[list[int]]] = defaultdict(list)
+        for msg in self.consumer.consume(n, timeout):
+            err = msg.error()
+            if err is not None:
+                if err.code() == err._PARTITION_EOF:
+                    continue
+                raise KafkaException(err)
+            value = _parse_value(msg.value())
+            if value is not None:
+                read[str(msg.partition())].append([msg.offset(), value])
+        return dict(read)
+
+    def _poll_op(self, op: Invocation) -> Completion:
+        try:
+            read = self._poll()
+        except KafkaException as exc:
+            # A read has no effect on the data, but the consumer's position is now unknown.
+            return Completion("info", op.value, describe(exc))
+        if read and self.wl.gen["mode"] == "subscribe":
+            # A lost commit only means re-reading later, which subscribe mode tolerates.
+            with contextlib.suppress(KafkaException):
+                self.consumer.commit(asynchronous=False)
+        return Completion("ok", [["poll", read]])
+
+    def _txn_op(self, op: Invocation) -> Completion:
+        results: dict[int, Any] = {}
+        out: list[list[Any]] = []
+        try:
+            if not self._txn_ready:
+                self.producer.init_transactions(TXN_TIMEOUT_S)
+                self._txn_ready = True
+            self.producer.begin_transaction()
+            for mop in op.value:
+                if mop[0] == "send":
+                    self._produce(mop[1], mop[2], results)
+                    out.append(mop)
+                else:
+                    out.append(["poll", self._poll()])
+            remaining = self.producer.flush(SEND_TIMEOUT_S)
+            bad = [v for v in results.values() if not isinstance(v, int)]
+            if remaining or bad or len(results) < sum(m[0] == "send" for m in op.value):
+                return self._abort(op, describe(bad[0]) if bad else "sends not delivered in time")
+            self.producer.commit_transaction(TXN_TIMEOUT_S)
+        except KafkaException as exc:
+            err = kafka_error(exc)
+            if err is not None and err.txn_requires_abort():
+                return self._abort(op, describe(exc))
+            return Completion("info", op.value, describe(exc))
+        done = []
+        for mop in out:
+            if mop[0] == "send":
+                offset = results[mop[2]]
+                self.wl.note_acked(mop[1], offset, mop[2])
+                done.append(["send", mop[1], [offset, mop[2]]])
+            else:
+                done.append(mop)
+        return Completion("ok", done)
+
+    def _abort(self, op: Invocation, why: str) -> Completion:
+        try:
+            self.producer.abort_transaction(TXN_TIMEOUT_S)
+        except KafkaException as exc:
+            return Completion("info", op.value, f"{why}; abort failed: {describe(exc)}")
+        # An abort that completed is definite: read_committed consumers never see these sends.
+        return Completion("fail", op.value, f"aborted: {why}")
+
+    def close(self) -> None:
+        with contextlib.suppress(KafkaException, RuntimeError):
+            self.consumer.close()
+        # Unsent messages of a retired process are abandoned, never waited for.
+        self.producer.purge(in_queue=True, in_flight=False)
+        self.producer.flush(0)
+
+
+def final_reads(
+    wl: QueueWorkload,
+    new_process: Callable[[], int],
+    record: Callable[..., Any],
+    timeout: float,
+) -> dict[str, Any]:
+    """Reads every key from the beginning until every acknowledged offset has been seen.
+
+    Bounded by `timeout`; the outcome says how many acknowledged sends were read and names the
+    missing ones, so a run that ends early says so instead of looking clean.
+    """
+    started = time.monotonic()
+    consumer = Consumer(wl.consumer_conf(f"kchaos-{wl.run_id}-final"))
+    partitions = [TopicPartition(wl.topic, k, OFFSET_BEGINNING) for k in range(wl.keys)]
+    consumer.assign(partitions)
+    with wl._acked_lock:
+        wanted = {(k, v) for k, _, v in wl.acked}
+    seen: set[tuple[int, int]] = set()
+    ends: dict[int, int] = {}
+    for k in range(wl.keys):
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(wl.topic, k), timeout=5)
+            ends[k] = high
+        except KafkaException:
+            ends[k] = -1
+    polls = 0
+    deadline = started + timeout
+    process = new_process()
+
+    def caught_up() -> bool:
+        if not wanted <= seen:
+            return False
+        positions = consumer.position([TopicPartition(wl.topic, k) for k in range(wl.keys)])
+        return all(p.offset >= ends[p.partition] for p in positions)
+
+    try:
+        while time.monotonic() < deadline:
+            record("invoke", "poll", [["poll"]], process)
+            read: dict[str, list[list[int]]] = defaultdict(list)
+            try:
+                for msg in consumer.consume(500, 0.5):
+                    if msg.error() is not None:
+                        continue
+                    value = _parse_value(msg.value())
+                    if value is not None:
+                        read[str(msg.partition())].append([msg.offset(), value])
+                        seen.add((msg.partition(), value))
+            except KafkaException as exc:
+                record("info", "poll", [["poll"]], process, error=describe(exc))
+                process = new_process()  # as any process that saw an indefinite outcome
+                continue
+            record("ok", "poll", [["poll", dict(read)]], process)
+            polls += 1
+            if not read and caught_up():
+                break
+    finally:
+        consumer.close()
+    missing = sorted(wanted - seen)
+    return {
+        "acknowledged": len(wanted),
+        "read_acknowledged": len(wanted) - len(missing),
+        "missing": [list(m) for m in missing[:50]],
+        "complete": not missing,
+        "polls": polls,
+        "seconds": round(time.monotonic() - started, 2),
+        "high_watermarks": {str(k): v for k, v in ends.items()},
+    }
