@@ -7,14 +7,13 @@ retires the process, as the harness does. Kept small so hypothesis can shrink fa
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
 
 from history.columnar import to_table
-from history.reader import History, parse_history
+from history.reader import History
 from tests.unit.checkers.histories import H
 
 KEYS = [0, 1, 2]
@@ -127,10 +126,7 @@ class Model:
     # -- the history ---------------------------------------------------------------------
 
     def history(self) -> History:
-        header = {"kchaos_history": 1, "run": "model", "started_wall": 0.0}
-        rows = [header] + [{"index": i, **op} for i, op in enumerate(self.h.lines)]
-        data = "".join(json.dumps(r) + "\n" for r in rows).encode()
-        return parse_history(data, "<model>")
+        return self.h.history()
 
     def table(self) -> Any:
         return to_table(self.history())

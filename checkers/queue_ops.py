@@ -1,0 +1,26 @@
+"""Queue operations (send/poll/txn) as one row each: who ran them and when, for the cycle search."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from checkers.cycles import OpInfo, op_infos
+from history.columnar import OP_ROW, read_ops
+from history.format import QUEUE_FS
+
+COLUMNS = ["index", "invoke_index", "type", "process", "time"]
+
+
+def queue_ops_from_parquet(parquet: str | Path) -> list[OpInfo]:
+    return op_infos(read_ops(parquet, fs=sorted(QUEUE_FS)).select(COLUMNS).to_pandas())
+
+
+def queue_ops_from_table(table: pa.Table) -> list[OpInfo]:
+    mask = pc.and_(
+        pc.equal(table.column("row").cast(pa.string()), OP_ROW),
+        pc.is_in(table.column("f").cast(pa.string()), pa.array(sorted(QUEUE_FS))),
+    )
+    return op_infos(table.filter(mask).select(COLUMNS).to_pandas())
