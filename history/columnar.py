@@ -241,11 +241,16 @@ def read_elements(path: str | Path) -> pa.Table:
     return table.select(ELEMENT_COLUMNS)
 
 
-def read_ops(path: str | Path, fs: list[str] | None = None) -> pa.Table:
-    """Op rows of a Parquet history (optionally only those with `f` in `fs`)."""
+def read_ops(
+    path: str | Path, fs: list[str] | None = None, processes: list[str] | None = None
+) -> pa.Table:
+    """Op rows of a Parquet history, optionally only those with `f` in `fs` or with
+    `process` in `processes`."""
     filters: list[Any] = [("row", "=", OP_ROW)]
     if fs is not None:
         filters.append(("f", "in", fs))
+    if processes is not None:
+        filters.append(("process", "in", processes))
     try:
         return pq.read_table(path, filters=filters).drop_columns(["row"])
     except (OSError, pa.ArrowException) as e:
