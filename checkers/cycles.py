@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
-import pandas as pd
 
 from checkers.findings import Finding, secs
 from checkers.queue.per_key import Edge
@@ -71,20 +70,21 @@ class OpInfo:
     complete_time: int | None  # None: never completed, or info (may take effect any time)
 
 
-def op_infos(ops: pd.DataFrame) -> list[OpInfo]:
-    """From queue op rows (index, invoke_index, type, process, time): one entry per operation."""
-    times = dict(zip(ops["index"], ops["time"], strict=True))
-    completed = set(ops.loc[ops["type"] != "invoke", "invoke_index"].dropna().astype(int))
+def op_infos(cols: dict[str, list[Any]]) -> list[OpInfo]:
+    """From queue op rows as columns (index, invoke_index, type, process, time)."""
+    index, inv, typ, proc, time = (
+        cols["index"], cols["invoke_index"], cols["type"], cols["process"], cols["time"],
+    )  # fmt: skip
+    times = dict(zip(index, time, strict=True))
+    completed = {inv[i] for i in range(len(index)) if typ[i] != "invoke"}
     out = []
-    for r in ops.itertuples(index=False):
-        if r.type == "invoke":
-            if r.index not in completed:
-                out.append(OpInfo(int(r.index), str(r.process), "info", int(r.time), None))
+    for i in range(len(index)):
+        if typ[i] == "invoke":
+            if index[i] not in completed:
+                out.append(OpInfo(index[i], str(proc[i]), "info", time[i], None))
             continue
-        done = None if r.type == "info" else int(r.time)
-        out.append(
-            OpInfo(int(r.index), str(r.process), str(r.type), int(times[r.invoke_index]), done)
-        )
+        done = None if typ[i] == "info" else time[i]
+        out.append(OpInfo(index[i], str(proc[i]), str(typ[i]), times[inv[i]], done))
     return out
 
 

@@ -15,7 +15,7 @@ COLUMNS = ["index", "invoke_index", "type", "process", "time"]
 
 
 def queue_ops_from_parquet(parquet: str | Path) -> list[OpInfo]:
-    return op_infos(read_ops(parquet, fs=sorted(QUEUE_FS)).select(COLUMNS).to_pandas())
+    return op_infos(read_ops(parquet, fs=sorted(QUEUE_FS)).select(COLUMNS).to_pydict())
 
 
 def queue_ops_from_table(table: pa.Table) -> list[OpInfo]:
@@ -23,4 +23,4 @@ def queue_ops_from_table(table: pa.Table) -> list[OpInfo]:
         pc.equal(table.column("row").cast(pa.string()), OP_ROW),
         pc.is_in(table.column("f").cast(pa.string()), pa.array(sorted(QUEUE_FS))),
     )
-    return op_infos(table.filter(mask).select(COLUMNS).to_pandas())
+    return op_infos(table.filter(mask).select(COLUMNS).to_pydict())

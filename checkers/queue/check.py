@@ -11,7 +11,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.findings import Finding
-from checkers.queue.context import QueueContext, build_context
 from checkers.queue.local import run_local
 from checkers.queue.per_key import Edge, KeyResult
 from checkers.queue.policy import apply_policy
@@ -41,20 +40,6 @@ def reset_ops(ops: pa.Table) -> list[tuple[str, int, str, list[int] | None]]:
     return out
 
 
-def local_context(
-    elements: Any, resets: list[tuple[str, int, str, list[int] | None]]
-) -> QueueContext:
-    """`elements`: a pandas frame of element rows."""
-    info = elements[(elements["kind"] == "send") & (elements["type"] == "info")]
-    info = info[info["value"].notna()]
-    polls = elements[(elements["kind"] == "poll") & elements["value"].isin(info["value"])]
-    return build_context(
-        zip(info["index"].astype(int), info["value"].astype(int), strict=True),
-        polls["value"].astype(int),
-        resets,
-    )
-
-
 def merge(results: list[KeyResult], subscribe: bool) -> QueueResult:
     findings = [f for r in results for f in r.findings]
     edges = [e for r in results for e in r.edges]
@@ -82,6 +67,5 @@ def check_queue_table(table: pa.Table) -> QueueResult:
 def check_queue_local(
     elems: pa.Table, resets: list[tuple[str, int, str, list[int] | None]]
 ) -> QueueResult:
-    frame = elems.to_pandas()
-    ctx = local_context(frame, resets)
-    return merge(run_local(frame, ctx), ctx.subscribe)
+    results, ctx = run_local(elems, resets)
+    return merge(results, ctx.subscribe)

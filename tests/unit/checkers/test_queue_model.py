@@ -13,6 +13,7 @@ def test_a_correct_kafka_yields_no_finding(acts):
     assert check_table(run_model(acts).table()) == []
 
 
+@settings(max_examples=500)
 @given(action_lists)
 def test_without_final_polls_only_unseen_may_be_reported(acts):
     findings = check_table(run_model(acts, final_poll=False).table())
