@@ -24,10 +24,10 @@ to single realtime edges when a cycle is explained.
 
 from __future__ import annotations
 
-import itertools
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import networkx as nx
@@ -110,7 +110,7 @@ class DependencyGraph:
         by_process: dict[str, list[int]] = {}
         for o in sorted(self.ops.values(), key=lambda o: o.index):
             by_process.setdefault(o.process, []).append(o.index)
-        return [(a, b) for ixs in by_process.values() for a, b in itertools.pairwise(ixs)]
+        return [(a, b) for ixs in by_process.values() for a, b in pairwise(ixs)]
 
     def restricted(self, allowed: frozenset[str]) -> nx.DiGraph:
         g = nx.DiGraph()
@@ -125,7 +125,7 @@ class DependencyGraph:
     def _add_time_chain(self, g: nx.DiGraph) -> None:
         """Reachability a ~> b through time nodes iff a completed before b was invoked."""
         done = sorted({o.complete_time for o in self.ops.values() if o.complete_time is not None})
-        for t1, t2 in itertools.pairwise(done):
+        for t1, t2 in pairwise(done):
             g.add_edge(("t", t1), ("t", t2), rels={REALTIME})
         for o in self.ops.values():
             if o.complete_time is not None:
@@ -141,7 +141,7 @@ def _collapse(g: nx.DiGraph, walk: list[Any]) -> list[tuple[int, int, set[str]]]
     start = next(i for i, n in enumerate(walk[:-1]) if not isinstance(n, tuple))
     walk = walk[start:-1] + walk[: start + 1]
     steps, prev, through_time = [], walk[0], False
-    for a, b in itertools.pairwise(walk):
+    for a, b in pairwise(walk):
         if isinstance(b, tuple):
             through_time = True
             continue
@@ -202,8 +202,51 @@ def _explain_step(graph: DependencyGraph, a: int, b: int, rels: set[str]) -> str
     raise AssertionError(f"no explanation for {a}->{b} {rels}")
 
 
+def _windows(edges: list[Edge], ops: list[OpInfo]) -> list[tuple[int, int]]:
+    """Invocation-time intervals that hold every cycle, merged; usually none.
+
+    Give each op the potential "its invocation time" (a time node: its time). Process and
+    realtime edges go strictly forward, so a cycle needs edges that do not: to cross any time x
+    inside the cycle's span and come back, some edge must go from after x to at or before x.
+    Every cycle therefore lies inside the merged windows [potential(dst), potential(src)] of
+    such edges, and only those windows are searched.
+    """
+    inv = {o.index: o.invoke_time for o in ops}
+    spans = [
+        (inv[e.dst], inv[e.src])
+        for e in edges
+        if e.src in inv and e.dst in inv and inv[e.dst] <= inv[e.src]
+    ]
+    by_process: dict[str, list[OpInfo]] = {}
+    for o in sorted(ops, key=lambda o: o.index):
+        if o.complete_time is not None and o.complete_time <= o.invoke_time:
+            spans.append((o.complete_time, o.invoke_time))  # op -> its completion's time node
+        by_process.setdefault(o.process, []).append(o)
+    for run in by_process.values():
+        for a, b in pairwise(run):
+            if b.invoke_time <= a.invoke_time:
+                spans.append((b.invoke_time, a.invoke_time))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
 def find_cycles(edges: Iterable[Edge], ops: list[OpInfo]) -> list[Finding]:
-    graph = DependencyGraph(edges, ops)
+    edges = list(edges)
+    findings = []
+    for lo, hi in _windows(edges, ops):
+        inside = [o for o in ops if lo <= o.invoke_time <= hi]
+        keep = {o.index for o in inside}
+        local = [e for e in edges if e.src in keep and e.dst in keep]
+        findings += search_cycles(DependencyGraph(local, inside))
+    return sorted(findings, key=Finding.sort_key)
+
+
+def search_cycles(graph: DependencyGraph) -> list[Finding]:
     findings = []
     for spec in SPECS:
         g = graph.restricted(spec.allowed)
@@ -225,4 +268,4 @@ def find_cycles(edges: Iterable[Edge], ops: list[OpInfo]) -> list[Finding]:
                     tolerated=spec.tolerated,
                 )
             )
-    return sorted(findings, key=Finding.sort_key)
+    return findings

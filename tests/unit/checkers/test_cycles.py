@@ -1,7 +1,11 @@
 """Cycles on hand-written histories, checked edge by edge."""
 
-from checkers.cycles import find_cycles
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checkers.cycles import DependencyGraph, OpInfo, find_cycles, search_cycles
 from checkers.queue.check import check_queue_table
+from checkers.queue.per_key import Edge
 from checkers.queue_ops import queue_ops_from_table
 from history.columnar import to_table
 from tests.unit.checkers.histories import H
@@ -68,3 +72,28 @@ def test_interleaved_transactions_are_g0_and_tolerated():
 def test_sequential_sends_and_reads_have_no_cycle():
     h = H().send(0, 1, 10, 0).poll(1, {1: [(0, 10)]}).send(0, 1, 11, 1).poll(1, {1: [(1, 11)]})
     assert cycles(h) == []
+
+
+@st.composite
+def random_graphs(draw):
+    """Ops with random, possibly overlapping intervals on a few processes, random edges."""
+    n = draw(st.integers(2, 8))
+    ops = []
+    for i in range(n):
+        start = draw(st.integers(0, 20))
+        done = draw(st.none() | st.integers(start, start + 10))
+        ops.append(OpInfo(i, str(draw(st.integers(0, 2))), "ok" if done else "info", start, done))
+    pairs = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda p: p[0] != p[1])
+    edges = [
+        Edge(rel, a, b, 0, 1, 2)
+        for rel, (a, b) in draw(st.lists(st.tuples(st.sampled_from(["ww", "wr"]), pairs)))
+    ]
+    return edges, ops
+
+
+@settings(max_examples=300)
+@given(random_graphs())
+def test_searching_only_the_windows_finds_what_searching_everything_finds(graph):
+    edges, ops = graph
+    everything = search_cycles(DependencyGraph(edges, ops))
+    assert {f.kind for f in find_cycles(edges, ops)} == {f.kind for f in everything}
