@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from checkers.cycles import find_cycles
 from checkers.findings import Finding
@@ -20,7 +19,7 @@ from checkers.metadata import check_metadata, observe_samples_from_ops
 from checkers.queue.check import check_queue, check_queue_table
 from checkers.queue_ops import queue_ops_from_parquet, queue_ops_from_table
 from checkers.verdict import Verdict, decide
-from history.columnar import read_ops, write_parquet
+from history.columnar import op_rows, read_ops, write_parquet
 from history.errors import HistoryError
 from history.format import JSONL_NAME, NEMESIS, OBSERVER, PARQUET_NAME
 from history.reader import read_history
@@ -33,8 +32,7 @@ def check_table(table: pa.Table) -> list[Finding]:
     """Every finding of an in-memory columnar history, on the pandas path (tests, small runs)."""
     queue = check_queue_table(table)
     cycles = find_cycles(queue.edges, queue_ops_from_table(table))
-    ops = table.filter(pc.equal(table.column("row").cast(pa.string()), "op"))
-    meta = check_metadata(observe_samples_from_ops(ops.to_pylist()))
+    meta = check_metadata(observe_samples_from_ops(op_rows(table).to_pylist()))
     return queue.findings + cycles + meta
 
 

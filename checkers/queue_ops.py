@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from checkers.cycles import OpInfo, op_infos
-from history.columnar import OP_ROW, read_ops
+from history.columnar import op_rows, read_ops
 from history.format import QUEUE_FS
 
 COLUMNS = ["index", "invoke_index", "type", "process", "time"]
@@ -19,8 +18,4 @@ def queue_ops_from_parquet(parquet: str | Path) -> list[OpInfo]:
 
 
 def queue_ops_from_table(table: pa.Table) -> list[OpInfo]:
-    mask = pc.and_(
-        pc.equal(table.column("row").cast(pa.string()), OP_ROW),
-        pc.is_in(table.column("f").cast(pa.string()), pa.array(sorted(QUEUE_FS))),
-    )
-    return op_infos(table.filter(mask).select(COLUMNS).to_pydict())
+    return op_infos(op_rows(table, sorted(QUEUE_FS)).select(COLUMNS).to_pydict())

@@ -223,10 +223,21 @@ def write_parquet(history: History, path: str | Path) -> Path:
     return out
 
 
+def _rows(table: pa.Table, row: str, fs: list[str] | None = None) -> pa.Table:
+    mask = pc.equal(table.column("row").cast(pa.string()), row)
+    if fs is not None:
+        mask = pc.and_(mask, pc.is_in(table.column("f").cast(pa.string()), pa.array(fs)))
+    return table.filter(mask)
+
+
 def elements(table: pa.Table) -> pa.Table:
     """Just the element rows, with the columns the queue checks use."""
-    mask = pc.equal(table.column("row").cast(pa.string()), ELEM_ROW)
-    return table.filter(mask).select(ELEMENT_COLUMNS)
+    return _rows(table, ELEM_ROW).select(ELEMENT_COLUMNS)
+
+
+def op_rows(table: pa.Table, fs: list[str] | None = None) -> pa.Table:
+    """Just the op rows (optionally only those with `f` in `fs`): read_ops for a table."""
+    return _rows(table, OP_ROW, fs)
 
 
 def read_elements(path: str | Path) -> pa.Table:

@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from checkers.findings import Finding
 from checkers.queue.local import run_local
 from checkers.queue.per_key import Edge, KeyResult
 from checkers.queue.policy import apply_policy
-from history.columnar import elements, read_elements, read_ops
+from history.columnar import elements, op_rows, read_elements, read_ops
 
 RESET_FS = ["assign", "subscribe", "crash"]
 
@@ -59,8 +58,7 @@ def check_queue(parquet: str | Path, spark: Any = None) -> QueueResult:
 
 def check_queue_table(table: pa.Table) -> QueueResult:
     """The reference path on an in-memory columnar history (history.columnar.to_table)."""
-    ops = table.filter(pc.equal(table.column("row").cast(pa.string()), "op"))
-    resets = reset_ops(ops.filter(pc.is_in(ops.column("f").cast(pa.string()), pa.array(RESET_FS))))
+    resets = reset_ops(op_rows(table, RESET_FS))
     return check_queue_local(elements(table), resets)
 
 
