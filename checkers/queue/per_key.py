@@ -303,43 +303,59 @@ def _where(e: Elem) -> str:
     return f"offset {e.offset} (value {e.value})" if e.offset is not None else f"value {e.value}"
 
 
+def _order_pair(
+    log: _Log,
+    a: Elem,
+    b: Elem,
+    ops: tuple[int, ...],
+    head: str,
+    kinds: tuple[str | None, str],
+    rule: str,
+    res: KeyResult,
+) -> None:
+    """b should sit right after a in the log: report a skip (kinds[0], if any is checked) or
+    going back (kinds[1]); `head` says where a and b come from, `rule` why going back is wrong."""
+    pa, pb = log.pos(a), log.pos(b)
+    if pa is None or pb is None:
+        return
+    delta = pb - pa
+    skip_kind, back_kind = kinds
+    if skip_kind is not None and delta > 1:
+        skipped = log.between(pa, pb)
+        text = f"{head}, skipping {len(skipped)} record(s) in between: {_describe_skipped(skipped)}"
+        res.findings.append(
+            Finding(skip_kind, log.key, ops, text, {"values": [a.value, b.value], "delta": delta})
+        )
+    elif delta < 1:
+        where = "the same place" if delta == 0 else "earlier"
+        res.findings.append(
+            Finding(
+                back_kind,
+                log.key,
+                ops,
+                f"{head}, {where} in the log: {rule}",
+                {"values": [a.value, b.value], "delta": delta},
+            )
+        )
+
+
 def _internal_order(log: _Log, elems: list[Elem], kind: str, res: KeyResult) -> None:
     """Within one op, successive reads (or sends) of a key must be adjacent in the log."""
-    k = log.key
     verb = "polled" if kind == "poll" else "sent"
     for index, es in _by_op(elems, kind).items():
         for a, b in pairwise(es):
             if kind == "poll" and (a.rebalanced or b.rebalanced):
                 continue  # a rebalance during the op: the consumer's position may move
-            pa, pb = log.pos(a), log.pos(b)
-            if pa is None or pb is None:
-                continue
-            delta = pb - pa
-            if delta > 1:
-                skipped = log.between(pa, pb)
-                res.findings.append(
-                    Finding(
-                        f"int-{kind}-skip",
-                        k,
-                        (index,),
-                        f"op {index} {verb} key {k} at {_where(a)} and next at {_where(b)}, "
-                        f"skipping {len(skipped)} record(s) the log holds in between: "
-                        f"{_describe_skipped(skipped)}",
-                        {"values": [a.value, b.value], "delta": delta},
-                    )
-                )
-            elif delta < 1:
-                res.findings.append(
-                    Finding(
-                        f"int-nonmonotonic-{kind}",
-                        k,
-                        (index,),
-                        f"op {index} {verb} key {k} at {_where(a)} and next at {_where(b)}, "
-                        f"{'the same place' if delta == 0 else 'earlier'} in the log: "
-                        "within one op a partition is read and written in offset order",
-                        {"values": [a.value, b.value], "delta": delta},
-                    )
-                )
+            _order_pair(
+                log,
+                a,
+                b,
+                (index,),
+                f"op {index} {verb} key {log.key} at {_where(a)} and next at {_where(b)}",
+                (f"int-{kind}-skip", f"int-nonmonotonic-{kind}"),
+                "within one op a partition is read and written in offset order",
+                res,
+            )
 
 
 def _process_order(log: _Log, elems: list[Elem], ctx: QueueContext, res: KeyResult) -> None:
@@ -374,41 +390,20 @@ def _process_order(log: _Log, elems: list[Elem], ctx: QueueContext, res: KeyResu
 
 
 def _compare_ops(log: _Log, prev: list[Elem], cur: list[Elem], kind: str, res: KeyResult) -> None:
-    k = log.key
-    a, b = prev[-1], cur[0]
-    pa, pb = log.pos(a), log.pos(b)
-    if pa is None or pb is None:
-        return
-    delta = pb - pa
+    k, a, b = log.key, prev[-1], cur[0]
     verb = "polled" if kind == "poll" else "sent"
-    head = (
+    _order_pair(
+        log,
+        a,
+        b,
+        (a.index, b.index),
         f"process {a.process}: op {a.index} {verb} key {k} up to {_where(a)}; "
-        f"its next {kind} of key {k}, op {b.index}, started at {_where(b)}"
+        f"its next {kind} of key {k}, op {b.index}, started at {_where(b)}",
+        ("poll-skip" if kind == "poll" else None, f"nonmonotonic-{kind}"),
+        f"a {'consumer' if kind == 'poll' else 'producer'} that kept its partition moves "
+        "forward only",
+        res,
     )
-    if kind == "poll" and delta > 1:
-        skipped = log.between(pa, pb)
-        res.findings.append(
-            Finding(
-                "poll-skip",
-                k,
-                (a.index, b.index),
-                f"{head}, skipping {len(skipped)} record(s) in between: "
-                f"{_describe_skipped(skipped)}",
-                {"values": [a.value, b.value], "delta": delta},
-            )
-        )
-    elif delta < 1:
-        res.findings.append(
-            Finding(
-                f"nonmonotonic-{kind}",
-                k,
-                (a.index, b.index),
-                f"{head}, {'the same place' if delta == 0 else 'earlier'} in the log: "
-                f"a {'consumer' if kind == 'poll' else 'producer'} that kept its "
-                "partition moves forward only",
-                {"values": [a.value, b.value], "delta": delta},
-            )
-        )
 
 
 def _edges(log: _Log, elems: list[Elem], res: KeyResult) -> None:
