@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from history.errors import HistoryError
-from history.format import INFO, INVOKE, QUEUE_FS
+from history.format import INFO, INVOKE, QUEUE_FS, is_int64
 from history.reader import History
 
 OP_ROW, ELEM_ROW = "op", "elem"
@@ -154,19 +154,18 @@ def _add_elements(
                 cols[name].append(row.get(name))
 
 
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
 def _int_key(k: Any, bad: Any) -> int:
     # JSON object keys are strings; EDN and send micro-ops give ints.
-    if _is_int(k):
+    if is_int64(k):
         return k
     if isinstance(k, str):
         try:
-            return int(k)
+            k = int(k)
         except ValueError:
             pass
+        else:
+            if is_int64(k):
+                return k
     raise bad(f"key {k!r} is not an integer")
 
 
@@ -178,10 +177,10 @@ def _elements_of(mop: Any, bad: Any) -> list[tuple[str, int, int | None, int | N
             raise bad(f'send micro-op {mop!r:.60} is not ["send", key, value]')
         key, v = _int_key(mop[1], bad), mop[2]
         if isinstance(v, list):
-            if len(v) != 2 or not all(x is None or _is_int(x) for x in v):
+            if len(v) != 2 or not all(x is None or is_int64(x) for x in v):
                 raise bad(f"send result {v!r:.60} is not [offset, value]")
             return [(SEND, key, v[0], v[1])]
-        if v is not None and not _is_int(v):
+        if v is not None and not is_int64(v):
             raise bad(f"sent value {v!r:.60} is not an integer")
         return [(SEND, key, None, v)]
     if len(mop) == 1 or mop[1] is None:
@@ -197,7 +196,7 @@ def _elements_of(mop: Any, bad: Any) -> list[tuple[str, int, int | None, int | N
             if (
                 not isinstance(pair, list)
                 or len(pair) != 2
-                or not all(x is None or _is_int(x) for x in pair)
+                or not all(x is None or is_int64(x) for x in pair)
             ):
                 raise bad(f"poll of key {key} returned {pair!r:.60}, not [offset, value]")
             out.append((POLL, key, pair[0], pair[1]))
@@ -224,10 +223,21 @@ def write_parquet(history: History, path: str | Path) -> Path:
     return out
 
 
+def _rows(table: pa.Table, row: str, fs: list[str] | None = None) -> pa.Table:
+    mask = pc.equal(table.column("row").cast(pa.string()), row)
+    if fs is not None:
+        mask = pc.and_(mask, pc.is_in(table.column("f").cast(pa.string()), pa.array(fs)))
+    return table.filter(mask)
+
+
 def elements(table: pa.Table) -> pa.Table:
     """Just the element rows, with the columns the queue checks use."""
-    mask = pc.equal(table.column("row").cast(pa.string()), ELEM_ROW)
-    return table.filter(mask).select(ELEMENT_COLUMNS)
+    return _rows(table, ELEM_ROW).select(ELEMENT_COLUMNS)
+
+
+def op_rows(table: pa.Table, fs: list[str] | None = None) -> pa.Table:
+    """Just the op rows (optionally only those with `f` in `fs`): read_ops for a table."""
+    return _rows(table, OP_ROW, fs)
 
 
 def read_elements(path: str | Path) -> pa.Table:
@@ -241,11 +251,16 @@ def read_elements(path: str | Path) -> pa.Table:
     return table.select(ELEMENT_COLUMNS)
 
 
-def read_ops(path: str | Path, fs: list[str] | None = None) -> pa.Table:
-    """Op rows of a Parquet history (optionally only those with `f` in `fs`)."""
+def read_ops(
+    path: str | Path, fs: list[str] | None = None, processes: list[str] | None = None
+) -> pa.Table:
+    """Op rows of a Parquet history, optionally only those with `f` in `fs` or with
+    `process` in `processes`."""
     filters: list[Any] = [("row", "=", OP_ROW)]
     if fs is not None:
         filters.append(("f", "in", fs))
+    if processes is not None:
+        filters.append(("process", "in", processes))
     try:
         return pq.read_table(path, filters=filters).drop_columns(["row"])
     except (OSError, pa.ArrowException) as e:

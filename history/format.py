@@ -27,3 +27,11 @@ REQUIRED_FIELDS: dict[str, tuple[type, ...]] = {
     "process": (int, str),
     "time": (int,),
 }
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def is_int64(x: object) -> bool:
+    """An integer the columnar form can hold (JSON integers are unbounded; bool is not one)."""
+    return isinstance(x, int) and not isinstance(x, bool) and INT64_MIN <= x <= INT64_MAX

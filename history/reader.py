@@ -16,6 +16,7 @@ from history.format import (
     JSONL_NAME,
     OP_TYPES,
     REQUIRED_FIELDS,
+    is_int64,
 )
 
 
@@ -125,9 +126,18 @@ def _check_op(p: str | Path, lineno: int, op: dict[str, Any], expected_index: in
             raise HistoryError(p, lineno, f"operation has no {name!r}")
         v = op[name]
         # bool is an int in Python; a JSON true is never an index, time or process.
-        if isinstance(v, bool) or not isinstance(v, types):
-            wanted = " or ".join(t.__name__ for t in types)
-            raise HistoryError(p, lineno, f"{name!r} is {v!r}, expected {wanted}")
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, types)
+            or (isinstance(v, int) and not is_int64(v))
+        ):
+            wanted = " or ".join("64-bit int" if t is int else t.__name__ for t in types)
+            raise HistoryError(p, lineno, f"{name!r} is {v!r:.40}, expected {wanted}")
+    wall, node = op.get("wall"), op.get("node")
+    if wall is not None and (isinstance(wall, bool) or not isinstance(wall, int | float)):
+        raise HistoryError(p, lineno, f"'wall' is {wall!r:.40}, expected Unix seconds")
+    if node is not None and not isinstance(node, str):
+        raise HistoryError(p, lineno, f"'node' is {node!r:.40}, expected a node name")
     if op["index"] != expected_index:
         raise HistoryError(
             p, lineno, f"index {op['index']} out of order: expected {expected_index}"

@@ -8,14 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from checkers.findings import Finding
-from checkers.queue.context import QueueContext, build_context
 from checkers.queue.local import run_local
 from checkers.queue.per_key import Edge, KeyResult
 from checkers.queue.policy import apply_policy
-from history.columnar import elements, read_elements, read_ops
+from history.columnar import elements, op_rows, read_elements, read_ops
 
 RESET_FS = ["assign", "subscribe", "crash"]
 
@@ -41,20 +39,6 @@ def reset_ops(ops: pa.Table) -> list[tuple[str, int, str, list[int] | None]]:
     return out
 
 
-def local_context(
-    elements: Any, resets: list[tuple[str, int, str, list[int] | None]]
-) -> QueueContext:
-    """`elements`: a pandas frame of element rows."""
-    info = elements[(elements["kind"] == "send") & (elements["type"] == "info")]
-    info = info[info["value"].notna()]
-    polls = elements[(elements["kind"] == "poll") & elements["value"].isin(info["value"])]
-    return build_context(
-        zip(info["index"].astype(int), info["value"].astype(int), strict=True),
-        polls["value"].astype(int),
-        resets,
-    )
-
-
 def merge(results: list[KeyResult], subscribe: bool) -> QueueResult:
     findings = [f for r in results for f in r.findings]
     edges = [e for r in results for e in r.edges]
@@ -74,14 +58,12 @@ def check_queue(parquet: str | Path, spark: Any = None) -> QueueResult:
 
 def check_queue_table(table: pa.Table) -> QueueResult:
     """The reference path on an in-memory columnar history (history.columnar.to_table)."""
-    ops = table.filter(pc.equal(table.column("row").cast(pa.string()), "op"))
-    resets = reset_ops(ops.filter(pc.is_in(ops.column("f").cast(pa.string()), pa.array(RESET_FS))))
+    resets = reset_ops(op_rows(table, RESET_FS))
     return check_queue_local(elements(table), resets)
 
 
 def check_queue_local(
     elems: pa.Table, resets: list[tuple[str, int, str, list[int] | None]]
 ) -> QueueResult:
-    frame = elems.to_pandas()
-    ctx = local_context(frame, resets)
-    return merge(run_local(frame, ctx), ctx.subscribe)
+    results, ctx = run_local(elems, resets)
+    return merge(results, ctx.subscribe)

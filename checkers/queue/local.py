@@ -1,12 +1,38 @@
-"""The reference path: the per-key checks over a pandas frame, for small histories and tests."""
+"""The reference path: the per-key checks in plain Python over an Arrow table of elements."""
 
 from __future__ import annotations
 
-import pandas as pd
+from collections import defaultdict
+from typing import Any
 
-from checkers.queue.context import QueueContext
-from checkers.queue.per_key import KeyResult, check_key
+import pyarrow as pa
+
+from checkers.queue.context import QueueContext, build_context
+from checkers.queue.per_key import KeyResult, check_key, elems_from_columns
 
 
-def run_local(elements: pd.DataFrame, ctx: QueueContext) -> list[KeyResult]:
-    return [check_key(int(k), df, ctx) for k, df in elements.groupby("key", sort=True)]
+def local_context(
+    cols: dict[str, list[Any]], resets: list[tuple[str, int, str, list[int] | None]]
+) -> QueueContext:
+    """`cols`: element columns (pa.Table.to_pydict)."""
+    kind, typ, index, value = cols["kind"], cols["type"], cols["index"], cols["value"]
+    info = [
+        (index[i], value[i])
+        for i in range(len(kind))
+        if kind[i] == "send" and typ[i] == "info" and value[i] is not None
+    ]
+    wanted = {v for _, v in info}
+    polled = [v for k, v in zip(kind, value, strict=True) if k == "poll" and v in wanted]
+    return build_context(info, polled, resets)
+
+
+def run_local(
+    elements: pa.Table, resets: list[tuple[str, int, str, list[int] | None]]
+) -> tuple[list[KeyResult], QueueContext]:
+    cols = elements.to_pydict()
+    ctx = local_context(cols, resets)
+    rows: dict[int, list[int]] = defaultdict(list)
+    for i, k in enumerate(cols["key"]):
+        rows[k].append(i)
+    results = [check_key(k, elems_from_columns(cols, rows[k]), ctx) for k in sorted(rows)]
+    return results, ctx

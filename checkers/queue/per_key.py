@@ -16,8 +16,10 @@ The function also returns the key's ww and wr dependency edges for the cycle sea
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Any
 
 import pandas as pd
 
@@ -46,7 +48,9 @@ class KeyResult:
 
 
 @dataclass(frozen=True)
-class _Elem:
+class Elem:
+    """One element row of the columnar history (history.columnar.ELEMENT_COLUMNS)."""
+
     index: int
     type: str
     process: str
@@ -58,32 +62,45 @@ class _Elem:
     rebalanced: bool
 
 
-def _elems(df: pd.DataFrame) -> list[_Elem]:
-    df = df.sort_values(["index", "seq"], kind="stable")
-    out = []
-    for r in df.itertuples(index=False):
-        out.append(
-            _Elem(
-                index=int(r.index),
-                type=str(r.type),
-                process=str(r.process),
-                time=None if pd.isna(r.time) else int(r.time),
-                seq=int(r.seq),
-                kind=str(r.kind),
-                offset=None if pd.isna(r.offset) else int(r.offset),
-                value=None if pd.isna(r.value) else int(r.value),
-                rebalanced=bool(r.rebalanced) if not pd.isna(r.rebalanced) else False,
-            )
+def _opt_int(x: Any) -> int | None:
+    # Arrow nulls arrive as None; through pandas, nullable ints arrive as float NaN.
+    return None if x is None or x != x else int(x)
+
+
+def elems_from_columns(cols: dict[str, list[Any]], rows: Iterable[int] | None = None) -> list[Elem]:
+    """Elements from column lists (rows: which positions, default all), in op and read order."""
+    idx, typ, proc, tim = cols["index"], cols["type"], cols["process"], cols["time"]
+    seq, kind, off, val, reb = (
+        cols["seq"], cols["kind"], cols["offset"], cols["value"], cols["rebalanced"],
+    )  # fmt: skip
+    out = [
+        Elem(
+            int(idx[i]),
+            str(typ[i]),
+            str(proc[i]),
+            _opt_int(tim[i]),
+            int(seq[i]),
+            str(kind[i]),
+            _opt_int(off[i]),
+            _opt_int(val[i]),
+            reb[i] is True or reb[i] == 1,
         )
+        for i in (range(len(idx)) if rows is None else rows)
+    ]
+    out.sort(key=lambda e: (e.index, e.seq))
     return out
+
+
+def elems_from_frame(df: pd.DataFrame) -> list[Elem]:
+    return elems_from_columns(df.to_dict("list"))
 
 
 class _Log:
     """The version order of one key, with who showed each [offset, value]."""
 
-    def __init__(self, key: int, elems: list[_Elem], ctx: QueueContext) -> None:
+    def __init__(self, key: int, elems: list[Elem], ctx: QueueContext) -> None:
         self.key = key
-        self.writer: dict[int, _Elem] = {}
+        self.writer: dict[int, Elem] = {}
         for e in elems:
             if e.kind == "send" and e.value is not None:
                 self.writer.setdefault(e.value, e)
@@ -106,10 +123,10 @@ class _Log:
                 self.last[v] = self.rank[o]
 
     @staticmethod
-    def committed(e: _Elem, ctx: QueueContext) -> bool:
+    def committed(e: Elem, ctx: QueueContext) -> bool:
         return e.type == OK or (e.type == INFO and e.index in ctx.committed_info)
 
-    def pos(self, e: _Elem) -> int | None:
+    def pos(self, e: Elem) -> int | None:
         if e.offset is not None and e.offset in self.rank:
             return self.rank[e.offset]
         return None if e.value is None else self.first.get(e.value)
@@ -127,9 +144,8 @@ def _describe_skipped(skipped: list[tuple[int, list[int]]], limit: int = 8) -> s
     return f"offsets {shown}{more}"
 
 
-def check_key(key: int, df: pd.DataFrame, ctx: QueueContext) -> KeyResult:
-    """Every queue anomaly of `key`, and its dependency edges."""
-    elems = _elems(df)
+def check_key(key: int, elems: list[Elem], ctx: QueueContext) -> KeyResult:
+    """Every queue anomaly of `key` (its elements in op and read order), and its edges."""
     log = _Log(key, elems, ctx)
     res = KeyResult()
     _offset_anomalies(log, res)
@@ -178,7 +194,7 @@ def _offset_anomalies(log: _Log, res: KeyResult) -> None:
             )
 
 
-def _read_anomalies(log: _Log, elems: list[_Elem], ctx: QueueContext, res: KeyResult) -> None:
+def _read_anomalies(log: _Log, elems: list[Elem], ctx: QueueContext, res: KeyResult) -> None:
     k = log.key
     polls = [e for e in elems if e.kind == "poll" and e.value is not None]
     read_values = {e.value for e in polls}
@@ -275,63 +291,79 @@ def _read_anomalies(log: _Log, elems: list[_Elem], ctx: QueueContext, res: KeyRe
         )
 
 
-def _by_op(elems: list[_Elem], kind: str) -> dict[int, list[_Elem]]:
-    ops: dict[int, list[_Elem]] = defaultdict(list)
+def _by_op(elems: list[Elem], kind: str) -> dict[int, list[Elem]]:
+    ops: dict[int, list[Elem]] = defaultdict(list)
     for e in elems:
         if e.kind == kind and e.value is not None:
             ops[e.index].append(e)
     return ops
 
 
-def _where(e: _Elem) -> str:
+def _where(e: Elem) -> str:
     return f"offset {e.offset} (value {e.value})" if e.offset is not None else f"value {e.value}"
 
 
-def _internal_order(log: _Log, elems: list[_Elem], kind: str, res: KeyResult) -> None:
+def _order_pair(
+    log: _Log,
+    a: Elem,
+    b: Elem,
+    ops: tuple[int, ...],
+    head: str,
+    kinds: tuple[str | None, str],
+    rule: str,
+    res: KeyResult,
+) -> None:
+    """b should sit right after a in the log: report a skip (kinds[0], if any is checked) or
+    going back (kinds[1]); `head` says where a and b come from, `rule` why going back is wrong."""
+    pa, pb = log.pos(a), log.pos(b)
+    if pa is None or pb is None:
+        return
+    delta = pb - pa
+    skip_kind, back_kind = kinds
+    if skip_kind is not None and delta > 1:
+        skipped = log.between(pa, pb)
+        text = f"{head}, skipping {len(skipped)} record(s) in between: {_describe_skipped(skipped)}"
+        res.findings.append(
+            Finding(skip_kind, log.key, ops, text, {"values": [a.value, b.value], "delta": delta})
+        )
+    elif delta < 1:
+        where = "the same place" if delta == 0 else "earlier"
+        res.findings.append(
+            Finding(
+                back_kind,
+                log.key,
+                ops,
+                f"{head}, {where} in the log: {rule}",
+                {"values": [a.value, b.value], "delta": delta},
+            )
+        )
+
+
+def _internal_order(log: _Log, elems: list[Elem], kind: str, res: KeyResult) -> None:
     """Within one op, successive reads (or sends) of a key must be adjacent in the log."""
-    k = log.key
     verb = "polled" if kind == "poll" else "sent"
     for index, es in _by_op(elems, kind).items():
         for a, b in pairwise(es):
             if kind == "poll" and (a.rebalanced or b.rebalanced):
                 continue  # a rebalance during the op: the consumer's position may move
-            pa, pb = log.pos(a), log.pos(b)
-            if pa is None or pb is None:
-                continue
-            delta = pb - pa
-            if delta > 1:
-                skipped = log.between(pa, pb)
-                res.findings.append(
-                    Finding(
-                        f"int-{kind}-skip",
-                        k,
-                        (index,),
-                        f"op {index} {verb} key {k} at {_where(a)} and next at {_where(b)}, "
-                        f"skipping {len(skipped)} record(s) the log holds in between: "
-                        f"{_describe_skipped(skipped)}",
-                        {"values": [a.value, b.value], "delta": delta},
-                    )
-                )
-            elif delta < 1:
-                res.findings.append(
-                    Finding(
-                        f"int-nonmonotonic-{kind}",
-                        k,
-                        (index,),
-                        f"op {index} {verb} key {k} at {_where(a)} and next at {_where(b)}, "
-                        f"{'the same place' if delta == 0 else 'earlier'} in the log: "
-                        "within one op a partition is read and written in offset order",
-                        {"values": [a.value, b.value], "delta": delta},
-                    )
-                )
+            _order_pair(
+                log,
+                a,
+                b,
+                (index,),
+                f"op {index} {verb} key {log.key} at {_where(a)} and next at {_where(b)}",
+                (f"int-{kind}-skip", f"int-nonmonotonic-{kind}"),
+                "within one op a partition is read and written in offset order",
+                res,
+            )
 
 
-def _process_order(log: _Log, elems: list[_Elem], ctx: QueueContext, res: KeyResult) -> None:
+def _process_order(log: _Log, elems: list[Elem], ctx: QueueContext, res: KeyResult) -> None:
     """Each process's successive polls (and sends) of a key continue where the last one ended."""
     k = log.key
     polls, sends = _by_op(elems, "poll"), _by_op(elems, "send")
-    last_poll: dict[str, list[_Elem]] = {}
-    last_send: dict[str, list[_Elem]] = {}
+    last_poll: dict[str, list[Elem]] = {}
+    last_send: dict[str, list[Elem]] = {}
     for index in sorted(set(polls) | set(sends)):
         if index in polls:
             es = polls[index]
@@ -339,8 +371,13 @@ def _process_order(log: _Log, elems: list[_Elem], ctx: QueueContext, res: KeyRes
             prev = last_poll.get(p)
             if prev is not None and not ctx.reset_between(p, k, prev[0].index, index):
                 _compare_ops(log, prev, es, "poll", res)
-            if es[0].type == OK:  # failed or crashed polls leave the position unchanged
+            if es[0].type == OK:
                 last_poll[p] = es
+            else:
+                # The records were delivered, but an aborted transaction may or may not rewind
+                # the consumer to its committed offset: the next poll may start at either.
+                # (Jepsen keeps the older position here, which can report a false poll-skip.)
+                last_poll.pop(p, None)
         if index in sends:
             es = sends[index]
             if es[0].type not in (OK, INFO):
@@ -352,45 +389,24 @@ def _process_order(log: _Log, elems: list[_Elem], ctx: QueueContext, res: KeyRes
             last_send[p] = es
 
 
-def _compare_ops(log: _Log, prev: list[_Elem], cur: list[_Elem], kind: str, res: KeyResult) -> None:
-    k = log.key
-    a, b = prev[-1], cur[0]
-    pa, pb = log.pos(a), log.pos(b)
-    if pa is None or pb is None:
-        return
-    delta = pb - pa
+def _compare_ops(log: _Log, prev: list[Elem], cur: list[Elem], kind: str, res: KeyResult) -> None:
+    k, a, b = log.key, prev[-1], cur[0]
     verb = "polled" if kind == "poll" else "sent"
-    head = (
+    _order_pair(
+        log,
+        a,
+        b,
+        (a.index, b.index),
         f"process {a.process}: op {a.index} {verb} key {k} up to {_where(a)}; "
-        f"its next {kind} of key {k}, op {b.index}, started at {_where(b)}"
+        f"its next {kind} of key {k}, op {b.index}, started at {_where(b)}",
+        ("poll-skip" if kind == "poll" else None, f"nonmonotonic-{kind}"),
+        f"a {'consumer' if kind == 'poll' else 'producer'} that kept its partition moves "
+        "forward only",
+        res,
     )
-    if kind == "poll" and delta > 1:
-        skipped = log.between(pa, pb)
-        res.findings.append(
-            Finding(
-                "poll-skip",
-                k,
-                (a.index, b.index),
-                f"{head}, skipping {len(skipped)} record(s) in between: "
-                f"{_describe_skipped(skipped)}",
-                {"values": [a.value, b.value], "delta": delta},
-            )
-        )
-    elif delta < 1:
-        res.findings.append(
-            Finding(
-                f"nonmonotonic-{kind}",
-                k,
-                (a.index, b.index),
-                f"{head}, {'the same place' if delta == 0 else 'earlier'} in the log: "
-                f"a {'consumer' if kind == 'poll' else 'producer'} that kept its "
-                "partition moves forward only",
-                {"values": [a.value, b.value], "delta": delta},
-            )
-        )
 
 
-def _edges(log: _Log, elems: list[_Elem], res: KeyResult) -> None:
+def _edges(log: _Log, elems: list[Elem], res: KeyResult) -> None:
     """ww: the writer of each log value precedes the writer of the next; wr: writer -> readers."""
     k = log.key
     for r in range(1, len(log.offsets)):

@@ -10,7 +10,7 @@ from typing import Any
 
 from checkers.queue.check import QueueResult, merge
 from checkers.queue.context import build_context
-from checkers.queue.per_key import check_key
+from checkers.queue.per_key import check_key, elems_from_frame
 from checkers.queue.rows import ROW_SCHEMA, from_frame, to_frame
 from history.columnar import ELEM_ROW, ELEMENT_COLUMNS
 
@@ -43,7 +43,7 @@ def run_spark(
 
     def per_key(pdf: Any) -> Any:
         key = int(pdf["key"].iloc[0])
-        return to_frame(key, check_key(key, pdf, ctx))
+        return to_frame(key, check_key(key, elems_from_frame(pdf), ctx))
 
     out = elems.groupBy("key").applyInPandas(per_key, schema=ROW_SCHEMA).toPandas()
     return merge([from_frame(out)], ctx.subscribe)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from history.columnar import write_parquet
-from history.reader import read_history
+from history.reader import History, parse_history, read_history
 
 SEC = 1_000_000_000
 
@@ -52,13 +52,36 @@ class H:
     def assign(self, p: int, keys: list[int], f: str = "assign") -> H:
         return self.op(p, f, keys, "ok", keys)
 
+    def observe(self, node: str, type_: str = "ok", **fields: Any) -> H:
+        """One observer sample of `node`; `fields` override a healthy follower's value."""
+        value = {
+            "roles": ["controller"], "raft": {"state": "follower", "leader": 1, "epoch": 1,
+            "high_watermark": 10}, "active_controller_count": 0, **fields,
+        }  # fmt: skip
+        self.lines.append(
+            {"type": "invoke", "f": "observe", "process": "observer", "time": self._tick(),
+             "node": node, "value": None}
+        )  # fmt: skip
+        return self.complete(
+            "observer", "observe", type_, value if type_ == "ok" else None, node=node
+        )
+
+    def nemesis(self, f: str, value: Any) -> H:
+        return self.op("nemesis", f, value, "ok", value)
+
     def crash(self, p: int) -> H:
         return self.op(p, "crash", None, "ok", None)
+
+    def jsonl(self) -> bytes:
+        header = {"kchaos_history": 1, "run": "test", "started_wall": 0.0}
+        rows = [header] + [{"index": i, **op} for i, op in enumerate(self.lines)]
+        return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+    def history(self) -> History:
+        return parse_history(self.jsonl(), "<generated>")
 
     def write(self, directory: Path) -> Path:
         """Writes history.jsonl and history.parquet; returns the Parquet path."""
         path = directory / "history.jsonl"
-        header = {"kchaos_history": 1, "run": "test", "started_wall": 0.0}
-        rows = [header] + [{"index": i, **op} for i, op in enumerate(self.lines)]
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        path.write_bytes(self.jsonl())
         return write_parquet(read_history(path), directory / "history.parquet")

@@ -7,14 +7,13 @@ retires the process, as the harness does. Kept small so hypothesis can shrink fa
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
 
 from history.columnar import to_table
-from history.reader import History, parse_history
+from history.reader import History
 from tests.unit.checkers.histories import H
 
 KEYS = [0, 1, 2]
@@ -127,10 +126,7 @@ class Model:
     # -- the history ---------------------------------------------------------------------
 
     def history(self) -> History:
-        header = {"kchaos_history": 1, "run": "model", "started_wall": 0.0}
-        rows = [header] + [{"index": i, **op} for i, op in enumerate(self.h.lines)]
-        data = "".join(json.dumps(r) + "\n" for r in rows).encode()
-        return parse_history(data, "<model>")
+        return self.h.history()
 
     def table(self) -> Any:
         return to_table(self.history())
@@ -301,6 +297,47 @@ def int_send_skip(m: Model, k: int) -> None:
     )
 
 
+def _crossed_txns(m: Model, k: int, see_each_other: bool) -> None:
+    """Two concurrent transactions on k and k2; with `see_each_other`, each polls the other's
+    send although neither had committed (G1c); otherwise their sends interleave (G0)."""
+    k2 = KEYS[(KEYS.index(k) + 1) % len(KEYS)]
+    a, b = m.producers
+    va, vb, wa, wb = (m.fresh_value() for _ in range(4))
+    oa = m.append(k, va)
+    ob = m.append(k2, vb)
+    owb = m.append(k, wb)  # b's send to k lands after a's ...
+    owa = m.append(k2, wa)  # ... and a's send to k2 after b's: a ww cycle
+    m.marker({k, k2})
+    ia = [["send", k, va], ["send", k2, wa]]
+    ib = [["send", k2, vb], ["send", k, wb]]
+    ra = [["send", k, [oa, va]], ["send", k2, [owa, wa]]]
+    rb = [["send", k2, [ob, vb]], ["send", k, [owb, wb]]]
+    if see_each_other:
+        ia, ib = [*ia, ["poll"]], [*ib, ["poll"]]
+        ra = [*ra, ["poll", {str(k2): [[ob, vb]]}]]
+        rb = [*rb, ["poll", {str(k): [[oa, va]]}]]
+    m.h.invoke(a, "txn", ia).invoke(b, "txn", ib)
+    m.h.complete(a, "txn", "ok", ra).complete(b, "txn", "ok", rb)
+
+
+def g0(m: Model, k: int) -> None:
+    _crossed_txns(m, k, see_each_other=False)
+
+
+def g1c(m: Model, k: int) -> None:
+    _crossed_txns(m, k, see_each_other=True)
+
+
+def g1c_realtime(m: Model, k: int) -> None:
+    v = m.fresh_value()
+    c = _consumer_at_end(m, k)
+    o = m.next_offset[k]
+    m.h.poll(c.process, {k: [(o, v)]})  # reads v ...
+    c.positions[k] = o + 1
+    m.append(k, v)
+    m.h.send(m.producers[0], k, v, o)  # ... which is sent only after that poll completed
+
+
 INJECTIONS = {
     "lost-write": lost_write,
     "unseen": unseen,
@@ -316,4 +353,7 @@ INJECTIONS = {
     "nonmonotonic-send": nonmonotonic_send,
     "int-nonmonotonic-send": int_nonmonotonic_send,
     "int-send-skip": int_send_skip,
+    "G0": g0,
+    "G1c": g1c,
+    "G1c-realtime": g1c_realtime,
 }

@@ -237,3 +237,19 @@ def test_garbage_read(tmp_path):
     h = H().send(0, 1, 10, 0).poll(1, {1: [(0, 10), (1, 99)]})
     g = only(run(tmp_path, h), "garbage-read")
     assert "no operation ever sent 99 to key 1" in g.explanation
+
+
+@pytest.mark.parametrize("resume_at", [1, 2])
+def test_after_an_aborted_poll_the_consumer_may_resume_or_rewind(tmp_path, resume_at):
+    h = (
+        H()
+        .assign(1, [1])
+        .send(0, 1, 10, 0)
+        .send(0, 1, 11, 1)
+        .send(0, 1, 12, 2)
+        .poll(1, {1: [(0, 10)]})
+        .txn(1, [["poll"], ["send", 2, 20]], [["poll", {"1": [[1, 11]]}], ["send", 2, 20]], "fail")
+        .poll(1, {1: [(o, v) for o, v in [(1, 11), (2, 12)] if o >= resume_at]})
+        .poll(2, {2: []})
+    )
+    assert run(tmp_path, h).findings == []

@@ -1,9 +1,12 @@
 """The Spark path must find exactly what the pandas reference path finds."""
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from checkers.queue.check import check_queue
 from tests.unit.checkers.histories import H
+from tests.unit.checkers.model import INJECTIONS, KEYS, action_lists, run_model
 
 pytestmark = pytest.mark.slow
 
@@ -35,3 +38,15 @@ def test_spark_and_pandas_agree_on_a_history_with_every_kind(tmp_path, spark):
     }  # fmt: skip
     assert as_dicts(distributed) == as_dicts(local)
     assert distributed.subscribe == local.subscribe
+
+
+@settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(acts=action_lists, bug=st.sampled_from(sorted(INJECTIONS)), key=st.sampled_from(KEYS))
+def test_spark_and_pandas_agree_on_generated_histories(tmp_path_factory, spark, acts, bug, key):
+    m = run_model(acts, final_poll=False)
+    INJECTIONS[bug](m, key)
+    m.final_poll()
+    path = m.h.write(tmp_path_factory.mktemp("gen"))
+    assert as_dicts(check_queue(path, spark=spark)) == as_dicts(check_queue(path))

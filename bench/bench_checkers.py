@@ -1,0 +1,105 @@
+"""Checker throughput on synthetic valid histories: ops/s, peak memory, check/plain-read ratio.
+
+    .venv/bin/python -m bench.bench_checkers --ops 1000000 --engine spark
+    .venv/bin/python -m bench.bench_checkers --ops 1000000 10000000
+
+Writes bench/out/results.json. The Spark session is started before timing (its start-up is
+reported apart); each size is checked once, after one plain pyarrow read of the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from bench.synthetic import write_synthetic
+from checkers.api import check
+
+OUT = Path(__file__).parent / "out"
+
+
+def _descendants_peak_kib() -> int:
+    """Sum of the peak RSS (VmHWM) of our live descendants: the Spark JVM and its workers."""
+    me, total = os.getpid(), 0
+    parents: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = dict(
+                    line.split(":", 1) for line in (d / "status").read_text().splitlines()
+                )
+                parents[int(d.name)] = int(fields["PPid"])
+                if int(d.name) != me and _descends(int(d.name), me, parents):
+                    total += int(fields.get("VmHWM", "0 kB").split()[0])
+            except (OSError, KeyError, ValueError):
+                continue
+    return total
+
+
+def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
+    while pid in parents and pid > 1:
+        pid = parents[pid]
+        if pid == ancestor:
+            return True
+    try:  # parents may not be read yet: ask the kernel directly
+        ppid = int(Path(f"/proc/{pid}/stat").read_text().split()[3])
+        return ppid == ancestor or (ppid > 1 and _descends(ppid, ancestor, parents))
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ops", type=int, nargs="+", default=[1_000_000])
+    ap.add_argument("--engine", choices=["spark", "pandas"], default="spark")
+    ap.add_argument("--spark-master", default=None)
+    args = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    spark, startup = None, 0.0
+    if args.engine == "spark":
+        from checkers.spark_session import spark_session
+
+        t = time.monotonic()
+        spark = spark_session(args.spark_master)
+        startup = time.monotonic() - t
+    results = []
+    for n in args.ops:
+        path = OUT / f"synthetic-{n}.parquet"
+        t = time.monotonic()
+        ops = write_synthetic(path, n)
+        generate = time.monotonic() - t
+        t = time.monotonic()
+        pq.read_table(path)
+        plain = time.monotonic() - t
+        t = time.monotonic()
+        verdict = check(path, engine=args.engine, spark=spark, write=False)
+        checked = time.monotonic() - t
+        row = {
+            "ops": ops,
+            "engine": args.engine,
+            "status": verdict.status,
+            "check_s": round(checked, 2),
+            "ops_per_s": round(ops / checked),
+            "plain_read_s": round(plain, 2),
+            "ratio_check_to_read": round(checked / plain, 1),
+            "driver_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+            "children_peak_mib": _descendants_peak_kib() // 1024,
+            "spark_startup_s": round(startup, 2),
+            "generate_s": round(generate, 2),
+            "cpus": os.cpu_count(),
+            "load_avg_1m": os.getloadavg()[0],
+        }
+        print(json.dumps(row), flush=True)
+        results.append(row)
+        path.unlink()
+    (OUT / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

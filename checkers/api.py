@@ -1,0 +1,122 @@
+"""The entry the harness calls: check one stored history, write results.json and summary.txt.
+
+from checkers.api import check
+verdict = check("results/queue/20261122T014500-42")   # or a history.jsonl / .parquet
+verdict.exit_code                                     # 0 valid, 1 invalid, 2 unknown
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from checkers.cycles import find_cycles
+from checkers.findings import Finding
+from checkers.metadata import check_metadata, observe_samples_from_ops
+from checkers.queue.check import check_queue, check_queue_table
+from checkers.queue_ops import queue_ops_from_parquet, queue_ops_from_table
+from checkers.verdict import Verdict, decide
+from history.columnar import op_rows, read_ops, write_parquet
+from history.errors import HistoryError
+from history.format import JSONL_NAME, NEMESIS, OBSERVER, PARQUET_NAME
+from history.reader import read_history
+
+# Below this many element rows the pandas path beats starting Spark (about 6 s here).
+SPARK_THRESHOLD = 200_000
+
+
+def check_table(table: pa.Table) -> list[Finding]:
+    """Every finding of an in-memory columnar history, on the pandas path (tests, small runs)."""
+    queue = check_queue_table(table)
+    cycles = find_cycles(queue.edges, queue_ops_from_table(table))
+    meta = check_metadata(observe_samples_from_ops(op_rows(table).to_pylist()))
+    return queue.findings + cycles + meta
+
+
+def _locate(path: str | Path) -> tuple[Path, Path | None, Path]:
+    """(out_dir, jsonl or None, parquet) for a run directory or a history file."""
+    p = Path(path)
+    if p.is_dir():
+        jsonl = p / JSONL_NAME
+        return p, jsonl if jsonl.exists() else None, p / PARQUET_NAME
+    if not p.exists():
+        raise HistoryError(p, None, "no such history file or run directory")
+    if p.suffix == ".parquet":
+        return p.parent, None, p
+    return p.parent, p, p.parent / PARQUET_NAME
+
+
+def _parquet_for(jsonl: Path | None, parquet: Path, notes: list[str]) -> Path:
+    if jsonl is None:
+        if not parquet.exists():
+            raise HistoryError(parquet, None, f"no {JSONL_NAME} or {PARQUET_NAME} here")
+        return parquet
+    history = read_history(jsonl)
+    notes.extend(history.notes())
+    # The JSONL is the record; a Parquet older than it is rebuilt, never trusted.
+    if not parquet.exists() or parquet.stat().st_mtime < jsonl.stat().st_mtime:
+        write_parquet(history, parquet)
+    return parquet
+
+
+def _elements_count(parquet: Path) -> int:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(parquet, columns=["row"], filters=[("row", "=", "elem")])
+    return table.num_rows
+
+
+def check(
+    history_path_or_run_dir: str | Path,
+    spark_master: str | None = None,
+    *,
+    engine: str = "auto",
+    write: bool = True,
+    spark: Any = None,
+) -> Verdict:
+    """Check a stored history. Raises HistoryError for a history that cannot be read.
+
+    engine: "pandas", "spark" (local[*] unless `spark_master`), or "auto" (Spark when a master
+    is given or the history is large). `spark`: an existing SparkSession to reuse.
+    """
+    started = time.monotonic()
+    notes: list[str] = []
+    out_dir, jsonl, parquet = _locate(history_path_or_run_dir)
+    parquet = _parquet_for(jsonl, parquet, notes)
+    n_elems = _elements_count(parquet)
+    use_spark = engine == "spark" or (
+        engine == "auto" and (spark_master is not None or n_elems >= SPARK_THRESHOLD)
+    )
+    if use_spark and spark is None:
+        from checkers.spark_session import spark_session
+
+        spark = spark_session(spark_master)
+    queue = check_queue(parquet, spark=spark if use_spark else None)
+    cycles = find_cycles(queue.edges, queue_ops_from_parquet(parquet))
+    meta_ops = read_ops(parquet, processes=[OBSERVER, NEMESIS]).to_pylist()
+    meta_input = observe_samples_from_ops(meta_ops)
+    meta = check_metadata(meta_input)
+    findings = queue.findings + cycles + meta
+    if queue.subscribe:
+        notes.append("consumers subscribe: poll-skip and nonmonotonic-poll are tolerated")
+    checked = n_elems > 0 or bool(meta_input.samples)
+    if not checked:
+        notes.append("no queue elements and no observer samples: nothing to check")
+    verdict = Verdict(
+        status=decide(findings, checked),
+        findings=findings,
+        notes=notes,
+        history=str(jsonl or parquet),
+        engine="spark" if use_spark else "pandas",
+        stats={
+            "elements": n_elems,
+            "observer_samples": len(meta_input.samples),
+            "seconds": round(time.monotonic() - started, 3),
+        },
+    )
+    if write:
+        verdict.write(out_dir)
+    return verdict

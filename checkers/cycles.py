@@ -1,0 +1,271 @@
+"""Elle-style dependency cycles over queue operations: G0 and G1c, with -process and -realtime.
+
+Edges between operations (as in Jepsen's Kafka checker, no rw edges):
+- ww: A sent v1 to key k, B sent v2, and v2 directly follows v1 in k's log (offset order).
+- wr: A sent v to k and B polled it.
+- process: A and then B ran on the same process.
+- realtime: A completed (ok or fail) before B was invoked.
+
+Which cycles are anomalies in Kafka:
+- G0 (ww only, with process/realtime variants): Kafka does not isolate writes, and a
+  transaction's sends to different partitions happen at different times; Jepsen tolerates all
+  of them. They are reported, tolerated.
+- G1c (at least one wr): searched on wr edges (plus process/realtime) only. Every such edge
+  A -> B implies that A's commit (or its send becoming visible) precedes B's commit or read in
+  real time, under read_committed, so such a cycle cannot happen. Cycles needing ww edges as
+  well are expected from unisolated writes (Jepsen tolerates G1c when ww edges are inferred) and
+  are not searched.
+
+Search: strongly connected components first, then in each component one short cycle holding
+the edge types the anomaly needs. Realtime order goes through a chain of time nodes (op ->
+its completion time -> later times -> ops invoked after), linear in the history, collapsed back
+to single realtime edges when a cycle is explained.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+import networkx as nx
+
+from checkers.findings import Finding, secs
+from checkers.queue.per_key import Edge
+
+WW, WR, PROCESS, REALTIME = "ww", "wr", "process", "realtime"
+
+
+@dataclass(frozen=True)
+class Spec:
+    kind: str
+    allowed: frozenset[str]
+    required: tuple[str, ...]
+    tolerated: str | None
+
+
+_G0_REASON = (
+    "Kafka does not isolate writes: transactions' sends interleave, and one transaction's "
+    "sends to different partitions happen at different times (Jepsen tolerates G0)"
+)
+SPECS = (
+    Spec("G0", frozenset({WW}), (WW,), _G0_REASON),
+    Spec("G0-process", frozenset({WW, PROCESS}), (PROCESS,), _G0_REASON),
+    Spec("G0-realtime", frozenset({WW, PROCESS, REALTIME}), (REALTIME,), _G0_REASON),
+    Spec("G1c", frozenset({WR}), (WR,), None),
+    Spec("G1c-process", frozenset({WR, PROCESS}), (WR, PROCESS), None),
+    Spec("G1c-realtime", frozenset({WR, PROCESS, REALTIME}), (WR, REALTIME), None),
+)
+CYCLE_KINDS = tuple(s.kind for s in SPECS)
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    index: int
+    process: str
+    type: str
+    invoke_time: int
+    complete_time: int | None  # None: never completed, or info (may take effect any time)
+
+
+def op_infos(cols: dict[str, list[Any]]) -> list[OpInfo]:
+    """From queue op rows as columns (index, invoke_index, type, process, time)."""
+    index, inv, typ, proc, time = (
+        cols["index"], cols["invoke_index"], cols["type"], cols["process"], cols["time"],
+    )  # fmt: skip
+    times = dict(zip(index, time, strict=True))
+    completed = {inv[i] for i in range(len(index)) if typ[i] != "invoke"}
+    out = []
+    for i in range(len(index)):
+        if typ[i] == "invoke":
+            if index[i] not in completed:
+                out.append(OpInfo(index[i], str(proc[i]), "info", time[i], None))
+            continue
+        done = None if typ[i] == "info" else time[i]
+        out.append(OpInfo(index[i], str(proc[i]), str(typ[i]), times[inv[i]], done))
+    return out
+
+
+class DependencyGraph:
+    def __init__(self, edges: Iterable[Edge], ops: list[OpInfo]) -> None:
+        self.ops = {o.index: o for o in ops}
+        self.data: dict[tuple[int, int, str], Edge] = {}
+        self.base = nx.DiGraph()
+        for e in edges:
+            self.data.setdefault((e.src, e.dst, e.rel), e)
+            self._link(self.base, e.src, e.dst, e.rel)
+        for a, b in self._process_pairs():
+            self._link(self.base, a, b, PROCESS)
+
+    @staticmethod
+    def _link(g: nx.DiGraph, a: Any, b: Any, rel: str) -> None:
+        if g.has_edge(a, b):
+            g[a][b]["rels"].add(rel)
+        else:
+            g.add_edge(a, b, rels={rel})
+
+    def _process_pairs(self) -> list[tuple[int, int]]:
+        by_process: dict[str, list[int]] = {}
+        for o in sorted(self.ops.values(), key=lambda o: o.index):
+            by_process.setdefault(o.process, []).append(o.index)
+        return [(a, b) for ixs in by_process.values() for a, b in pairwise(ixs)]
+
+    def restricted(self, allowed: frozenset[str]) -> nx.DiGraph:
+        g = nx.DiGraph()
+        for a, b, d in self.base.edges(data=True):
+            rels = d["rels"] & allowed
+            if rels:
+                g.add_edge(a, b, rels=set(rels))
+        if REALTIME in allowed:
+            self._add_time_chain(g)
+        return g
+
+    def _add_time_chain(self, g: nx.DiGraph) -> None:
+        """Reachability a ~> b through time nodes iff a completed before b was invoked."""
+        done = sorted({o.complete_time for o in self.ops.values() if o.complete_time is not None})
+        for t1, t2 in pairwise(done):
+            g.add_edge(("t", t1), ("t", t2), rels={REALTIME})
+        for o in self.ops.values():
+            if o.complete_time is not None:
+                g.add_edge(o.index, ("t", o.complete_time), rels={REALTIME})
+            i = bisect_left(done, o.invoke_time) - 1  # the latest completion strictly before
+            if i >= 0:
+                g.add_edge(("t", done[i]), o.index, rels={REALTIME})
+
+
+def _collapse(g: nx.DiGraph, walk: list[Any]) -> list[tuple[int, int, set[str]]]:
+    """A closed walk (first == last) as op-to-op steps, time-node runs becoming realtime."""
+    # Rotate so that the walk starts at an op.
+    start = next(i for i, n in enumerate(walk[:-1]) if not isinstance(n, tuple))
+    walk = walk[start:-1] + walk[: start + 1]
+    steps, prev, through_time = [], walk[0], False
+    for a, b in pairwise(walk):
+        if isinstance(b, tuple):
+            through_time = True
+            continue
+        rels = {REALTIME} if through_time else set(g[a][b]["rels"])
+        steps.append((prev, b, rels))
+        prev, through_time = b, False
+    return steps
+
+
+def _find_cycle(g: nx.DiGraph, scc: set[Any], spec: Spec, tries: int = 8) -> list | None:
+    sub = g.subgraph(scc)
+    best = None
+    candidates = {rel: [] for rel in spec.required}
+    for a, b, d in sub.edges(data=True):
+        for rel in spec.required:
+            if rel in d["rels"] and len(candidates[rel]) < tries:
+                candidates[rel].append((a, b))
+    first, *others = spec.required
+    for a, b in candidates[first]:
+        walk = [a, *nx.shortest_path(sub, b, a)]
+        steps = _collapse(sub, walk)
+        have = set().union(*(s[2] for s in steps))
+        for rel in others:
+            if rel in have:
+                continue
+            # Detour through an edge of the missing type: a -> b ~> c -> d ~> a.
+            if not candidates[rel]:
+                return None
+            c, d = candidates[rel][0]
+            walk = [a, *nx.shortest_path(sub, b, c), *nx.shortest_path(sub, d, a)]
+            steps = _collapse(sub, walk)
+        complete = all(any(rel in s[2] for s in steps) for rel in spec.required)
+        if complete and (best is None or len(steps) < len(best)):
+            best = steps
+    return best
+
+
+def _explain_step(graph: DependencyGraph, a: int, b: int, rels: set[str]) -> str:
+    for rel in (WR, WW, PROCESS, REALTIME):
+        if rel not in rels:
+            continue
+        e = graph.data.get((a, b, rel))
+        if rel == WR and e is not None:
+            return f"op {a} sent value {e.value} to key {e.key}, which op {b} polled (wr)"
+        if rel == WW and e is not None:
+            return (
+                f"op {a} sent value {e.value} to key {e.key}, and op {b} sent {e.value2}, "
+                "the next record of that partition (ww)"
+            )
+        if rel == PROCESS:
+            return f"op {a} and then op {b} ran on process {graph.ops[a].process} (process)"
+        if rel == REALTIME:
+            oa, ob = graph.ops[a], graph.ops[b]
+            return (
+                f"op {a} completed at {secs(oa.complete_time)}, before op {b} was invoked "
+                f"at {secs(ob.invoke_time)} (realtime)"
+            )
+    raise AssertionError(f"no explanation for {a}->{b} {rels}")
+
+
+def _windows(edges: list[Edge], ops: list[OpInfo]) -> list[tuple[int, int]]:
+    """Invocation-time intervals that hold every cycle, merged; usually none.
+
+    Give each op the potential "its invocation time" (a time node: its time). Process and
+    realtime edges go strictly forward, so a cycle needs edges that do not: to cross any time x
+    inside the cycle's span and come back, some edge must go from after x to at or before x.
+    Every cycle therefore lies inside the merged windows [potential(dst), potential(src)] of
+    such edges, and only those windows are searched.
+    """
+    inv = {o.index: o.invoke_time for o in ops}
+    spans = [
+        (inv[e.dst], inv[e.src])
+        for e in edges
+        if e.src in inv and e.dst in inv and inv[e.dst] <= inv[e.src]
+    ]
+    by_process: dict[str, list[OpInfo]] = {}
+    for o in sorted(ops, key=lambda o: o.index):
+        if o.complete_time is not None and o.complete_time <= o.invoke_time:
+            spans.append((o.complete_time, o.invoke_time))  # op -> its completion's time node
+        by_process.setdefault(o.process, []).append(o)
+    for run in by_process.values():
+        for a, b in pairwise(run):
+            if b.invoke_time <= a.invoke_time:
+                spans.append((b.invoke_time, a.invoke_time))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def find_cycles(edges: Iterable[Edge], ops: list[OpInfo]) -> list[Finding]:
+    edges = list(edges)
+    findings = []
+    for lo, hi in _windows(edges, ops):
+        inside = [o for o in ops if lo <= o.invoke_time <= hi]
+        keep = {o.index for o in inside}
+        local = [e for e in edges if e.src in keep and e.dst in keep]
+        findings += search_cycles(DependencyGraph(local, inside))
+    return sorted(findings, key=Finding.sort_key)
+
+
+def search_cycles(graph: DependencyGraph) -> list[Finding]:
+    findings = []
+    for spec in SPECS:
+        g = graph.restricted(spec.allowed)
+        for scc in nx.strongly_connected_components(g):
+            if sum(1 for n in scc if not isinstance(n, tuple)) < 2:
+                continue
+            steps = _find_cycle(g, scc, spec)
+            if steps is None:
+                continue
+            texts = [_explain_step(graph, a, b, rels) for a, b, rels in steps]
+            cycle = [steps[0][0]] + [b for _, b, _ in steps]
+            findings.append(
+                Finding(
+                    spec.kind,
+                    None,
+                    tuple(cycle[:-1]),
+                    f"cycle {' -> '.join(f'op {i}' for i in cycle)}: " + "; ".join(texts),
+                    {"steps": [{"from": a, "to": b, "rels": sorted(r)} for a, b, r in steps]},
+                    tolerated=spec.tolerated,
+                )
+            )
+    return findings

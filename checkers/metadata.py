@@ -1,0 +1,270 @@
+"""KRaft metadata safety from observer samples (f = observe, docs/history.md).
+
+A sample was taken somewhere between its invocation and its completion, so a node is only
+known to have been in a state at some instant of that interval. Every rule below uses the
+narrowest claim the samples prove, and cites the samples and the KIP sentence it rests on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from itertools import combinations, pairwise
+from typing import Any
+
+from checkers.findings import Finding, secs
+from history.format import NEMESIS, OBSERVER
+
+RULES = {
+    "split-brain": (
+        'KIP-631: "The leader of the controller quorum will be the active controller"; '
+        'KIP-500: the controller nodes "elect a leader from amongst themselves" with Raft, '
+        "which elects at most one leader per epoch, and every node agrees who it is"
+    ),
+    "multiple-active-controllers": (
+        'KIP-500: "The leader of the metadata log is called the active controller"; '
+        'KIP-631: "The followers will function as hot standbys": one active controller at a '
+        "time, beyond the moment a deposed leader takes to notice"
+    ),
+    "epoch-regression": (
+        'KIP-631: changes are "guaranteed not to lose ... as long as we uphold the Raft '
+        "invariants\"; a Raft node's epoch is persisted and never decreases"
+    ),
+    "high-watermark-regression": (
+        'KIP-631: once "the metadata log\'s last stable offset" passes a change, "we are '
+        "guaranteed not to lose the change\": a node's committed offset never moves back"
+    ),
+}
+# controller.quorum.fetch.timeout.ms defaults to 2 s: a leader cut off from the quorum may
+# believe it leads that long before resigning.
+DEFAULT_TOLERANCE_NS = 2_000_000_000
+# Faults that may legitimately erase a node's persisted Raft state.
+DATA_LOSS_WORDS = ("wipe", "lose", "delete", "corrupt", "truncate")
+
+
+@dataclass(frozen=True)
+class Sample:
+    index: int  # the ok completion
+    node: str
+    invoke_time: int
+    time: int
+    value: dict[str, Any]
+
+    def raft(self, name: str) -> Any:
+        raft = self.value.get("raft") or {}
+        return raft.get(name) if isinstance(raft, dict) else None
+
+    def cite(self) -> str:
+        return f"op {self.index} ({self.node}, {secs(self.invoke_time)}-{secs(self.time)})"
+
+
+@dataclass(frozen=True)
+class Disruption:
+    """Something after which a node may legitimately restart from its disk."""
+
+    index: int
+    time: int
+    nodes: frozenset[str] | None  # None: could be any node
+    data_loss: bool
+
+
+@dataclass
+class MetadataInput:
+    samples: list[Sample] = field(default_factory=list)
+    disruptions: list[Disruption] = field(default_factory=list)
+
+
+def observe_samples_from_ops(rows: list[dict[str, Any]]) -> MetadataInput:
+    """From op rows (columnar, with value_json) of the observer and the nemesis."""
+    invoke_time = {r["index"]: r["time"] for r in rows if r["type"] == "invoke"}
+    out = MetadataInput()
+    nodes = {r["node"] for r in rows if r.get("node")}
+    for r in rows:
+        if r["type"] == "invoke":
+            continue
+        if r["process"] == OBSERVER and r["f"] == "observe":
+            if r["type"] == "ok":
+                value = json.loads(r["value_json"]) if r.get("value_json") else None
+                if isinstance(value, dict) and r.get("node"):
+                    start = invoke_time.get(r["invoke_index"], r["time"])
+                    out.samples.append(Sample(r["index"], r["node"], start, r["time"], value))
+            else:  # the node did not answer: it may have been down and restarted
+                hit = frozenset({r["node"]}) if r.get("node") else None
+                out.disruptions.append(Disruption(r["index"], r["time"], hit, False))
+        elif r["process"] == NEMESIS:
+            text = (r.get("value_json") or "") + r["f"]
+            hit = frozenset(n for n in nodes if f'"{n}"' in text) or None
+            loss = any(w in text.lower() for w in DATA_LOSS_WORDS)
+            out.disruptions.append(Disruption(r["index"], r["time"], hit, loss))
+    out.samples.sort(key=lambda s: (s.invoke_time, s.index))
+    return out
+
+
+def check_metadata(data: MetadataInput, tolerance_ns: int = DEFAULT_TOLERANCE_NS) -> list[Finding]:
+    findings = _split_brain(data.samples)
+    findings += _active_controllers(data.samples, tolerance_ns)
+    findings += _regressions(data)
+    return sorted(findings, key=Finding.sort_key)
+
+
+def _finding(kind: str, samples: list[Sample], text: str, **data: Any) -> Finding:
+    return Finding(
+        kind,
+        None,
+        tuple(s.index for s in samples),
+        f"{text}. Rule: {RULES[kind]}",
+        {"rule": RULES[kind], **data},
+    )
+
+
+def _split_brain(samples: list[Sample]) -> list[Finding]:
+    out = []
+    by_epoch: dict[int, dict[str, Sample]] = {}
+    views: dict[int, dict[int, Sample]] = {}
+    for s in samples:
+        epoch = s.raft("epoch")
+        if not isinstance(epoch, int):
+            continue
+        if s.raft("state") == "leader":
+            by_epoch.setdefault(epoch, {}).setdefault(s.node, s)
+        leader = s.raft("leader")
+        if isinstance(leader, int) and leader >= 0:
+            views.setdefault(epoch, {}).setdefault(leader, s)
+    for epoch, leaders in sorted(by_epoch.items()):
+        if len(leaders) > 1:
+            cited = list(leaders.values())
+            out.append(
+                _finding(
+                    "split-brain",
+                    cited,
+                    f"{len(cited)} nodes were Raft leader in epoch {epoch}: "
+                    + "; ".join(f"{s.node} said state=leader in {s.cite()}" for s in cited),
+                    epoch=epoch,
+                    nodes=sorted(leaders),
+                )
+            )
+    for epoch, seen in sorted(views.items()):
+        if len(seen) > 1 and epoch not in {e for e, ls in by_epoch.items() if len(ls) > 1}:
+            cited = list(seen.values())
+            out.append(
+                _finding(
+                    "split-brain",
+                    cited,
+                    f"nodes disagree on the leader of epoch {epoch}: "
+                    + "; ".join(
+                        f"{s.node} named leader {s.raft('leader')} in {s.cite()}" for s in cited
+                    ),
+                    epoch=epoch,
+                    leaders=sorted(seen),
+                )
+            )
+    return out
+
+
+def _active_runs(samples: list[Sample]) -> list[list[Sample]]:
+    """Per node, maximal runs of successive samples reporting it active in one Raft epoch.
+
+    A Raft leader keeps its epoch until it steps down and never leads that epoch again, so
+    a node active in epoch e at two instants was active throughout between them.
+    """
+    runs: list[list[Sample]] = []
+    current: dict[str, list[Sample]] = {}
+    for s in samples:
+        count, epoch = s.value.get("active_controller_count"), s.raft("epoch")
+        run = current.get(s.node)
+        if run is not None and not (count and run[0].raft("epoch") == epoch):
+            runs.append(current.pop(s.node))
+        if isinstance(count, int) and count >= 1 and isinstance(epoch, int):
+            current.setdefault(s.node, []).append(s)
+    return runs + list(current.values())
+
+
+def _active_controllers(samples: list[Sample], tolerance_ns: int) -> list[Finding]:
+    out = []
+    for s in samples:
+        count = s.value.get("active_controller_count")
+        if isinstance(count, int) and count > 1:
+            out.append(
+                _finding(
+                    "multiple-active-controllers",
+                    [s],
+                    f"{s.node} reported active_controller_count={count} in {s.cite()}",
+                )
+            )
+    # Surely active from the first sample's completion to the last one's invocation.
+    spans = [
+        (run[0].time, run[-1].invoke_time, run)
+        for run in _active_runs(samples)
+        if run[-1].invoke_time > run[0].time
+    ]
+    for (s1, e1, r1), (s2, e2, r2) in combinations(spans, 2):
+        if r1[0].node == r2[0].node:
+            continue
+        overlap = min(e1, e2) - max(s1, s2)
+        if overlap > tolerance_ns:
+            out.append(
+                _finding(
+                    "multiple-active-controllers",
+                    [r1[0], r1[-1], r2[0], r2[-1]],
+                    f"{r1[0].node} and {r2[0].node} were both active controller for "
+                    f"{overlap / 1e9:.3f} s, more than the {tolerance_ns / 1e9:g} s tolerated: "
+                    f"{r1[0].node} from {r1[0].cite()} to {r1[-1].cite()}, "
+                    f"{r2[0].node} from {r2[0].cite()} to {r2[-1].cite()}",
+                    overlap_s=overlap / 1e9,
+                    tolerance_s=tolerance_ns / 1e9,
+                )
+            )
+    return out
+
+
+def _disrupted(data: MetadataInput, node: str, start: int, end: int, data_loss: bool) -> bool:
+    return any(
+        start <= d.time <= end
+        and (d.nodes is None or node in d.nodes)
+        and (d.data_loss or not data_loss)
+        for d in data.disruptions
+    )
+
+
+def _regressions(data: MetadataInput) -> list[Finding]:
+    out = []
+    by_node: dict[str, list[Sample]] = {}
+    for s in data.samples:
+        by_node.setdefault(s.node, []).append(s)
+    for node, samples in sorted(by_node.items()):
+        for a, b in pairwise(samples):
+            window = (a.invoke_time, b.time)
+            e1, e2 = a.raft("epoch"), b.raft("epoch")
+            if (
+                isinstance(e1, int)
+                and isinstance(e2, int)
+                and e2 < e1
+                and not _disrupted(data, node, *window, data_loss=True)
+            ):
+                out.append(
+                    _finding(
+                        "epoch-regression",
+                        [a, b],
+                        f"{node} reported Raft epoch {e1} in {a.cite()}, then {e2} in {b.cite()}",
+                        node=node,
+                        epochs=[e1, e2],
+                    )
+                )
+            h1, h2 = a.raft("high_watermark"), b.raft("high_watermark")
+            if (
+                isinstance(h1, int)
+                and isinstance(h2, int)
+                and 0 <= h2 < h1
+                and not _disrupted(data, node, *window, data_loss=False)
+            ):
+                out.append(
+                    _finding(
+                        "high-watermark-regression",
+                        [a, b],
+                        f"{node} reported high watermark {h1} in {a.cite()}, then {h2} in "
+                        f"{b.cite()}, with no fault or failed sample of {node} in between",
+                        node=node,
+                        high_watermarks=[h1, h2],
+                    )
+                )
+    return out

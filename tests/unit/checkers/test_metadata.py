@@ -1,0 +1,89 @@
+"""KRaft safety rules on hand-written observer samples."""
+
+from checkers.api import check_table
+from history.columnar import to_table
+from tests.unit.checkers.histories import H
+
+
+def leader(epoch, hw=10, node_id=1):
+    return {
+        "raft": {"state": "leader", "leader": node_id, "epoch": epoch, "high_watermark": hw},
+        "active_controller_count": 1,
+    }
+
+
+def follower(epoch, leader_id, hw=10):
+    return {"raft": {"state": "follower", "leader": leader_id, "epoch": epoch,
+                     "high_watermark": hw}}  # fmt: skip
+
+
+def findings(h):
+    return check_table(to_table(h.history()))
+
+
+def kinds(h):
+    return sorted(f.kind for f in findings(h))
+
+
+def test_healthy_failover_is_clean():
+    h = (
+        H()
+        .observe("n1", **leader(1, node_id=1))
+        .observe("n2", **follower(1, 1))
+        .observe("n1", **leader(1, node_id=1, hw=12))
+        .nemesis("start-partition", {"grudge": {"n1": ["n2", "n3"]}})
+        .observe("n2", **leader(2, node_id=2, hw=12))
+        .observe("n3", **follower(2, 2, hw=12))
+        .observe("n2", **leader(2, node_id=2, hw=15))
+    )
+    assert findings(h) == []
+
+
+def test_two_leaders_in_one_epoch_is_split_brain_citing_both_samples():
+    h = H().observe("n1", **leader(3, node_id=1)).observe("n2", **leader(3, node_id=2))
+    (f,) = findings(h)
+    assert f.kind == "split-brain" and f.ops == (1, 3)
+    assert "2 nodes were Raft leader in epoch 3" in f.explanation
+    assert "KIP-631" in f.explanation and "KIP-631" in f.data["rule"]
+
+
+def test_disagreeing_on_the_leader_of_an_epoch_is_split_brain():
+    h = H().observe("n2", **follower(4, 1)).observe("n3", **follower(4, 2))
+    (f,) = findings(h)
+    assert f.kind == "split-brain" and "disagree on the leader of epoch 4" in f.explanation
+
+
+def test_overlapping_active_controllers_beyond_tolerance():
+    h = H()
+    for _ in range(20):  # 20 rounds, 0.4 s each: 8 s of both claiming to be active
+        h.observe("n1", **leader(5, node_id=1)).observe("n2", **leader(6, node_id=2))
+    found = [f for f in findings(h) if f.kind == "multiple-active-controllers"]
+    assert len(found) == 1
+    assert "n1 and n2 were both active controller" in found[0].explanation
+    assert found[0].data["overlap_s"] > 2
+
+
+def test_a_deposed_leader_noticing_late_is_within_tolerance():
+    h = H().observe("n1", **leader(5, node_id=1))
+    for _ in range(2):  # about a second of overlap
+        h.observe("n2", **leader(6, node_id=2)).observe("n1", **leader(5, node_id=1))
+    h.observe("n1", **follower(6, 2))
+    assert findings(h) == []
+
+
+def test_epoch_and_high_watermark_going_back():
+    h = H().observe("n1", **follower(7, 2, hw=40)).observe("n1", **follower(6, 2, hw=30))
+    assert kinds(h) == ["epoch-regression", "high-watermark-regression"]
+
+
+def test_high_watermark_may_restart_lower_after_the_node_was_killed():
+    h = (
+        H()
+        .observe("n1", **follower(7, 2, hw=40))
+        .nemesis("kill", {"nodes": ["n1"]})
+        .observe("n1", **follower(7, 2, hw=0))
+    )
+    assert findings(h) == []
+    # ... but killing does not excuse losing the persisted epoch.
+    h.observe("n1", **follower(6, 2, hw=41))
+    assert "epoch-regression" in kinds(h)
