@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from checkers.cli import check_command
 from clusters.errors import ClusterError
 from harness.cluster_cli import cluster
 from harness.console import console, err_console, say
@@ -60,6 +61,7 @@ def setup(versions: tuple[str, ...]) -> None:
 main.add_command(cluster)
 main.add_command(run)
 main.add_command(heal)
+main.add_command(check_command)
 
 
 if __name__ == "__main__":

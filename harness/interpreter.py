@@ -288,13 +288,16 @@ class Run:
             self.summary["check"] = {"status": "not checked"}
 
     def _check(self, run_dir: Path) -> dict[str, Any]:
+        # Imported here: the checkers pull in pyarrow and, for large histories, Spark.
+        from checkers.api import check
+        from checkers.verdict import CRASHED_EXIT
+
         try:
-            from checkers.api import check
-        except ImportError:
-            result = {"status": "not checked", "reason": "checkers.api is not available"}
-            write_json(run_dir / "results.json", result)
-            return result
-        verdict = check(run_dir)
+            verdict = check(run_dir)
+        except Exception as exc:  # a checker bug must not cost the run its recorded history
+            self.say(f"checker crashed: {type(exc).__name__}: {exc}; retry: kchaos check {run_dir}")
+            return {"status": "checker crashed", "exit_code": CRASHED_EXIT}
+        self.say(verdict.summary().rstrip())
         return {"status": verdict.status, "exit_code": verdict.exit_code}
 
     def _exit_code(self, interrupted: bool, error: BaseException | None) -> int:
