@@ -98,7 +98,8 @@ def _add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: in
         "f": op["f"],
         "process": str(op["process"]),
         "time": op["time"],
-        "wall": op.get("wall"),
+        # float(): Arrow refuses a Python int beyond int64 even for a float64 column.
+        "wall": None if op.get("wall") is None else float(op["wall"]),
         "node": None if node is None else str(node),
         "error": None if error is None else str(error),
         "value_json": json.dumps(op.get("value"), separators=(",", ":")),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,12 @@ def _check_op(p: str | Path, lineno: int, op: dict[str, Any], expected_index: in
             wanted = " or ".join("64-bit int" if t is int else t.__name__ for t in types)
             raise HistoryError(p, lineno, f"{name!r} is {v!r:.40}, expected {wanted}")
     wall, node = op.get("wall"), op.get("node")
-    if wall is not None and (isinstance(wall, bool) or not isinstance(wall, int | float)):
+    # Huge integers and non-finite floats are not times, and Arrow cannot store them as float64.
+    if wall is not None and (
+        isinstance(wall, bool)
+        or not isinstance(wall, int | float)
+        or not math.isfinite(float(wall) if abs(wall) < 1e300 else math.inf)
+    ):
         raise HistoryError(p, lineno, f"'wall' is {wall!r:.40}, expected Unix seconds")
     if node is not None and not isinstance(node, str):
         raise HistoryError(p, lineno, f"'node' is {node!r:.40}, expected a node name")
