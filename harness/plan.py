@@ -108,7 +108,8 @@ def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
         return steps
     interval = spec.nemesis_interval
     t = interval
-    while t < spec.time_limit:
+    # Compare the times as written to plan.json (rounded), or a step could land on the limit.
+    while round(t, 3) < spec.time_limit:
         fault = rng.choice(sorted(spec.nemesis))
         kind = rng.choice(_kinds_for(fault, spec.topology))
         if fault in ("kill", "pause"):
@@ -121,7 +122,7 @@ def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
         params = _params(fault, kind, rng)
         steps.append(FaultStep(round(t, 3), "start", fault, kind, target, step_seed, params))
         stop = t + interval
-        if stop < spec.time_limit:
+        if round(stop, 3) < spec.time_limit:
             steps.append(FaultStep(round(stop, 3), "stop", fault, kind, target, step_seed, params))
         t += 2 * interval
     return steps
