@@ -19,7 +19,7 @@ from clusters.config import FAKETIME_ENV
 from clusters.node import DockerNode
 from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
 from nemesis.errors import NemesisError
-from nemesis.nodes import on_each, run, wait_for
+from nemesis.nodes import on_each, run, split_running, wait_for
 from nemesis.targets import resolve
 
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -118,8 +118,10 @@ class ClockNemesis:
         delta = float(step.params.get("delta_s", 60))
         rng = random.Random(step.seed)
         found = resolve(ctx, step.target or "one", rng, step.params)
-        nodes = [ctx.nodes[t] for t in found.targets]
+        nodes, down = split_running(ctx.nodes[t] for t in found.targets)
         out: dict[str, Any] = {"kind": step.kind, **found.record(), "delta_s": delta}
+        if down:
+            out["not_running"] = down
         if step.kind == "strobe":
             period = float(step.params.get("period_s", 1.0))
             duration = float(step.params.get("duration_s", 10.0))

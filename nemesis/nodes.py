@@ -45,3 +45,15 @@ def wait_for(
             raise NemesisError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(every)
     return round(time.monotonic() - start, 3)
+
+
+def split_running(nodes: Iterable[DockerNode]) -> tuple[list[DockerNode], list[str]]:
+    """Running nodes, and the names of those that are not (killed by another fault, say).
+
+    Faults act on the running ones and record the rest: a plan may kill a node and then pick it
+    again for a pause, and failing the whole step for that would hide the first fault's effect.
+    """
+    running, down = [], []
+    for n in nodes:
+        (running if n.is_running() else down).append(n)
+    return running, sorted(n.name for n in down)

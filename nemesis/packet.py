@@ -16,7 +16,7 @@ from clusters.node import DockerNode
 from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
 from nemesis.errors import NemesisError
 from nemesis.iptables import install_chain, remove_chain
-from nemesis.nodes import on_each, run
+from nemesis.nodes import on_each, run, split_running
 from nemesis.targets import resolve
 
 DEV = "eth0"
@@ -77,8 +77,10 @@ class PacketNemesis:
 
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
-        nodes = [ctx.nodes[t] for t in found.targets]
+        nodes, down = split_running(ctx.nodes[t] for t in found.targets)
         out: dict[str, Any] = {"kind": step.kind, **found.record()}
+        if down:
+            out["not_running"] = down
         if step.kind == "loss":
             percent = float(step.params.get("percent", DEFAULTS["percent"]))
             ips = [n.ip for n in ctx.topology.nodes]

@@ -16,7 +16,7 @@ from nemesis import grudge as g
 from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
 from nemesis.errors import NemesisError
 from nemesis.iptables import install_chain, remove_chain
-from nemesis.nodes import on_each
+from nemesis.nodes import on_each, split_running
 from nemesis.targets import resolve
 
 CHAIN = "KCHAOS"
@@ -74,18 +74,22 @@ class PartitionNemesis:
         grudge, chosen = grudge_for(ctx, step)
         ips = {n.name: n.ip for n in ctx.topology.nodes}
         drops = {name: sorted(ips[o] for o in grudge.get(name, ())) for name in ctx.nodes}
-        rules = on_each(ctx.nodes.values(), lambda n: install(n, drops[n.name]))
+        # A node that is down gets no rules (its namespace is new when it starts again), but
+        # grudges are symmetric and TCP needs both directions: the other side's rules still cut.
+        running, down = split_running(ctx.nodes.values())
+        rules = on_each(running, lambda n: install(n, drops[n.name]))
         return {
             "kind": step.kind,
             **chosen,
             "grudge": {n: sorted(d) for n, d in sorted(grudge.items())},
             "components": g.components_of(grudge) if step.kind not in OVERLAPPING else None,
             "rules": {n: r for n, r in sorted(rules.items()) if r},
+            **({"not_running": down} if down else {}),
         }
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        removed = on_each(ctx.nodes.values(), remove)
-        return {"kind": step.kind, "healed": sorted(ctx.nodes), "rules_removed": removed}
+        removed = on_each(_running(ctx), remove)
+        return {"kind": step.kind, "healed": sorted(removed), "rules_removed": removed}
 
     def heal_all(self, ctx: FaultContext) -> list[str]:
         removed = on_each(_running(ctx), remove)

@@ -11,7 +11,7 @@ from typing import Any
 
 from clusters.node import DockerNode
 from nemesis.api import FaultContext, FaultStep
-from nemesis.nodes import on_each, wait_for
+from nemesis.nodes import on_each, split_running, wait_for
 from nemesis.targets import resolve
 
 
@@ -55,8 +55,10 @@ class KillNemesis:
             node.kill()
             return wait_for(f"{node.name} to exit", lambda: not node.is_running(), timeout=30)
 
-        took = on_each(nodes, kill)
-        return {"kind": step.kind, **chosen, "signal": "SIGKILL", "exited_after_s": took}
+        running, down = split_running(nodes)
+        took = on_each(running, kill)
+        out = {"kind": step.kind, **chosen, "signal": "SIGKILL", "exited_after_s": took}
+        return {**out, "not_running": down} if down else out
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         # Restarts every exited node, not only this step's: stop means "heal", as in Jepsen.
@@ -76,8 +78,10 @@ class PauseNemesis:
             node.pause()
             return wait_for(f"{node.name} to stop", node.is_paused_by_signal, timeout=30)
 
-        took = on_each(nodes, stop)
-        return {"kind": step.kind, **chosen, "signal": "SIGSTOP", "stopped_after_s": took}
+        running, down = split_running(nodes)
+        took = on_each(running, stop)
+        out = {"kind": step.kind, **chosen, "signal": "SIGSTOP", "stopped_after_s": took}
+        return {**out, "not_running": down} if down else out
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         return {"kind": step.kind, "signal": "SIGCONT", "resumed": resume_paused(ctx)}
