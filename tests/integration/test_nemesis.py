@@ -1,5 +1,6 @@
 """Every fault package for real on one combined KRaft cluster, each healed before the next."""
 
+import random
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from nemesis.errors import NemesisError
 from nemesis.heal import heal_cluster
 from nemesis.iptables import dropped
 from nemesis.registry import build
+from nemesis.targets import resolve
 from tests.integration.conftest import bring_up
 from tests.integration.kafka_io import wait_until
 
@@ -133,19 +135,21 @@ def connect_ms(src, dst_ip, tries=5):
 
 def test_packet_delay_adds_latency_between_two_nodes(cluster, ctx):
     nemesis = build(["packet"])["packet"]
-    src, dst = ctx.nodes["n1"], ctx.nodes["n2"]
-    before = connect_ms(src, dst.ip)
+    delay = step("start", "packet", "delay", "one", delay_ms=200)
+    # The seed decides the target; measure the same pair before and after.
+    target = ctx.nodes[resolve(ctx, "one", random.Random(delay.seed)).targets[0]]
+    peer = next(n for n in ctx.nodes.values() if n is not target)
+    before = connect_ms(peer, target.ip)
     try:
-        nemesis.start(ctx, step("start", "packet", "delay", "one", delay_ms=200))
+        got = nemesis.start(ctx, delay)
     except NemesisError as exc:
         if "no netem" in str(exc):
             pytest.skip(str(exc))
         raise
     try:
-        target = [n for n in ctx.nodes.values() if "netem" in n.exec(["tc", "qdisc"]).stdout]
-        assert len(target) == 1
-        peer = src if target[0] is not src else dst
-        after = connect_ms(peer, target[0].ip)
+        assert got["targets"] == [target.name] and got["netem"] == "delay 200ms"
+        after = connect_ms(peer, target.ip)
+        # The SYN-ACK leaves the target 200 ms late.
         assert after - before >= 150, f"connect took {before} ms before, {after} ms after"
     finally:
         nemesis.stop(ctx, step("stop", "packet", "delay"))
