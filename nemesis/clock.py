@@ -19,7 +19,7 @@ from clusters.config import FAKETIME_ENV
 from clusters.node import DockerNode
 from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
 from nemesis.errors import NemesisError
-from nemesis.nodes import on_each, run, split_running, wait_for
+from nemesis.nodes import number, on_each, run, split_running, wait_for
 from nemesis.targets import resolve
 
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -115,16 +115,21 @@ class ClockNemesis:
             )
         if step.kind == "reset":
             return self._reset(ctx, step)
-        delta = float(step.params.get("delta_s", 60))
-        rng = random.Random(step.seed)
-        found = resolve(ctx, step.target or "one", rng, step.params)
+        # Parameters first: a bad plan must fail before any node is touched.
+        delta = number(step.params, "delta_s", 60)
+        period = number(step.params, "period_s", 1.0)
+        duration = number(step.params, "duration_s", 10.0)
+        if step.kind == "strobe" and period < 1:
+            raise NemesisError(
+                f"clock strobe period_s must be at least 1 s, got {period:g}: libfaketime "
+                "re-reads the offset once a second (FAKETIME_CACHE_DURATION=1)"
+            )
+        found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
         nodes, down = split_running(ctx.nodes[t] for t in found.targets)
         out: dict[str, Any] = {"kind": step.kind, **found.record(), "delta_s": delta}
         if down:
             out["not_running"] = down
         if step.kind == "strobe":
-            period = float(step.params.get("period_s", 1.0))
-            duration = float(step.params.get("duration_s", 10.0))
             restarted = on_each(nodes, lambda n: skew(n, 0))
             on_each(nodes, lambda n: start_strobe(n, delta, period, duration))
             out.update(period_s=period, duration_s=duration)

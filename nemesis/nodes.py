@@ -57,3 +57,12 @@ def split_running(nodes: Iterable[DockerNode]) -> tuple[list[DockerNode], list[s
     for n in nodes:
         (running if n.is_running() else down).append(n)
     return running, sorted(n.name for n in down)
+
+
+def number(params: dict, key: str, default: float) -> float:
+    """A numeric step parameter; a plan with a non-number there fails with the key named."""
+    value = params.get(key, default)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise NemesisError(f"parameter {key} must be a number, got {value!r}") from None

@@ -16,7 +16,7 @@ from clusters.node import DockerNode
 from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
 from nemesis.errors import NemesisError
 from nemesis.iptables import install_chain, remove_chain
-from nemesis.nodes import on_each, run, split_running
+from nemesis.nodes import number, on_each, run, split_running
 from nemesis.targets import resolve
 
 DEV = "eth0"
@@ -26,7 +26,7 @@ DEFAULTS = {"delay_ms": 100.0, "jitter_ms": 0.0, "percent": 10.0}
 
 def netem_args(kind: str, params: dict[str, Any]) -> list[str]:
     """The netem options for a kind; reordering needs a delay to reorder against."""
-    p = {**DEFAULTS, **params}
+    p = {key: number(params, key, default) for key, default in DEFAULTS.items()}
     delay = ["delay", f"{p['delay_ms']:g}ms"] + (
         [f"{p['jitter_ms']:g}ms"] if p["jitter_ms"] else []
     )
@@ -76,19 +76,23 @@ class PacketNemesis:
     fault = "packet"
 
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        # Parameters first: a bad plan must fail before any node is touched.
+        ips = [n.ip for n in ctx.topology.nodes]
+        if step.kind == "loss":
+            percent = number(step.params, "percent", DEFAULTS["percent"])
+            loss_rules(ips, percent)
+        else:
+            args = netem_args(step.kind, step.params)
         found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
         nodes, down = split_running(ctx.nodes[t] for t in found.targets)
         out: dict[str, Any] = {"kind": step.kind, **found.record()}
         if down:
             out["not_running"] = down
         if step.kind == "loss":
-            percent = float(step.params.get("percent", DEFAULTS["percent"]))
-            ips = [n.ip for n in ctx.topology.nodes]
             rules = on_each(
                 nodes, lambda n: install_chain(n, CHAIN, loss_rules(_others(ips, n.ip), percent))
             )
             return {**out, "percent": percent, "rules": rules}
-        args = netem_args(step.kind, step.params)
         on_each(nodes, lambda n: apply_netem(n, args))
         return {**out, "dev": DEV, "netem": " ".join(args)}
 

@@ -34,3 +34,16 @@ def test_loss_rules_use_a_probability_and_refuse_nonsense():
 def test_faketime_env_keeps_monotonic_time_real_and_offsets_are_relative():
     assert "FAKETIME_DONT_FAKE_MONOTONIC=1" in ENV_TEXT and "LD_PRELOAD=" in ENV_TEXT
     assert offset_text(30) == "+30\n" and offset_text(-2.5) == "-2.5\n" and offset_text(0) == "+0\n"
+
+
+def test_bad_parameters_are_named_in_a_clear_error():
+    from clusters.topology import build_topology
+    from nemesis.api import FaultContext, FaultStep
+    from nemesis.clock import ClockNemesis
+
+    with pytest.raises(NemesisError, match="delay_ms must be a number, got 'soon'"):
+        netem_args("delay", {"delay_ms": "soon"})
+    ctx = FaultContext(topology=build_topology("kraft-combined", cluster="x"), nodes={})
+    strobe = FaultStep(0, "start", "clock", "strobe", "one", params={"period_s": 0.2})
+    with pytest.raises(NemesisError, match="at least 1 s"):
+        ClockNemesis().start(ctx, strobe)
