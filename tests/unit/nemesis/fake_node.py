@@ -15,6 +15,8 @@ class FakeNode:
         self.running = True
         self.stopped = False
         self.commands: list[list[str]] = []
+        self.environ: list[str] = []
+        self.restarts = 0
 
     name = property(lambda self: self.spec.name)
     ip = property(lambda self: self.spec.ip)
@@ -58,6 +60,17 @@ class FakeNode:
                     f"-A INPUT -j {c}" for c in self.input_jumps
                 ]
                 return ExecResult(0, "\n".join(out), "")
+            case ["cat", "/proc/1/environ"]:
+                return ExecResult(0, "\0".join(self.environ), "")
+            case ["cat", path] | ["test", "-f", path]:
+                return ok if path in self.files else fail
+            case ["mv", "-f", src, dst]:
+                self.files[dst] = self.files.pop(src)
+                return ok
+            case ["rm", "-f", *paths]:
+                for path in paths:
+                    self.files.pop(path, None)
+                return ok
             case ["tc", "qdisc", "show", *_]:
                 return ExecResult(0, "qdisc noqueue 0: root refcnt 2\n", "")
         raise AssertionError(f"unexpected command {cmd}")
@@ -69,8 +82,15 @@ class FakeNode:
         self.running = False
 
     def start(self) -> None:
-        # A restarted container gets a fresh network namespace: no rules survive.
+        # A restarted container gets a fresh network namespace: no rules survive. The entrypoint
+        # sources the faketime env file, if there is one, into the JVM's environment.
         self.running, self.stopped, self.chains, self.input_jumps = True, False, {}, []
+        env = self.files.get("/etc/kafka/faketime.env", "")
+        self.environ = [line.removeprefix("export ") for line in env.splitlines()]
+        self.restarts += 1
+
+    def stop(self, timeout: float = 30) -> None:
+        self.running = False
 
     def pause(self) -> None:
         self.stopped = True

@@ -61,3 +61,21 @@ def test_kill_then_pause_of_the_same_node_records_it_as_not_running_and_heal_und
         nem["kill"].stop(ctx, FaultStep(0, "stop", "kill", "one"))["restarted"] == killed["targets"]
     )
     assert all(n.running and not n.stopped for n in ctx.nodes.values())
+
+
+def test_clock_restarts_a_node_only_to_load_libfaketime_and_heal_removes_it():
+    ctx, clock = context(), build(["clock"])["clock"]
+    assert clock.prepare(ctx) == [f"{n}: restarted under libfaketime" for n in sorted(ctx.nodes)]
+    got = clock.start(ctx, step("clock", "bump", "one", delta_s=-90))
+    json.dumps(got)
+    node = ctx.nodes[got["targets"][0]]
+    assert got["restarted"] == [] and node.files["/etc/kafka/faketime.rc"] == "-90\n"
+    assert clock.stop(ctx, FaultStep(0, "stop", "clock", "bump"))["reset"] == sorted(ctx.nodes)
+    assert node.files["/etc/kafka/faketime.rc"] == "+0\n"
+    skewed = clock.start(ctx, step("clock", "restart-skewed", "one", delta_s=5))
+    assert skewed["restarted"] == [node.name] and node.restarts == 2
+    assert len(clock.heal_all(ctx)) == len(ctx.nodes)
+    assert all(
+        not n.environ and "/etc/kafka/faketime.env" not in n.files for n in ctx.nodes.values()
+    )
+    assert clock.heal_all(ctx) == []
