@@ -1,0 +1,173 @@
+"""Clock faults with libfaketime: skew a node's realtime clock, strobe it, reset it.
+
+libfaketime works by LD_PRELOAD, so it is in a JVM only if the JVM started under it: the first
+clock fault on a node writes FAKETIME_ENV (which the entrypoint sources) and restarts the node,
+and says so in the history. From then on the offset lives in a timestamp file the preloaded
+library re-reads at most once a second (FAKETIME_CACHE_DURATION=1), so bumps, strobes and
+resets act on the running JVM without a restart. Monotonic time is left alone
+(FAKETIME_DONT_FAKE_MONOTONIC=1): Java 17 hangs when its monotonic clock jumps, and it keeps
+Kafka's timeouts honest, which is what docs/nemesis.md explains.
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+from typing import Any
+
+from clusters.config import FAKETIME_ENV
+from clusters.node import DockerNode
+from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
+from nemesis.errors import NemesisError
+from nemesis.nodes import number, on_each, run, split_running, wait_for
+from nemesis.targets import resolve
+
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+OFFSET_FILE = "/etc/kafka/faketime.rc"
+STROBE_PID = "/tmp/kchaos-strobe.pid"
+ENV_TEXT = f"""export LD_PRELOAD={LIBFAKETIME}
+export FAKETIME_DONT_FAKE_MONOTONIC=1
+export FAKETIME_TIMESTAMP_FILE={OFFSET_FILE}
+export FAKETIME_CACHE_DURATION=1
+"""
+
+
+def offset_text(delta_s: float) -> str:
+    """libfaketime's relative form: "+30", "-2.5" seconds."""
+    return f"{delta_s:+g}\n"
+
+
+def faked(node: DockerNode) -> bool:
+    """True when the running JVM (PID 1) was started under libfaketime with our offset file."""
+    environ = node.exec(["cat", "/proc/1/environ"], timeout=10).stdout
+    return f"FAKETIME_TIMESTAMP_FILE={OFFSET_FILE}" in environ.split("\0")
+
+
+def restart(node: DockerNode) -> float:
+    """Kill and start: the JVM re-execs through the entrypoint, which sources FAKETIME_ENV."""
+    node.stop(timeout=0)
+    node.start()
+    return wait_for(f"{node.name} to run again", node.is_running, timeout=60)
+
+
+def set_offset(node: DockerNode, delta_s: float) -> None:
+    # Written beside and renamed, so the library never reads a half-written offset.
+    node.put_file(OFFSET_FILE + ".new", offset_text(delta_s))
+    run(node, ["mv", "-f", OFFSET_FILE + ".new", OFFSET_FILE])
+
+
+def skew(node: DockerNode, delta_s: float, force_restart: bool = False) -> bool:
+    """Sets the node's offset; restarts it if its JVM is not under libfaketime yet (or asked)."""
+    stop_strobe(node)
+    set_offset(node, delta_s)
+    if force_restart or not faked(node):
+        node.put_file(FAKETIME_ENV, ENV_TEXT)
+        restart(node)
+        return True
+    return False
+
+
+def start_strobe(node: DockerNode, delta_s: float, period_s: float, duration_s: float) -> None:
+    """Flips the offset between +delta and 0 every period, inside the node, for duration_s."""
+    flips = max(1, int(duration_s / period_s / 2))
+    on, off = shlex.quote(offset_text(delta_s)), shlex.quote(offset_text(0))
+    new = OFFSET_FILE + ".new"
+    loop = (
+        f"i=0; while [ $i -lt {flips} ]; do i=$((i+1)); "
+        f"printf {on} > {new}; mv -f {new} {OFFSET_FILE}; sleep {period_s:g}; "
+        f"printf {off} > {new}; mv -f {new} {OFFSET_FILE}; sleep {period_s:g}; done"
+    )
+    # Detached, its output closed, so the exec returns while the loop runs on in the node.
+    script = f"nohup sh -c {shlex.quote(loop)} >/dev/null 2>&1 & echo $! > {STROBE_PID}"
+    run(node, ["sh", "-c", script])
+
+
+def stop_strobe(node: DockerNode) -> bool:
+    got = node.exec(["cat", STROBE_PID])
+    if not got.ok:
+        return False
+    node.exec(["kill", got.stdout.strip()])
+    node.exec(["rm", "-f", STROBE_PID])
+    return True
+
+
+def has_env(node: DockerNode) -> bool:
+    return node.exec(["test", "-f", FAKETIME_ENV]).ok
+
+
+def unfake(node: DockerNode) -> bool:
+    """Removes every trace of clock faults; restarts the node if its JVM ran under them."""
+    stop_strobe(node)
+    if not (has_env(node) or faked(node)):
+        return False
+    run(node, ["rm", "-f", FAKETIME_ENV, OFFSET_FILE, OFFSET_FILE + ".new"])
+    restart(node)
+    return True
+
+
+class ClockNemesis:
+    fault = "clock"
+
+    def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        if step.kind not in FAULT_KINDS["clock"]:
+            raise NemesisError(
+                f"unknown clock kind '{step.kind}': choose one of {', '.join(FAULT_KINDS['clock'])}"
+            )
+        if step.kind == "reset":
+            return self._reset(ctx, step)
+        # Parameters first: a bad plan must fail before any node is touched.
+        delta = number(step.params, "delta_s", 60)
+        period = number(step.params, "period_s", 1.0)
+        duration = number(step.params, "duration_s", 10.0)
+        if step.kind == "strobe" and period < 1:
+            raise NemesisError(
+                f"clock strobe period_s must be at least 1 s, got {period:g}: libfaketime "
+                "re-reads the offset once a second (FAKETIME_CACHE_DURATION=1)"
+            )
+        found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
+        nodes, down = split_running(ctx.nodes[t] for t in found.targets)
+        out: dict[str, Any] = {"kind": step.kind, **found.record(), "delta_s": delta}
+        if down:
+            out["not_running"] = down
+        if step.kind == "strobe":
+            restarted = on_each(nodes, lambda n: skew(n, 0))
+            on_each(nodes, lambda n: start_strobe(n, delta, period, duration))
+            out.update(period_s=period, duration_s=duration)
+        else:
+            forced = step.kind == "restart-skewed"
+            restarted = on_each(nodes, lambda n: skew(n, delta, force_restart=forced))
+        out["restarted"] = sorted(n for n, r in restarted.items() if r)
+        return out
+
+    def prepare(self, ctx: FaultContext) -> list[str]:
+        """Starts every node's JVM under libfaketime at offset 0, before a run.
+
+        A JVM restarted under the preload took 80-130 s to serve again on this 2-core machine
+        (13 s without it): the harness should pay that before the workload, wait for readiness,
+        and let the run's clock faults change offsets without restarts.
+        """
+        running = [n for n in ctx.nodes.values() if n.is_running()]
+        done = on_each(running, lambda n: skew(n, 0))
+        return [f"{n}: restarted under libfaketime" for n, r in sorted(done.items()) if r]
+
+    def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        return self._reset(ctx, step)
+
+    def _reset(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        # Offsets go back to zero without a restart; the preload stays until heal_all.
+        running = [n for n in ctx.nodes.values() if n.is_running()]
+
+        def reset(node: DockerNode) -> bool:
+            stop_strobe(node)
+            if not faked(node):
+                return False
+            set_offset(node, 0)
+            return True
+
+        done = on_each(running, reset)
+        return {"kind": step.kind, "delta_s": 0, "reset": sorted(n for n, r in done.items() if r)}
+
+    def heal_all(self, ctx: FaultContext) -> list[str]:
+        running = [n for n in ctx.nodes.values() if n.is_running()]
+        done = on_each(running, unfake)
+        return [f"{n}: removed libfaketime and restarted" for n, r in sorted(done.items()) if r]

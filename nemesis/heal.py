@@ -1,0 +1,21 @@
+"""Undo every fault any package could have left on a cluster: after a crash, and on every exit."""
+
+from __future__ import annotations
+
+from clusters.docker_cluster import DockerCluster
+from nemesis.api import FaultContext
+from nemesis.registry import HEAL_ORDER, build
+
+
+def heal_cluster(cluster: DockerCluster) -> list[str]:
+    """Heals all nodes of ``cluster`` and says what was undone; an empty list means clean.
+
+    Idempotent: each package looks for its own traces (chain, qdisc, stopped JVM, preload,
+    exited node) and touches nothing else.
+    """
+    info = cluster.info()
+    ctx = FaultContext(topology=info.topology, nodes=cluster.nodes(info))
+    done: list[str] = []
+    for nemesis in build(list(HEAL_ORDER)).values():
+        done += nemesis.heal_all(ctx)
+    return done

@@ -1,0 +1,115 @@
+"""Packet faults: delay, duplication and reordering with tc netem; loss with iptables.
+
+netem shapes what a node sends, to everyone (other nodes and the host's clients alike): one root
+qdisc per node on eth0, replaced on each start so faults do not stack. Not every kernel has
+netem (CONFIG_NET_SCH_NETEM); where it is missing those kinds fail with that said plainly.
+Loss needs no netem: an iptables ``statistic`` match drops a share of the packets arriving from
+other nodes, in a chain of its own, so the host's observers keep a clean path as with partitions.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from clusters.node import DockerNode
+from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
+from nemesis.errors import NemesisError
+from nemesis.iptables import install_chain, remove_chain
+from nemesis.nodes import number, on_each, run, split_running
+from nemesis.targets import resolve
+
+DEV = "eth0"
+CHAIN = "KCHAOS-PKT"
+DEFAULTS = {"delay_ms": 100.0, "jitter_ms": 0.0, "percent": 10.0}
+
+
+def netem_args(kind: str, params: dict[str, Any]) -> list[str]:
+    """The netem options for a kind; reordering needs a delay to reorder against."""
+    p = {key: number(params, key, default) for key, default in DEFAULTS.items()}
+    delay = ["delay", f"{p['delay_ms']:g}ms"] + (
+        [f"{p['jitter_ms']:g}ms"] if p["jitter_ms"] else []
+    )
+    if kind == "delay":
+        return delay
+    if kind == "duplicate":
+        return ["duplicate", f"{p['percent']:g}%"]
+    if kind == "reorder":
+        return [*delay, "reorder", f"{p['percent']:g}%", "50%"]
+    raise NemesisError(
+        f"unknown packet kind '{kind}': choose one of {', '.join(FAULT_KINDS['packet'])}"
+    )
+
+
+def loss_rules(peer_ips: list[str], percent: float) -> list[str]:
+    if not 0 < percent <= 100:
+        raise NemesisError(f"packet loss percent must be in (0, 100], got {percent:g}")
+    p = f"{percent / 100:.4f}"
+    return [
+        f"-A {CHAIN} -s {ip}/32 -m statistic --mode random --probability {p} -j DROP"
+        for ip in sorted(peer_ips)
+    ]
+
+
+def apply_netem(node: DockerNode, args: list[str]) -> None:
+    cmd = ["tc", "qdisc", "replace", "dev", DEV, "root", "netem", *args]
+    result = node.exec(cmd, timeout=30)
+    if "qdisc kind is unknown" in result.stderr:
+        raise NemesisError(
+            f"node {node.name}: this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so packet "
+            "delay, duplicate and reorder cannot run here; packet loss works without it"
+        )
+    if not result.ok:
+        run(node, cmd)  # raises with the node's own words
+
+
+def clear(node: DockerNode) -> bool:
+    """Removes our netem qdisc and loss chain; the kernel's default qdisc needs no deleting."""
+    shown = node.exec(["tc", "qdisc", "show", "dev", DEV, "root"]).stdout
+    had_netem = "netem" in shown
+    if had_netem:
+        run(node, ["tc", "qdisc", "del", "dev", DEV, "root"])
+    return bool(remove_chain(node, CHAIN)) or had_netem
+
+
+class PacketNemesis:
+    fault = "packet"
+
+    def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        # Parameters first: a bad plan must fail before any node is touched.
+        ips = [n.ip for n in ctx.topology.nodes]
+        if step.kind == "loss":
+            percent = number(step.params, "percent", DEFAULTS["percent"])
+            loss_rules(ips, percent)
+        else:
+            args = netem_args(step.kind, step.params)
+        found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
+        nodes, down = split_running(ctx.nodes[t] for t in found.targets)
+        out: dict[str, Any] = {"kind": step.kind, **found.record()}
+        if down:
+            out["not_running"] = down
+        if step.kind == "loss":
+            rules = on_each(
+                nodes, lambda n: install_chain(n, CHAIN, loss_rules(_others(ips, n.ip), percent))
+            )
+            return {**out, "percent": percent, "rules": rules}
+        on_each(nodes, lambda n: apply_netem(n, args))
+        return {**out, "dev": DEV, "netem": " ".join(args)}
+
+    def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        cleared = on_each(_running(ctx), clear)
+        return {"kind": step.kind, "cleared": sorted(n for n, c in cleared.items() if c)}
+
+    def heal_all(self, ctx: FaultContext) -> list[str]:
+        cleared = on_each(_running(ctx), clear)
+        return [
+            f"{n}: removed netem qdisc and {CHAIN} chain" for n, c in sorted(cleared.items()) if c
+        ]
+
+
+def _others(ips: list[str], own: str) -> list[str]:
+    return [ip for ip in ips if ip != own]
+
+
+def _running(ctx: FaultContext) -> list[DockerNode]:
+    return [n for n in ctx.nodes.values() if n.is_running()]

@@ -1,0 +1,100 @@
+"""Network partitions: a grudge installed as DROP rules in each node's own network namespace.
+
+Rules live in one chain, KCHAOS, jumped to from INPUT, and match only the source addresses of
+other nodes: the host (the bridge gateway, where clients and JMX reads come from) is never
+dropped, so observers keep seeing every side. See nemesis/iptables.py for how the chain is
+replaced atomically and removed without touching the node's other rules.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from clusters.node import DockerNode
+from nemesis import grudge as g
+from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
+from nemesis.errors import NemesisError
+from nemesis.iptables import install_chain, remove_chain
+from nemesis.nodes import on_each, split_running
+from nemesis.targets import resolve
+
+CHAIN = "KCHAOS"
+# Kinds whose nodes see overlapping sets, so "the sides" are not a partition of the nodes.
+OVERLAPPING = ("majorities-ring", "bridge")
+
+
+def chain_rules(drop_ips: list[str]) -> list[str]:
+    return [f"-A {CHAIN} -s {ip}/32 -j DROP" for ip in sorted(drop_ips)]
+
+
+def install(node: DockerNode, drop_ips: list[str]) -> list[str]:
+    return install_chain(node, CHAIN, chain_rules(drop_ips))
+
+
+def remove(node: DockerNode) -> int:
+    return remove_chain(node, CHAIN)
+
+
+def grudge_for(ctx: FaultContext, step: FaultStep) -> tuple[g.Grudge, dict[str, Any]]:
+    """The grudge a step asks for, and how its nodes were chosen (for the history)."""
+    rng = random.Random(step.seed)
+    topo = ctx.topology
+    names = topo.names()
+    kind = step.kind
+    if kind == "random-halves":
+        return g.random_halves(names, rng), {}
+    if kind == "majority-minority":
+        return g.majority_minority(names, rng), {}
+    if kind == "majorities-ring":
+        return g.majorities_ring(names, rng), {}
+    if kind == "bridge":
+        return g.bridge(names, rng), {}
+    if kind == "controllers-brokers":
+        coord = [
+            n.name for n in topo.nodes if (n.is_controller or n.is_zookeeper) and not n.is_broker
+        ]
+        brokers = [n.name for n in topo.nodes if n.is_broker and not n.is_controller]
+        return g.controllers_brokers(coord, brokers), {}
+    if kind in ("isolate-one", "isolate-active-controller"):
+        selector = (
+            "active-controller" if kind == "isolate-active-controller" else step.target or "one"
+        )
+        found = resolve(ctx, selector, rng, step.params)
+        return g.isolate(names, found.targets), found.record()
+    raise NemesisError(
+        f"unknown partition kind '{kind}': choose one of {', '.join(FAULT_KINDS['partition'])}"
+    )
+
+
+class PartitionNemesis:
+    fault = "partition"
+
+    def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        grudge, chosen = grudge_for(ctx, step)
+        ips = {n.name: n.ip for n in ctx.topology.nodes}
+        drops = {name: sorted(ips[o] for o in grudge.get(name, ())) for name in ctx.nodes}
+        # A node that is down gets no rules (its namespace is new when it starts again), but
+        # grudges are symmetric and TCP needs both directions: the other side's rules still cut.
+        running, down = split_running(ctx.nodes.values())
+        rules = on_each(running, lambda n: install(n, drops[n.name]))
+        return {
+            "kind": step.kind,
+            **chosen,
+            "grudge": {n: sorted(d) for n, d in sorted(grudge.items())},
+            "components": g.components_of(grudge) if step.kind not in OVERLAPPING else None,
+            "rules": {n: r for n, r in sorted(rules.items()) if r},
+            **({"not_running": down} if down else {}),
+        }
+
+    def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        removed = on_each(_running(ctx), remove)
+        return {"kind": step.kind, "healed": sorted(removed), "rules_removed": removed}
+
+    def heal_all(self, ctx: FaultContext) -> list[str]:
+        removed = on_each(_running(ctx), remove)
+        return [f"{n}: removed iptables chain {CHAIN} ({k} rules)" for n, k in removed.items() if k]
+
+
+def _running(ctx: FaultContext) -> list[DockerNode]:
+    return [n for n in ctx.nodes.values() if n.is_running()]

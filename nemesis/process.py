@@ -1,0 +1,90 @@
+"""Process faults: SIGKILL with a restart on stop, and SIGSTOP with SIGCONT on stop.
+
+Signals go to the node's PID 1, the Kafka (or ZooKeeper) JVM itself. Stopping a kill waits for
+the process to run again, not for Kafka to be ready: recovery is what the history should show.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from clusters.node import DockerNode
+from nemesis.api import FaultContext, FaultStep
+from nemesis.nodes import on_each, split_running, wait_for
+from nemesis.targets import resolve
+
+
+def _targets(ctx: FaultContext, step: FaultStep) -> tuple[list[DockerNode], dict[str, Any]]:
+    # For kill and pause the kind is itself a selector; an explicit target takes precedence.
+    found = resolve(ctx, step.target or step.kind, random.Random(step.seed), step.params)
+    return [ctx.nodes[t] for t in found.targets], found.record()
+
+
+def restart_exited(ctx: FaultContext) -> list[str]:
+    """Starts every node whose process is not running and waits until each runs again."""
+    down = [n for n in ctx.nodes.values() if not n.is_running()]
+
+    def up(node: DockerNode) -> float:
+        node.start()
+        return wait_for(f"{node.name} to run again", node.is_running, timeout=60)
+
+    on_each(down, up)
+    return sorted(n.name for n in down)
+
+
+def resume_paused(ctx: FaultContext) -> list[str]:
+    """Sends SIGCONT to every running node whose JVM is stopped by a signal."""
+    stopped = [n for n in ctx.nodes.values() if n.is_running() and n.is_paused_by_signal()]
+
+    def cont(node: DockerNode) -> float:
+        node.resume()
+        return wait_for(f"{node.name} to continue", lambda: not node.is_paused_by_signal())
+
+    on_each(stopped, cont)
+    return sorted(n.name for n in stopped)
+
+
+class KillNemesis:
+    fault = "kill"
+
+    def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        nodes, chosen = _targets(ctx, step)
+
+        def kill(node: DockerNode) -> float:
+            node.kill()
+            return wait_for(f"{node.name} to exit", lambda: not node.is_running(), timeout=30)
+
+        running, down = split_running(nodes)
+        took = on_each(running, kill)
+        out = {"kind": step.kind, **chosen, "signal": "SIGKILL", "exited_after_s": took}
+        return {**out, "not_running": down} if down else out
+
+    def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        # Restarts every exited node, not only this step's: stop means "heal", as in Jepsen.
+        return {"kind": step.kind, "restarted": restart_exited(ctx)}
+
+    def heal_all(self, ctx: FaultContext) -> list[str]:
+        return [f"{n}: started exited node" for n in restart_exited(ctx)]
+
+
+class PauseNemesis:
+    fault = "pause"
+
+    def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        nodes, chosen = _targets(ctx, step)
+
+        def stop(node: DockerNode) -> float:
+            node.pause()
+            return wait_for(f"{node.name} to stop", node.is_paused_by_signal, timeout=30)
+
+        running, down = split_running(nodes)
+        took = on_each(running, stop)
+        out = {"kind": step.kind, **chosen, "signal": "SIGSTOP", "stopped_after_s": took}
+        return {**out, "not_running": down} if down else out
+
+    def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        return {"kind": step.kind, "signal": "SIGCONT", "resumed": resume_paused(ctx)}
+
+    def heal_all(self, ctx: FaultContext) -> list[str]:
+        return [f"{n}: sent SIGCONT to stopped JVM" for n in resume_paused(ctx)]

@@ -1,0 +1,173 @@
+"""Who a fault hits: TARGETS selectors resolved against what the nodes report at fault time.
+
+Counting selectors (one, minority, majority, all) draw from every node of the topology with the
+step's seed. Role selectors ask the nodes themselves (JMX, ZooKeeper ``srvr``) at the moment of
+the fault, because the active controller at plan time means nothing once faults begin. The
+choice from those answers is a pure function, tested without Docker.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusters.status import node_status, zk_mode
+from clusters.topology import Topology
+from nemesis.api import TARGETS, FaultContext
+from nemesis.errors import NemesisError
+from nemesis.grudge import majority
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The nodes a selector named, and how: recorded in the history beside the fault."""
+
+    selector: str
+    targets: list[str]
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"target": self.selector, "targets": self.targets}
+        if self.evidence:
+            out["resolved_by"] = self.evidence
+        return out
+
+
+def pick_count(names: Collection[str], selector: str, rng: random.Random) -> list[str]:
+    """one / minority / majority / all of ``names``, chosen with ``rng``; sorted."""
+    pool = sorted(names)
+    n = len(pool)
+    sizes = {"one": 1, "minority": (n - 1) // 2, "majority": majority(n), "all": n}
+    if selector not in sizes:
+        raise NemesisError(f"'{selector}' is not a counting selector: {', '.join(sizes)}")
+    k = sizes[selector]
+    if k < 1 or n < 1:
+        raise NemesisError(f"{n} node(s) have no {selector}: it needs at least 3 nodes")
+    return sorted(rng.sample(pool, k))
+
+
+def active_controller(topology: Topology, statuses: list[dict[str, Any]]) -> Resolved:
+    """The one KRaft node whose ActiveControllerCount is 1."""
+    active = [s["name"] for s in statuses if (s.get("jmx") or {}).get("active_controller_count")]
+    if len(active) != 1:
+        raise NemesisError(
+            f"cannot name the active controller: {len(active)} nodes report "
+            f"ActiveControllerCount 1 ({', '.join(active) or 'none'})"
+        )
+    return Resolved("active-controller", active, {"ActiveControllerCount=1": active})
+
+
+def quorum_leader(topology: Topology, statuses: list[dict[str, Any]]) -> Resolved:
+    """The KRaft controller whose own raft state is leader (only its own word counts)."""
+    leaders = [
+        s["name"]
+        for s in statuses
+        if ((s.get("jmx") or {}).get("raft") or {}).get("state") == "leader"
+    ]
+    if len(leaders) != 1:
+        views = {s["name"]: ((s.get("jmx") or {}).get("raft") or {}).get("state") for s in statuses}
+        raise NemesisError(f"cannot name the quorum leader: controllers' raft states are {views}")
+    return Resolved("quorum-leader", leaders, {"raft_state=leader": leaders})
+
+
+def zk_leader(modes: dict[str, str | None]) -> Resolved:
+    """The ZooKeeper whose ``srvr`` says leader (or standalone, for a single server)."""
+    if not modes:
+        raise NemesisError("target zk-leader needs a zk topology: this cluster has no ZooKeeper")
+    leaders = [n for n, m in modes.items() if m in ("leader", "standalone")]
+    if len(leaders) != 1:
+        raise NemesisError(f"cannot name the ZooKeeper leader: srvr modes are {modes}")
+    return Resolved("zk-leader", leaders, {"zk_modes": modes})
+
+
+def partition_leader(
+    topology: Topology, hints: dict[str, Any], params: dict[str, Any], rng: random.Random
+) -> Resolved:
+    """The broker leading a partition, from the harness's hints; a seeded broker if none.
+
+    Hints: ``partition_leaders`` maps "topic-partition" to a node id or name (the step's
+    ``params["partition"]`` chooses one, else the seed does), or ``partition_leader`` names one.
+    """
+    leaders = hints.get("partition_leaders") or {}
+    wanted = params.get("partition")
+    if wanted is not None and wanted not in leaders:
+        raise NemesisError(f"no leader hint for partition {wanted}: hints know {sorted(leaders)}")
+    if leaders:
+        part = wanted if wanted is not None else rng.choice(sorted(leaders))
+        return Resolved(
+            "partition-leader", [_node_name(topology, leaders[part])], {"partition": part}
+        )
+    if "partition_leader" in hints:
+        name = _node_name(topology, hints["partition_leader"])
+        return Resolved("partition-leader", [name], {"hint": hints["partition_leader"]})
+    brokers = sorted(n.name for n in topology.brokers)
+    return Resolved(
+        "partition-leader",
+        [rng.choice(brokers)],
+        {"fallback": "no partition leader hint from the harness: a seeded random broker"},
+    )
+
+
+def _node_name(topology: Topology, ref: int | str) -> str:
+    for n in topology.nodes:
+        if ref in (n.name, n.node_id, str(n.node_id)) and not n.is_zookeeper:
+            return n.name
+    raise NemesisError(f"partition leader hint {ref!r} names no broker of this cluster")
+
+
+def kafka_statuses(ctx: FaultContext) -> list[dict[str, Any]]:
+    """Each Kafka node's own status (JMX), asked in parallel; paused nodes simply do not answer."""
+    nodes = [h for h in ctx.nodes.values() if not h.spec.is_zookeeper]
+    with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+        return list(pool.map(lambda h: node_status(h, check_paused=False), nodes))
+
+
+def zk_modes(ctx: FaultContext) -> dict[str, str | None]:
+    return {n.name: zk_mode(n.ip) for n in ctx.topology.zookeepers}
+
+
+def zk_active_controller(ctx: FaultContext) -> Resolved:
+    """ZooKeeper mode: the broker that /controller names."""
+    from clusters.docker_cluster import ClusterInfo
+    from clusters.status import zookeeper_view
+
+    seen = zookeeper_view(ClusterInfo(ctx.topology, "", "", ""))
+    broker_id = (seen.get("controller") or {}).get("brokerid")
+    if broker_id is None:
+        raise NemesisError(f"cannot name the active controller: ZooKeeper says {seen}")
+    name = _node_name(ctx.topology, broker_id)
+    return Resolved("active-controller", [name], {"/controller": broker_id})
+
+
+def resolve(
+    ctx: FaultContext,
+    selector: str | None,
+    rng: random.Random,
+    params: dict[str, Any] | None = None,
+    statuses: Callable[[FaultContext], list[dict[str, Any]]] = kafka_statuses,
+) -> Resolved:
+    """Names the nodes ``selector`` means right now; raises NemesisError if it cannot."""
+    if selector is None:
+        raise NemesisError(f"this fault needs a target: one of {', '.join(TARGETS)}")
+    if selector not in TARGETS:
+        raise NemesisError(f"unknown target '{selector}': choose one of {', '.join(TARGETS)}")
+    topo = ctx.topology
+    if selector in ("one", "minority", "majority", "all"):
+        return Resolved(selector, pick_count(topo.names(), selector, rng))
+    if selector == "partition-leader":
+        return partition_leader(topo, ctx.hints, params or {}, rng)
+    if selector == "zk-leader" or (selector == "quorum-leader" and not topo.kraft):
+        # In ZooKeeper mode the quorum is the ensemble: its leader is the quorum leader.
+        found = zk_leader(zk_modes(ctx))
+        return Resolved(selector, found.targets, found.evidence)
+    if not topo.kraft:
+        return zk_active_controller(ctx)
+    seen = statuses(ctx)
+    return (
+        active_controller(topo, seen)
+        if selector == "active-controller"
+        else quorum_leader(topo, seen)
+    )

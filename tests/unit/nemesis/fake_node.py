@@ -1,0 +1,102 @@
+"""A node handle that keeps iptables state and a process state in memory, for Docker-free tests."""
+
+from __future__ import annotations
+
+from clusters.node import ExecResult
+from clusters.topology import NodeSpec
+
+
+class FakeNode:
+    def __init__(self, spec: NodeSpec):
+        self.spec = spec
+        self.files: dict[str, str] = {}
+        self.chains: dict[str, list[str]] = {}
+        self.input_jumps: list[str] = []
+        self.running = True
+        self.stopped = False
+        self.commands: list[list[str]] = []
+        self.environ: list[str] = []
+        self.restarts = 0
+
+    name = property(lambda self: self.spec.name)
+    ip = property(lambda self: self.spec.ip)
+
+    def put_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:
+        self.files[path] = content if isinstance(content, str) else content.decode()
+
+    def exec(self, cmd: list[str], timeout: float | None = None) -> ExecResult:
+        assert self.running, f"exec in stopped node {self.name}"
+        self.commands.append(cmd)
+        ok, fail = ExecResult(0, "", ""), ExecResult(1, "", "no such chain")
+        match cmd:
+            case ["iptables-restore", "--noflush", path]:
+                lines = self.files[path].splitlines()
+                chain = next(x[1:].split()[0] for x in lines if x.startswith(":"))
+                self.chains[chain] = [x for x in lines if x.startswith("-A")]
+                return ok
+            case ["iptables", "-C", "INPUT", "-j", chain]:
+                return ok if chain in self.input_jumps else fail
+            case ["iptables", "-I", "INPUT", "1", "-j", chain]:
+                self.input_jumps.insert(0, chain)
+                return ok
+            case ["iptables", "-D", "INPUT", "-j", chain]:
+                if chain not in self.input_jumps:
+                    return fail
+                self.input_jumps.remove(chain)
+                return ok
+            case ["iptables", "-S", chain]:
+                if chain not in self.chains:
+                    return fail
+                return ExecResult(0, "\n".join([f"-N {chain}", *self.chains[chain]]), "")
+            case ["iptables", "-F", chain]:
+                self.chains[chain] = []
+                return ok
+            case ["iptables", "-X", chain]:
+                assert chain not in self.input_jumps, "deleting a chain still jumped to"
+                del self.chains[chain]
+                return ok
+            case ["iptables", "-S"]:
+                out = [f"-N {c}" for c in self.chains] + [
+                    f"-A INPUT -j {c}" for c in self.input_jumps
+                ]
+                return ExecResult(0, "\n".join(out), "")
+            case ["cat", "/proc/1/environ"]:
+                return ExecResult(0, "\0".join(self.environ), "")
+            case ["cat", path] | ["test", "-f", path]:
+                return ok if path in self.files else fail
+            case ["mv", "-f", src, dst]:
+                self.files[dst] = self.files.pop(src)
+                return ok
+            case ["rm", "-f", *paths]:
+                for path in paths:
+                    self.files.pop(path, None)
+                return ok
+            case ["tc", "qdisc", "show", *_]:
+                return ExecResult(0, "qdisc noqueue 0: root refcnt 2\n", "")
+        raise AssertionError(f"unexpected command {cmd}")
+
+    def is_running(self) -> bool:
+        return self.running
+
+    def kill(self) -> None:
+        self.running = False
+
+    def start(self) -> None:
+        # A restarted container gets a fresh network namespace: no rules survive. The entrypoint
+        # sources the faketime env file, if there is one, into the JVM's environment.
+        self.running, self.stopped, self.chains, self.input_jumps = True, False, {}, []
+        env = self.files.get("/etc/kafka/faketime.env", "")
+        self.environ = [line.removeprefix("export ") for line in env.splitlines()]
+        self.restarts += 1
+
+    def stop(self, timeout: float = 30) -> None:
+        self.running = False
+
+    def pause(self) -> None:
+        self.stopped = True
+
+    def resume(self) -> None:
+        self.stopped = False
+
+    def is_paused_by_signal(self) -> bool:
+        return self.running and self.stopped

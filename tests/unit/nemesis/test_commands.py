@@ -1,0 +1,49 @@
+"""The exact rules and commands the packages would run, checked without a node."""
+
+import pytest
+
+from nemesis.clock import ENV_TEXT, offset_text
+from nemesis.errors import NemesisError
+from nemesis.iptables import restore_text
+from nemesis.packet import loss_rules, netem_args
+from nemesis.partition import chain_rules
+
+
+def test_partition_rules_drop_only_the_named_node_addresses():
+    rules = chain_rules(["10.0.0.13", "10.0.0.12"])
+    assert rules == ["-A KCHAOS -s 10.0.0.12/32 -j DROP", "-A KCHAOS -s 10.0.0.13/32 -j DROP"]
+    text = restore_text("KCHAOS", rules)
+    assert text.startswith("*filter\n:KCHAOS - [0:0]\n") and text.endswith("COMMIT\n")
+
+
+def test_netem_arguments_per_kind():
+    assert netem_args("delay", {"delay_ms": 50, "jitter_ms": 5}) == ["delay", "50ms", "5ms"]
+    assert netem_args("reorder", {"percent": 25}) == ["delay", "100ms", "reorder", "25%", "50%"]
+    with pytest.raises(NemesisError, match="unknown packet kind"):
+        netem_args("corrupt", {})
+
+
+def test_loss_rules_use_a_probability_and_refuse_nonsense():
+    assert loss_rules(["10.0.0.12"], 30) == [
+        "-A KCHAOS-PKT -s 10.0.0.12/32 -m statistic --mode random --probability 0.3000 -j DROP"
+    ]
+    with pytest.raises(NemesisError, match="percent"):
+        loss_rules(["10.0.0.12"], 0)
+
+
+def test_faketime_env_keeps_monotonic_time_real_and_offsets_are_relative():
+    assert "FAKETIME_DONT_FAKE_MONOTONIC=1" in ENV_TEXT and "LD_PRELOAD=" in ENV_TEXT
+    assert offset_text(30) == "+30\n" and offset_text(-2.5) == "-2.5\n" and offset_text(0) == "+0\n"
+
+
+def test_bad_parameters_are_named_in_a_clear_error():
+    from clusters.topology import build_topology
+    from nemesis.api import FaultContext, FaultStep
+    from nemesis.clock import ClockNemesis
+
+    with pytest.raises(NemesisError, match="delay_ms must be a number, got 'soon'"):
+        netem_args("delay", {"delay_ms": "soon"})
+    ctx = FaultContext(topology=build_topology("kraft-combined", cluster="x"), nodes={})
+    strobe = FaultStep(0, "start", "clock", "strobe", "one", params={"period_s": 0.2})
+    with pytest.raises(NemesisError, match="at least 1 s"):
+        ClockNemesis().start(ctx, strobe)

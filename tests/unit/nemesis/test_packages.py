@@ -1,0 +1,81 @@
+"""Packages driven against in-memory nodes: what they install, what they record, how they heal."""
+
+import json
+
+from clusters.topology import build_topology
+from nemesis.api import FaultContext, FaultStep
+from nemesis.grudge import view
+from nemesis.registry import build
+from tests.unit.nemesis.fake_node import FakeNode
+
+TOPO = build_topology("kraft", cluster="x", brokers=3)
+
+
+def context():
+    return FaultContext(topology=TOPO, nodes={n.name: FakeNode(n) for n in TOPO.nodes})
+
+
+def step(fault, kind, target=None, seed=3, **params):
+    return FaultStep(0, "start", fault, kind, target, seed, params)
+
+
+def test_a_partition_installs_exactly_its_grudge_and_is_recorded_as_json():
+    ctx, nemesis = context(), build(["partition"])["partition"]
+    got = nemesis.start(ctx, step("partition", "majorities-ring"))
+    json.dumps(got)
+    ip_name = {n.ip: n.name for n in TOPO.nodes}
+    for name, node in ctx.nodes.items():
+        dropped = {ip_name[r.split()[3].removesuffix("/32")] for r in node.chains.get("KCHAOS", [])}
+        assert dropped == set(got["grudge"][name]) and node.input_jumps == ["KCHAOS"]
+    grudge = {n: frozenset(d) for n, d in got["grudge"].items()}
+    assert all(len(view(grudge, n)) >= 4 for n in grudge)  # a majority of 6
+
+
+def test_a_second_partition_replaces_the_first_and_stop_leaves_no_trace():
+    ctx, nemesis = context(), build(["partition"])["partition"]
+    nemesis.start(ctx, step("partition", "random-halves"))
+    got = nemesis.start(ctx, step("partition", "controllers-brokers"))
+    assert got["components"] == [["b1", "b2", "b3"], ["c1", "c2", "c3"]]
+    assert all(
+        len(n.chains["KCHAOS"]) == 3 and n.input_jumps == ["KCHAOS"] for n in ctx.nodes.values()
+    )
+    stopped = nemesis.stop(ctx, FaultStep(0, "stop", "partition", "controllers-brokers"))
+    assert sum(stopped["rules_removed"].values()) == 18
+    assert all(not n.chains and not n.input_jumps for n in ctx.nodes.values())
+    assert nemesis.heal_all(ctx) == []
+
+
+def test_kill_then_pause_of_the_same_node_records_it_as_not_running_and_heal_undoes_both():
+    ctx = context()
+    nem = build(["kill", "pause"])
+    killed = nem["kill"].start(ctx, step("kill", "one"))
+    paused = nem["pause"].start(ctx, step("pause", "one"))  # same seed, same node
+    json.dumps([killed, paused])
+    assert killed["targets"] == paused["targets"] and paused["not_running"] == killed["targets"]
+    other = nem["pause"].start(ctx, step("pause", "all"))
+    assert set(other["stopped_after_s"]) == set(ctx.nodes) - set(killed["targets"])
+    assert nem["pause"].heal_all(ctx) == [
+        f"{n}: sent SIGCONT to stopped JVM" for n in sorted(other["stopped_after_s"])
+    ]
+    assert (
+        nem["kill"].stop(ctx, FaultStep(0, "stop", "kill", "one"))["restarted"] == killed["targets"]
+    )
+    assert all(n.running and not n.stopped for n in ctx.nodes.values())
+
+
+def test_clock_restarts_a_node_only_to_load_libfaketime_and_heal_removes_it():
+    ctx, clock = context(), build(["clock"])["clock"]
+    assert clock.prepare(ctx) == [f"{n}: restarted under libfaketime" for n in sorted(ctx.nodes)]
+    got = clock.start(ctx, step("clock", "bump", "one", delta_s=-90))
+    json.dumps(got)
+    node = ctx.nodes[got["targets"][0]]
+    assert got["restarted"] == [] and node.files["/etc/kafka/faketime.rc"] == "-90\n"
+    assert clock.stop(ctx, FaultStep(0, "stop", "clock", "bump"))["reset"] == sorted(ctx.nodes)
+    assert node.files["/etc/kafka/faketime.rc"] == "+0\n"
+    skewed = clock.start(ctx, step("clock", "restart-skewed", "one", delta_s=5))
+    assert skewed["restarted"] == [node.name] and node.restarts == 2
+    assert len(clock.heal_all(ctx)) == len(ctx.nodes)
+    assert all(
+        not n.environ and "/etc/kafka/faketime.env" not in n.files for n in ctx.nodes.values()
+    )
+    assert clock.heal_all(ctx) == []
