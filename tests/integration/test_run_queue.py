@@ -91,7 +91,17 @@ def test_history_has_client_and_observer_ops_in_the_documented_shape(finished_ru
     # With a node stopped, the others may be candidates for a while; all report some state.
     states = {s["value"]["raft"]["state"] for s in samples}
     assert "leader" in states and "follower" in states
-    assert states <= {"leader", "follower", "candidate", "prospective", "unattached", "resigned"}
+    # Raft states of KafkaRaftClient (QuorumState): "voted" is a follower-to-be that has voted.
+    raft_states = {
+        "leader",
+        "follower",
+        "candidate",
+        "prospective",
+        "unattached",
+        "voted",
+        "resigned",
+    }
+    assert states <= raft_states
     # The Parquet copy holds the same operations.
     assert read_ops(result.run_dir / "history.parquet").num_rows == len(ops)
 
