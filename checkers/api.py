@@ -150,5 +150,15 @@ def check(
         },
     )
     if write:
+        _write_report(out_dir, parquet, verdict)
         verdict.write(out_dir)
     return verdict
+
+
+def _write_report(out_dir: Path, parquet: Path, verdict: Verdict) -> None:
+    from checkers.report.render import write_report  # matplotlib: only when writing
+
+    try:
+        write_report(out_dir, parquet, verdict)
+    except Exception as e:  # the report is for people; its failure must not cost the verdict
+        verdict.notes.append(f"report.html not written: {type(e).__name__}: {e}")
