@@ -55,9 +55,7 @@ def make_run(
     directory.mkdir(parents=True, exist_ok=True)
     h.write(directory)
     (directory / "spec.json").write_text(
-        json.dumps(
-            {"workload": workload, "nemesis": [nemesis], "kafka_version": version, "seed": seed}
-        )
+        json.dumps({"workload": workload, "nemesis": [nemesis], "version": version, "seed": seed})
     )
     (directory / "run.json").write_text(json.dumps({"seed": seed, "started": date}))
     return directory
