@@ -47,6 +47,10 @@ def _locate(path: str | Path) -> tuple[Path, Path | None, Path]:
         raise HistoryError(p, None, "no such history file or run directory")
     if p.suffix == ".parquet":
         return p.parent, None, p
+    if p.suffix == ".edn":  # Jepsen's Kafka workload: converted to history.jsonl beside it
+        from history.edn import convert_edn_file
+
+        return p.parent, convert_edn_file(p), p.parent / PARQUET_NAME
     return p.parent, p, p.parent / PARQUET_NAME
 
 
