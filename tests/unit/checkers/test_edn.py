@@ -47,7 +47,7 @@ def test_jepsen_lost_write_is_found(tmp_path):
     # The poll jumps from offset 40 to 42 (int-poll-skip) and 16 is never read (lost-write).
     assert sorted(f.kind for f in verdict.failures) == ["int-poll-skip", "lost-write"]
     lost = next(f for f in verdict.failures if f.kind == "lost-write")
-    assert lost.ops == (5,)
+    assert lost.ops == (5, 15)  # the send of 16, and the poll that read past it
 
 
 def test_bad_edn_line_is_one_error(tmp_path):
