@@ -105,8 +105,9 @@ def rates(data: ReportData) -> str:
     finite = np.concatenate([v[np.isfinite(v)] for v in qs.values()] or [np.array([])])
     finite = finite[finite > 0]
     if len(finite):
-        lat.set_yscale("log")
+        # Limits first: a single latency would otherwise give log scale identical limits.
         lat.set_ylim(finite.min() / 2, finite.max() * 2)
+        lat.set_yscale("log")
     lat.set_ylabel("latency of ok ops (ms)")
     lat.legend(loc="upper right", fontsize=8, ncol=4)
     edges, per_type = throughput(data.ops, data.end_s, bins)
