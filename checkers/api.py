@@ -15,7 +15,8 @@ import pyarrow as pa
 
 from checkers.cycles import find_cycles
 from checkers.findings import Finding
-from checkers.metadata import check_metadata, observe_samples_from_ops
+from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
+from checkers.metadata_log.check import check_run_metadata
 from checkers.queue.check import check_queue, check_queue_table
 from checkers.queue_ops import queue_ops_from_parquet, queue_ops_from_table
 from checkers.verdict import Verdict, decide
@@ -46,6 +47,10 @@ def _locate(path: str | Path) -> tuple[Path, Path | None, Path]:
         raise HistoryError(p, None, "no such history file or run directory")
     if p.suffix == ".parquet":
         return p.parent, None, p
+    if p.suffix == ".edn":  # Jepsen's Kafka workload: converted to history.jsonl beside it
+        from history.edn import convert_edn_file
+
+        return p.parent, convert_edn_file(p), p.parent / PARQUET_NAME
     return p.parent, p, p.parent / PARQUET_NAME
 
 
@@ -67,6 +72,34 @@ def _elements_count(parquet: Path) -> int:
 
     table = pq.read_table(parquet, columns=["row"], filters=[("row", "=", "elem")])
     return table.num_rows
+
+
+def _highest_watermark(data: MetadataInput) -> int | None:
+    marks = [s.raft("high_watermark") for s in data.samples]
+    return max((m for m in marks if isinstance(m, int)), default=None)
+
+
+def _check_metadata_logs(
+    out_dir: Path,
+    parquet: Path,
+    meta_input: MetadataInput,
+    queue_findings: list[Finding],
+    findings: list[Finding],
+    notes: list[str],
+) -> bool:
+    """Adds the metadata-log findings of a run directory that has `metadata/`; True if checked."""
+    if not (out_dir / "metadata").is_dir():
+        return False
+    sends = read_ops(parquet, fs=["send", "txn"]).to_pylist()
+    # A fenced broker's acknowledgement shows as a lost or misplaced write: such findings
+    # corroborate a send the history attributes to a fenced broker.
+    failing = {i for f in queue_findings if f.tolerated is None and not f.unknown for i in f.ops}
+    result = check_run_metadata(out_dir, sends, _highest_watermark(meta_input), failing)
+    if result is None:
+        return False
+    findings.extend(result.findings)
+    notes.extend(result.notes)
+    return result.checked
 
 
 def check(
@@ -100,9 +133,12 @@ def check(
     meta_input = observe_samples_from_ops(meta_ops)
     meta = check_metadata(meta_input)
     findings = queue.findings + cycles + meta
+    logs_checked = _check_metadata_logs(
+        out_dir, parquet, meta_input, queue.findings, findings, notes
+    )
     if queue.subscribe:
         notes.append("consumers subscribe: poll-skip and nonmonotonic-poll are tolerated")
-    checked = n_elems > 0 or bool(meta_input.samples)
+    checked = n_elems > 0 or bool(meta_input.samples) or logs_checked
     if not checked:
         notes.append("no queue elements and no observer samples: nothing to check")
     verdict = Verdict(
@@ -118,5 +154,15 @@ def check(
         },
     )
     if write:
+        _write_report(out_dir, parquet, verdict)
         verdict.write(out_dir)
     return verdict
+
+
+def _write_report(out_dir: Path, parquet: Path, verdict: Verdict) -> None:
+    from checkers.report.render import write_report  # matplotlib: only when writing
+
+    try:
+        write_report(out_dir, parquet, verdict)
+    except Exception as e:  # the report is for people; its failure must not cost the verdict
+        verdict.notes.append(f"report.html not written: {type(e).__name__}: {e}")

@@ -1,0 +1,1 @@
+"""`kchaos analyze DIR`: many checked runs together (a night of runs), through Spark."""

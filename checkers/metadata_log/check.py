@@ -1,0 +1,117 @@
+"""The metadata-log checks of one run directory: `metadata/<node>.txt` plus `cluster.json`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checkers.findings import Finding
+from checkers.metadata_log.committed import committed_bound
+from checkers.metadata_log.lease import SESSION_TIMEOUT_MS, lease_violations
+from checkers.metadata_log.parse import MetadataLog, MetadataLogError, read_metadata_logs
+from checkers.metadata_log.rules import (
+    broker_epochs,
+    committed_records,
+    divergence,
+    feature_levels,
+    leader_epochs,
+)
+
+METADATA_DIR = "metadata"
+CLUSTER_JSON = "cluster.json"
+
+
+@dataclass
+class MetadataLogResult:
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    checked: bool = False
+
+
+def _cluster(run_dir: Path) -> dict[str, Any]:
+    p = run_dir / CLUSTER_JSON
+    try:
+        return json.loads(p.read_text()) if p.exists() else {}
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def sends_with_walls(op_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ok send/txn completions, each with its invocation's wall clock as `invoke_wall`."""
+    wall = {r["index"]: r.get("wall") for r in op_rows if r["type"] == "invoke"}
+    return [
+        {**r, "invoke_wall": wall.get(r.get("invoke_index"))}
+        for r in op_rows
+        if r["type"] == "ok" and r["f"] in ("send", "txn")
+    ]
+
+
+def check_logs(
+    logs: dict[str, MetadataLog],
+    cluster: dict[str, Any],
+    high_watermark: int | None = None,
+    sends: list[dict[str, Any]] | None = None,
+    corroborated_ops: set[int] | None = None,
+) -> MetadataLogResult:
+    result = MetadataLogResult()
+    for log in logs.values():
+        result.notes.extend(log.notes)
+    nodes = cluster.get("nodes") or []
+    controllers = [n for n in nodes if "controller" in (n.get("roles") or [])]
+    voters = len(controllers)
+    if not voters:
+        # Without the quorum's size a majority cannot be counted; every file is a voter at most.
+        voters = len(logs)
+        result.notes.append(f"no {CLUSTER_JSON} controllers: assuming {voters} voters")
+    bound = committed_bound(logs, voters, high_watermark)
+    if bound.last < 0:
+        result.findings.append(
+            Finding(
+                "metadata-log-unknown",
+                None,
+                (),
+                f"nothing in {len(logs)} metadata log(s) is proven committed ({bound.why}): "
+                "divergence and fencing cannot be judged",
+                unknown=True,
+            )
+        )
+        return result
+    result.checked = True
+    result.notes.append(f"metadata logs: committed up to offset {bound.last}: {bound.why}")
+    committed = list(committed_records(logs, bound.last))
+    result.findings += divergence(logs, bound.last, result.notes)
+    result.findings += feature_levels(logs, bound.last)
+    result.findings += broker_epochs(committed)
+    result.findings += leader_epochs(committed)
+    node_ids = {n["name"]: n["node_id"] for n in nodes if "name" in n and "node_id" in n}
+    if sends and node_ids:
+        timeout = SESSION_TIMEOUT_MS.get(cluster.get("timing", "default"), 9000)
+        result.findings += lease_violations(
+            committed, logs, sends, node_ids, timeout, corroborated_ops or set()
+        )
+    return result
+
+
+def check_run_metadata(
+    run_dir: str | Path,
+    op_rows: list[dict[str, Any]],
+    high_watermark: int | None,
+    corroborated_ops: set[int],
+) -> MetadataLogResult | None:
+    """None when the run has no `metadata/` directory; an unreadable log is one unknown finding."""
+    d = Path(run_dir) / METADATA_DIR
+    if not d.is_dir():
+        return None
+    try:
+        logs = read_metadata_logs(d)
+    except MetadataLogError as e:
+        return MetadataLogResult(
+            [Finding("metadata-log-unreadable", None, (), str(e), unknown=True)], [str(e)]
+        )
+    if not logs:
+        return MetadataLogResult(notes=[f"{d}: no decoded metadata logs"])
+    return check_logs(
+        logs, _cluster(Path(run_dir)), high_watermark, sends_with_walls(op_rows), corroborated_ops
+    )

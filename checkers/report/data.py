@@ -1,0 +1,134 @@
+"""What the report plots, computed with vectorized columns so a million ops take seconds."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from history.columnar import OP_ROW
+from history.format import NEMESIS, OBSERVER
+
+OP_COLUMNS = ["index", "invoke_index", "type", "f", "process", "time", "node"]
+
+
+@dataclass
+class Fault:
+    """One fault period: a start-X completion to the matching stop-X (or the end of the run)."""
+
+    name: str
+    start_s: float
+    end_s: float
+    start_index: int
+    end_index: int | None
+
+
+@dataclass
+class Sample:
+    node: str
+    time_s: float
+    state: str | None
+    leader: int | None
+    epoch: int | None
+
+
+@dataclass
+class ReportData:
+    ops: pd.DataFrame  # client completions: index, type, f, process, node, start_s, end_s
+    faults: list[Fault] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    end_s: float = 0.0
+
+
+def load(parquet: str | Path) -> ReportData:
+    table = pq.read_table(parquet, columns=OP_COLUMNS, filters=[("row", "=", OP_ROW)])
+    df = table.to_pandas()
+    end_s = float(df["time"].max()) / 1e9 if len(df) else 0.0
+    invoke_time = pd.Series(df["time"].to_numpy(), index=df["index"].to_numpy())
+    done = df[df["type"] != "invoke"].copy()
+    inv = done["invoke_index"].to_numpy()
+    done["start_s"] = invoke_time.reindex(inv).to_numpy() / 1e9
+    done["end_s"] = done["time"].to_numpy() / 1e9
+    clients = done[~done["process"].isin([NEMESIS, OBSERVER])]
+    return ReportData(
+        ops=clients[["index", "type", "f", "process", "node", "start_s", "end_s"]].reset_index(
+            drop=True
+        ),
+        faults=_faults(parquet, end_s),
+        samples=_samples(parquet),
+        end_s=end_s,
+    )
+
+
+def _special_rows(parquet: str | Path, process: str) -> list[dict[str, Any]]:
+    filters = [("row", "=", OP_ROW), ("process", "=", process)]
+    cols = ["index", "type", "f", "time", "node", "value_json"]
+    return pq.read_table(parquet, columns=cols, filters=filters).to_pylist()
+
+
+def _faults(parquet: str | Path, end_s: float) -> list[Fault]:
+    open_: dict[str, tuple[float, int]] = {}
+    out = []
+    for r in _special_rows(parquet, NEMESIS):
+        # A fault counts from its start's invocation: it may act before the ok comes back.
+        f, t = r["f"], r["time"] / 1e9
+        if f.startswith("start-") and r["type"] == "invoke":
+            open_.setdefault(f[6:], (t, r["index"]))
+        elif f.startswith("stop-") and r["type"] != "invoke" and f[5:] in open_:
+            start, idx = open_.pop(f[5:])
+            out.append(Fault(f[5:], start, t, idx, r["index"]))
+    out += [Fault(n, s, end_s, i, None) for n, (s, i) in open_.items()]
+    return sorted(out, key=lambda x: x.start_s)
+
+
+def _samples(parquet: str | Path) -> list[Sample]:
+    out = []
+    for r in _special_rows(parquet, OBSERVER):
+        if r["type"] != "ok" or not r["value_json"] or not r["node"]:
+            continue
+        value = json.loads(r["value_json"])
+        raft = value.get("raft") if isinstance(value, dict) else None
+        if not isinstance(raft, dict):
+            continue
+        out.append(
+            Sample(
+                r["node"], r["time"] / 1e9, raft.get("state"), raft.get("leader"), raft.get("epoch")
+            )
+        )
+    return out
+
+
+def throughput(
+    ops: pd.DataFrame, end_s: float, bins: int
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Completions per second in `bins` equal time bins, per completion type."""
+    edges = np.linspace(0, max(end_s, 1e-9), bins + 1)
+    width = edges[1] - edges[0]
+    out = {}
+    for t in ("ok", "fail", "info"):
+        counts, _ = np.histogram(ops.loc[ops["type"] == t, "end_s"], bins=edges)
+        out[t] = counts / width
+    return edges, out
+
+
+def latency_quantiles(
+    ops: pd.DataFrame, end_s: float, bins: int, qs: tuple[float, ...] = (0.5, 0.95, 1.0)
+) -> tuple[np.ndarray, dict[float, np.ndarray]]:
+    """Per time bin (by invocation), latency quantiles in ms of ok ops; NaN for empty bins."""
+    edges = np.linspace(0, max(end_s, 1e-9), bins + 1)
+    ok = ops[ops["type"] == "ok"]
+    lat = (ok["end_s"] - ok["start_s"]).to_numpy() * 1000
+    which = np.clip(np.digitize(ok["start_s"].to_numpy(), edges) - 1, 0, bins - 1)
+    grouped = pd.Series(lat).groupby(which)
+    out = {}
+    for q in qs:
+        col = np.full(bins, np.nan)
+        vals = grouped.quantile(q) if len(lat) else pd.Series(dtype=float)
+        col[vals.index.to_numpy(dtype=int)] = vals.to_numpy()
+        out[q] = col
+    return edges, out

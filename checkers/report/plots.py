@@ -1,0 +1,149 @@
+"""Matplotlib figures as base64 PNG. Small histories are drawn op by op; large ones from bins,
+so the cost and the image size do not grow with the number of operations."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display on a test runner or a CI box
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from checkers.report.data import Fault, ReportData, Sample, latency_quantiles, throughput
+
+COLORS = {"ok": "#4c9a2a", "fail": "#d4a017", "info": "#c0392b"}
+# Above this many ops the timeline is a binned image rather than one line per op.
+PER_OP_LIMIT = 20_000
+BINS = 400
+MAX_LANES = 200
+
+
+def _png(fig: plt.Figure) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _shade(ax: plt.Axes, faults: list[Fault]) -> None:
+    names = sorted({f.name for f in faults})
+    palette = plt.get_cmap("tab10")
+    for f in faults:
+        color = palette(names.index(f.name) % 10)
+        ax.axvspan(f.start_s, f.end_s, color=color, alpha=0.15, lw=0)
+    for i, n in enumerate(names):
+        ax.axvspan(0, 0, color=palette(i % 10), alpha=0.3, label=n)
+
+
+def _lanes(ops: pd.DataFrame) -> tuple[np.ndarray, int]:
+    procs = sorted(ops["process"].unique(), key=lambda p: (len(p), p))
+    rank = {p: i for i, p in enumerate(procs)}
+    lanes = ops["process"].map(rank).to_numpy(dtype=np.int64)
+    if len(procs) > MAX_LANES:
+        lanes = lanes * MAX_LANES // len(procs)
+        return lanes, MAX_LANES
+    return lanes, len(procs)
+
+
+def binned(data: ReportData) -> bool:
+    return len(data.ops) > PER_OP_LIMIT
+
+
+def timeline(data: ReportData) -> str:
+    ops = data.ops
+    fig, ax = plt.subplots(figsize=(12, 4))
+    lanes, n_lanes = _lanes(ops) if len(ops) else (np.array([]), 0)
+    if not binned(data):
+        for t, color in COLORS.items():
+            sel = (ops["type"] == t).to_numpy()
+            ax.hlines(
+                lanes[sel], ops["start_s"][sel], ops["end_s"][sel], colors=color, lw=3, label=t
+            )
+        ax.set_title(f"operations by process ({len(ops)} ops, one line each)")
+    else:
+        # Each cell shows the worst outcome of any op that ended in it: info > fail > ok.
+        grid = np.zeros((n_lanes, BINS))
+        col = np.clip(
+            (ops["end_s"].to_numpy() / max(data.end_s, 1e-9) * BINS).astype(int), 0, BINS - 1
+        )
+        worst = ops["type"].map({"ok": 1, "fail": 2, "info": 3}).fillna(0).to_numpy()
+        np.maximum.at(grid, (lanes, col), worst)
+        cmap = matplotlib.colors.ListedColormap(["white", *COLORS.values()])
+        ax.imshow(grid, aspect="auto", cmap=cmap, vmin=0, vmax=3, interpolation="nearest",
+                  extent=(0, data.end_s, n_lanes - 0.5, -0.5))  # fmt: skip
+        for t, c in COLORS.items():
+            ax.plot([], [], color=c, lw=6, label=t)
+        ax.set_title(f"operations by process ({len(ops)} ops in {BINS} time bins; worst outcome)")
+    _shade(ax, data.faults)
+    ax.set_xlim(0, max(data.end_s, 1e-9))
+    ax.set_xlabel("run time (s)")
+    if len(ops) and n_lanes < MAX_LANES and n_lanes <= 40:
+        procs = sorted(ops["process"].unique(), key=lambda p: (len(p), p))
+        ax.set_yticks(range(n_lanes), procs)
+    ax.set_ylabel("process" if n_lanes < MAX_LANES else "process (grouped)")
+    ax.legend(loc="upper right", fontsize=8, ncol=4)
+    return _png(fig)
+
+
+def rates(data: ReportData) -> str:
+    fig, (lat, thr) = plt.subplots(2, 1, figsize=(12, 6), sharex=True)
+    bins = min(BINS, max(10, int(data.end_s)))
+    edges, qs = latency_quantiles(data.ops, data.end_s, bins)
+    mid = (edges[:-1] + edges[1:]) / 2
+    ok = data.ops[data.ops["type"] == "ok"]
+    if len(ok) <= PER_OP_LIMIT:
+        lat.scatter(
+            ok["start_s"], (ok["end_s"] - ok["start_s"]) * 1000, s=2, color="#888", label="ok op"
+        )
+    for q, style in zip(qs, ("-", "--", ":"), strict=True):
+        lat.plot(mid, qs[q], style, color="#1f4e79", label=f"p{int(q * 100)}" if q < 1 else "max")
+    # Log scale with a margin: equal latencies otherwise zoom into float noise.
+    finite = np.concatenate([v[np.isfinite(v)] for v in qs.values()] or [np.array([])])
+    finite = finite[finite > 0]
+    if len(finite):
+        # Limits first: a single latency would otherwise give log scale identical limits.
+        lat.set_ylim(finite.min() / 2, finite.max() * 2)
+        lat.set_yscale("log")
+    lat.set_ylabel("latency of ok ops (ms)")
+    lat.legend(loc="upper right", fontsize=8, ncol=4)
+    edges, per_type = throughput(data.ops, data.end_s, bins)
+    for t, y in per_type.items():
+        thr.step(edges[:-1], y, where="post", color=COLORS[t], label=t)
+    thr.set_ylabel("completions / s")
+    thr.set_xlabel("run time (s)")
+    thr.legend(loc="upper right", fontsize=8, ncol=3)
+    for ax in (lat, thr):
+        _shade(ax, data.faults)
+    thr.set_xlim(0, max(data.end_s, 1e-9))
+    return _png(fig)
+
+
+def quorum(samples: list[Sample], faults: list[Fault], end_s: float) -> str:
+    fig, (ep, lead) = plt.subplots(2, 1, figsize=(12, 4.5), sharex=True)
+    nodes = sorted({s.node for s in samples})
+    palette = plt.get_cmap("tab10")
+    for i, node in enumerate(nodes):
+        mine = [s for s in samples if s.node == node]
+        xs = [s.time_s for s in mine]
+        ep.step(xs, [s.epoch if s.epoch is not None else np.nan for s in mine], where="post",
+                color=palette(i % 10), label=node)  # fmt: skip
+        # A node is drawn as leader from a sample saying so until its next sample.
+        for a, b in zip(mine, [*mine[1:], None], strict=True):
+            if a.state == "leader":
+                until = b.time_s if b else end_s
+                lead.broken_barh(
+                    [(a.time_s, until - a.time_s)], (i - 0.4, 0.8), color=palette(i % 10)
+                )
+    ep.set_ylabel("Raft epoch")
+    ep.legend(loc="upper left", fontsize=8, ncol=len(nodes) or 1)
+    lead.set_yticks(range(len(nodes)), nodes)
+    lead.set_ylabel("leader (own view)")
+    lead.set_xlabel("run time (s)")
+    for ax in (ep, lead):
+        _shade(ax, faults)
+    lead.set_xlim(0, max(end_s, 1e-9))
+    return _png(fig)

@@ -1,0 +1,129 @@
+"""`report.html` of one checked run, written beside results.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pyarrow.parquet as pq
+
+from checkers.findings import Finding
+from checkers.report import plots
+from checkers.report.data import load
+from checkers.verdict import Verdict
+from history.columnar import OP_ROW
+
+REPORT_NAME = "report.html"
+# Findings shown in full per kind; the rest are counted (results.json has them all).
+SHOWN_PER_KIND = 50
+VALUE_CHARS = 300
+
+# Autoescape: explanations quote record text and op values, which may hold "<" or "&".
+TEMPLATE = jinja2.Environment(autoescape=True).from_string(
+    """<!doctype html>
+<html><head><meta charset="utf-8"><title>kchaos {{ status }}: {{ history }}</title>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; max-width: 1200px; }
+.status { font-weight: bold; padding: 0.1em 0.5em; border-radius: 4px; color: white; }
+.status.valid { background: #4c9a2a; } .status.invalid { background: #c0392b; }
+.status.unknown { background: #888; }
+table { border-collapse: collapse; margin: 0.3em 0 1em; } td, th { border: 1px solid #ccc;
+padding: 2px 6px; font-size: 12px; vertical-align: top; } code { font-size: 12px; }
+.finding { border-left: 4px solid #c0392b; padding-left: 0.8em; margin: 1em 0; }
+.finding.tolerated, .finding.unknown { border-color: #aaa; }
+img { max-width: 100%; }
+</style></head><body>
+<h1>kchaos run <span class="status {{ status }}">{{ status | upper }}</span></h1>
+<p><code>{{ history }}</code> · {{ n_ops }} client operations · {{ faults | length }} fault
+periods · engine {{ engine }}</p>
+<h2>Counts</h2>
+<table><tr><th>kind</th><th>failing</th><th>tolerated</th><th>unknown</th></tr>
+{% for kind, c in counts.items() %}<tr><td>{{ kind }}</td><td>{{ c.get("failing", "") }}</td>
+<td>{{ c.get("tolerated", "") }}</td><td>{{ c.get("unknown", "") }}</td></tr>{% endfor %}
+</table>
+{% for n in notes %}<p>note: {{ n }}</p>{% endfor %}
+<h2>Timeline</h2><img alt="timeline" src="data:image/png;base64,{{ timeline }}">
+<p>{{ "Aggregated: each cell is the worst outcome of the ops that ended in it." if binned
+else "One line per operation, from invocation to completion." }}</p>
+<h2>Latency and throughput</h2>
+<img alt="latency and throughput" src="data:image/png;base64,{{ rates }}">
+<p>Shaded: fault periods, from a start-* invocation to its stop-* completion.</p>
+{% if quorum %}<h2>Controller quorum (observer samples)</h2>
+<img alt="leaders and epochs" src="data:image/png;base64,{{ quorum }}">{% endif %}
+<h2>Faults</h2>
+<table><tr><th>fault</th><th>from (s)</th><th>to (s)</th><th>ops</th></tr>
+{% for f in faults %}<tr><td>{{ f.name }}</td><td>{{ "%.3f" % f.start_s }}</td>
+<td>{{ "%.3f" % f.end_s }}</td><td>{{ f.start_index }}–{{ f.end_index if f.end_index is not none
+else "end" }}</td></tr>{% endfor %}</table>
+<h2>Anomalies</h2>
+{% if not findings %}<p>None.</p>{% endif %}
+{% for kind, items, hidden in findings %}<h3 id="{{ kind }}">{{ kind }}</h3>
+{% for f in items %}<div class="finding {{ 'tolerated' if f.tolerated else '' }}
+{{ 'unknown' if f.unknown else '' }}"><p>{{ f.explanation }}</p>
+{% if f.tolerated %}<p><em>tolerated: {{ f.tolerated }}</em></p>{% endif %}
+{% if f.unknown %}<p><em>unknown: cannot tell from this run</em></p>{% endif %}
+{% if f.ops %}<table><tr><th>op</th><th>type</th><th>f</th><th>process</th><th>node</th>
+<th>time (s)</th><th>value</th></tr>
+{% for i in f.ops %}{% set o = ops.get(i) %}<tr><td>{{ i }}</td>{% if o %}<td>{{ o.type }}</td>
+<td>{{ o.f }}</td><td>{{ o.process }}</td><td>{{ o.node or "" }}</td>
+<td>{{ "%.3f" % (o.time / 1e9) }}</td><td><code>{{ o.value }}</code></td>{% endif %}</tr>
+{% endfor %}</table>{% endif %}</div>{% endfor %}
+{% if hidden %}<p>… and {{ hidden }} more {{ kind }} (all in results.json).</p>{% endif %}
+{% endfor %}
+</body></html>
+"""
+)
+
+
+def _cited_ops(parquet: Path, findings: list[Finding]) -> dict[int, dict[str, Any]]:
+    wanted = sorted({i for f in findings for i in f.ops})
+    if not wanted:
+        return {}
+    table = pq.read_table(
+        parquet,
+        columns=["index", "type", "f", "process", "node", "time", "value_json"],
+        filters=[("row", "=", OP_ROW), ("index", "in", wanted)],
+    )
+    out = {}
+    for r in table.to_pylist():
+        text = r.pop("value_json") or ""
+        r["value"] = text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "…"
+        out[r["index"]] = r
+    return out
+
+
+def _grouped(findings: list[Finding]) -> list[tuple[str, list[Finding], int]]:
+    by_kind: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_kind.setdefault(f.kind, []).append(f)
+    out = []
+    for kind, fs in sorted(by_kind.items()):
+        # Failures first: they are what makes the run invalid.
+        fs = sorted(fs, key=lambda f: (f.tolerated is not None or f.unknown, f.sort_key()))
+        out.append((kind, fs[:SHOWN_PER_KIND], max(0, len(fs) - SHOWN_PER_KIND)))
+    return out
+
+
+def write_report(out_dir: str | Path, parquet: str | Path, verdict: Verdict) -> Path:
+    data = load(parquet)
+    grouped = _grouped(verdict.findings)
+    shown = [f for _, fs, _ in grouped for f in fs]
+    html = TEMPLATE.render(
+        status=verdict.status,
+        history=verdict.history,
+        engine=verdict.engine,
+        n_ops=len(data.ops),
+        counts=verdict.counts(),
+        notes=verdict.notes,
+        faults=data.faults,
+        timeline=plots.timeline(data),
+        binned=plots.binned(data),
+        rates=plots.rates(data),
+        quorum=plots.quorum(data.samples, data.faults, data.end_s) if data.samples else None,
+        findings=grouped,
+        ops=_cited_ops(Path(parquet), shown),
+    )
+    path = Path(out_dir) / REPORT_NAME
+    path.write_text(html, encoding="utf-8")
+    return path

@@ -1,0 +1,58 @@
+"""report.html: content a person needs, drawn from a small generated run."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+from checkers.api import check
+from checkers.report.data import load
+from tests.unit.checkers.runs import make_run
+
+
+def test_report_shows_faults_quorum_and_the_anomaly_with_its_ops(tmp_path):
+    run = make_run(tmp_path / "run", lose_write=True)
+    verdict = check(run, engine="pandas")
+    html = (run / "report.html").read_text()
+    assert verdict.status == "invalid" and "INVALID" in html
+    assert '<h3 id="lost-write">lost-write</h3>' in html
+    lost = next(f for f in verdict.findings if f.kind == "lost-write")
+    for i in lost.ops:  # every cited op is a row of the table under the finding
+        assert f"<tr><td>{i}</td><td>ok</td>" in html
+    assert "Controller quorum" in html and "<td>partition</td>" in html
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
+    assert len(images) == 3
+    assert all(base64.b64decode(b)[:4] == b"\x89PNG" for b in images)
+
+
+def test_fault_periods_and_leader_samples_from_the_history(tmp_path):
+    run = make_run(tmp_path / "run")
+    check(run, engine="pandas", write=False)
+    data = load(run / "history.parquet")
+    [fault] = data.faults
+    assert fault.name == "partition" and fault.start_s < fault.end_s
+    leaders = {(s.node, s.epoch) for s in data.samples if s.state == "leader"}
+    assert leaders == {("n1", 2), ("n2", 3)}
+
+
+def test_large_history_is_binned_not_drawn_per_op(tmp_path, monkeypatch):
+    from checkers.report import plots
+
+    run = make_run(tmp_path / "run")
+    monkeypatch.setattr(plots, "PER_OP_LIMIT", 10)
+    check(run, engine="pandas")
+    assert "Aggregated: each cell is the worst outcome" in (run / "report.html").read_text()
+    data = load(run / "history.parquet")
+    assert len(base64.b64decode(plots.timeline(data))) < 200_000
+
+
+def test_explanations_are_escaped(tmp_path):
+    from checkers.findings import Finding
+    from checkers.report.render import write_report
+    from checkers.verdict import Verdict
+
+    run = make_run(tmp_path / "run")
+    check(run, engine="pandas", write=False)
+    v = Verdict("invalid", [Finding("x", None, (0,), "a <script> & b")], history="h")
+    html = write_report(run, run / "history.parquet", v).read_text()
+    assert "a &lt;script&gt; &amp; b" in html and "<script>" not in html
