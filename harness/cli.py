@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from checkers.analyze.cli import analyze_command
 from checkers.cli import check_command
 from clusters.errors import ClusterError
 from harness.cluster_cli import cluster
@@ -62,6 +63,7 @@ main.add_command(cluster)
 main.add_command(run)
 main.add_command(heal)
 main.add_command(check_command)
+main.add_command(analyze_command)
 
 
 if __name__ == "__main__":
