@@ -101,6 +101,10 @@ def validate(spec: RunSpec) -> RunSpec:
     return spec
 
 
+# Fields whose default is None, so their type cannot be read off the default.
+_OPTIONAL_KINDS: dict[str, type] = {"seed": int, "name": str}
+
+
 def _coerce(name: str, value: Any, default: Any) -> Any:
     """Spec-file values into the field's type, with a sentence when they do not fit."""
     if name == "nemesis":
@@ -111,7 +115,7 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         raise SpecError("nemesis must be a comma-separated string or a list of names")
     if value is None:
         return None
-    kind = type(default) if default is not None else int
+    kind = type(default) if default is not None else _OPTIONAL_KINDS[name]
     if kind is bool:
         if not isinstance(value, bool):
             raise SpecError(f"{name} must be true or false, not {value!r}")

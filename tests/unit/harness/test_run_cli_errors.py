@@ -64,6 +64,18 @@ def test_options_override_the_spec_file(tmp_path):
     assert '"fault": "kill"' in r.output
 
 
+def test_a_run_name_is_a_string_from_options_and_spec_files(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text("name: nightly\n")
+    assert run("--name", "demo", "--seed", "1", "--plan-only").exit_code == 0
+    r = run("--spec", str(path), "--seed", "1", "--plan-only")
+    assert r.exit_code == 0, r.output
+    assert '"name": "nightly"' in r.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: 5\n")
+    assert "name must be a string" in flat(run("--spec", str(bad), "--plan-only"))
+
+
 def test_plan_only_is_byte_identical_for_the_same_seed_and_options():
     args = ("--nemesis", "partition,pause", "--time-limit", "90", "--seed", "42", "--plan-only")
     assert run(*args).output == run(*args).output
