@@ -89,7 +89,12 @@ def _faults(parquet: str | Path, end_s: float) -> list[Fault]:
 def _samples(parquet: str | Path) -> list[Sample]:
     out = []
     for r in _special_rows(parquet, OBSERVER):
-        if r["type"] != "ok" or not r["value_json"] or not r["node"]:
+        if r["type"] == "invoke" or not r["node"]:
+            continue
+        if r["type"] != "ok" or not r["value_json"]:
+            # A node that did not answer (killed, paused, cut off) has no view: an empty sample
+            # ends its line and leader bar, so a dead node is not drawn as still leading.
+            out.append(Sample(r["node"], r["time"] / 1e9, None, None, None))
             continue
         value = json.loads(r["value_json"])
         raft = value.get("raft") if isinstance(value, dict) else None
