@@ -17,10 +17,9 @@ setup: $(VENV)/.installed
 	$(KCHAOS) setup
 
 demo: setup
-	$(KCHAOS) cluster down --name $(DEMO) >/dev/null 2>&1 || true
-	$(KCHAOS) cluster up --name $(DEMO) --topology kraft-combined --timing fast
-	$(KCHAOS) cluster status --name $(DEMO)
-	$(KCHAOS) cluster down --name $(DEMO) --collect results/$(DEMO)/cluster
+	$(KCHAOS) run --name $(DEMO) --cluster $(DEMO) --workload queue --nemesis partition,kill \
+		--time-limit 40 --nemesis-interval 8 --timing fast
+	@echo "report: results/latest/report.html"
 
 test: setup
 	$(PY) -m pytest
