@@ -22,7 +22,7 @@ demo: setup
 	@echo "report: results/latest/report.html"
 
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest --hypothesis-profile ci
 
 unit: $(VENV)/.installed
 	$(PY) -m pytest -m "not docker"
