@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 
 def as_dicts(result):
-    return [f.to_dict() for f in result.findings], sorted(result.edges, key=repr)
+    return [f.to_dict() for f in result.findings], result.edges.sorted_rows()
 
 
 def test_spark_and_pandas_agree_on_a_history_with_every_kind(tmp_path, spark):
