@@ -35,6 +35,7 @@ import numpy as np
 
 from checkers.edges import EdgeArrays
 from checkers.findings import Finding, secs
+from checkers.npsets import member
 from checkers.op_arrays import OpArrays
 from checkers.queue.per_key import Edge
 
@@ -215,14 +216,14 @@ def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
     such edges, and only those windows are searched. All of it is array passes: a history of
     millions of ops usually has no window at all, and then no graph is ever built.
     """
-    by_index = np.argsort(ops.index, kind="stable")
-    sorted_index = ops.index[by_index]
+    # History indices are dense, so a direct table maps an op index to its row: one gather
+    # instead of a binary search per edge end.
+    table = np.full(int(ops.index.max()) + 2 if len(ops) else 1, -1, dtype=np.int64)
+    table[ops.index] = np.arange(len(ops))
 
     def row_of(ix: np.ndarray) -> np.ndarray:
-        if len(sorted_index) == 0:
-            return np.full(len(ix), -1)
-        p = np.minimum(np.searchsorted(sorted_index, ix), len(sorted_index) - 1)
-        return np.where(sorted_index[p] == ix, by_index[p], -1)
+        inside = (ix >= 0) & (ix < len(table))
+        return np.where(inside, table[np.where(inside, ix, len(table) - 1)], -1)
 
     src, dst = row_of(edges.src), row_of(edges.dst)
     known = (src >= 0) & (dst >= 0)
@@ -260,7 +261,7 @@ def find_cycles(edges: EdgeArrays | Iterable[Edge], ops: OpArrays | list[OpInfo]
     for lo, hi in _windows(edges, ops):
         rows = np.flatnonzero((ops.invoke_time >= lo) & (ops.invoke_time <= hi))
         keep = ops.index[rows]
-        local = edges.take(np.flatnonzero(np.isin(edges.src, keep) & np.isin(edges.dst, keep)))
+        local = edges.take(np.flatnonzero(member(edges.src, keep) & member(edges.dst, keep)))
         findings += search_cycles(DependencyGraph(local.to_edges(), ops.infos(rows)))
     return sorted(findings, key=Finding.sort_key)
 

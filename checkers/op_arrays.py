@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from checkers.npsets import member
 from checkers.queue.arrays import _codes, _ints
 
 if TYPE_CHECKING:
@@ -67,11 +68,11 @@ def op_arrays(table: pa.Table) -> OpArrays:
     time, _ = _ints(table.column("time"))
     typ, type_names = _codes(table.column("type"))
     proc, proc_names = _codes(table.column("process"))
-    is_invoke = np.isin(typ, [c for c, n in enumerate(type_names) if n == "invoke"])
+    is_invoke = member(typ, [c for c, n in enumerate(type_names) if n == "invoke"])
     completes = ~is_invoke
     # Invocations that never completed count as info ops of their own.
     by_index = np.argsort(index, kind="stable")
-    done_invokes = np.isin(index, inv[completes & has_inv])
+    done_invokes = member(index, inv[completes & has_inv])
     pending = is_invoke & ~done_invokes
     inv_pos = by_index[np.searchsorted(index[by_index], inv[completes])]
     info_code = type_names.index("info") if "info" in type_names else len(type_names)

@@ -17,6 +17,7 @@ import numpy as np
 
 from checkers.edges import WR_CODE, WW_CODE, EdgeArrays
 from checkers.findings import Finding
+from checkers.npsets import member, unique_sorted
 from checkers.queue import describe
 from checkers.queue.arrays import ElemArrays
 from checkers.queue.context import QueueContext, build_context
@@ -52,8 +53,8 @@ class _Logs:
         if n:
             self.kid[1:] = np.cumsum(a.key[1:] != a.key[:-1])
         self.keys = a.key[_runs(a.key)]
-        self.vals_u = np.unique(a.value[a.has_val])
-        self.offs_u = np.unique(a.offset[a.has_off])
+        self.vals_u = unique_sorted(a.value[a.has_val])
+        self.offs_u = unique_sorted(a.offset[a.has_off])
         nv, no = max(len(self.vals_u), 1), max(len(self.offs_u), 1)
         self.nv = nv
         vid = np.searchsorted(self.vals_u, a.value)
@@ -64,7 +65,7 @@ class _Logs:
         self.is_ok, self.is_info, self.is_fail = (a.is_type(t) for t in (OK, INFO, FAIL))
         self.poll, self.send = a.is_kind("poll"), a.is_kind("send")
         happened = np.fromiter(ctx.committed_info, dtype=np.int64, count=len(ctx.committed_info))
-        self.committed = self.is_ok | (self.is_info & np.isin(a.index, happened))
+        self.committed = self.is_ok | (self.is_info & member(a.index, happened))
 
         # writer: the first send of each (key, value), in op order.
         ws = np.flatnonzero(self.send & a.has_val)
@@ -160,7 +161,7 @@ def vector_context(
     """Cross-key facts (which info sends happened) from the arrays of every element."""
     info = np.flatnonzero(a.is_kind("send") & a.is_type(INFO) & a.has_val)
     polled = a.value[a.is_kind("poll") & a.has_val]
-    hit = np.isin(a.value[info], polled)
+    hit = member(a.value[info], polled)
     pairs = zip(a.index[info].tolist(), a.value[info].tolist(), strict=True)
     return build_context(pairs, a.value[info][hit].tolist(), resets)
 
@@ -220,7 +221,7 @@ def _read_anomalies(logs: _Logs) -> list[Finding]:
     for i, wi in zip(polls[g1a], w[g1a], strict=True):
         out.append(describe.g1a(int(a.key[i]), a.elem(i), a.elem(wi)))
 
-    read_kv = np.unique(logs.kv[polls])
+    read_kv = unique_sorted(logs.kv[polls])
     # The poll that read highest in each key (earliest op among ties): the lost-write bound.
     nk = len(logs.keys)
     q = polls[a.has_off[polls]]
@@ -236,7 +237,7 @@ def _read_anomalies(logs: _Logs) -> list[Finding]:
     lost = (
         (bound_row[f_kid] >= 0)
         & (logs.f_last <= bound_rank[f_kid])
-        & ~np.isin(logs.f_kv, read_kv)
+        & ~member(logs.f_kv, read_kv)
         & (w >= 0)
         & logs.committed[np.maximum(w, 0)]
     )
@@ -255,7 +256,7 @@ def _read_anomalies(logs: _Logs) -> list[Finding]:
         )
 
     sends = np.flatnonzero(logs.send & logs.is_ok & a.has_val)
-    unseen = sends[~np.isin(logs.kv[sends], read_kv)]
+    unseen = sends[~member(logs.kv[sends], read_kv)]
     starts = _runs(logs.kid[unseen])
     for s, e in zip(starts, np.r_[starts[1:], len(unseen)][: len(starts)], strict=True):
         rows = unseen[s:e]
