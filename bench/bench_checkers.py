@@ -1,10 +1,12 @@
 """Checker throughput on synthetic valid histories: ops/s, peak memory, check/plain-read ratio.
 
+    .venv/bin/python -m bench.bench_checkers --ops 1000000 10000000            # local
     .venv/bin/python -m bench.bench_checkers --ops 1000000 --engine spark
-    .venv/bin/python -m bench.bench_checkers --ops 1000000 10000000
 
 Writes bench/out/results.json. The Spark session is started before timing (its start-up is
-reported apart); each size is checked once, after one plain pyarrow read of the same file.
+reported apart); each size is checked once, after one plain pyarrow read of the same file, and
+the ratio of the two is the headline: checking costs that many plain reads. Each size runs in a
+fresh child process so that its peak RSS is its own (ru_maxrss never goes down).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import argparse
 import json
 import os
 import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from bench.synthetic import write_synthetic
 from checkers.api import check
 
 OUT = Path(__file__).parent / "out"
@@ -56,11 +59,15 @@ def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ops", type=int, nargs="+", default=[1_000_000])
-    ap.add_argument("--engine", choices=["spark", "pandas"], default="spark")
+    ap.add_argument("--ops", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    ap.add_argument("--engine", choices=["local", "spark"], default="local")
     ap.add_argument("--spark-master", default=None)
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child: one size
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    if not args.one:
+        _parent(args)
+        return
     spark, startup = None, 0.0
     if args.engine == "spark":
         from checkers.spark_session import spark_session
@@ -72,24 +79,31 @@ def main() -> None:
     for n in args.ops:
         path = OUT / f"synthetic-{n}.parquet"
         t = time.monotonic()
-        ops = write_synthetic(path, n)
+        # Generated in a process of its own: its arrays must not count in the check's peak RSS.
+        gen = [sys.executable, "-c", f"from bench.synthetic import write_synthetic as w; "
+               f"print(w({str(path)!r}, {n}))"]  # fmt: skip
+        ops = int(subprocess.run(gen, check=True, capture_output=True, text=True).stdout)
         generate = time.monotonic() - t
         t = time.monotonic()
         pq.read_table(path)
         plain = time.monotonic() - t
         t = time.monotonic()
-        verdict = check(path, engine=args.engine, spark=spark, write=False)
+        verdict = check(path, args.spark_master, engine=args.engine, spark=spark, write=False)
         checked = time.monotonic() - t
         row = {
             "ops": ops,
             "engine": args.engine,
             "status": verdict.status,
-            "check_s": round(checked, 2),
+            "check_s": round(checked, 3),
             "ops_per_s": round(ops / checked),
-            "plain_read_s": round(plain, 2),
-            "ratio_check_to_read": round(checked / plain, 1),
+            "plain_read_s": round(plain, 3),
+            "ratio_check_to_read": round(checked / plain, 2),
             "driver_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             "children_peak_mib": _descendants_peak_kib() // 1024,
+            "peak_rss_mib": (
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss + _descendants_peak_kib()
+            )
+            // 1024,
             "spark_startup_s": round(startup, 2),
             "generate_s": round(generate, 2),
             "cpus": os.cpu_count(),
@@ -98,7 +112,27 @@ def main() -> None:
         print(json.dumps(row), flush=True)
         results.append(row)
         path.unlink()
-    (OUT / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+
+
+def _parent(args: argparse.Namespace) -> None:
+    """Each size in a child of its own; then the cost of the largest against the smallest."""
+    rows = []
+    for n in args.ops:
+        cmd = [sys.executable, "-m", "bench.bench_checkers", "--one", "--ops", str(n)]
+        cmd += ["--engine", args.engine]
+        if args.spark_master:
+            cmd += ["--spark-master", args.spark_master]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        row = json.loads(out.strip().splitlines()[-1])
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    summary: dict[str, object] = {"runs": rows, "load_avg_at_end": os.getloadavg()}
+    if len(rows) > 1:
+        small, large = min(rows, key=lambda r: r["ops"]), max(rows, key=lambda r: r["ops"])
+        summary["cost_ratio_largest_to_smallest"] = round(large["check_s"] / small["check_s"], 2)
+        summary["size_ratio"] = round(large["ops"] / small["ops"], 2)
+    print(json.dumps({k: v for k, v in summary.items() if k != "runs"}), flush=True)
+    (OUT / f"results-{args.engine}.json").write_text(json.dumps(summary, indent=1) + "\n")
 
 
 if __name__ == "__main__":

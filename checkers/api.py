@@ -17,16 +17,24 @@ from checkers.cycles import find_cycles
 from checkers.findings import Finding
 from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
 from checkers.metadata_log.check import check_run_metadata
-from checkers.queue.check import check_queue, check_queue_table
-from checkers.queue_ops import queue_ops_from_parquet, queue_ops_from_table
+from checkers.queue.check import (
+    RESET_FS,
+    check_queue_reference,
+    check_queue_table,
+    check_queue_vector,
+    reset_ops,
+)
+from checkers.queue_ops import queue_ops_from_table
 from checkers.verdict import Verdict, decide
-from history.columnar import op_rows, read_ops, write_parquet
+from history.columnar import elements, op_rows, read_table, write_parquet
 from history.errors import HistoryError
 from history.format import JSONL_NAME, NEMESIS, OBSERVER, PARQUET_NAME
 from history.reader import read_history
 
-# Below this many element rows the pandas path beats starting Spark (about 6 s here).
-SPARK_THRESHOLD = 200_000
+# auto picks the local vectorised path unless a Spark master is named: on one machine it beats
+# local[*] Spark at every size (Spark's start alone costs 5.7 s, one shuffle of 10M rows more
+# than the whole local check); see docs/checkers.md.
+ENGINES = ("auto", "local", "pandas", "spark", "reference")
 
 
 def check_table(table: pa.Table) -> list[Finding]:
@@ -67,13 +75,6 @@ def _parquet_for(jsonl: Path | None, parquet: Path, notes: list[str]) -> Path:
     return parquet
 
 
-def _elements_count(parquet: Path) -> int:
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(parquet, columns=["row"], filters=[("row", "=", "elem")])
-    return table.num_rows
-
-
 def _highest_watermark(data: MetadataInput) -> int | None:
     marks = [s.raft("high_watermark") for s in data.samples]
     return max((m for m in marks if isinstance(m, int)), default=None)
@@ -81,16 +82,13 @@ def _highest_watermark(data: MetadataInput) -> int | None:
 
 def _check_metadata_logs(
     out_dir: Path,
-    parquet: Path,
+    sends: list[dict[str, Any]],
     meta_input: MetadataInput,
     queue_findings: list[Finding],
     findings: list[Finding],
     notes: list[str],
 ) -> bool:
     """Adds the metadata-log findings of a run directory that has `metadata/`; True if checked."""
-    if not (out_dir / "metadata").is_dir():
-        return False
-    sends = read_ops(parquet, fs=["send", "txn"]).to_pylist()
     # A fenced broker's acknowledgement shows as a lost or misplaced write: such findings
     # corroborate a send the history attributes to a fenced broker.
     failing = {i for f in queue_findings if f.tolerated is None and not f.unknown for i in f.ops}
@@ -112,29 +110,44 @@ def check(
 ) -> Verdict:
     """Check a stored history. Raises HistoryError for a history that cannot be read.
 
-    engine: "pandas", "spark" (local[*] unless `spark_master`), or "auto" (Spark when a master
-    is given or the history is large). `spark`: an existing SparkSession to reuse.
+    engine: "local" (vectorised numpy, in this process; "pandas" is its old name), "spark"
+    (local[*] unless `spark_master`), "reference" (the per-key Python path, slow), or "auto"
+    (Spark when a master is given, else local). `spark`: an existing SparkSession to reuse.
     """
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
     started = time.monotonic()
     notes: list[str] = []
     out_dir, jsonl, parquet = _locate(history_path_or_run_dir)
     parquet = _parquet_for(jsonl, parquet, notes)
-    n_elems = _elements_count(parquet)
-    use_spark = engine == "spark" or (
-        engine == "auto" and (spark_master is not None or n_elems >= SPARK_THRESHOLD)
-    )
+    table = read_table(parquet)
+    elems = elements(table)
+    n_elems = elems.num_rows
+    use_spark = engine == "spark" or (engine == "auto" and spark_master is not None)
     if use_spark and spark is None:
         from checkers.spark_session import spark_session
 
         spark = spark_session(spark_master)
-    queue = check_queue(parquet, spark=spark if use_spark else None)
-    cycles = find_cycles(queue.edges, queue_ops_from_parquet(parquet))
-    meta_ops = read_ops(parquet, processes=[OBSERVER, NEMESIS]).to_pylist()
+    resets = reset_ops(op_rows(table, RESET_FS))
+    if use_spark:
+        from checkers.queue.spark import run_spark
+
+        queue = run_spark(spark, str(parquet), resets)
+    elif engine == "reference":
+        queue = check_queue_reference(elems, resets)
+    else:
+        queue = check_queue_vector(elems, resets)
+    del elems
+    cycles = find_cycles(queue.edges, queue_ops_from_table(table))
+    meta_ops = op_rows(table, processes=[OBSERVER, NEMESIS]).to_pylist()
+    has_logs = (out_dir / "metadata").is_dir()
+    sends = op_rows(table, fs=["send", "txn"]).to_pylist() if has_logs else []
+    del table
     meta_input = observe_samples_from_ops(meta_ops)
     meta = check_metadata(meta_input)
     findings = queue.findings + cycles + meta
-    logs_checked = _check_metadata_logs(
-        out_dir, parquet, meta_input, queue.findings, findings, notes
+    logs_checked = has_logs and _check_metadata_logs(
+        out_dir, sends, meta_input, queue.findings, findings, notes
     )
     if queue.subscribe:
         notes.append("consumers subscribe: poll-skip and nonmonotonic-poll are tolerated")
@@ -146,7 +159,7 @@ def check(
         findings=findings,
         notes=notes,
         history=str(jsonl or parquet),
-        engine="spark" if use_spark else "pandas",
+        engine="spark" if use_spark else "reference" if engine == "reference" else "local",
         stats={
             "elements": n_elems,
             "observer_samples": len(meta_input.samples),
@@ -154,8 +167,8 @@ def check(
         },
     )
     if write:
-        _write_report(out_dir, parquet, verdict)
         verdict.write(out_dir)
+        _write_report(out_dir, parquet, verdict)
     return verdict
 
 

@@ -28,10 +28,11 @@ def _out_dir(path: str) -> Path:
 @click.option("--spark-master", default=None, help="Spark master URL (default: local[*]).")
 @click.option(
     "--engine",
-    type=click.Choice(["auto", "pandas", "spark"]),
+    type=click.Choice(["auto", "local", "pandas", "spark", "reference"]),
     default="auto",
     show_default=True,
-    help="auto: Spark for large histories or when --spark-master is given.",
+    help="auto: Spark when --spark-master is given, else local (vectorised, this process; "
+    "pandas is its old name). reference: the slow per-key Python path.",
 )
 def check_command(history: str, spark_master: str | None, engine: str) -> None:
     """Re-check a stored run: HISTORY is a run directory or a history file.

@@ -31,8 +31,12 @@ from itertools import pairwise
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
+from checkers.edges import EdgeArrays
 from checkers.findings import Finding, secs
+from checkers.npsets import member
+from checkers.op_arrays import OpArrays
 from checkers.queue.per_key import Edge
 
 WW, WR, PROCESS, REALTIME = "ww", "wr", "process", "realtime"
@@ -202,47 +206,63 @@ def _explain_step(graph: DependencyGraph, a: int, b: int, rels: set[str]) -> str
     raise AssertionError(f"no explanation for {a}->{b} {rels}")
 
 
-def _windows(edges: list[Edge], ops: list[OpInfo]) -> list[tuple[int, int]]:
+def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
     """Invocation-time intervals that hold every cycle, merged; usually none.
 
     Give each op the potential "its invocation time" (a time node: its time). Process and
     realtime edges go strictly forward, so a cycle needs edges that do not: to cross any time x
     inside the cycle's span and come back, some edge must go from after x to at or before x.
     Every cycle therefore lies inside the merged windows [potential(dst), potential(src)] of
-    such edges, and only those windows are searched.
+    such edges, and only those windows are searched. All of it is array passes: a history of
+    millions of ops usually has no window at all, and then no graph is ever built.
     """
-    inv = {o.index: o.invoke_time for o in ops}
-    spans = [
-        (inv[e.dst], inv[e.src])
-        for e in edges
-        if e.src in inv and e.dst in inv and inv[e.dst] <= inv[e.src]
-    ]
-    by_process: dict[str, list[OpInfo]] = {}
-    for o in sorted(ops, key=lambda o: o.index):
-        if o.complete_time is not None and o.complete_time <= o.invoke_time:
-            spans.append((o.complete_time, o.invoke_time))  # op -> its completion's time node
-        by_process.setdefault(o.process, []).append(o)
-    for run in by_process.values():
-        for a, b in pairwise(run):
-            if b.invoke_time <= a.invoke_time:
-                spans.append((b.invoke_time, a.invoke_time))
-    merged: list[tuple[int, int]] = []
-    for lo, hi in sorted(spans):
-        if merged and lo <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
-        else:
-            merged.append((lo, hi))
-    return merged
+    # History indices are dense, so a direct table maps an op index to its row: one gather
+    # instead of a binary search per edge end.
+    table = np.full(int(ops.index.max()) + 2 if len(ops) else 1, -1, dtype=np.int64)
+    table[ops.index] = np.arange(len(ops))
+
+    def row_of(ix: np.ndarray) -> np.ndarray:
+        inside = (ix >= 0) & (ix < len(table))
+        return np.where(inside, table[np.where(inside, ix, len(table) - 1)], -1)
+
+    src, dst = row_of(edges.src), row_of(edges.dst)
+    known = (src >= 0) & (dst >= 0)
+    inv = ops.invoke_time
+    src, dst = src[known], dst[known]
+    back = inv[dst] <= inv[src]
+    los, his = [inv[dst][back]], [inv[src][back]]
+    done, t = ops.complete_time, ops.invoke_time
+    early = (done >= 0) & (done <= t)  # op -> its completion's time node goes back in time
+    los.append(done[early])
+    his.append(t[early])
+    run = np.lexsort((ops.index, ops.proc))
+    a, b = run[:-1], run[1:]
+    back = (ops.proc[a] == ops.proc[b]) & (inv[b] <= inv[a])
+    los.append(inv[b][back])
+    his.append(inv[a][back])
+    lo, hi = np.concatenate(los), np.concatenate(his)
+    if len(lo) == 0:
+        return []
+    order = np.lexsort((hi, lo))
+    lo, hi = lo[order], hi[order]
+    reach = np.maximum.accumulate(hi)
+    starts = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])
+    ends = np.r_[starts[1:], len(lo)] - 1
+    return list(zip(lo[starts].tolist(), reach[ends].tolist(), strict=True))
 
 
-def find_cycles(edges: Iterable[Edge], ops: list[OpInfo]) -> list[Finding]:
-    edges = list(edges)
+def find_cycles(edges: EdgeArrays | Iterable[Edge], ops: OpArrays | list[OpInfo]) -> list[Finding]:
+    """Cycles among queue ops; edges and ops as arrays (objects are accepted, for tests)."""
+    if not isinstance(edges, EdgeArrays):
+        edges = EdgeArrays.from_edges(edges)
+    if not isinstance(ops, OpArrays):
+        ops = OpArrays.from_infos(ops)
     findings = []
     for lo, hi in _windows(edges, ops):
-        inside = [o for o in ops if lo <= o.invoke_time <= hi]
-        keep = {o.index for o in inside}
-        local = [e for e in edges if e.src in keep and e.dst in keep]
-        findings += search_cycles(DependencyGraph(local, inside))
+        rows = np.flatnonzero((ops.invoke_time >= lo) & (ops.invoke_time <= hi))
+        keep = ops.index[rows]
+        local = edges.take(np.flatnonzero(member(edges.src, keep) & member(edges.dst, keep)))
+        findings += search_cycles(DependencyGraph(local.to_edges(), ops.infos(rows)))
     return sorted(findings, key=Finding.sort_key)
 
 

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from checkers.cycles import OpInfo, op_infos
+from checkers.op_arrays import OpArrays, op_arrays
 from history.columnar import op_rows, read_ops
 from history.format import QUEUE_FS
 
 COLUMNS = ["index", "invoke_index", "type", "process", "time"]
 
 
-def queue_ops_from_parquet(parquet: str | Path) -> list[OpInfo]:
-    return op_infos(read_ops(parquet, fs=sorted(QUEUE_FS)).select(COLUMNS).to_pydict())
+def queue_ops_from_parquet(parquet: str | Path) -> OpArrays:
+    return op_arrays(read_ops(parquet, fs=sorted(QUEUE_FS)).select(COLUMNS))
 
 
-def queue_ops_from_table(table: pa.Table) -> list[OpInfo]:
-    return op_infos(op_rows(table, sorted(QUEUE_FS)).select(COLUMNS).to_pydict())
+def queue_ops_from_table(table: pa.Table) -> OpArrays:
+    return op_arrays(op_rows(table, sorted(QUEUE_FS)).select(COLUMNS))

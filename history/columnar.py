@@ -224,10 +224,26 @@ def write_parquet(history: History, path: str | Path) -> Path:
     return out
 
 
-def _rows(table: pa.Table, row: str, fs: list[str] | None = None) -> pa.Table:
-    mask = pc.equal(table.column("row").cast(pa.string()), row)
+def _is_in(col: pa.ChunkedArray, names: list[str]) -> pa.ChunkedArray:
+    """Membership on a string column; on dictionary columns it compares the small dictionary
+    and then the indices, never decoding millions of strings."""
+    if not pa.types.is_dictionary(col.type):
+        return pc.is_in(col, pa.array(names))
+    chunks = []
+    for chunk in col.chunks:
+        codes = pc.indices_nonzero(pc.is_in(chunk.dictionary, pa.array(names)))
+        chunks.append(pc.fill_null(pc.is_in(chunk.indices, codes.cast(chunk.indices.type)), False))
+    return pa.chunked_array(chunks, type=pa.bool_())
+
+
+def _rows(
+    table: pa.Table, row: str, fs: list[str] | None = None, processes: list[str] | None = None
+) -> pa.Table:
+    mask = _is_in(table.column("row"), [row])
     if fs is not None:
-        mask = pc.and_(mask, pc.is_in(table.column("f").cast(pa.string()), pa.array(fs)))
+        mask = pc.and_(mask, _is_in(table.column("f"), fs))
+    if processes is not None:
+        mask = pc.and_(mask, _is_in(table.column("process"), processes))
     return table.filter(mask)
 
 
@@ -236,9 +252,21 @@ def elements(table: pa.Table) -> pa.Table:
     return _rows(table, ELEM_ROW).select(ELEMENT_COLUMNS)
 
 
-def op_rows(table: pa.Table, fs: list[str] | None = None) -> pa.Table:
-    """Just the op rows (optionally only those with `f` in `fs`): read_ops for a table."""
-    return _rows(table, OP_ROW, fs)
+def op_rows(
+    table: pa.Table, fs: list[str] | None = None, processes: list[str] | None = None
+) -> pa.Table:
+    """Just the op rows (optionally only those with `f` in `fs`, `process` in `processes`):
+    read_ops for a table."""
+    return _rows(table, OP_ROW, fs, processes)
+
+
+def read_table(path: str | Path) -> pa.Table:
+    """The whole Parquet history in one read: cheaper than several filtered reads, each of
+    which decodes the file again."""
+    try:
+        return pq.read_table(path)
+    except (OSError, pa.ArrowException) as e:
+        raise HistoryError(path, None, f"not a readable Parquet history ({e})") from None
 
 
 def read_elements(path: str | Path) -> pa.Table:

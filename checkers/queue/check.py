@@ -9,10 +9,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from checkers.edges import EdgeArrays
 from checkers.findings import Finding
+from checkers.queue.arrays import elem_arrays
 from checkers.queue.local import run_local
-from checkers.queue.per_key import Edge, KeyResult
+from checkers.queue.per_key import KeyResult
 from checkers.queue.policy import apply_policy
+from checkers.queue.vector import check_arrays, vector_context
 from history.columnar import elements, op_rows, read_elements, read_ops
 
 RESET_FS = ["assign", "subscribe", "crash"]
@@ -21,7 +24,7 @@ RESET_FS = ["assign", "subscribe", "crash"]
 @dataclass
 class QueueResult:
     findings: list[Finding] = field(default_factory=list)
-    edges: list[Edge] = field(default_factory=list)
+    edges: EdgeArrays = field(default_factory=EdgeArrays.empty)
     subscribe: bool = False
 
 
@@ -41,29 +44,45 @@ def reset_ops(ops: pa.Table) -> list[tuple[str, int, str, list[int] | None]]:
 
 def merge(results: list[KeyResult], subscribe: bool) -> QueueResult:
     findings = [f for r in results for f in r.findings]
-    edges = [e for r in results for e in r.edges]
+    edges = EdgeArrays.from_edges(e for r in results for e in r.edges)
+    return finish(findings, edges, subscribe)
+
+
+def finish(findings: list[Finding], edges: EdgeArrays, subscribe: bool) -> QueueResult:
     findings = sorted(apply_policy(findings, subscribe), key=Finding.sort_key)
     return QueueResult(findings=findings, edges=edges, subscribe=subscribe)
 
 
-def check_queue(parquet: str | Path, spark: Any = None) -> QueueResult:
-    """All queue anomalies of a Parquet history; `spark`: a SparkSession, None for pandas."""
+def check_queue(parquet: str | Path, spark: Any = None, *, reference: bool = False) -> QueueResult:
+    """All queue anomalies of a Parquet history; `spark`: a SparkSession, None for local.
+    `reference`: the per-key Python path (slow; the yardstick the fast paths are tested on)."""
     resets = reset_ops(read_ops(parquet, fs=RESET_FS))
     if spark is not None:
         from checkers.queue.spark import run_spark
 
         return run_spark(spark, str(parquet), resets)
-    return check_queue_local(read_elements(parquet), resets)
+    elems = read_elements(parquet)
+    return check_queue_reference(elems, resets) if reference else check_queue_vector(elems, resets)
 
 
-def check_queue_table(table: pa.Table) -> QueueResult:
-    """The reference path on an in-memory columnar history (history.columnar.to_table)."""
+def check_queue_table(table: pa.Table, *, reference: bool = False) -> QueueResult:
+    """On an in-memory columnar history (history.columnar.to_table)."""
     resets = reset_ops(op_rows(table, RESET_FS))
-    return check_queue_local(elements(table), resets)
+    elems = elements(table)
+    return check_queue_reference(elems, resets) if reference else check_queue_vector(elems, resets)
 
 
-def check_queue_local(
+def check_queue_reference(
     elems: pa.Table, resets: list[tuple[str, int, str, list[int] | None]]
 ) -> QueueResult:
     results, ctx = run_local(elems, resets)
     return merge(results, ctx.subscribe)
+
+
+def check_queue_vector(
+    elems: pa.Table, resets: list[tuple[str, int, str, list[int] | None]]
+) -> QueueResult:
+    arrays = elem_arrays(elems)
+    ctx = vector_context(arrays, resets)
+    findings, edges = check_arrays(arrays, ctx)
+    return finish(findings, edges, ctx.subscribe)

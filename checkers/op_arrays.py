@@ -1,0 +1,97 @@
+"""Queue ops as integer columns for the cycle search: who ran them and when, without objects.
+
+`complete_time` is -1 where the op never completed or is info (it may take effect any time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from checkers.npsets import member
+from checkers.queue.arrays import _codes, _ints
+
+if TYPE_CHECKING:
+    from checkers.cycles import OpInfo
+
+
+@dataclass(frozen=True)
+class OpArrays:
+    index: np.ndarray
+    proc: np.ndarray
+    proc_names: list[str | None]
+    typ: np.ndarray
+    type_names: list[str | None]
+    invoke_time: np.ndarray
+    complete_time: np.ndarray  # -1: None
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @staticmethod
+    def from_infos(ops: list[OpInfo]) -> OpArrays:
+        procs = sorted({o.process for o in ops})
+        types = sorted({o.type for o in ops})
+        return OpArrays(
+            np.array([o.index for o in ops], dtype=np.int64),
+            np.array([procs.index(o.process) for o in ops], dtype=np.int32),
+            list(procs),
+            np.array([types.index(o.type) for o in ops], dtype=np.int32),
+            list(types),
+            np.array([o.invoke_time for o in ops], dtype=np.int64),
+            np.array([-1 if o.complete_time is None else o.complete_time for o in ops], np.int64),
+        )
+
+    def infos(self, rows: np.ndarray) -> list[OpInfo]:
+        """Rows as objects: only for the ops inside a window the search looks at."""
+        from checkers.cycles import OpInfo
+
+        return [
+            OpInfo(
+                int(self.index[i]),
+                str(self.proc_names[self.proc[i]]),
+                str(self.type_names[self.typ[i]]),
+                int(self.invoke_time[i]),
+                None if self.complete_time[i] < 0 else int(self.complete_time[i]),
+            )
+            for i in rows.tolist()
+        ]
+
+
+def op_arrays(table: pa.Table) -> OpArrays:
+    """From queue op rows (index, invoke_index, type, process, time); as cycles.op_infos."""
+    index, _ = _ints(table.column("index"))
+    inv, has_inv = _ints(table.column("invoke_index"))
+    time, _ = _ints(table.column("time"))
+    typ, type_names = _codes(table.column("type"))
+    proc, proc_names = _codes(table.column("process"))
+    is_invoke = member(typ, [c for c, n in enumerate(type_names) if n == "invoke"])
+    completes = ~is_invoke
+    # Invocations that never completed count as info ops of their own.
+    by_index = np.argsort(index, kind="stable")
+    done_invokes = member(index, inv[completes & has_inv])
+    pending = is_invoke & ~done_invokes
+    inv_pos = by_index[np.searchsorted(index[by_index], inv[completes])]
+    info_code = type_names.index("info") if "info" in type_names else len(type_names)
+    if info_code == len(type_names):
+        type_names = [*type_names, "info"]
+    is_info = typ == info_code
+    rows = np.r_[np.flatnonzero(completes), np.flatnonzero(pending)]
+    invoke_time = np.r_[time[inv_pos], time[pending]]
+    complete_time = np.r_[
+        np.where(is_info[completes], -1, time[completes]), np.full(pending.sum(), -1)
+    ]
+    out_typ = np.r_[typ[completes], np.full(pending.sum(), info_code, dtype=typ.dtype)]
+    order = np.argsort(index[rows], kind="stable")
+    return OpArrays(
+        index[rows][order],
+        proc[rows][order],
+        proc_names,
+        out_typ[order],
+        type_names,
+        invoke_time[order],
+        complete_time[order],
+    )
