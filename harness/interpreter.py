@@ -19,7 +19,7 @@ from typing import Any
 from clusters.docker_cluster import ClusterInfo, DockerCluster
 from clusters.engine import client as docker_client
 from clusters.topology import build_topology
-from harness.faults import FaultDriver, build_nemeses, heal
+from harness.faults import FaultDriver, heal
 from harness.plan import PLAN_NAME, Plan, client_rng
 from harness.progress import RunProgress
 from harness.recorder import Recorder
@@ -28,6 +28,7 @@ from history.columnar import write_parquet
 from history.format import JSONL_NAME, PARQUET_NAME
 from history.reader import read_history
 from nemesis.api import FaultContext
+from nemesis.registry import build
 from workloads.client import Completion, Invocation
 from workloads.observe import Observer
 from workloads.queue import QueueWorkload, final_reads
@@ -91,8 +92,8 @@ class Run:
         if self._given_nemeses is not None:
             self.nemeses = self._given_nemeses
         else:
-            # Fails here, before any Docker work, when implementations are missing.
-            self.nemeses = build_nemeses(self.spec.nemesis)
+            # An unknown package fails here, before any Docker work.
+            self.nemeses = build(self.spec.nemesis)
         run_dir = make_run_dir(self.spec.results_dir, self.spec.run_name, self.plan.seed)
         self.run_dir = run_dir
         write_json(run_dir / "spec.json", self.plan.spec)
@@ -223,14 +224,12 @@ class Run:
 
     # Ending ----------------------------------------------------------------------------------
     def _heal(self, dc: DockerCluster, rec: Recorder | None) -> None:
-        if getattr(self, "_healed", False) or rec is None:
+        # Once the cluster exists a fault may be on it (even the clock's preparation restarts
+        # nodes), so healing does not wait for the fault driver to have started.
+        if getattr(self, "_healed", False) or rec is None or not dc.exists():
             return
         self._healed = True
-        ctx = getattr(self, "ctx", None)
-        if ctx is None:
-            return
-        healed = heal(self.nemeses, ctx, rec, dc)
-        self.summary["healed"] = healed
+        self.summary["healed"] = heal(self.nemeses, getattr(self, "ctx", None), rec, dc)
 
     def _finish(
         self,
