@@ -17,7 +17,7 @@ from typing import Any
 
 from clusters.config import FAKETIME_ENV
 from clusters.node import DockerNode
-from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
+from nemesis.api import FaultContext, FaultStep, check_keys
 from nemesis.errors import NemesisError
 from nemesis.nodes import number, on_each, run, split_running, wait_for
 from nemesis.targets import resolve
@@ -108,22 +108,31 @@ def unfake(node: DockerNode) -> bool:
 class ClockNemesis:
     fault = "clock"
 
+    def check(self, step: FaultStep) -> dict[str, float]:
+        check_keys(step)
+        if step.kind == "reset":
+            return {}
+        params = {"delta_s": number(step.params, "delta_s", 60)}
+        if step.kind == "strobe":
+            params["period_s"] = number(step.params, "period_s", 1.0)
+            params["duration_s"] = number(step.params, "duration_s", 10.0)
+            if params["period_s"] < 1:
+                raise NemesisError(
+                    f"clock strobe period_s must be at least 1 s, got {params['period_s']:g}: "
+                    "libfaketime re-reads the offset once a second (FAKETIME_CACHE_DURATION=1)"
+                )
+            if params["duration_s"] <= 0:
+                raise NemesisError(
+                    f"clock strobe duration_s must be positive, got {params['duration_s']:g}"
+                )
+        return params
+
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        if step.kind not in FAULT_KINDS["clock"]:
-            raise NemesisError(
-                f"unknown clock kind '{step.kind}': choose one of {', '.join(FAULT_KINDS['clock'])}"
-            )
+        # Parameters first: a bad plan must fail before any node is touched.
+        params = self.check(step)
         if step.kind == "reset":
             return self._reset(ctx, step)
-        # Parameters first: a bad plan must fail before any node is touched.
-        delta = number(step.params, "delta_s", 60)
-        period = number(step.params, "period_s", 1.0)
-        duration = number(step.params, "duration_s", 10.0)
-        if step.kind == "strobe" and period < 1:
-            raise NemesisError(
-                f"clock strobe period_s must be at least 1 s, got {period:g}: libfaketime "
-                "re-reads the offset once a second (FAKETIME_CACHE_DURATION=1)"
-            )
+        delta = params["delta_s"]
         found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
         nodes, down = split_running(ctx.nodes[t] for t in found.targets)
         out: dict[str, Any] = {"kind": step.kind, **found.record(), "delta_s": delta}
@@ -131,6 +140,7 @@ class ClockNemesis:
             out["not_running"] = down
         if step.kind == "strobe":
             restarted = on_each(nodes, lambda n: skew(n, 0))
+            period, duration = params["period_s"], params["duration_s"]
             on_each(nodes, lambda n: start_strobe(n, delta, period, duration))
             out.update(period_s=period, duration_s=duration)
         else:

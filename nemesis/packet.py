@@ -13,7 +13,7 @@ import random
 from typing import Any
 
 from clusters.node import DockerNode
-from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
+from nemesis.api import FAULT_KINDS, FaultContext, FaultStep, check_keys
 from nemesis.errors import NemesisError
 from nemesis.iptables import install_chain, remove_chain
 from nemesis.nodes import number, on_each, run, split_running
@@ -27,6 +27,10 @@ DEFAULTS = {"delay_ms": 100.0, "jitter_ms": 0.0, "percent": 10.0}
 def netem_args(kind: str, params: dict[str, Any]) -> list[str]:
     """The netem options for a kind; reordering needs a delay to reorder against."""
     p = {key: number(params, key, default) for key, default in DEFAULTS.items()}
+    if p["delay_ms"] < 0 or p["jitter_ms"] < 0:
+        raise NemesisError(f"packet delay_ms and jitter_ms must not be negative, got {params}")
+    if kind in ("duplicate", "reorder") and not 0 < p["percent"] <= 100:
+        raise NemesisError(f"packet {kind} percent must be in (0, 100], got {p['percent']:g}")
     delay = ["delay", f"{p['delay_ms']:g}ms"] + (
         [f"{p['jitter_ms']:g}ms"] if p["jitter_ms"] else []
     )
@@ -75,24 +79,30 @@ def clear(node: DockerNode) -> bool:
 class PacketNemesis:
     fault = "packet"
 
+    def check(self, step: FaultStep) -> dict[str, Any]:
+        check_keys(step)
+        if step.kind == "loss":
+            percent = number(step.params, "percent", DEFAULTS["percent"])
+            loss_rules([], percent)  # refuses a share outside (0, 100]
+            return {"percent": percent}
+        return {"netem": netem_args(step.kind, step.params)}
+
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         # Parameters first: a bad plan must fail before any node is touched.
         ips = [n.ip for n in ctx.topology.nodes]
-        if step.kind == "loss":
-            percent = number(step.params, "percent", DEFAULTS["percent"])
-            loss_rules(ips, percent)
-        else:
-            args = netem_args(step.kind, step.params)
+        params = self.check(step)
         found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
         nodes, down = split_running(ctx.nodes[t] for t in found.targets)
         out: dict[str, Any] = {"kind": step.kind, **found.record()}
         if down:
             out["not_running"] = down
         if step.kind == "loss":
+            percent = params["percent"]
             rules = on_each(
                 nodes, lambda n: install_chain(n, CHAIN, loss_rules(_others(ips, n.ip), percent))
             )
             return {**out, "percent": percent, "rules": rules}
+        args = params["netem"]
         on_each(nodes, lambda n: apply_netem(n, args))
         return {**out, "dev": DEV, "netem": " ".join(args)}
 

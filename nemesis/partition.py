@@ -13,7 +13,7 @@ from typing import Any
 
 from clusters.node import DockerNode
 from nemesis import grudge as g
-from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
+from nemesis.api import FAULT_KINDS, FaultContext, FaultStep, check_keys
 from nemesis.errors import NemesisError
 from nemesis.iptables import install_chain, remove_chain
 from nemesis.nodes import on_each, split_running
@@ -70,7 +70,12 @@ def grudge_for(ctx: FaultContext, step: FaultStep) -> tuple[g.Grudge, dict[str, 
 class PartitionNemesis:
     fault = "partition"
 
+    def check(self, step: FaultStep) -> dict[str, Any]:
+        check_keys(step)
+        return {}
+
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        self.check(step)
         grudge, chosen = grudge_for(ctx, step)
         ips = {n.name: n.ip for n in ctx.topology.nodes}
         drops = {name: sorted(ips[o] for o in grudge.get(name, ())) for name in ctx.nodes}
