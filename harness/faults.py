@@ -15,6 +15,7 @@ from typing import Any
 
 from history.format import NEMESIS
 from nemesis.api import FaultContext, FaultStep, Nemesis
+from nemesis.errors import NotApplied
 from nemesis.heal import heal_cluster
 from nemesis.registry import NEMESES
 
@@ -67,6 +68,11 @@ class FaultDriver:
             detail = (
                 nem.start(self.ctx, step) if step.action == "start" else nem.stop(self.ctx, step)
             )
+        except NotApplied as exc:
+            # Definitely not done (this kernel has no netem, say): a fail, and the run goes on.
+            self.recorder.fail(f, asdict(step), NEMESIS, str(exc))
+            self.timeline.append({"at_s": step.at_s, "f": f, "type": "fail", "error": str(exc)})
+            return
         except Exception as exc:  # a nemesis bug must not end the run before healing
             error = f"{type(exc).__name__}: {exc}"
             self.recorder.info(f, asdict(step), NEMESIS, error)

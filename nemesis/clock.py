@@ -18,7 +18,7 @@ from typing import Any
 from clusters.config import FAKETIME_ENV
 from clusters.node import DockerNode
 from nemesis.api import FaultContext, FaultStep, check_keys
-from nemesis.errors import NemesisError
+from nemesis.errors import NemesisError, before_touching
 from nemesis.nodes import number, on_each, run, split_running, wait_for
 from nemesis.targets import resolve
 
@@ -128,12 +128,13 @@ class ClockNemesis:
         return params
 
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        # Parameters first: a bad plan must fail before any node is touched.
-        params = self.check(step)
-        if step.kind == "reset":
-            return self._reset(ctx, step)
+        # Parameters and targets first: a step that cannot be done must change no node.
+        with before_touching():
+            params = self.check(step)
+            if step.kind == "reset":
+                return self._reset(ctx, step)
+            found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
         delta = params["delta_s"]
-        found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
         nodes, down = split_running(ctx.nodes[t] for t in found.targets)
         out: dict[str, Any] = {"kind": step.kind, **found.record(), "delta_s": delta}
         if down:

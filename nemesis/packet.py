@@ -14,7 +14,7 @@ from typing import Any
 
 from clusters.node import DockerNode
 from nemesis.api import FAULT_KINDS, FaultContext, FaultStep, check_keys
-from nemesis.errors import NemesisError
+from nemesis.errors import NemesisError, NotApplied, before_touching
 from nemesis.iptables import install_chain, remove_chain
 from nemesis.nodes import number, on_each, run, split_running
 from nemesis.targets import resolve
@@ -59,7 +59,7 @@ def apply_netem(node: DockerNode, args: list[str]) -> None:
     cmd = ["tc", "qdisc", "replace", "dev", DEV, "root", "netem", *args]
     result = node.exec(cmd, timeout=30)
     if "qdisc kind is unknown" in result.stderr:
-        raise NemesisError(
+        raise NotApplied(
             f"node {node.name}: this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so packet "
             "delay, duplicate and reorder cannot run here; packet loss works without it"
         )
@@ -88,10 +88,11 @@ class PacketNemesis:
         return {"netem": netem_args(step.kind, step.params)}
 
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        # Parameters first: a bad plan must fail before any node is touched.
+        # Parameters and targets first: a step that cannot be done must change no node.
         ips = [n.ip for n in ctx.topology.nodes]
-        params = self.check(step)
-        found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
+        with before_touching():
+            params = self.check(step)
+            found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
         nodes, down = split_running(ctx.nodes[t] for t in found.targets)
         out: dict[str, Any] = {"kind": step.kind, **found.record()}
         if down:
@@ -103,7 +104,10 @@ class PacketNemesis:
             )
             return {**out, "percent": percent, "rules": rules}
         args = params["netem"]
-        on_each(nodes, lambda n: apply_netem(n, args))
+        if nodes:
+            # One node first: a kernel without netem refuses there, before any node has changed.
+            apply_netem(nodes[0], args)
+            on_each(nodes[1:], lambda n: apply_netem(n, args))
         return {**out, "dev": DEV, "netem": " ".join(args)}
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:

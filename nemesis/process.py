@@ -11,6 +11,7 @@ from typing import Any
 
 from clusters.node import DockerNode
 from nemesis.api import FaultContext, FaultStep, check_keys
+from nemesis.errors import before_touching
 from nemesis.nodes import on_each, split_running, wait_for
 from nemesis.targets import resolve
 
@@ -53,8 +54,9 @@ class KillNemesis:
         return {}
 
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        self.check(step)
-        nodes, chosen = _targets(ctx, step)
+        with before_touching():
+            self.check(step)
+            nodes, chosen = _targets(ctx, step)
 
         def kill(node: DockerNode) -> float:
             node.kill()
@@ -81,8 +83,9 @@ class PauseNemesis:
         return {}
 
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        self.check(step)
-        nodes, chosen = _targets(ctx, step)
+        with before_touching():
+            self.check(step)
+            nodes, chosen = _targets(ctx, step)
 
         def stop(node: DockerNode) -> float:
             node.pause()
