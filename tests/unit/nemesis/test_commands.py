@@ -33,6 +33,8 @@ def test_loss_rules_use_a_probability_and_refuse_nonsense():
 
 def test_faketime_env_keeps_monotonic_time_real_and_offsets_are_relative():
     assert "FAKETIME_DONT_FAKE_MONOTONIC=1" in ENV_TEXT and "LD_PRELOAD=" in ENV_TEXT
+    # Without it libfaketime turns the JVM's monotonic timed waits into spins (docs/nemesis.md).
+    assert "FAKETIME_FORCE_MONOTONIC_FIX=0" in ENV_TEXT
     assert offset_text(30) == "+30\n" and offset_text(-2.5) == "-2.5\n" and offset_text(0) == "+0\n"
 
 
