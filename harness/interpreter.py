@@ -25,7 +25,7 @@ from harness.progress import RunProgress
 from harness.recorder import Recorder
 from harness.rundir import make_run_dir, point_latest, write_json
 from history.columnar import write_parquet
-from history.format import JSONL_NAME, PARQUET_NAME
+from history.format import JSONL_NAME, NEMESIS, PARQUET_NAME
 from history.reader import read_history
 from nemesis.api import FaultContext
 from nemesis.registry import build
@@ -34,6 +34,10 @@ from workloads.observe import Observer
 from workloads.queue import QueueWorkload, final_reads
 
 QUIESCE_TIMEOUT_S = 120.0
+# Restarting every node at once (the clock's preparation) on two busy cores takes longer.
+PREPARE_READY_TIMEOUT_S = 300.0
+READY_REPORT_EVERY_S = 10.0
+PREPARE_WHY = {"clock": "restarting each JVM under libfaketime at offset 0"}
 # A worker finishing its last operation after the time limit is bounded by the client timeouts.
 WORKER_JOIN_S = 40.0
 
@@ -148,9 +152,10 @@ class Run:
         spec = self.spec
         wl = QueueWorkload(self.plan.generator, info.topology, self.plan.seed, run_id)
         self.workload = wl
+        self.ctx = FaultContext(topology=info.topology, nodes=dc.nodes(info))
+        self._prepare_nemeses(dc, info, rec)
         self.say(f"workload setup: topic {wl.topic} with {wl.keys} partitions")
         wl.setup()
-        self.ctx = FaultContext(topology=info.topology, nodes=dc.nodes(info))
         self.observer = Observer(info.topology, rec)
         self.driver = FaultDriver(self.plan.faults, self.nemeses, self.ctx, rec, wl.hints)
         self.processes = ProcessIds(spec.concurrency)
@@ -176,16 +181,55 @@ class Run:
         for w in workers:
             w.join(WORKER_JOIN_S)
         self._heal(dc, rec)
-        self.say("waiting until the cluster is observed ready again")
-        from clusters.readiness import wait_ready
-
-        wait_ready(dc, info, timeout=QUIESCE_TIMEOUT_S)
+        self._wait_ready(dc, info, "after healing", QUIESCE_TIMEOUT_S)
         self.say("final reads: every key from the beginning")
         outcome = final_reads(wl, self.processes.fresh, rec.record, spec.final_timeout)
         self.summary["final_reads"] = outcome
         wl.close()
         self.observer.stop()
         self.summary["observer_samples"] = self.observer.samples
+
+    def _prepare_nemeses(self, dc: DockerCluster, info: ClusterInfo, rec: Recorder) -> None:
+        """Runs each package's optional ``prepare`` before the workload, then waits for readiness.
+
+        The clock package restarts every node under libfaketime here, so that its faults during
+        the run only change offsets; that cost is paid before the clients start, and recorded.
+        """
+        restarted = False
+        for name, nem in self.nemeses.items():
+            prepare = getattr(nem, "prepare", None)
+            if prepare is None:
+                continue
+            self.say(f"{name}: preparing the nodes ({PREPARE_WHY.get(name, 'package setup')})")
+            rec.invoke("prepare", {"by": name}, NEMESIS)
+            try:
+                actions = prepare(self.ctx)
+            except Exception as exc:
+                rec.info("prepare", {"by": name}, NEMESIS, f"{type(exc).__name__}: {exc}")
+                raise
+            rec.ok("prepare", {"by": name, "actions": actions}, NEMESIS)
+            for action in actions:
+                self.say(f"{name}: {action}")
+            restarted = restarted or bool(actions)
+        if restarted:
+            self._wait_ready(dc, info, "after preparing the nodes", PREPARE_READY_TIMEOUT_S)
+
+    def _wait_ready(self, dc: DockerCluster, info: ClusterInfo, why: str, timeout: float) -> None:
+        """Waits for observed readiness, saying what is still missing every few seconds."""
+        from clusters.readiness import wait_ready
+
+        self.say(f"waiting until the cluster is observed ready {why}")
+        t0 = time.monotonic()
+        said = [t0]
+
+        def on_poll(status: dict[str, Any], problems: list[str]) -> None:
+            now = time.monotonic()
+            if problems and now - said[0] >= READY_REPORT_EVERY_S:
+                said[0] = now
+                self.say(f"  {now - t0:.0f} s, not yet: {'; '.join(problems[:3])}")
+
+        wait_ready(dc, info, timeout=timeout, on_poll=on_poll)
+        self.say(f"cluster ready {why} ({time.monotonic() - t0:.0f} s)")
 
     def _worker(self, wl: QueueWorkload, rec: Recorder, slot: int) -> None:
         spec = self.spec

@@ -136,3 +136,15 @@ class Nemesis(Protocol):
     def heal_all(self, ctx: FaultContext) -> list[str]:
         """Undoes whatever this package could have left on any node; idempotent; says what."""
         ...
+
+
+class Preparable(Protocol):
+    """A package that needs the nodes set up before a run (clock: the JVMs under libfaketime).
+
+    Optional, as Jepsen's small capability protocols are: the harness calls ``prepare`` once,
+    before the workload, where a package has it, and waits until the cluster is ready again.
+    """
+
+    def prepare(self, ctx: FaultContext) -> list[str]:
+        """Sets every running node up; says what it did (empty: nothing was needed)."""
+        ...

@@ -55,3 +55,38 @@ def test_a_step_that_cannot_run_here_is_a_fail_and_the_run_goes_on(tmp_path):
     # A failed step is not on; one that broke half-way may be, so healing must look for it.
     assert sorted(driver.describe_active()) == ["packet:loss", "packet:reorder"]
     assert [t["type"] for t in driver.timeline] == ["fail", "info", "ok"]
+
+
+class Preparing(Scripted):
+    fault = "clock"
+
+    def __init__(self, actions: list[str]) -> None:
+        self.actions = actions
+
+    def prepare(self, ctx: FaultContext) -> list[str]:
+        return self.actions
+
+
+def test_prepare_runs_before_the_workload_is_recorded_and_waits_for_readiness(tmp_path):
+    from harness.interpreter import PREPARE_READY_TIMEOUT_S, Run
+    from harness.plan import build_plan
+    from harness.spec import RunSpec
+
+    plan = build_plan(RunSpec(nemesis=["clock", "kill"], results_dir=str(tmp_path)), 1)
+    waits: list[float] = []
+    for actions, expected_waits in ((["n1: restarted under libfaketime"], 1), ([], 0)):
+        waits.clear()
+        rec = Recorder(tmp_path / f"h{expected_waits}.jsonl", "t")
+        run = Run(plan, say=lambda m: None, nemeses={"clock": Preparing(actions)})
+        run._wait_ready = lambda dc, info, why, timeout: waits.append(timeout)  # type: ignore
+        run.prepare()  # the run directory, and the given nemeses in place of the registry's
+        run.ctx = None  # type: ignore[assignment]
+        run._prepare_nemeses(None, None, rec)  # type: ignore[arg-type]
+        rec.close()
+        ops = read_history(tmp_path / f"h{expected_waits}.jsonl").ops
+        assert [(op["type"], op["f"], op["process"]) for op in ops] == [
+            ("invoke", "prepare", "nemesis"),
+            ("ok", "prepare", "nemesis"),
+        ]
+        assert ops[1]["value"] == {"by": "clock", "actions": actions}
+        assert waits == [PREPARE_READY_TIMEOUT_S] * expected_waits
