@@ -286,13 +286,15 @@ class Run:
         assert self.run_dir is not None
         run_dir = self.run_dir
         self.stop.set()
+        # No new fault once the run is ending: a step due while clients finish would be undone
+        # by the heal anyway, and would only blur what the history shows.
+        if getattr(self, "driver", None) is not None:
+            self.driver.stop()
         # Clients finish their in-flight operation (bounded by client timeouts) before healing.
         for w in getattr(self, "workers", []):
             w.join(WORKER_JOIN_S)
-        for part in ("driver", "observer"):
-            obj = getattr(self, part, None)
-            if obj is not None:
-                obj.stop()
+        if getattr(self, "observer", None) is not None:
+            self.observer.stop()
         self._heal(dc, rec)
         wl = getattr(self, "workload", None)
         if wl is not None:
