@@ -1,17 +1,20 @@
 """What recording costs: ops/s through the run interpreter vs a bare confluent-kafka loop.
 
 Both drive the same cluster with the same clients (workloads.queue, same op mix, unlimited
-rate, same concurrency) for the same time; the interpreter path also writes every invoke and
-completion to a history. Also times Recorder.record alone. Prints a table and writes
-``bench/out/run.json``. Goal: recorded/bare >= 0.9.
+rate, same concurrency) for the same time and count the same thing (ok completions); the
+interpreter path also writes every invoke and completion to a history. Pairs alternate which
+goes first, so a cluster that warms up (or a machine that gets busier) favours neither; the
+ratio reported is the median of the pairs'. Also times Recorder.record alone. Prints a table
+and writes ``bench/out/run.json``. Goal: recorded/bare >= 0.9.
 
-    .venv/bin/python bench/bench_run.py [--seconds 15] [--concurrency 4]
+    .venv/bin/python bench/bench_run.py [--seconds 15] [--concurrency 4] [--pairs 4]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import tempfile
 import threading
 import time
@@ -39,8 +42,7 @@ def bare(wl: QueueWorkload, seconds: float, concurrency: int) -> int:
         c = wl.client(10_000 + slot, client_rng(0, slot))
         c.open(c.setup_op)
         while not stop.is_set():
-            c.apply(c.next_op())
-            done[slot] += 1
+            done[slot] += c.apply(c.next_op()).type == "ok"
         c.close()
 
     threads = [threading.Thread(target=loop, args=(i,)) for i in range(concurrency)]
@@ -90,20 +92,34 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--pairs", type=int, default=4, help="recorded/bare pairs, order alternating")
+    ap.add_argument("--name", default=CLUSTER, help="Docker cluster name")
+    ap.add_argument("--subnet", default=SUBNET)
     args = ap.parse_args()
-    spec = RunSpec(concurrency=args.concurrency, rate=0, cluster=CLUSTER, subnet=SUBNET)
+    spec = RunSpec(concurrency=args.concurrency, rate=0, cluster=args.name, subnet=args.subnet)
     plan = build_plan(spec, 1)
-    dc = DockerCluster(client(), CLUSTER)
+    dc = DockerCluster(client(), args.name)
     dc.remove()
-    topo = build_topology("kraft-combined", cluster=CLUSTER, subnet=SUBNET)
+    topo = build_topology("kraft-combined", cluster=args.name, subnet=args.subnet)
+    pairs: list[dict[str, float]] = []
     try:
         info = dc.up(topo, "3.9", timing="fast", say=lambda m: None)
         wl = QueueWorkload(plan.generator, info.topology, 1, "bench")
         wl.setup()
         bare(wl, 3, args.concurrency)  # warm up the brokers' JIT and the connections
-        with tempfile.TemporaryDirectory() as d:
-            rec_ops = recorded(plan, wl, args.seconds, args.concurrency, Path(d))
-        bare_ops = bare(wl, args.seconds, args.concurrency)
+        for i in range(args.pairs):
+            got: dict[str, float] = {}
+            order = ("recorded", "bare") if i % 2 == 0 else ("bare", "recorded")
+            for which in order:
+                if which == "bare":
+                    got["bare"] = bare(wl, args.seconds, args.concurrency) / args.seconds
+                else:
+                    with tempfile.TemporaryDirectory() as d:
+                        n = recorded(plan, wl, args.seconds, args.concurrency, Path(d))
+                    got["recorded"] = n / args.seconds
+            got["ratio"] = got["recorded"] / got["bare"] if got["bare"] else 0.0
+            pairs.append({"first": order[0], **{k: round(v, 3) for k, v in got.items()}})
+            print(f"pair {i + 1} ({order[0]} first): {pairs[-1]}")
         wl.close()
     finally:
         dc.remove()
@@ -111,9 +127,11 @@ def main() -> None:
     result = {
         "seconds": args.seconds,
         "concurrency": args.concurrency,
-        "bare_ops_per_s": round(bare_ops / args.seconds, 1),
-        "recorded_ops_per_s": round(rec_ops / args.seconds, 1),
-        "ratio": round(rec_ops / bare_ops, 3) if bare_ops else None,
+        "bare_ops_per_s": round(statistics.median(p["bare"] for p in pairs), 1),
+        "recorded_ops_per_s": round(statistics.median(p["recorded"] for p in pairs), 1),
+        "ratio": round(statistics.median(p["ratio"] for p in pairs), 3),
+        "ratio_recorded_first": [p["ratio"] for p in pairs if p["first"] == "recorded"],
+        "ratio_bare_first": [p["ratio"] for p in pairs if p["first"] == "bare"],
         "record_ns_per_op": round(per_op),
     }
     OUT.mkdir(exist_ok=True)

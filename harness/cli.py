@@ -15,12 +15,11 @@ from checkers.cli import check_command
 from clusters.errors import ClusterError
 from harness.cluster_cli import cluster
 from harness.console import console, err_console, say
-from harness.faults import NemesisUnavailable
 from harness.run_cli import heal, run
 from harness.spec import SpecError
 
 # Exceptions whose message is the whole story for the user.
-USER_ERRORS: tuple[type[Exception], ...] = (ClusterError, SpecError, NemesisUnavailable)
+USER_ERRORS: tuple[type[Exception], ...] = (ClusterError, SpecError)
 
 
 class KchaosGroup(click.Group):

@@ -19,20 +19,25 @@ from typing import Any
 from clusters.docker_cluster import ClusterInfo, DockerCluster
 from clusters.engine import client as docker_client
 from clusters.topology import build_topology
-from harness.faults import FaultDriver, build_nemeses, heal
+from harness.faults import FaultDriver, heal
 from harness.plan import PLAN_NAME, Plan, client_rng
 from harness.progress import RunProgress
 from harness.recorder import Recorder
 from harness.rundir import make_run_dir, point_latest, write_json
 from history.columnar import write_parquet
-from history.format import JSONL_NAME, PARQUET_NAME
+from history.format import JSONL_NAME, NEMESIS, PARQUET_NAME
 from history.reader import read_history
 from nemesis.api import FaultContext
+from nemesis.registry import build
 from workloads.client import Completion, Invocation
 from workloads.observe import Observer
 from workloads.queue import QueueWorkload, final_reads
 
 QUIESCE_TIMEOUT_S = 120.0
+# Restarting every node at once (the clock's preparation) on two busy cores takes longer.
+PREPARE_READY_TIMEOUT_S = 300.0
+READY_REPORT_EVERY_S = 10.0
+PREPARE_WHY = {"clock": "restarting each JVM under libfaketime at offset 0"}
 # A worker finishing its last operation after the time limit is bounded by the client timeouts.
 WORKER_JOIN_S = 40.0
 
@@ -91,8 +96,8 @@ class Run:
         if self._given_nemeses is not None:
             self.nemeses = self._given_nemeses
         else:
-            # Fails here, before any Docker work, when implementations are missing.
-            self.nemeses = build_nemeses(self.spec.nemesis)
+            # An unknown package fails here, before any Docker work.
+            self.nemeses = build(self.spec.nemesis)
         run_dir = make_run_dir(self.spec.results_dir, self.spec.run_name, self.plan.seed)
         self.run_dir = run_dir
         write_json(run_dir / "spec.json", self.plan.spec)
@@ -147,9 +152,10 @@ class Run:
         spec = self.spec
         wl = QueueWorkload(self.plan.generator, info.topology, self.plan.seed, run_id)
         self.workload = wl
+        self.ctx = FaultContext(topology=info.topology, nodes=dc.nodes(info))
+        self._prepare_nemeses(dc, info, rec)
         self.say(f"workload setup: topic {wl.topic} with {wl.keys} partitions")
         wl.setup()
-        self.ctx = FaultContext(topology=info.topology, nodes=dc.nodes(info))
         self.observer = Observer(info.topology, rec)
         self.driver = FaultDriver(self.plan.faults, self.nemeses, self.ctx, rec, wl.hints)
         self.processes = ProcessIds(spec.concurrency)
@@ -175,16 +181,55 @@ class Run:
         for w in workers:
             w.join(WORKER_JOIN_S)
         self._heal(dc, rec)
-        self.say("waiting until the cluster is observed ready again")
-        from clusters.readiness import wait_ready
-
-        wait_ready(dc, info, timeout=QUIESCE_TIMEOUT_S)
+        self._wait_ready(dc, info, "after healing", QUIESCE_TIMEOUT_S)
         self.say("final reads: every key from the beginning")
         outcome = final_reads(wl, self.processes.fresh, rec.record, spec.final_timeout)
         self.summary["final_reads"] = outcome
         wl.close()
         self.observer.stop()
         self.summary["observer_samples"] = self.observer.samples
+
+    def _prepare_nemeses(self, dc: DockerCluster, info: ClusterInfo, rec: Recorder) -> None:
+        """Runs each package's optional ``prepare`` before the workload, then waits for readiness.
+
+        The clock package restarts every node under libfaketime here, so that its faults during
+        the run only change offsets; that cost is paid before the clients start, and recorded.
+        """
+        restarted = False
+        for name, nem in self.nemeses.items():
+            prepare = getattr(nem, "prepare", None)
+            if prepare is None:
+                continue
+            self.say(f"{name}: preparing the nodes ({PREPARE_WHY.get(name, 'package setup')})")
+            rec.invoke("prepare", {"by": name}, NEMESIS)
+            try:
+                actions = prepare(self.ctx)
+            except Exception as exc:
+                rec.info("prepare", {"by": name}, NEMESIS, f"{type(exc).__name__}: {exc}")
+                raise
+            rec.ok("prepare", {"by": name, "actions": actions}, NEMESIS)
+            for action in actions:
+                self.say(f"{name}: {action}")
+            restarted = restarted or bool(actions)
+        if restarted:
+            self._wait_ready(dc, info, "after preparing the nodes", PREPARE_READY_TIMEOUT_S)
+
+    def _wait_ready(self, dc: DockerCluster, info: ClusterInfo, why: str, timeout: float) -> None:
+        """Waits for observed readiness, saying what is still missing every few seconds."""
+        from clusters.readiness import wait_ready
+
+        self.say(f"waiting until the cluster is observed ready {why}")
+        t0 = time.monotonic()
+        said = [t0]
+
+        def on_poll(status: dict[str, Any], problems: list[str]) -> None:
+            now = time.monotonic()
+            if problems and now - said[0] >= READY_REPORT_EVERY_S:
+                said[0] = now
+                self.say(f"  {now - t0:.0f} s, not yet: {'; '.join(problems[:3])}")
+
+        wait_ready(dc, info, timeout=timeout, on_poll=on_poll)
+        self.say(f"cluster ready {why} ({time.monotonic() - t0:.0f} s)")
 
     def _worker(self, wl: QueueWorkload, rec: Recorder, slot: int) -> None:
         spec = self.spec
@@ -223,14 +268,12 @@ class Run:
 
     # Ending ----------------------------------------------------------------------------------
     def _heal(self, dc: DockerCluster, rec: Recorder | None) -> None:
-        if getattr(self, "_healed", False) or rec is None:
+        # Once the cluster exists a fault may be on it (even the clock's preparation restarts
+        # nodes), so healing does not wait for the fault driver to have started.
+        if getattr(self, "_healed", False) or rec is None or not dc.exists():
             return
         self._healed = True
-        ctx = getattr(self, "ctx", None)
-        if ctx is None:
-            return
-        healed = heal(self.nemeses, ctx, rec, dc)
-        self.summary["healed"] = healed
+        self.summary["healed"] = heal(self.nemeses, getattr(self, "ctx", None), rec, dc)
 
     def _finish(
         self,
@@ -243,13 +286,15 @@ class Run:
         assert self.run_dir is not None
         run_dir = self.run_dir
         self.stop.set()
+        # No new fault once the run is ending: a step due while clients finish would be undone
+        # by the heal anyway, and would only blur what the history shows.
+        if getattr(self, "driver", None) is not None:
+            self.driver.stop()
         # Clients finish their in-flight operation (bounded by client timeouts) before healing.
         for w in getattr(self, "workers", []):
             w.join(WORKER_JOIN_S)
-        for part in ("driver", "observer"):
-            obj = getattr(self, part, None)
-            if obj is not None:
-                obj.stop()
+        if getattr(self, "observer", None) is not None:
+            self.observer.stop()
         self._heal(dc, rec)
         wl = getattr(self, "workload", None)
         if wl is not None:

@@ -82,12 +82,19 @@ def _kinds_for(fault: str, topology: str) -> list[str]:
     return kinds
 
 
-def _params(fault: str, kind: str, rng: random.Random) -> dict[str, Any]:
+def _params(fault: str, kind: str, rng: random.Random, interval: float) -> dict[str, Any]:
+    """A step's parameters, in the vocabulary of ``nemesis.api.PARAMS`` (units in the names)."""
     if fault == "clock":
         if kind in ("bump", "restart-skewed"):
             return {"delta_s": rng.choice([-300, -30, -5, 5, 30, 300])}
         if kind == "strobe":
-            return {"delta_ms": rng.choice([50, 500, 5000]), "period_ms": rng.choice([10, 100])}
+            # Periods under a second would not show: libfaketime re-reads the offset once a
+            # second. The strobe lasts the fault's interval; its stop step ends it anyway.
+            return {
+                "delta_s": rng.choice([0.05, 0.5, 5]),
+                "period_s": rng.choice([1, 2]),
+                "duration_s": max(1.0, round(interval, 3)),
+            }
         return {}
     if fault == "packet":
         if kind == "delay":
@@ -119,7 +126,7 @@ def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
         else:
             target = None
         step_seed = rng.getrandbits(32)
-        params = _params(fault, kind, rng)
+        params = _params(fault, kind, rng, interval)
         steps.append(FaultStep(round(t, 3), "start", fault, kind, target, step_seed, params))
         stop = t + interval
         if round(stop, 3) < spec.time_limit:

@@ -154,21 +154,10 @@ def heal(cluster: str) -> None:
     """Undoes every fault any nemesis could have left on a cluster (after a crashed run)."""
     from clusters.docker_cluster import DockerCluster
     from clusters.engine import client
-    from harness.faults import build_nemeses
-    from nemesis.api import FAULT_KINDS, FaultContext
+    from nemesis.heal import heal_cluster
 
-    dc = DockerCluster(client(), cluster)
-    info = dc.info()
-    nemeses = build_nemeses(sorted(FAULT_KINDS))
-    ctx = FaultContext(topology=info.topology, nodes=dc.nodes(info))
-    for name, nem in nemeses.items():
-        for action in nem.heal_all(ctx):
-            say(f"{name}: {action}")
-    try:
-        from nemesis.heal import heal_cluster
-    except ImportError:
-        heal_cluster = None
-    if heal_cluster is not None:
-        for action in heal_cluster(dc):
-            say(action)
-    console.print(f"[green]cluster '{cluster}' healed[/green]")
+    done = heal_cluster(DockerCluster(client(), cluster))
+    for action in done:
+        say(action)
+    what = f"{len(done)} fault(s) undone" if done else "no fault was in place"
+    console.print(f"[green]cluster '{cluster}' healed: {what}[/green]", highlight=False)

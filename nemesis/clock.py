@@ -6,7 +6,8 @@ and says so in the history. From then on the offset lives in a timestamp file th
 library re-reads at most once a second (FAKETIME_CACHE_DURATION=1), so bumps, strobes and
 resets act on the running JVM without a restart. Monotonic time is left alone
 (FAKETIME_DONT_FAKE_MONOTONIC=1): Java 17 hangs when its monotonic clock jumps, and it keeps
-Kafka's timeouts honest, which is what docs/nemesis.md explains.
+Kafka's timeouts honest, which is what docs/nemesis.md explains, with why
+FAKETIME_FORCE_MONOTONIC_FIX=0 is needed for the JVM not to spin.
 """
 
 from __future__ import annotations
@@ -17,16 +18,22 @@ from typing import Any
 
 from clusters.config import FAKETIME_ENV
 from clusters.node import DockerNode
-from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
-from nemesis.errors import NemesisError
+from nemesis.api import FaultContext, FaultStep, check_keys
+from nemesis.errors import NemesisError, before_touching
 from nemesis.nodes import number, on_each, run, split_running, wait_for
 from nemesis.targets import resolve
 
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 OFFSET_FILE = "/etc/kafka/faketime.rc"
 STROBE_PID = "/tmp/kchaos-strobe.pid"
+# FAKETIME_FORCE_MONOTONIC_FIX=0: on glibc >= 2.30 libfaketime otherwise rebases the deadline of
+# every timed wait on a monotonic condition variable onto its *faked* monotonic clock, which with
+# DONT_FAKE_MONOTONIC lies decades away from the JVM's real one: each wait times out at once and
+# the JVM's sleeping threads spin. That made Kafka start 6-10x slower; with 0 the JVM's own
+# deadline is passed through unchanged (bench/bench_faketime.py measures both).
 ENV_TEXT = f"""export LD_PRELOAD={LIBFAKETIME}
 export FAKETIME_DONT_FAKE_MONOTONIC=1
+export FAKETIME_FORCE_MONOTONIC_FIX=0
 export FAKETIME_TIMESTAMP_FILE={OFFSET_FILE}
 export FAKETIME_CACHE_DURATION=1
 """
@@ -108,29 +115,40 @@ def unfake(node: DockerNode) -> bool:
 class ClockNemesis:
     fault = "clock"
 
-    def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        if step.kind not in FAULT_KINDS["clock"]:
-            raise NemesisError(
-                f"unknown clock kind '{step.kind}': choose one of {', '.join(FAULT_KINDS['clock'])}"
-            )
+    def check(self, step: FaultStep) -> dict[str, float]:
+        check_keys(step)
         if step.kind == "reset":
-            return self._reset(ctx, step)
-        # Parameters first: a bad plan must fail before any node is touched.
-        delta = number(step.params, "delta_s", 60)
-        period = number(step.params, "period_s", 1.0)
-        duration = number(step.params, "duration_s", 10.0)
-        if step.kind == "strobe" and period < 1:
-            raise NemesisError(
-                f"clock strobe period_s must be at least 1 s, got {period:g}: libfaketime "
-                "re-reads the offset once a second (FAKETIME_CACHE_DURATION=1)"
-            )
-        found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
+            return {}
+        params = {"delta_s": number(step.params, "delta_s", 60)}
+        if step.kind == "strobe":
+            params["period_s"] = number(step.params, "period_s", 1.0)
+            params["duration_s"] = number(step.params, "duration_s", 10.0)
+            if params["period_s"] < 1:
+                raise NemesisError(
+                    f"clock strobe period_s must be at least 1 s, got {params['period_s']:g}: "
+                    "libfaketime re-reads the offset once a second (FAKETIME_CACHE_DURATION=1)"
+                )
+            if params["duration_s"] <= 0:
+                raise NemesisError(
+                    f"clock strobe duration_s must be positive, got {params['duration_s']:g}"
+                )
+        return params
+
+    def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        # Parameters and targets first: a step that cannot be done must change no node.
+        with before_touching():
+            params = self.check(step)
+            if step.kind == "reset":
+                return self._reset(ctx, step)
+            found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
+        delta = params["delta_s"]
         nodes, down = split_running(ctx.nodes[t] for t in found.targets)
         out: dict[str, Any] = {"kind": step.kind, **found.record(), "delta_s": delta}
         if down:
             out["not_running"] = down
         if step.kind == "strobe":
             restarted = on_each(nodes, lambda n: skew(n, 0))
+            period, duration = params["period_s"], params["duration_s"]
             on_each(nodes, lambda n: start_strobe(n, delta, period, duration))
             out.update(period_s=period, duration_s=duration)
         else:
@@ -142,9 +160,8 @@ class ClockNemesis:
     def prepare(self, ctx: FaultContext) -> list[str]:
         """Starts every node's JVM under libfaketime at offset 0, before a run.
 
-        A JVM restarted under the preload took 80-130 s to serve again on this 2-core machine
-        (13 s without it): the harness should pay that before the workload, wait for readiness,
-        and let the run's clock faults change offsets without restarts.
+        The harness calls it before the workload and waits for readiness, so the run's clock
+        faults change offsets without restarts the plan did not ask for.
         """
         running = [n for n in ctx.nodes.values() if n.is_running()]
         done = on_each(running, lambda n: skew(n, 0))

@@ -13,8 +13,8 @@ import random
 from typing import Any
 
 from clusters.node import DockerNode
-from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
-from nemesis.errors import NemesisError
+from nemesis.api import FAULT_KINDS, FaultContext, FaultStep, check_keys
+from nemesis.errors import NemesisError, NotApplied, before_touching
 from nemesis.iptables import install_chain, remove_chain
 from nemesis.nodes import number, on_each, run, split_running
 from nemesis.targets import resolve
@@ -27,6 +27,10 @@ DEFAULTS = {"delay_ms": 100.0, "jitter_ms": 0.0, "percent": 10.0}
 def netem_args(kind: str, params: dict[str, Any]) -> list[str]:
     """The netem options for a kind; reordering needs a delay to reorder against."""
     p = {key: number(params, key, default) for key, default in DEFAULTS.items()}
+    if p["delay_ms"] < 0 or p["jitter_ms"] < 0:
+        raise NemesisError(f"packet delay_ms and jitter_ms must not be negative, got {params}")
+    if kind in ("duplicate", "reorder") and not 0 < p["percent"] <= 100:
+        raise NemesisError(f"packet {kind} percent must be in (0, 100], got {p['percent']:g}")
     delay = ["delay", f"{p['delay_ms']:g}ms"] + (
         [f"{p['jitter_ms']:g}ms"] if p["jitter_ms"] else []
     )
@@ -55,7 +59,7 @@ def apply_netem(node: DockerNode, args: list[str]) -> None:
     cmd = ["tc", "qdisc", "replace", "dev", DEV, "root", "netem", *args]
     result = node.exec(cmd, timeout=30)
     if "qdisc kind is unknown" in result.stderr:
-        raise NemesisError(
+        raise NotApplied(
             f"node {node.name}: this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so packet "
             "delay, duplicate and reorder cannot run here; packet loss works without it"
         )
@@ -75,25 +79,35 @@ def clear(node: DockerNode) -> bool:
 class PacketNemesis:
     fault = "packet"
 
-    def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        # Parameters first: a bad plan must fail before any node is touched.
-        ips = [n.ip for n in ctx.topology.nodes]
+    def check(self, step: FaultStep) -> dict[str, Any]:
+        check_keys(step)
         if step.kind == "loss":
             percent = number(step.params, "percent", DEFAULTS["percent"])
-            loss_rules(ips, percent)
-        else:
-            args = netem_args(step.kind, step.params)
-        found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
+            loss_rules([], percent)  # refuses a share outside (0, 100]
+            return {"percent": percent}
+        return {"netem": netem_args(step.kind, step.params)}
+
+    def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        # Parameters and targets first: a step that cannot be done must change no node.
+        ips = [n.ip for n in ctx.topology.nodes]
+        with before_touching():
+            params = self.check(step)
+            found = resolve(ctx, step.target or "one", random.Random(step.seed), step.params)
         nodes, down = split_running(ctx.nodes[t] for t in found.targets)
         out: dict[str, Any] = {"kind": step.kind, **found.record()}
         if down:
             out["not_running"] = down
         if step.kind == "loss":
+            percent = params["percent"]
             rules = on_each(
                 nodes, lambda n: install_chain(n, CHAIN, loss_rules(_others(ips, n.ip), percent))
             )
             return {**out, "percent": percent, "rules": rules}
-        on_each(nodes, lambda n: apply_netem(n, args))
+        args = params["netem"]
+        if nodes:
+            # One node first: a kernel without netem refuses there, before any node has changed.
+            apply_netem(nodes[0], args)
+            on_each(nodes[1:], lambda n: apply_netem(n, args))
         return {**out, "dev": DEV, "netem": " ".join(args)}
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:

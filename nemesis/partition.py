@@ -13,8 +13,8 @@ from typing import Any
 
 from clusters.node import DockerNode
 from nemesis import grudge as g
-from nemesis.api import FAULT_KINDS, FaultContext, FaultStep
-from nemesis.errors import NemesisError
+from nemesis.api import FAULT_KINDS, FaultContext, FaultStep, check_keys
+from nemesis.errors import NemesisError, before_touching
 from nemesis.iptables import install_chain, remove_chain
 from nemesis.nodes import on_each, split_running
 from nemesis.targets import resolve
@@ -70,8 +70,14 @@ def grudge_for(ctx: FaultContext, step: FaultStep) -> tuple[g.Grudge, dict[str, 
 class PartitionNemesis:
     fault = "partition"
 
+    def check(self, step: FaultStep) -> dict[str, Any]:
+        check_keys(step)
+        return {}
+
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        grudge, chosen = grudge_for(ctx, step)
+        with before_touching():
+            self.check(step)
+            grudge, chosen = grudge_for(ctx, step)
         ips = {n.name: n.ip for n in ctx.topology.nodes}
         drops = {name: sorted(ips[o] for o in grudge.get(name, ())) for name in ctx.nodes}
         # A node that is down gets no rules (its namespace is new when it starts again), but

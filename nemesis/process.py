@@ -10,7 +10,8 @@ import random
 from typing import Any
 
 from clusters.node import DockerNode
-from nemesis.api import FaultContext, FaultStep
+from nemesis.api import FaultContext, FaultStep, check_keys
+from nemesis.errors import before_touching
 from nemesis.nodes import on_each, split_running, wait_for
 from nemesis.targets import resolve
 
@@ -48,8 +49,14 @@ def resume_paused(ctx: FaultContext) -> list[str]:
 class KillNemesis:
     fault = "kill"
 
+    def check(self, step: FaultStep) -> dict[str, Any]:
+        check_keys(step)
+        return {}
+
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        nodes, chosen = _targets(ctx, step)
+        with before_touching():
+            self.check(step)
+            nodes, chosen = _targets(ctx, step)
 
         def kill(node: DockerNode) -> float:
             node.kill()
@@ -71,8 +78,14 @@ class KillNemesis:
 class PauseNemesis:
     fault = "pause"
 
+    def check(self, step: FaultStep) -> dict[str, Any]:
+        check_keys(step)
+        return {}
+
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        nodes, chosen = _targets(ctx, step)
+        with before_touching():
+            self.check(step)
+            nodes, chosen = _targets(ctx, step)
 
         def stop(node: DockerNode) -> float:
             node.pause()

@@ -191,8 +191,7 @@ def test_clock_bump_is_seen_by_the_running_jvm_and_reset_undoes_it(cluster, ctx)
 
     wait_until("the strobe to show both +1 h and the real time", both_seen, timeout=15, every=0.2)
     nemesis.stop(ctx, step("stop", "clock", "strobe"))
-    # No health check here: a JVM started under libfaketime takes minutes to serve on two busy
-    # cores (docs/nemesis.md). The heal test removes the preload and waits for health.
+    # No health check here: the heal test removes the preload and waits for health.
 
 
 def test_heal_cluster_removes_every_leftover_fault_and_is_idempotent(cluster, ctx):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from harness.plan import build_plan, client_rng, load_plan
 from harness.spec import RunSpec, validate
 from nemesis.api import FAULT_KINDS, TARGETS
+from nemesis.registry import build
 
 specs = st.builds(
     RunSpec,
@@ -57,6 +58,14 @@ def test_every_fault_step_is_valid_and_alternates_start_stop(spec, seed):
             assert step.at_s > start.at_s
     if spec.topology != "zk":
         assert all(s.target != "zk-leader" for s in plan.faults)
+
+
+@given(specs, seeds)
+def test_every_step_a_plan_can_hold_is_accepted_by_its_nemesis(spec, seed):
+    # The plan writes parameters and the nemesis reads them: this keeps the two vocabularies one.
+    nemeses = build(sorted(FAULT_KINDS))
+    for step in build_plan(spec, seed).faults:
+        nemeses[step.fault].check(step)
 
 
 @given(specs, seeds, seeds)

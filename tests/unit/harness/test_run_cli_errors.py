@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from click.testing import CliRunner
 
@@ -87,15 +85,34 @@ def test_no_seed_means_a_random_one_that_is_printed_in_the_plan():
     assert a.output != b.output
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("nemesis.registry") is not None,
-    reason="nemesis implementations are present in this build",
-)
-def test_nemesis_without_implementations_is_a_clear_error_before_docker(tmp_path):
-    r = run("--nemesis", "kill", "--results-dir", str(tmp_path))
+def test_heal_prints_what_heal_cluster_undid(monkeypatch):
+    import clusters.engine
+    import nemesis.heal
+
+    healed = []
+    monkeypatch.setattr(clusters.engine, "client", lambda: None)
+    monkeypatch.setattr(
+        nemesis.heal, "heal_cluster", lambda dc: healed.append(dc.cluster) or ["n2: resumed"]
+    )
+    r = CliRunner().invoke(main, ["heal", "--name", "e2e-gone"])
+    assert r.exit_code == 0, r.output
+    assert healed == ["e2e-gone"]
+    assert "n2: resumed" in r.output and "1 fault(s) undone" in flat(r)
+
+
+def test_heal_of_a_missing_cluster_is_one_clear_error(monkeypatch):
+    import clusters.engine
+    import nemesis.heal
+    from clusters.errors import ClusterError
+
+    def missing(dc):
+        raise ClusterError(f"no cluster '{dc.cluster}' is up")
+
+    monkeypatch.setattr(clusters.engine, "client", lambda: None)
+    monkeypatch.setattr(nemesis.heal, "heal_cluster", missing)
+    r = CliRunner().invoke(main, ["heal", "--name", "e2e-gone"])
     assert r.exit_code == 2
-    assert "no nemesis implementations" in flat(r)
-    assert not any(tmp_path.iterdir()), "nothing may be written for a run that cannot start"
+    assert "no cluster 'e2e-gone' is up" in flat(r) and "Traceback" not in r.output
 
 
 def test_replay_of_a_directory_without_a_plan_is_a_clear_error(tmp_path):

@@ -17,6 +17,8 @@ class FakeNode:
         self.commands: list[list[str]] = []
         self.environ: list[str] = []
         self.restarts = 0
+        self.netem = True  # False: a kernel without CONFIG_NET_SCH_NETEM
+        self.qdisc: list[str] = []
 
     name = property(lambda self: self.spec.name)
     ip = property(lambda self: self.spec.ip)
@@ -71,8 +73,18 @@ class FakeNode:
                 for path in paths:
                     self.files.pop(path, None)
                 return ok
+            case ["tc", "qdisc", "replace", "dev", _, "root", "netem", *args]:
+                if not self.netem:
+                    return ExecResult(2, "", "Error: Specified qdisc kind is unknown.\n")
+                self.qdisc = ["netem", *args]
+                return ok
             case ["tc", "qdisc", "show", *_]:
+                if self.qdisc:
+                    return ExecResult(0, f"qdisc {' '.join(self.qdisc)} 8001: root\n", "")
                 return ExecResult(0, "qdisc noqueue 0: root refcnt 2\n", "")
+            case ["tc", "qdisc", "del", *_]:
+                self.qdisc = []
+                return ok
         raise AssertionError(f"unexpected command {cmd}")
 
     def is_running(self) -> bool:

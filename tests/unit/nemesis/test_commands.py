@@ -33,6 +33,8 @@ def test_loss_rules_use_a_probability_and_refuse_nonsense():
 
 def test_faketime_env_keeps_monotonic_time_real_and_offsets_are_relative():
     assert "FAKETIME_DONT_FAKE_MONOTONIC=1" in ENV_TEXT and "LD_PRELOAD=" in ENV_TEXT
+    # Without it libfaketime turns the JVM's monotonic timed waits into spins (docs/nemesis.md).
+    assert "FAKETIME_FORCE_MONOTONIC_FIX=0" in ENV_TEXT
     assert offset_text(30) == "+30\n" and offset_text(-2.5) == "-2.5\n" and offset_text(0) == "+0\n"
 
 
@@ -47,3 +49,35 @@ def test_bad_parameters_are_named_in_a_clear_error():
     strobe = FaultStep(0, "start", "clock", "strobe", "one", params={"period_s": 0.2})
     with pytest.raises(NemesisError, match="at least 1 s"):
         ClockNemesis().start(ctx, strobe)
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind", "params", "expected"),
+    [
+        ("clock", "strobe", {"delta_ms": 50}, "does not read delta_ms: it takes delta_s, "),
+        ("clock", "bump", {"period_s": 2}, "does not read period_s: it takes delta_s"),
+        ("kill", "one", {"delta_s": 5}, "it takes no parameters"),
+        ("packet", "loss", {"delay_ms": 5}, "it takes percent"),
+        ("packet", "duplicate", {"percent": 0}, "percent must be in (0, 100]"),
+        ("partition", "flood", {}, "unknown partition kind 'flood'"),
+        ("clock", "strobe", {"duration_s": 0}, "duration_s must be positive"),
+    ],
+)
+def test_a_parameter_the_kind_does_not_read_is_refused(fault, kind, params, expected):
+    from nemesis.api import FaultStep
+    from nemesis.registry import build
+
+    step = FaultStep(0, "start", fault, kind, "one", params=params)
+    with pytest.raises(NemesisError) as err:
+        build([fault])[fault].check(step)
+    assert expected in str(err.value)
+
+
+def test_partition_leader_steps_may_name_their_partition():
+    from nemesis.api import FaultStep
+    from nemesis.registry import build
+
+    kill = FaultStep(0, "start", "kill", "partition-leader", params={"partition": "t-0"})
+    clock = FaultStep(0, "start", "clock", "bump", "partition-leader", params={"partition": "t-0"})
+    assert build(["kill"])["kill"].check(kill) == {}
+    assert build(["clock"])["clock"].check(clock) == {"delta_s": 60}

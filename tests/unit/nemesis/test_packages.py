@@ -79,3 +79,30 @@ def test_clock_restarts_a_node_only_to_load_libfaketime_and_heal_removes_it():
         not n.environ and "/etc/kafka/faketime.env" not in n.files for n in ctx.nodes.values()
     )
     assert clock.heal_all(ctx) == []
+
+
+def test_without_netem_a_packet_delay_is_not_applied_anywhere_and_loss_still_works():
+    import pytest
+
+    from nemesis.errors import NotApplied
+
+    ctx, packet = context(), build(["packet"])["packet"]
+    for node in ctx.nodes.values():
+        node.netem = False
+    with pytest.raises(NotApplied, match="no netem qdisc"):
+        packet.start(ctx, step("packet", "delay", "all", delay_ms=50))
+    tried = [n for n in ctx.nodes.values() if any(c[:2] == ["tc", "qdisc"] for c in n.commands)]
+    assert len(tried) == 1, "only one node may be tried before the kernel's answer is known"
+    assert all(not n.qdisc for n in ctx.nodes.values())
+    lost = packet.start(ctx, step("packet", "loss", "one", percent=20))
+    assert lost["percent"] == 20 and len(lost["rules"]) == 1
+    healed = packet.heal_all(ctx)
+    assert healed == [f"{lost['targets'][0]}: removed netem qdisc and KCHAOS-PKT chain"]
+
+
+def test_with_netem_a_delay_reaches_every_target():
+    ctx, packet = context(), build(["packet"])["packet"]
+    got = packet.start(ctx, step("packet", "delay", "all", delay_ms=50, jitter_ms=5))
+    assert got["netem"] == "delay 50ms 5ms"
+    assert all(n.qdisc == ["netem", "delay", "50ms", "5ms"] for n in ctx.nodes.values())
+    assert len(packet.heal_all(ctx)) == len(ctx.nodes)

@@ -1,0 +1,58 @@
+"""Ctrl-C while a real fault is on: the run heals it before it exits, and heal_cluster then finds
+nothing. The cluster is kept (--keep-cluster) so that the test can look, then removed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from clusters.docker_cluster import DockerCluster
+from nemesis.heal import heal_cluster
+from tests.integration.kafka_io import wait_until
+
+NAME = "e2e-int-faults"
+SUBNET = "10.213.75.0/24"
+
+
+def _paused_now(results: Path) -> bool:
+    """True once the history says a pause started (its ok is written after the SIGSTOP)."""
+    return any(
+        '"type":"ok","f":"start-pause"' in h.read_text() for h in results.glob("*/*/*.jsonl")
+    )
+
+
+def test_sigint_during_a_pause_heals_it(docker_client, tmp_path):
+    dc = DockerCluster(docker_client, NAME)
+    dc.remove()
+    cmd = [sys.executable, "-m", "harness.cli", "run", "--time-limit", "300", "--timing", "fast"]
+    # The pause is on from 30 s to 60 s: the interrupt comes well inside it.
+    cmd += ["--nemesis", "pause", "--nemesis-interval", "30", "--seed", "1", "--keep-cluster"]
+    cmd += ["--cluster", NAME, "--subnet", SUBNET, "--results-dir", str(tmp_path)]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=Path(__file__).parents[2],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_until("a pause to be on", lambda: _paused_now(tmp_path), timeout=300)
+        os.kill(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=300)
+        left = heal_cluster(dc)
+        nodes = dc.nodes()
+        states = {n: (h.is_running(), h.is_paused_by_signal()) for n, h in nodes.items()}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        dc.remove()
+    assert proc.returncode == 130, out
+    assert left == [], f"the interrupted run left faults: {left}"
+    assert all(running and not paused for running, paused in states.values()), states
+    run_dir = next(tmp_path.glob("queue/*-1"))
+    healed = json.loads((run_dir / "nemesis.json").read_text())["healed"]
+    assert any("SIGCONT" in a for h in healed for a in h.get("actions", [])), healed
