@@ -92,7 +92,7 @@ def _params(fault: str, kind: str, rng: random.Random, interval: float) -> dict[
             # second. The strobe lasts the fault's interval; its stop step ends it anyway.
             return {
                 "delta_s": rng.choice([0.05, 0.5, 5]),
-                "period_s": rng.choice([1, 2]),
+                "period_s": rng.choice([2, 3]),
                 "duration_s": max(1.0, round(interval, 3)),
             }
         return {}

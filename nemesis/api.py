@@ -50,7 +50,7 @@ FAULT_KINDS: dict[str, tuple[str, ...]] = {
 # cannot drift apart silently (a misspelt key would otherwise fall back to a default).
 PARAM_MEANINGS: dict[str, str] = {
     "delta_s": "clock offset in seconds, fractional and negative allowed (default 60)",
-    "period_s": "strobe: seconds at +delta, then at 0; at least 1 (default 1)",
+    "period_s": "strobe: seconds at +delta, then at 0; at least 2 (default 2)",
     "duration_s": "strobe: seconds the flipping goes on unless stopped first (default 10)",
     "delay_ms": "packet delay, ms (default 100)",
     "jitter_ms": "packet delay jitter, ms (default 0)",

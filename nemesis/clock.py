@@ -121,12 +121,15 @@ class ClockNemesis:
             return {}
         params = {"delta_s": number(step.params, "delta_s", 60)}
         if step.kind == "strobe":
-            params["period_s"] = number(step.params, "period_s", 1.0)
+            params["period_s"] = number(step.params, "period_s", 2.0)
             params["duration_s"] = number(step.params, "duration_s", 10.0)
-            if params["period_s"] < 1:
+            # Sampling at the cache interval could land in the same phase every time and never
+            # see a flip: the period must be at least twice the re-read interval.
+            if params["period_s"] < 2:
                 raise NemesisError(
-                    f"clock strobe period_s must be at least 1 s, got {params['period_s']:g}: "
-                    "libfaketime re-reads the offset once a second (FAKETIME_CACHE_DURATION=1)"
+                    f"clock strobe period_s must be at least 2 s, got {params['period_s']:g}: "
+                    "libfaketime re-reads the offset once a second (FAKETIME_CACHE_DURATION=1), "
+                    "so a shorter period can alias to no strobe at all"
                 )
             if params["duration_s"] <= 0:
                 raise NemesisError(

@@ -178,7 +178,7 @@ def test_clock_bump_is_seen_by_the_running_jvm_and_reset_undoes_it(cluster, ctx)
     assert nemesis.stop(ctx, step("stop", "clock", "bump"))["reset"] == [node.name]
     wait_until("JVM clock back", lambda: abs(jvm_skew_s(node) or 99) < 3, timeout=30)
     strobe = nemesis.start(
-        ctx, step("start", "clock", "strobe", "one", delta_s=3600, period_s=1, duration_s=8)
+        ctx, step("start", "clock", "strobe", "one", delta_s=3600, period_s=2, duration_s=16)
     )
     assert strobe["targets"] == [node.name] and strobe["restarted"] == []
     seen = set()
@@ -189,7 +189,7 @@ def test_clock_bump_is_seen_by_the_running_jvm_and_reset_undoes_it(cluster, ctx)
             seen.add(round(skew / 3600))
         return seen >= {0, 1}
 
-    wait_until("the strobe to show both +1 h and the real time", both_seen, timeout=15, every=0.2)
+    wait_until("the strobe to show both +1 h and the real time", both_seen, timeout=20, every=0.2)
     nemesis.stop(ctx, step("stop", "clock", "strobe"))
     # No health check here: the heal test removes the preload and waits for health.
 
