@@ -29,6 +29,7 @@ from history.format import JSONL_NAME, NEMESIS, PARQUET_NAME
 from history.reader import read_history
 from nemesis.api import FaultContext
 from nemesis.registry import build
+from workloads.admin import AdminWorkload, final_views
 from workloads.client import Completion, Invocation
 from workloads.observe import Observer
 from workloads.queue import QueueWorkload, final_reads
@@ -150,11 +151,16 @@ class Run:
     # The run proper ------------------------------------------------------------------------------
     def _drive(self, dc: DockerCluster, info: ClusterInfo, rec: Recorder, run_id: str) -> None:
         spec = self.spec
-        wl = QueueWorkload(self.plan.generator, info.topology, self.plan.seed, run_id)
+        admin = spec.workload == "admin"
+        kind = AdminWorkload if admin else QueueWorkload
+        wl = kind(self.plan.generator, info.topology, self.plan.seed, run_id)
         self.workload = wl
         self.ctx = FaultContext(topology=info.topology, nodes=dc.nodes(info))
         self._prepare_nemeses(dc, info, rec)
-        self.say(f"workload setup: topic {wl.topic} with {wl.keys} partitions")
+        if admin:
+            self.say("workload setup: every broker answers DescribeCluster")
+        else:
+            self.say(f"workload setup: topic {wl.topic} with {wl.keys} partitions")
         wl.setup()
         self.observer = Observer(info.topology, rec)
         self.driver = FaultDriver(self.plan.faults, self.nemeses, self.ctx, rec, wl.hints)
@@ -182,9 +188,14 @@ class Run:
             w.join(WORKER_JOIN_S)
         self._heal(dc, rec)
         self._wait_ready(dc, info, "after healing", QUIESCE_TIMEOUT_S)
-        self.say("final reads: every key from the beginning")
-        outcome = final_reads(wl, self.processes.fresh, rec.record, spec.final_timeout)
-        self.summary["final_reads"] = outcome
+        if admin:
+            self.say("final views: every broker describes the cluster and lists topics")
+            outcome = final_views(wl, self.processes.fresh, rec.record, spec.final_timeout)
+            self.summary["final_views"] = outcome
+        else:
+            self.say("final reads: every key from the beginning")
+            outcome = final_reads(wl, self.processes.fresh, rec.record, spec.final_timeout)
+            self.summary["final_reads"] = outcome
         wl.close()
         self.observer.stop()
         self.summary["observer_samples"] = self.observer.samples
@@ -231,7 +242,7 @@ class Run:
         wait_ready(dc, info, timeout=timeout, on_poll=on_poll)
         self.say(f"cluster ready {why} ({time.monotonic() - t0:.0f} s)")
 
-    def _worker(self, wl: QueueWorkload, rec: Recorder, slot: int) -> None:
+    def _worker(self, wl: QueueWorkload | AdminWorkload, rec: Recorder, slot: int) -> None:
         spec = self.spec
         process = slot
         interval = spec.concurrency / spec.rate if spec.rate else 0.0
@@ -239,7 +250,8 @@ class Run:
         next_at = time.monotonic() + interval * slot / spec.concurrency
         while not self.stop.is_set():
             client = wl.client(process, client_rng(self.plan.seed, process))
-            ok = self._do(rec, client, client.setup_op, client.open)
+            # A client with nothing to open (admin) goes straight to its operations.
+            ok = client.setup_op is None or self._do(rec, client, client.setup_op, client.open)
             while ok and not self.stop.is_set():
                 if interval:
                     if self.stop.wait(max(0.0, next_at - time.monotonic())):
@@ -325,7 +337,11 @@ class Run:
                 self.say(f"warning: collecting or tearing down failed: {exc}")
                 if not self.spec.keep_cluster:
                     dc.remove()
-        if rec is not None and not interrupted and error is None:
+        if rec is not None and not interrupted and error is None and self.spec.workload == "admin":
+            not_checked = {"status": "not checked", "reason": "no checker for admin ops yet"}
+            write_json(run_dir / "results.json", not_checked)
+            self.summary["check"] = {"status": "not checked"}
+        elif rec is not None and not interrupted and error is None:
             self.summary["check"] = self._check(run_dir)
         else:
             not_checked = {"status": "not checked", "reason": "the run did not finish"}
@@ -350,8 +366,8 @@ class Run:
             return 130
         if error is not None:
             return 2
-        final = self.summary.get("final_reads", {})
-        if not final.get("complete", False):
+        final = self.summary.get("final_views" if self.spec.workload == "admin" else "final_reads")
+        if not (final or {}).get("complete", False):
             return 1
         check = self.summary.get("check", {})
         return int(check.get("exit_code", 0) or 0)

@@ -135,8 +135,25 @@ def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
     return steps
 
 
+def admin_generator_params(spec: RunSpec) -> dict[str, Any]:
+    """The admin workload's operation mix; see workloads/admin.py and docs/history.md."""
+    return {
+        "workload": "admin",
+        "mix": {"create-topic": 4, "delete-topic": 2, "alter-config": 3, "describe-cluster": 3},
+        "partitions": [1, 3],
+        "replication": 3,
+        "configs": {"retention.ms": [60000, 3600000, 86400000, -1], "min.insync.replicas": [1, 2]},
+        "topic_prefix": "adm",
+        "rate": spec.rate,
+        "concurrency": spec.concurrency,
+        "client_rng": "random.Random('kchaos/<seed>/client/<process>')",
+    }
+
+
 def generator_params(spec: RunSpec) -> dict[str, Any]:
     """How clients choose operations; each process's choices come from `client_rng`."""
+    if spec.workload == "admin":
+        return admin_generator_params(spec)
     mix = {"send": 5, "poll": 4}
     if spec.txn:
         mix["txn"] = 2

@@ -137,10 +137,18 @@ def run(
     result = Run(plan, say=say, replay_of=str(replay_dir) if replay_dir else None).execute()
     final = result.summary.get("final_reads") or {}
     check = result.summary.get("check") or {}
+    if "final_views" in result.summary:
+        views = result.summary["final_views"] or {}
+        answered = sum(bool(v) for v in (views.get("answered") or {}).values())
+        ending = f"final views from {answered}/{len(views.get('answered') or {})} brokers"
+    else:
+        ending = (
+            f"final reads read {final.get('read_acknowledged', '?')}/"
+            f"{final.get('acknowledged', '?')} acknowledged sends"
+        )
     console.print(
         f"run {result.run_dir}: seed {result.seed}, ops {result.summary.get('ops', {})}, "
-        f"final reads read {final.get('read_acknowledged', '?')}/{final.get('acknowledged', '?')} "
-        f"acknowledged sends, check: {check.get('status', 'not checked')}",
+        f"{ending}, check: {check.get('status', 'not checked')}",
         highlight=False,
     )
     sys.exit(result.exit_code)

@@ -15,7 +15,7 @@ import yaml
 
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
 
-WORKLOADS = ("queue",)
+WORKLOADS = ("queue", "admin")
 TIMINGS = ("fast", "default")
 QUEUE_MODES = ("assign", "subscribe")
 

@@ -1,0 +1,268 @@
+"""The admin workload: topics created, deleted and reconfigured, and the cluster described.
+
+Every operation goes through an AdminClient bootstrapped from one broker only, so the history can
+name the broker that was asked (`node`). librdkafka learns the other brokers from the first and
+may route a request elsewhere (CreateTopics to the controller it was told of, for example); what
+is known is the broker asked, and for describe-cluster, the controller the answer named.
+
+Topic names are unique in the run (process p's n-th topic is ``adm-p-n``), so an error saying a
+topic already exists, or does not exist, may be the trace of our own earlier attempt that the
+client retried: those are `info`, never `fail`.
+
+confluent-kafka (2.16) has no DescribeFeatures: finalized feature levels and their epoch
+(KIP-584) are not recorded here; the observer records each node's metadata.version over JMX.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
+
+from clusters.topology import Topology
+from workloads.client import Completion, Invocation
+from workloads.kafka_errors import describe, kafka_error
+
+REQUEST_TIMEOUT_S = 10.0
+
+# Errors the broker returns before changing anything. TOPIC_ALREADY_EXISTS and
+# UNKNOWN_TOPIC_OR_PART are missing on purpose: see the module docstring.
+DEFINITE_ADMIN = frozenset(
+    {
+        KafkaError.INVALID_CONFIG,
+        KafkaError.INVALID_REPLICATION_FACTOR,
+        KafkaError.INVALID_PARTITIONS,
+        KafkaError.TOPIC_EXCEPTION,
+        KafkaError.TOPIC_DELETION_DISABLED,
+        KafkaError.POLICY_VIOLATION,
+        KafkaError.INVALID_REQUEST,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError._INVALID_ARG,
+    }
+)
+
+ADMIN_FS = ("create-topic", "delete-topic", "alter-config", "describe-cluster")
+
+
+def _quiet(conf: dict[str, Any]) -> dict[str, Any]:
+    conf = dict(conf)
+    conf["log_level"] = 0
+    conf["error_cb"] = lambda err: None
+    return conf
+
+
+def classify(exc: BaseException) -> str:
+    """`fail` only for errors that prove nothing changed; anything else is `info`."""
+    err = kafka_error(exc)
+    return "fail" if err is not None and err.code() in DEFINITE_ADMIN else "info"
+
+
+class AdminWorkload:
+    """One single-broker AdminClient per broker; clients of every process share them."""
+
+    def __init__(self, gen: dict[str, Any], topology: Topology, seed: int, run_id: str) -> None:
+        self.gen = gen
+        self.topology = topology
+        self.seed = seed
+        self.run_id = run_id
+        self.brokers = {n.name: n for n in topology.brokers}
+        self.ids = {n.node_id: n.name for n in topology.brokers}
+        self.admins = {
+            name: AdminClient(_quiet({"bootstrap.servers": f"{n.ip}:9092"}))
+            for name, n in self.brokers.items()
+        }
+        self.topic = f"{gen['topic_prefix']}-*"
+
+    @property
+    def keys(self) -> int:  # what the interpreter says at setup
+        return 0
+
+    def setup(self, timeout: float = 120.0) -> None:
+        """Waits until every broker's admin client can describe the cluster."""
+        deadline = time.monotonic() + timeout
+        for name, admin in self.admins.items():
+            while True:
+                try:
+                    admin.describe_cluster(request_timeout=5).result(timeout=10)
+                    break
+                except KafkaException:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{name} does not answer DescribeCluster") from None
+                    time.sleep(0.5)
+
+    def client(self, process: int, rng: random.Random) -> AdminOpsClient:
+        return AdminOpsClient(self, process, rng)
+
+    def hints(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        self.admins.clear()
+
+    # Operations, each against one broker's client ---------------------------------------------
+    def create_topic(self, node: str, value: dict[str, Any]) -> dict[str, Any]:
+        topic = NewTopic(value["topic"], value["partitions"], value["replication"])
+        futures = self.admins[node].create_topics(
+            [topic], operation_timeout=REQUEST_TIMEOUT_S, request_timeout=REQUEST_TIMEOUT_S
+        )
+        futures[value["topic"]].result(timeout=REQUEST_TIMEOUT_S + 5)
+        return value
+
+    def delete_topic(self, node: str, value: dict[str, Any]) -> dict[str, Any]:
+        futures = self.admins[node].delete_topics(
+            [value["topic"]], operation_timeout=REQUEST_TIMEOUT_S, request_timeout=REQUEST_TIMEOUT_S
+        )
+        futures[value["topic"]].result(timeout=REQUEST_TIMEOUT_S + 5)
+        return value
+
+    def alter_config(self, node: str, value: dict[str, Any]) -> dict[str, Any]:
+        entries = [
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in sorted(value["config"].items())
+        ]
+        resource = ConfigResource(ResourceType.TOPIC, value["topic"], incremental_configs=entries)
+        futures = self.admins[node].incremental_alter_configs(
+            [resource], request_timeout=REQUEST_TIMEOUT_S
+        )
+        for fut in futures.values():
+            fut.result(timeout=REQUEST_TIMEOUT_S + 5)
+        return value
+
+    def describe_cluster(self, node: str) -> dict[str, Any]:
+        got = (
+            self.admins[node]
+            .describe_cluster(request_timeout=REQUEST_TIMEOUT_S)
+            .result(timeout=REQUEST_TIMEOUT_S + 5)
+        )
+        controller = got.controller.id if got.controller is not None else None
+        return {
+            "cluster_id": got.cluster_id,
+            "controller": controller,
+            "controller_node": self.ids.get(controller),
+            "brokers": sorted(n.id for n in got.nodes),
+        }
+
+    def list_topics(self, node: str) -> dict[str, Any]:
+        md = self.admins[node].list_topics(timeout=REQUEST_TIMEOUT_S)
+        topics = sorted(t for t in md.topics if not t.startswith("__"))
+        return {"topics": topics, "answered_by": self.ids.get(md.orig_broker_id)}
+
+
+class AdminOpsClient:
+    """One process: its own random stream, its own topic names, one operation at a time."""
+
+    setup_op = None  # nothing to open: the workload's admin clients are shared
+
+    def __init__(self, wl: AdminWorkload, process: int, rng: random.Random) -> None:
+        self.wl = wl
+        self.process = process
+        self.rng = rng
+        self._n = 0
+        # Topics this process asked to create and not yet to delete: chosen from invocations,
+        # not outcomes, so that the sequence of operations depends only on the seed.
+        self.topics: list[str] = []
+
+    def next_op(self) -> Invocation:
+        return next_admin_op(self.wl.gen, self.rng, self.process, self, sorted(self.wl.brokers))
+
+    def apply(self, op: Invocation) -> Completion:
+        node = op.node
+        assert node is not None
+        try:
+            if op.f == "create-topic":
+                value = self.wl.create_topic(node, op.value)
+            elif op.f == "delete-topic":
+                value = self.wl.delete_topic(node, op.value)
+            elif op.f == "alter-config":
+                value = self.wl.alter_config(node, op.value)
+            elif op.f == "describe-cluster":
+                value = self.wl.describe_cluster(node)
+            else:
+                raise ValueError(f"unknown admin operation {op.f!r}")
+        except KafkaException as exc:
+            return Completion(classify(exc), op.value, describe(exc), node)
+        return Completion("ok", value, None, node)
+
+    def close(self) -> None:
+        pass
+
+
+def next_admin_op(
+    gen: dict[str, Any], rng: random.Random, process: int, state: Any, nodes: list[str]
+) -> Invocation:
+    """The next operation of a process: pure in (gen, rng draws, state.topics, state._n)."""
+    mix: dict[str, int] = gen["mix"]
+    f = rng.choices(sorted(mix), weights=[mix[k] for k in sorted(mix)])[0]
+    node = rng.choice(nodes)
+    if f in ("delete-topic", "alter-config") and not state.topics:
+        f = "create-topic"
+    if f == "create-topic":
+        state._n += 1
+        topic = f"{gen['topic_prefix']}-{process}-{state._n}"
+        state.topics.append(topic)
+        value: Any = {
+            "topic": topic,
+            "partitions": rng.choice(gen["partitions"]),
+            "replication": int(gen["replication"]),
+        }
+    elif f == "delete-topic":
+        topic = state.topics.pop(rng.randrange(len(state.topics)))
+        value = {"topic": topic}
+    elif f == "alter-config":
+        name = rng.choice(sorted(gen["configs"]))
+        value = {
+            "topic": rng.choice(state.topics),
+            "config": {name: str(rng.choice(gen["configs"][name]))},
+        }
+    else:
+        value = None
+    return Invocation(f, value, node)
+
+
+def final_views(
+    wl: AdminWorkload,
+    new_process: Callable[[], int],
+    record: Callable[..., Any],
+    timeout: float,
+) -> dict[str, Any]:
+    """Every broker, asked in turn: describe-cluster, then list-topics, by one fresh process.
+
+    A checker can compare what each broker says. A broker that does not answer is recorded as
+    such (`info`, and the next question goes from a fresh process).
+    """
+    started = time.monotonic()
+    process = new_process()
+    answered: dict[str, bool] = {}
+    for node in sorted(wl.brokers):
+        ok = True
+        for f, ask in (("describe-cluster", wl.describe_cluster), ("list-topics", wl.list_topics)):
+            if time.monotonic() - started > timeout:
+                ok = False
+                break
+            record("invoke", f, None, process, node)
+            try:
+                value = ask(node)
+            except KafkaException as exc:
+                record(classify(exc), f, None, process, node, error=describe(exc))
+                process = new_process()
+                ok = False
+                continue
+            record("ok", f, value, process, node)
+        answered[node] = ok
+    return {
+        "complete": all(answered.values()),
+        "answered": answered,
+        "seconds": round(time.monotonic() - started, 2),
+    }
