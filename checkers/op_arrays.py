@@ -70,11 +70,15 @@ def op_arrays(table: pa.Table) -> OpArrays:
     proc, proc_names = _codes(table.column("process"))
     is_invoke = member(typ, [c for c, n in enumerate(type_names) if n == "invoke"])
     completes = ~is_invoke
-    # Invocations that never completed count as info ops of their own.
-    by_index = np.argsort(index, kind="stable")
-    done_invokes = member(index, inv[completes & has_inv])
+    # Invocations that never completed count as info ops of their own. Rows are stored in
+    # index order: then no sort is needed to find an index's row.
+    in_order = len(index) < 2 or bool(np.all(index[1:] > index[:-1]))
+    by_index = np.arange(len(index)) if in_order else np.argsort(index, kind="stable")
+    sorted_index = index if in_order else index[by_index]
+    done_invokes = np.zeros(len(index), dtype=bool)
+    done_invokes[by_index] = _hits(sorted_index, inv[completes & has_inv])
     pending = is_invoke & ~done_invokes
-    inv_pos = by_index[np.searchsorted(index[by_index], inv[completes])]
+    inv_pos = by_index[np.searchsorted(sorted_index, inv[completes])]
     info_code = type_names.index("info") if "info" in type_names else len(type_names)
     if info_code == len(type_names):
         type_names = [*type_names, "info"]
@@ -85,7 +89,9 @@ def op_arrays(table: pa.Table) -> OpArrays:
         np.where(is_info[completes], -1, time[completes]), np.full(pending.sum(), -1)
     ]
     out_typ = np.r_[typ[completes], np.full(pending.sum(), info_code, dtype=typ.dtype)]
-    order = np.argsort(index[rows], kind="stable")
+    order = (
+        slice(None) if in_order and not pending.any() else np.argsort(index[rows], kind="stable")
+    )
     return OpArrays(
         index[rows][order],
         proc[rows][order],
@@ -95,3 +101,12 @@ def op_arrays(table: pa.Table) -> OpArrays:
         invoke_time[order],
         complete_time[order],
     )
+
+
+def _hits(sorted_q: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """sorted_q[i] in ref, for sorted_q ascending and unique."""
+    hit = np.zeros(len(sorted_q), dtype=bool)
+    if len(sorted_q) and len(ref):
+        pos = np.minimum(np.searchsorted(sorted_q, ref), len(sorted_q) - 1)
+        hit[pos[sorted_q[pos] == ref]] = True
+    return hit

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from checkers.npsets import dense_ids
 from checkers.queue.elem import FAIL, INFO, OK, Elem
 
 
@@ -96,28 +97,43 @@ def _is(codes: np.ndarray, names: list[str | None], name: str) -> np.ndarray:
 
 
 def elem_arrays(table: pa.Table) -> ElemArrays:
-    """From element rows (history.columnar.ELEMENT_COLUMNS), sorted by (key, index, seq)."""
+    """From element rows (history.columnar.ELEMENT_CHECK_COLUMNS at least), sorted by
+    (key, index, seq)."""
     key, _ = _ints(table.column("key"))
     index, _ = _ints(table.column("index"))
-    seq, _ = _ints(table.column("seq"))
-    # Sort first, then decode the rest already in order: one gather per column.
-    order = np.lexsort((seq, index, key))
-    t = table.take(pa.array(order)) if not _is_sorted(order) else table
-    time, has_time = _ints(t.column("time"))
-    offset, has_off = _ints(t.column("offset"))
-    value, has_val = _ints(t.column("value"))
-    reb = _np(pc.fill_null(t.column("rebalanced").cast(pa.bool_()), False)).astype(bool)
-    typ, type_names = _codes(t.column("type"))
-    kind, kind_names = _codes(t.column("kind"))
-    proc, proc_names = _codes(t.column("process"))
+    seq = _np(pc.fill_null(table.column("seq"), 0)).astype(np.int32, copy=False)
+    order = _order(key, index, seq)
+    key, index, seq = key[order], index[order], seq[order]
+    # Then every other column decoded and gathered into that order, one at a time.
+    time, has_time = (x[order] for x in _ints(table.column("time")))
+    offset, has_off = (x[order] for x in _ints(table.column("offset")))
+    value, has_val = (x[order] for x in _ints(table.column("value")))
+    reb = _np(pc.fill_null(table.column("rebalanced").cast(pa.bool_()), False)).astype(bool)[order]
+    typ, type_names = _codes(table.column("type"))
+    kind, kind_names = _codes(table.column("kind"))
+    proc, proc_names = _codes(table.column("process"))
     return ElemArrays(
-        key[order], index[order], seq[order], time, has_time, offset, has_off, value, has_val,
-        reb, typ, type_names, kind, kind_names, proc, proc_names,
+        key, index, seq, time, has_time, offset, has_off, value, has_val, reb,
+        typ[order], type_names, kind[order], kind_names, proc[order], proc_names,
     )  # fmt: skip
 
 
-def _is_sorted(order: np.ndarray) -> bool:
-    return bool(np.all(order == np.arange(len(order))))
+def _order(key: np.ndarray, index: np.ndarray, seq: np.ndarray) -> np.ndarray | slice:
+    """The permutation sorting rows by (key, index, seq). Rows are stored in (index, seq)
+    order, so a stable sort by the key's dense id alone does it (a radix sort when there are
+    fewer than 2^15 keys); anything else gets the general three-column sort."""
+    if len(key) > 1:
+        di, ds = np.diff(index), np.diff(seq)
+        in_op_order = bool(np.all((di > 0) | ((di == 0) & (ds > 0))))
+        del di, ds
+        if in_op_order:
+            keys, kid = dense_ids(key, np.ones(len(key), dtype=bool))
+            if len(keys) < 1 << 15:
+                kid = kid.astype(np.int16)
+            order = np.argsort(kid, kind="stable")
+            return slice(None) if len(keys) == 1 else order
+    order = np.lexsort((seq, index, key))
+    return slice(None) if bool(np.all(order == np.arange(len(order)))) else order
 
 
 __all__ = ["FAIL", "INFO", "OK", "ElemArrays", "elem_arrays"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from checkers.edges import WR_CODE, WW_CODE, EdgeArrays
 from checkers.findings import Finding
-from checkers.npsets import member, unique_sorted
+from checkers.npsets import dense_ids, member, unique_sorted
 from checkers.queue import describe
 from checkers.queue.arrays import ElemArrays
 from checkers.queue.context import QueueContext, build_context
@@ -53,12 +53,10 @@ class _Logs:
         if n:
             self.kid[1:] = np.cumsum(a.key[1:] != a.key[:-1])
         self.keys = a.key[_runs(a.key)]
-        self.vals_u = unique_sorted(a.value[a.has_val])
-        self.offs_u = unique_sorted(a.offset[a.has_off])
+        self.vals_u, vid = dense_ids(a.value, a.has_val)
+        self.offs_u, oid = dense_ids(a.offset, a.has_off)
         nv, no = max(len(self.vals_u), 1), max(len(self.offs_u), 1)
         self.nv = nv
-        vid = np.searchsorted(self.vals_u, a.value)
-        oid = np.searchsorted(self.offs_u, a.offset)
         self.oid = np.where(a.has_off, oid, -1)
         self.kv = np.where(a.has_val, self.kid * nv + vid, -1)
         self.ko = np.where(a.has_off, self.kid * no + oid, -1)
