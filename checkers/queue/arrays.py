@@ -18,34 +18,49 @@ from checkers.queue.elem import FAIL, INFO, OK, Elem
 
 
 def _ints(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    valid = pc.is_valid(col)
-    vals = pc.fill_null(col.cast(pa.int64()), 0)
-    return _np(vals).astype(np.int64, copy=False), _np(valid).astype(bool, copy=False)
+    """(values as int64, 0 where null; validity)."""
+    if col.type != pa.int64():
+        col = col.cast(pa.int64())
+    if col.null_count == 0:
+        return _np(col), np.ones(len(col), dtype=bool)
+    return _np(pc.fill_null(col, 0)), _np(pc.is_valid(col)).astype(bool, copy=False)
 
 
 def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    return col.to_numpy(zero_copy_only=False)
+    """One copy at most (a chunked column is concatenated straight into numpy)."""
+    if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1:
+        col = col.chunk(0)
+    return (
+        col.to_numpy(zero_copy_only=False) if len(col) else np.zeros(0, col.type.to_pandas_dtype())
+    )
 
 
 def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str | None]]:
-    """(code per row, name per code); a null becomes its own code named None."""
-    if isinstance(col, pa.Array):
-        col = pa.chunked_array([col])
+    """(code per row, name per code); a null becomes its own code named None. Each chunk's
+    small dictionary is mapped onto one list of names (in order of first appearance), so the
+    indices are remapped by a lookup table, never decoded to strings."""
+    chunks = [col] if isinstance(col, pa.Array) else col.chunks
     if not pa.types.is_dictionary(col.type):
-        col = pc.dictionary_encode(col.cast(pa.string()))
-    col = col.unify_dictionaries()
-    arr = (
-        col.combine_chunks()
-        if col.num_chunks != 1
-        else col.chunk(0)
-        if col.num_chunks
-        else pa.array([], type=col.type)
-    )
-    names = [*arr.dictionary.to_pylist(), None]
-    codes = _np(pc.fill_null(arr.indices, len(names) - 1)).astype(np.int32)
-    return codes, names
+        chunks = [pc.dictionary_encode(c.cast(pa.string())) for c in chunks]
+    names: list[str | None] = []
+    seen: dict[str, int] = {}
+    luts = []
+    for c in chunks:
+        words = c.dictionary.to_pylist()
+        for w in words:
+            if w not in seen:
+                seen[w] = len(names)
+                names.append(w)
+        luts.append([seen[w] for w in words])
+    null = len(names)
+    parts = []
+    for c, lut in zip(chunks, luts, strict=True):
+        table = np.array([*lut, null], dtype=np.int32)  # the last entry: null
+        idx = c.indices
+        at = _np(pc.fill_null(idx, len(lut)) if idx.null_count else idx)
+        parts.append(table[at])
+    codes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+    return codes, [*names, None]
 
 
 @dataclass(frozen=True)
