@@ -7,7 +7,7 @@ finding quotes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pyarrow as pa
@@ -84,6 +84,17 @@ class ElemArrays:
 
     def __len__(self) -> int:
         return len(self.key)
+
+    def slice(self, lo: int, hi: int) -> ElemArrays:
+        """Rows lo..hi as views (no copy)."""
+        return ElemArrays(
+            *(
+                getattr(self, f.name)[lo:hi]
+                if isinstance(getattr(self, f.name), np.ndarray)
+                else getattr(self, f.name)
+                for f in fields(self)
+            )
+        )
 
     def is_type(self, name: str) -> np.ndarray:
         return _is(self.typ, self.type_names, name)

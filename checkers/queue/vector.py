@@ -169,6 +169,33 @@ def vector_context(
     return build_context(pairs, a.value[info][hit].tolist(), resets)
 
 
+# Elements per call of check_arrays: whole keys at a time, so that its temporaries stay small
+# (reused memory, caches) however long the history; every rule is decided within one key.
+CHUNK = 1 << 21
+
+
+def check_by_keys(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:
+    """check_arrays over runs of whole keys of about CHUNK elements each; the same findings and
+    the same edges in the same order (ww edges of every key, then wr edges, keys ascending)."""
+    starts = _runs(a.key)
+    bounds, lo = [], 0
+    for s in starts.tolist()[1:]:
+        if s - lo >= CHUNK:
+            bounds.append((lo, s))
+            lo = s
+    bounds.append((lo, len(a)))
+    if len(bounds) == 1:
+        return check_arrays(a, ctx)
+    findings: list[Finding] = []
+    parts = []
+    for lo, hi in bounds:
+        f, e = check_arrays(a.slice(lo, hi), ctx)
+        findings += f
+        parts.append(e)
+    edges = EdgeArrays.concat(parts)
+    return findings, edges.take(np.argsort(edges.rel, kind="stable"))  # WW_CODE < WR_CODE
+
+
 def check_arrays(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:
     """Every queue anomaly of every key in `a`, and the ww/wr edges."""
     if len(a) == 0:
