@@ -187,13 +187,14 @@ def check_by_keys(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], Edge
     if len(bounds) == 1:
         return check_arrays(a, ctx)
     findings: list[Finding] = []
-    parts = []
+    ww, wr = [], []
     for lo, hi in bounds:
         f, e = check_arrays(a.slice(lo, hi), ctx)
         findings += f
-        parts.append(e)
-    edges = EdgeArrays.concat(parts)
-    return findings, edges.take(np.argsort(edges.rel, kind="stable"))  # WW_CODE < WR_CODE
+        n_ww = int(np.count_nonzero(e.rel == WW_CODE))  # _edges: ww edges first, then wr
+        ww.append(e.take(slice(0, n_ww)))
+        wr.append(e.take(slice(n_ww, len(e))))
+    return findings, EdgeArrays.concat(ww + wr)
 
 
 def check_arrays(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:
