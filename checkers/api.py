@@ -17,16 +17,24 @@ from checkers.cycles import find_cycles
 from checkers.findings import Finding
 from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
 from checkers.metadata_log.check import check_run_metadata
+from checkers.op_arrays import op_arrays
+from checkers.queue.arrays import elem_arrays
 from checkers.queue.check import (
     RESET_FS,
+    check_queue_arrays,
     check_queue_reference,
     check_queue_table,
-    check_queue_vector,
     reset_ops,
 )
 from checkers.queue_ops import queue_ops_from_table
 from checkers.verdict import Verdict, decide
-from history.columnar import elements, op_rows, read_table, write_parquet
+from history.columnar import (
+    is_in,
+    op_rows,
+    read_elements,
+    read_for_check,
+    write_parquet,
+)
 from history.errors import HistoryError
 from history.format import JSONL_NAME, NEMESIS, OBSERVER, PARQUET_NAME
 from history.reader import read_history
@@ -120,29 +128,35 @@ def check(
     notes: list[str] = []
     out_dir, jsonl, parquet = _locate(history_path_or_run_dir)
     parquet = _parquet_for(jsonl, parquet, notes)
-    table = read_table(parquet)
-    elems = elements(table)
-    n_elems = elems.num_rows
     use_spark = engine == "spark" or (engine == "auto" and spark_master is not None)
     if use_spark and spark is None:
         from checkers.spark_session import spark_session
 
         spark = spark_session(spark_master)
-    resets = reset_ops(op_rows(table, RESET_FS))
+    # Only the few op rows that need their text (resets, observer samples, nemesis, and sends
+    # when metadata logs are checked) are read with every column; the rest narrow (CHECK_COLUMNS).
+    has_logs = (out_dir / "metadata").is_dir()
+    data = read_for_check(
+        parquet, [*RESET_FS, *(["send", "txn"] if has_logs else [])], [OBSERVER, NEMESIS]
+    )
+    wide, n_elems = data.wide_ops, data.elements.num_rows
+    ops = op_arrays(data.queue_ops)
+    arrays = elem_arrays(data.elements) if not use_spark and engine != "reference" else None
+    del data  # the element table: from here on only the arrays, and the few wide rows
+    resets = reset_ops(wide.filter(is_in(wide.column("f"), RESET_FS)))
     if use_spark:
         from checkers.queue.spark import run_spark
 
         queue = run_spark(spark, str(parquet), resets)
-    elif engine == "reference":
-        queue = check_queue_reference(elems, resets)
+    elif arrays is None:
+        queue = check_queue_reference(read_elements(parquet), resets)
     else:
-        queue = check_queue_vector(elems, resets)
-    del elems
-    cycles = find_cycles(queue.edges, queue_ops_from_table(table))
-    meta_ops = op_rows(table, processes=[OBSERVER, NEMESIS]).to_pylist()
-    has_logs = (out_dir / "metadata").is_dir()
-    sends = op_rows(table, fs=["send", "txn"]).to_pylist() if has_logs else []
-    del table
+        queue = check_queue_arrays(arrays, resets)
+        del arrays
+    cycles = find_cycles(queue.edges, ops)
+    meta_ops = wide.filter(is_in(wide.column("process"), [OBSERVER, NEMESIS])).to_pylist()
+    sends = wide.filter(is_in(wide.column("f"), ["send", "txn"])).to_pylist() if has_logs else []
+    del wide
     meta_input = observe_samples_from_ops(meta_ops)
     meta = check_metadata(meta_input)
     findings = queue.findings + cycles + meta

@@ -35,7 +35,7 @@ import numpy as np
 
 from checkers.edges import EdgeArrays
 from checkers.findings import Finding, secs
-from checkers.npsets import member
+from checkers.npsets import member, sort_rows
 from checkers.op_arrays import OpArrays
 from checkers.queue.per_key import Edge
 
@@ -235,7 +235,13 @@ def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
     early = (done >= 0) & (done <= t)  # op -> its completion's time node goes back in time
     los.append(done[early])
     his.append(t[early])
-    run = np.lexsort((ops.index, ops.proc))
+    # Ops are kept in index order: then a stable radix sort by process code alone orders them
+    # by (process, index).
+    in_order = len(ops) < 2 or bool(np.all(ops.index[1:] > ops.index[:-1]))
+    if in_order and len(ops.proc_names) < 1 << 15:
+        run = np.argsort(ops.proc.astype(np.int16), kind="stable")
+    else:
+        run = sort_rows(ops.proc, ops.index)
     a, b = run[:-1], run[1:]
     back = (ops.proc[a] == ops.proc[b]) & (inv[b] <= inv[a])
     los.append(inv[b][back])

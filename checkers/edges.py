@@ -54,7 +54,7 @@ class EdgeArrays:
             return EdgeArrays.empty()
         return EdgeArrays(*(np.concatenate([getattr(p, f) for p in ps]) for f in FIELDS))
 
-    def take(self, rows: np.ndarray) -> EdgeArrays:
+    def take(self, rows: np.ndarray | slice) -> EdgeArrays:
         return EdgeArrays(*(getattr(self, f)[rows] for f in FIELDS))
 
     def to_edges(self) -> list[Edge]:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from checkers.npsets import member
 from checkers.queue.arrays import _codes, _ints
 
 if TYPE_CHECKING:
@@ -68,13 +67,12 @@ def op_arrays(table: pa.Table) -> OpArrays:
     time, _ = _ints(table.column("time"))
     typ, type_names = _codes(table.column("type"))
     proc, proc_names = _codes(table.column("process"))
-    is_invoke = member(typ, [c for c, n in enumerate(type_names) if n == "invoke"])
+    is_invoke = np.isin(typ, [c for c, n in enumerate(type_names) if n == "invoke"])
     completes = ~is_invoke
     # Invocations that never completed count as info ops of their own.
-    by_index = np.argsort(index, kind="stable")
-    done_invokes = member(index, inv[completes & has_inv])
+    in_order = len(index) < 2 or bool(np.all(index[1:] > index[:-1]))
+    done_invokes, inv_pos = _invocations(index, inv, completes, has_inv, in_order)
     pending = is_invoke & ~done_invokes
-    inv_pos = by_index[np.searchsorted(index[by_index], inv[completes])]
     info_code = type_names.index("info") if "info" in type_names else len(type_names)
     if info_code == len(type_names):
         type_names = [*type_names, "info"]
@@ -85,7 +83,9 @@ def op_arrays(table: pa.Table) -> OpArrays:
         np.where(is_info[completes], -1, time[completes]), np.full(pending.sum(), -1)
     ]
     out_typ = np.r_[typ[completes], np.full(pending.sum(), info_code, dtype=typ.dtype)]
-    order = np.argsort(index[rows], kind="stable")
+    order = (
+        slice(None) if in_order and not pending.any() else np.argsort(index[rows], kind="stable")
+    )
     return OpArrays(
         index[rows][order],
         proc[rows][order],
@@ -95,3 +95,38 @@ def op_arrays(table: pa.Table) -> OpArrays:
         invoke_time[order],
         complete_time[order],
     )
+
+
+def _invocations(
+    index: np.ndarray, inv: np.ndarray, completes: np.ndarray, has_inv: np.ndarray, in_order: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """(which rows are invocations some completion names, the row of each completion's
+    invocation). History indices are dense, so a table from index to row does it without a
+    sort; otherwise a sort and searchsorted."""
+    n = len(index)
+    if n and int(index.max()) - int(index.min()) < 4 * n + 1024:
+        lo = int(index.min())
+        row_of = np.full(int(index.max()) - lo + 1, -1, dtype=np.int64)
+        row_of[index - lo] = np.arange(n)
+        q = inv[completes] - lo
+        inside = (q >= 0) & (q < len(row_of))
+        inv_pos = np.full(len(q), -1, dtype=np.int64)
+        inv_pos[inside] = row_of[q[inside]]
+        if np.all(inv_pos >= 0):
+            done = np.zeros(n, dtype=bool)
+            done[inv_pos[has_inv[completes]]] = True
+            return done, inv_pos
+    by_index = np.arange(n) if in_order else np.argsort(index, kind="stable")
+    sorted_index = index if in_order else index[by_index]
+    done = np.zeros(n, dtype=bool)
+    done[by_index] = _hits(sorted_index, inv[completes & has_inv])
+    return done, by_index[np.searchsorted(sorted_index, inv[completes])]
+
+
+def _hits(sorted_q: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """sorted_q[i] in ref, for sorted_q ascending and unique."""
+    hit = np.zeros(len(sorted_q), dtype=bool)
+    if len(sorted_q) and len(ref):
+        pos = np.minimum(np.searchsorted(sorted_q, ref), len(sorted_q) - 1)
+        hit[pos[sorted_q[pos] == ref]] = True
+    return hit

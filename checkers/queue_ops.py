@@ -7,14 +7,13 @@ from pathlib import Path
 import pyarrow as pa
 
 from checkers.op_arrays import OpArrays, op_arrays
+from history.columnar import QUEUE_OP_COLUMNS as COLUMNS
 from history.columnar import op_rows, read_ops
 from history.format import QUEUE_FS
 
-COLUMNS = ["index", "invoke_index", "type", "process", "time"]
-
 
 def queue_ops_from_parquet(parquet: str | Path) -> OpArrays:
-    return op_arrays(read_ops(parquet, fs=sorted(QUEUE_FS)).select(COLUMNS))
+    return op_arrays(read_ops(parquet, fs=sorted(QUEUE_FS), columns=COLUMNS))
 
 
 def queue_ops_from_table(table: pa.Table) -> OpArrays:

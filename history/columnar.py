@@ -13,9 +13,11 @@ See docs/history.md for the column list; `SCHEMA` below is the authority.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -26,6 +28,7 @@ from history.reader import History
 
 OP_ROW, ELEM_ROW = "op", "elem"
 SEND, POLL = "send", "poll"
+QUEUE = sorted(QUEUE_FS)
 
 _str = pa.dictionary(pa.int32(), pa.string())
 SCHEMA = pa.schema(
@@ -67,6 +70,13 @@ ELEMENT_COLUMNS = [
     "value",
     "rebalanced",
 ]
+# What the checks decode for every element row and every queue op row: the wide columns (op
+# text, wall time, node, error) are read only for the few op rows that need them.
+ELEMENT_CHECK_COLUMNS = [
+    "index", "type", "process", "time", "seq", "kind", "key", "offset", "value", "rebalanced",
+]  # fmt: skip
+QUEUE_OP_COLUMNS = ["index", "invoke_index", "type", "process", "time"]
+CHECK_COLUMNS = ["row", "f", "invoke_index", *ELEMENT_CHECK_COLUMNS]
 
 
 def to_table(history: History) -> pa.Table:
@@ -224,7 +234,7 @@ def write_parquet(history: History, path: str | Path) -> Path:
     return out
 
 
-def _is_in(col: pa.ChunkedArray, names: list[str]) -> pa.ChunkedArray:
+def is_in(col: pa.ChunkedArray, names: list[str]) -> pa.ChunkedArray:
     """Membership on a string column; on dictionary columns it compares the small dictionary
     and then the indices, never decoding millions of strings."""
     if not pa.types.is_dictionary(col.type):
@@ -239,11 +249,11 @@ def _is_in(col: pa.ChunkedArray, names: list[str]) -> pa.ChunkedArray:
 def _rows(
     table: pa.Table, row: str, fs: list[str] | None = None, processes: list[str] | None = None
 ) -> pa.Table:
-    mask = _is_in(table.column("row"), [row])
+    mask = is_in(table.column("row"), [row])
     if fs is not None:
-        mask = pc.and_(mask, _is_in(table.column("f"), fs))
+        mask = pc.and_(mask, is_in(table.column("f"), fs))
     if processes is not None:
-        mask = pc.and_(mask, _is_in(table.column("process"), processes))
+        mask = pc.and_(mask, is_in(table.column("process"), processes))
     return table.filter(mask)
 
 
@@ -269,28 +279,91 @@ def read_table(path: str | Path) -> pa.Table:
         raise HistoryError(path, None, f"not a readable Parquet history ({e})") from None
 
 
-def read_elements(path: str | Path) -> pa.Table:
-    """Element rows of a Parquet history, reading only the columns the queue checks use."""
+def read_elements(path: str | Path, columns: list[str] | None = None) -> pa.Table:
+    """Element rows of a Parquet history, reading only `columns` (default: ELEMENT_COLUMNS).
+    Row groups holding no element row are skipped by their statistics."""
+    columns = ELEMENT_COLUMNS if columns is None else columns
     try:
-        table = pq.read_table(
-            path, columns=["row", *ELEMENT_COLUMNS], filters=[("row", "=", ELEM_ROW)]
-        )
+        table = pq.read_table(path, columns=["row", *columns], filters=[("row", "=", ELEM_ROW)])
     except (OSError, pa.ArrowException) as e:
         raise HistoryError(path, None, f"not a readable Parquet history ({e})") from None
-    return table.select(ELEMENT_COLUMNS)
+    return table.select(columns)
 
 
 def read_ops(
-    path: str | Path, fs: list[str] | None = None, processes: list[str] | None = None
+    path: str | Path,
+    fs: list[str] | None = None,
+    processes: list[str] | None = None,
+    columns: list[str] | None = None,
 ) -> pa.Table:
-    """Op rows of a Parquet history, optionally only those with `f` in `fs` or with
-    `process` in `processes`."""
+    """Op rows of a Parquet history, optionally only those with `f` in `fs` and with
+    `process` in `processes`; only `columns` are read (default: all but `row`)."""
     filters: list[Any] = [("row", "=", OP_ROW)]
     if fs is not None:
         filters.append(("f", "in", fs))
     if processes is not None:
         filters.append(("process", "in", processes))
+    return _read_op_rows(path, filters, columns)
+
+
+def _read_op_rows(path: str | Path, filters: list[Any], columns: list[str] | None) -> pa.Table:
+    cols = None if columns is None else ["row", *columns]
     try:
-        return pq.read_table(path, filters=filters).drop_columns(["row"])
+        return pq.read_table(path, columns=cols, filters=filters).drop_columns(["row"])
     except (OSError, pa.ArrowException) as e:
         raise HistoryError(path, None, f"not a readable Parquet history ({e})") from None
+
+
+@dataclass(frozen=True)
+class CheckInput:
+    """What `checkers.api.check` reads of a history, in one pass over the file."""
+
+    elements: pa.Table  # element rows, ELEMENT_CHECK_COLUMNS
+    queue_ops: pa.Table  # op rows with f in QUEUE_FS, QUEUE_OP_COLUMNS
+    wide_ops: pa.Table  # op rows with f in wide_fs or process in wide_processes: every column
+
+
+def read_for_check(path: str | Path, wide_fs: list[str], wide_processes: list[str]) -> CheckInput:
+    """One row group at a time: CHECK_COLUMNS decoded and split into elements and queue ops;
+    the wide columns (op text, wall, node, error) decoded only for row groups holding a row
+    that needs them. Peak memory: the narrow result plus one row group."""
+    elems, queue, wide = [], [], []
+    try:
+        pf = pq.ParquetFile(path)
+        for i in range(pf.num_row_groups):
+            rg = pf.read_row_group(i, columns=CHECK_COLUMNS)
+            row = rg.column("row")
+            is_op = is_in(row, [OP_ROW])
+            elems.append(_take(rg.select(ELEMENT_CHECK_COLUMNS), is_in(row, [ELEM_ROW])))
+            f = rg.column("f")
+            queue.append(_take(rg.select(QUEUE_OP_COLUMNS), pc.and_(is_op, is_in(f, QUEUE))))
+            needs = pc.and_(
+                is_op, pc.or_(is_in(f, wide_fs), is_in(rg.column("process"), wide_processes))
+            )
+            del rg
+            if pc.any(needs).as_py():
+                wide.append(pf.read_row_group(i).filter(needs).drop_columns(["row"]))
+        empty = pf.schema_arrow.empty_table()
+    except (OSError, pa.ArrowException) as e:
+        raise HistoryError(path, None, f"not a readable Parquet history ({e})") from None
+    return CheckInput(
+        _concat(elems, empty.select(ELEMENT_CHECK_COLUMNS)),
+        _concat(queue, empty.select(QUEUE_OP_COLUMNS)).select(QUEUE_OP_COLUMNS),
+        _concat(wide, empty.drop_columns(["row"])),
+    )
+
+
+def _take(table: pa.Table, mask: pa.ChunkedArray) -> pa.Table:
+    """table.filter(mask); a slice when the rows are one run (op rows and element rows are
+    written in two blocks, so nearly every row group is all of one or the other)."""
+    rows = np.flatnonzero(np.asarray(mask.combine_chunks()))
+    if len(rows) == 0:
+        return table.slice(0, 0)
+    if rows[-1] - rows[0] + 1 == len(rows):
+        return table.slice(int(rows[0]), len(rows))
+    return table.take(pa.array(rows))
+
+
+def _concat(parts: list[pa.Table], empty: pa.Table) -> pa.Table:
+    parts = [p for p in parts if p.num_rows]
+    return pa.concat_tables(parts) if parts else empty

@@ -7,44 +7,60 @@ finding quotes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from checkers.npsets import dense_ids
 from checkers.queue.elem import FAIL, INFO, OK, Elem
 
 
 def _ints(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    valid = pc.is_valid(col)
-    vals = pc.fill_null(col.cast(pa.int64()), 0)
-    return _np(vals).astype(np.int64, copy=False), _np(valid).astype(bool, copy=False)
+    """(values as int64, 0 where null; validity)."""
+    if col.type != pa.int64():
+        col = col.cast(pa.int64())
+    if col.null_count == 0:
+        return _np(col), np.ones(len(col), dtype=bool)
+    return _np(pc.fill_null(col, 0)), _np(pc.is_valid(col)).astype(bool, copy=False)
 
 
 def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    return col.to_numpy(zero_copy_only=False)
+    """One copy at most (a chunked column is concatenated straight into numpy)."""
+    if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1:
+        col = col.chunk(0)
+    return (
+        col.to_numpy(zero_copy_only=False) if len(col) else np.zeros(0, col.type.to_pandas_dtype())
+    )
 
 
 def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str | None]]:
-    """(code per row, name per code); a null becomes its own code named None."""
-    if isinstance(col, pa.Array):
-        col = pa.chunked_array([col])
+    """(code per row, name per code); a null becomes its own code named None. Each chunk's
+    small dictionary is mapped onto one list of names (in order of first appearance), so the
+    indices are remapped by a lookup table, never decoded to strings."""
+    chunks = [col] if isinstance(col, pa.Array) else col.chunks
     if not pa.types.is_dictionary(col.type):
-        col = pc.dictionary_encode(col.cast(pa.string()))
-    col = col.unify_dictionaries()
-    arr = (
-        col.combine_chunks()
-        if col.num_chunks != 1
-        else col.chunk(0)
-        if col.num_chunks
-        else pa.array([], type=col.type)
-    )
-    names = [*arr.dictionary.to_pylist(), None]
-    codes = _np(pc.fill_null(arr.indices, len(names) - 1)).astype(np.int32)
-    return codes, names
+        chunks = [pc.dictionary_encode(c.cast(pa.string())) for c in chunks]
+    names: list[str | None] = []
+    seen: dict[str, int] = {}
+    luts = []
+    for c in chunks:
+        words = c.dictionary.to_pylist()
+        for w in words:
+            if w not in seen:
+                seen[w] = len(names)
+                names.append(w)
+        luts.append([seen[w] for w in words])
+    null = len(names)
+    parts = []
+    for c, lut in zip(chunks, luts, strict=True):
+        table = np.array([*lut, null], dtype=np.int32)  # the last entry: null
+        idx = c.indices
+        at = _np(pc.fill_null(idx, len(lut)) if idx.null_count else idx)
+        parts.append(table[at])
+    codes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+    return codes, [*names, None]
 
 
 @dataclass(frozen=True)
@@ -68,6 +84,17 @@ class ElemArrays:
 
     def __len__(self) -> int:
         return len(self.key)
+
+    def slice(self, lo: int, hi: int) -> ElemArrays:
+        """Rows lo..hi as views (no copy)."""
+        return ElemArrays(
+            *(
+                getattr(self, f.name)[lo:hi]
+                if isinstance(getattr(self, f.name), np.ndarray)
+                else getattr(self, f.name)
+                for f in fields(self)
+            )
+        )
 
     def is_type(self, name: str) -> np.ndarray:
         return _is(self.typ, self.type_names, name)
@@ -96,28 +123,43 @@ def _is(codes: np.ndarray, names: list[str | None], name: str) -> np.ndarray:
 
 
 def elem_arrays(table: pa.Table) -> ElemArrays:
-    """From element rows (history.columnar.ELEMENT_COLUMNS), sorted by (key, index, seq)."""
+    """From element rows (history.columnar.ELEMENT_CHECK_COLUMNS at least), sorted by
+    (key, index, seq)."""
     key, _ = _ints(table.column("key"))
     index, _ = _ints(table.column("index"))
-    seq, _ = _ints(table.column("seq"))
-    # Sort first, then decode the rest already in order: one gather per column.
-    order = np.lexsort((seq, index, key))
-    t = table.take(pa.array(order)) if not _is_sorted(order) else table
-    time, has_time = _ints(t.column("time"))
-    offset, has_off = _ints(t.column("offset"))
-    value, has_val = _ints(t.column("value"))
-    reb = _np(pc.fill_null(t.column("rebalanced").cast(pa.bool_()), False)).astype(bool)
-    typ, type_names = _codes(t.column("type"))
-    kind, kind_names = _codes(t.column("kind"))
-    proc, proc_names = _codes(t.column("process"))
+    seq = _np(pc.fill_null(table.column("seq"), 0)).astype(np.int32, copy=False)
+    order = _order(key, index, seq)
+    key, index, seq = key[order], index[order], seq[order]
+    # Then every other column decoded and gathered into that order, one at a time.
+    time, has_time = (x[order] for x in _ints(table.column("time")))
+    offset, has_off = (x[order] for x in _ints(table.column("offset")))
+    value, has_val = (x[order] for x in _ints(table.column("value")))
+    reb = _np(pc.fill_null(table.column("rebalanced").cast(pa.bool_()), False)).astype(bool)[order]
+    typ, type_names = _codes(table.column("type"))
+    kind, kind_names = _codes(table.column("kind"))
+    proc, proc_names = _codes(table.column("process"))
     return ElemArrays(
-        key[order], index[order], seq[order], time, has_time, offset, has_off, value, has_val,
-        reb, typ, type_names, kind, kind_names, proc, proc_names,
+        key, index, seq, time, has_time, offset, has_off, value, has_val, reb,
+        typ[order], type_names, kind[order], kind_names, proc[order], proc_names,
     )  # fmt: skip
 
 
-def _is_sorted(order: np.ndarray) -> bool:
-    return bool(np.all(order == np.arange(len(order))))
+def _order(key: np.ndarray, index: np.ndarray, seq: np.ndarray) -> np.ndarray | slice:
+    """The permutation sorting rows by (key, index, seq). Rows are stored in (index, seq)
+    order, so a stable sort by the key's dense id alone does it (a radix sort when there are
+    fewer than 2^15 keys); anything else gets the general three-column sort."""
+    if len(key) > 1:
+        di, ds = np.diff(index), np.diff(seq)
+        in_op_order = bool(np.all((di > 0) | ((di == 0) & (ds > 0))))
+        del di, ds
+        if in_op_order:
+            keys, kid = dense_ids(key, np.ones(len(key), dtype=bool))
+            if len(keys) < 1 << 15:
+                kid = kid.astype(np.int16)
+            order = np.argsort(kid, kind="stable")
+            return slice(None) if len(keys) == 1 else order
+    order = np.lexsort((seq, index, key))
+    return slice(None) if bool(np.all(order == np.arange(len(order)))) else order
 
 
 __all__ = ["FAIL", "INFO", "OK", "ElemArrays", "elem_arrays"]

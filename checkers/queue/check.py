@@ -11,11 +11,11 @@ import pyarrow as pa
 
 from checkers.edges import EdgeArrays
 from checkers.findings import Finding
-from checkers.queue.arrays import elem_arrays
+from checkers.queue.arrays import ElemArrays, elem_arrays
 from checkers.queue.local import run_local
 from checkers.queue.per_key import KeyResult
 from checkers.queue.policy import apply_policy
-from checkers.queue.vector import check_arrays, vector_context
+from checkers.queue.vector import check_by_keys, vector_context
 from history.columnar import elements, op_rows, read_elements, read_ops
 
 RESET_FS = ["assign", "subscribe", "crash"]
@@ -82,7 +82,12 @@ def check_queue_reference(
 def check_queue_vector(
     elems: pa.Table, resets: list[tuple[str, int, str, list[int] | None]]
 ) -> QueueResult:
-    arrays = elem_arrays(elems)
+    return check_queue_arrays(elem_arrays(elems), resets)
+
+
+def check_queue_arrays(
+    arrays: ElemArrays, resets: list[tuple[str, int, str, list[int] | None]]
+) -> QueueResult:
     ctx = vector_context(arrays, resets)
-    findings, edges = check_arrays(arrays, ctx)
+    findings, edges = check_by_keys(arrays, ctx)
     return finish(findings, edges, ctx.subscribe)

@@ -1,47 +1,88 @@
-"""A per-key result as flat rows, the shape a Spark job can return, and back."""
+"""Findings and edges as flat rows of plain columns, the shape a Spark job returns, and back.
+
+Edges travel as integer columns (there are millions); findings, which are few, carry their ops
+and data as JSON text, so that no column is a nested type (Arrow's list conversion of mixed
+empty and non-empty rows is what broke an earlier version).
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
-import pandas as pd
+import numpy as np
+import pyarrow as pa
 
+from checkers.edges import EdgeArrays
 from checkers.findings import Finding
-from checkers.queue.per_key import Edge, KeyResult
 
+FINDING, EDGE = "finding", "edge"
 # Findings and edges share one schema: `record` tells them apart.
-ROW_SCHEMA = (
-    "record string, kind string, key long, ops array<long>, explanation string, data string, "
-    "unknown boolean"
+ROW_SCHEMA = pa.schema(
+    [
+        ("record", pa.string()),
+        ("kind", pa.string()),
+        ("key", pa.int64()),
+        ("ops", pa.string()),
+        ("explanation", pa.string()),
+        ("data", pa.string()),
+        ("unknown", pa.bool_()),
+        ("rel", pa.int8()),
+        ("src", pa.int64()),
+        ("dst", pa.int64()),
+        ("value", pa.int64()),
+        ("value2", pa.int64()),
+    ]
 )
-COLUMNS = ["record", "kind", "key", "ops", "explanation", "data", "unknown"]
+ROW_DDL = (
+    "record string, kind string, key long, ops string, explanation string, data string, "
+    "unknown boolean, rel byte, src long, dst long, value long, value2 long"
+)
 
 
-def to_frame(key: int, result: KeyResult) -> pd.DataFrame:
-    rows: list[tuple[Any, ...]] = [
-        ("finding", f.kind, key, list(f.ops), f.explanation, json.dumps(f.data), f.unknown)
-        for f in result.findings
-    ]
-    rows += [
-        ("edge", e.rel, key, [e.src, e.dst], "", json.dumps([e.value, e.value2]), False)
-        for e in result.edges
-    ]
-    return pd.DataFrame(rows, columns=COLUMNS)
+def to_arrow(findings: list[Finding], edges: EdgeArrays) -> pa.Table:
+    nf, ne = len(findings), len(edges)
+    zeros = np.zeros(nf, dtype=np.int64)
+    f_key = np.array([-1 if f.key is None else f.key for f in findings], dtype=np.int64)
+    f_nokey = np.array([f.key is None for f in findings], dtype=bool)
+    return pa.table(
+        {
+            "record": [FINDING] * nf + [EDGE] * ne,
+            "kind": [f.kind for f in findings] + [None] * ne,
+            "key": pa.array(
+                np.concatenate([f_key, edges.key.astype(np.int64)]),
+                mask=np.concatenate([f_nokey, np.zeros(ne, dtype=bool)]),
+                type=pa.int64(),
+            ),
+            "ops": [json.dumps(list(f.ops)) for f in findings] + [None] * ne,
+            "explanation": [f.explanation for f in findings] + [None] * ne,
+            "data": [json.dumps(f.data) for f in findings] + [None] * ne,
+            "unknown": [f.unknown for f in findings] + [False] * ne,
+            "rel": np.concatenate([zeros.astype(np.int8), edges.rel.astype(np.int8)]),
+            **{
+                c: np.concatenate([zeros, getattr(edges, c)])
+                for c in ("src", "dst", "value", "value2")
+            },
+        },
+        schema=ROW_SCHEMA,
+    )
 
 
-def from_frame(df: pd.DataFrame) -> KeyResult:
-    out = KeyResult()
-    for r in df.itertuples(index=False):
-        ops = [int(x) for x in r.ops]
-        if r.record == "finding":
-            out.findings.append(
-                Finding(
-                    r.kind, int(r.key), tuple(ops), r.explanation, json.loads(r.data),
-                    unknown=bool(r.unknown),
-                )
-            )  # fmt: skip
-        else:
-            v1, v2 = json.loads(r.data)
-            out.edges.append(Edge(r.kind, ops[0], ops[1], int(r.key), v1, v2))
-    return out
+def from_arrow(table: pa.Table) -> tuple[list[Finding], EdgeArrays]:
+    is_edge = np.asarray(table.column("record").to_numpy(zero_copy_only=False) == EDGE)
+    rows = table.filter(pa.array(~is_edge)).to_pylist()
+    findings = [
+        Finding(
+            r["kind"], r["key"], tuple(json.loads(r["ops"])), r["explanation"],
+            json.loads(r["data"]), unknown=bool(r["unknown"]),
+        )
+        for r in rows
+    ]  # fmt: skip
+    e = table.filter(pa.array(is_edge))
+
+    def col(name: str, dtype: type) -> np.ndarray:
+        return e.column(name).to_numpy().astype(dtype, copy=False)
+
+    edges = EdgeArrays(
+        col("rel", np.int8), *(col(c, np.int64) for c in ("src", "dst", "key", "value", "value2"))
+    )
+    return findings, edges

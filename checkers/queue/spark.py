@@ -1,18 +1,25 @@
-"""The queue checks as one Spark job: shuffle elements by key once, run check_key per key.
+"""The queue checks as one Spark job: elements shuffled once by a hash bucket of the key, and
+the vectorised checks (`vector.check_arrays`) run on each bucket, many keys at a time.
 
 Cross-key facts (which info ops happened, who reassigned partitions) are small and gathered
 first with narrow filters, then shipped with the function, so there is exactly one shuffle.
+Buckets rather than keys keep the per-call cost (one Arrow batch in, one out) per bucket: a
+history may have many small keys. Arrow all the way (`applyInArrow`, `toArrow`): no pandas,
+whose nullable integers would go through float64 and lose precision past 2^53.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from checkers.queue.check import QueueResult, merge
-from checkers.queue.context import build_context
-from checkers.queue.per_key import check_key, elems_from_frame
-from checkers.queue.rows import ROW_SCHEMA, from_frame, to_frame
-from history.columnar import ELEM_ROW, ELEMENT_COLUMNS
+import pyarrow as pa
+
+from checkers.queue.arrays import elem_arrays
+from checkers.queue.check import QueueResult, finish
+from checkers.queue.context import QueueContext, build_context
+from checkers.queue.rows import ROW_DDL, ROW_SCHEMA, from_arrow, to_arrow
+from checkers.queue.vector import check_arrays
+from history.columnar import ELEM_ROW, ELEMENT_CHECK_COLUMNS
 
 
 def run_spark(
@@ -20,16 +27,46 @@ def run_spark(
 ) -> QueueResult:
     from pyspark.sql import functions as F
 
-    elems = spark.read.parquet(parquet).filter(F.col("row") == ELEM_ROW).select(*ELEMENT_COLUMNS)
+    elems = (
+        spark.read.parquet(parquet).filter(F.col("row") == ELEM_ROW).select(*ELEMENT_CHECK_COLUMNS)
+    )
+    ctx = _context(elems, resets)
+    buckets = int(spark.conf.get("spark.sql.shuffle.partitions"))
+
+    def per_bucket(table: pa.Table) -> pa.Table:
+        return check_bucket(table, ctx)
+
+    out = (
+        elems.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(buckets)))
+        .groupBy("bucket")
+        .applyInArrow(per_bucket, schema=ROW_DDL)
+        .toArrow()
+    )
+    findings, edges = from_arrow(out.cast(ROW_SCHEMA))
+    return finish(findings, edges, ctx.subscribe)
+
+
+def check_bucket(table: pa.Table, ctx: QueueContext) -> pa.Table:
+    """Every finding and edge of the keys in one bucket (whole keys: a key is never split)."""
+    findings, edges = check_arrays(elem_arrays(table), ctx)
+    return to_arrow(findings, edges)
+
+
+def _context(elems: Any, resets: list[tuple[str, int, str, list[int] | None]]) -> QueueContext:
+    from pyspark.sql import functions as F
+
     info = (
         elems.filter((F.col("kind") == "send") & (F.col("type") == "info"))
         .filter(F.col("value").isNotNull())
         .select("index", "value")
-        .toPandas()
+        .toArrow()
+    )
+    pairs = list(
+        zip(info.column("index").to_pylist(), info.column("value").to_pylist(), strict=True)
     )
     polled: list[int] = []
-    if len(info):
-        values = [int(v) for v in info["value"]]
+    if pairs:
+        values = sorted({v for _, v in pairs})
         polled = [
             int(r.value)
             for r in elems.filter((F.col("kind") == "poll") & F.col("value").isin(values))
@@ -37,13 +74,4 @@ def run_spark(
             .distinct()
             .collect()
         ]
-    ctx = build_context(
-        zip(info["index"].astype(int), info["value"].astype(int), strict=True), polled, resets
-    )
-
-    def per_key(pdf: Any) -> Any:
-        key = int(pdf["key"].iloc[0])
-        return to_frame(key, check_key(key, elems_from_frame(pdf), ctx))
-
-    out = elems.groupBy("key").applyInPandas(per_key, schema=ROW_SCHEMA).toPandas()
-    return merge([from_frame(out)], ctx.subscribe)
+    return build_context(pairs, polled, resets)

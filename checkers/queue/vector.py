@@ -6,7 +6,8 @@ rule there is one sort/diff/searchsorted pass here over all elements, sorted onc
 wording from `describe`, so findings are identical to the reference's.
 
 Pairs (key, value) and (key, offset) become single int64s through dense ids: `kid * NV + vid`
-with NV the number of distinct values, so lookups are one searchsorted on a sorted array.
+with NV the number of distinct values; lookups go through `npsets.IdIndex`, a table indexed by
+the id (or by vid, when the pair space is too large), not a binary search.
 """
 
 from __future__ import annotations
@@ -17,20 +18,18 @@ import numpy as np
 
 from checkers.edges import WR_CODE, WW_CODE, EdgeArrays
 from checkers.findings import Finding
-from checkers.npsets import member, unique_sorted
+from checkers.npsets import IdIndex, dense_ids, member, sort_rows
 from checkers.queue import describe
 from checkers.queue.arrays import ElemArrays
 from checkers.queue.context import QueueContext, build_context
 from checkers.queue.elem import FAIL, INFO, OK, Elem
 
 
-def _lookup(sorted_keys: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """rows[j] where sorted_keys[j] == q, else -1."""
-    if len(sorted_keys) == 0:
-        return np.full(len(q), -1, dtype=np.int64)
-    pos = np.searchsorted(sorted_keys, q)
-    pos_c = np.minimum(pos, len(sorted_keys) - 1)
-    return np.where(sorted_keys[pos_c] == q, rows[pos_c], -1)
+def _take(rows: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """rows[j], -1 where j is -1."""
+    if len(rows) == 0:
+        return np.full(len(j), -1, dtype=np.int64)
+    return np.where(j >= 0, rows[np.maximum(j, 0)], -1)
 
 
 def _runs(*cols: np.ndarray) -> np.ndarray:
@@ -53,12 +52,12 @@ class _Logs:
         if n:
             self.kid[1:] = np.cumsum(a.key[1:] != a.key[:-1])
         self.keys = a.key[_runs(a.key)]
-        self.vals_u = unique_sorted(a.value[a.has_val])
-        self.offs_u = unique_sorted(a.offset[a.has_off])
+        self.vals_u, vid = dense_ids(a.value, a.has_val)
+        self.offs_u, oid = dense_ids(a.offset, a.has_off)
         nv, no = max(len(self.vals_u), 1), max(len(self.offs_u), 1)
         self.nv = nv
-        vid = np.searchsorted(self.vals_u, a.value)
-        oid = np.searchsorted(self.offs_u, a.offset)
+        nk = max(len(self.keys), 1)
+        self.kv_space, self.ko_space = nk * nv, nk * no
         self.oid = np.where(a.has_off, oid, -1)
         self.kv = np.where(a.has_val, self.kid * nv + vid, -1)
         self.ko = np.where(a.has_off, self.kid * no + oid, -1)
@@ -72,10 +71,11 @@ class _Logs:
         ws = ws[np.argsort(self.kv[ws], kind="stable")]
         first = _runs(self.kv[ws])
         self.w_kv, self.w_row = self.kv[ws][first], ws[first]
+        self.w_index = self.kv_index(self.w_kv)
 
         # at: distinct (key, offset, value) shown by a poll or a send that certainly happened.
         shown = np.flatnonzero(a.has_off & a.has_val & (self.poll | self.committed))
-        shown = shown[np.lexsort((shown, self.kv[shown], self.ko[shown]))]
+        shown = shown[sort_rows(self.ko[shown], self.kv[shown])]  # ties: row order
         self.shown = shown
         s_ko, s_kv = self.ko[shown], self.kv[shown]
         new_t = np.r_[True, (s_ko[1:] != s_ko[:-1]) | (s_kv[1:] != s_kv[:-1])] if len(shown) else []
@@ -106,12 +106,15 @@ class _Logs:
         self.by_kv, self.f_starts = by_kv, starts
 
         # pos of every element: its offset's rank, else its value's first rank, else -1.
-        rank = _lookup(self.g_ko, self.g_rank, self.ko)
-        first_rank = _lookup(self.f_kv, self.f_first, self.kv)
+        rank = _take(self.g_rank, IdIndex(self.g_ko, self.ko_space, no).find(self.ko))
+        first_rank = _take(self.f_first, self.kv_index(self.f_kv).find(self.kv))
         self.pos = np.where(rank >= 0, rank, first_rank)
 
+    def kv_index(self, kv: np.ndarray) -> IdIndex:
+        return IdIndex(kv, self.kv_space, self.nv)
+
     def writer(self, kv: np.ndarray) -> np.ndarray:
-        return _lookup(self.w_kv, self.w_row, kv)
+        return _take(self.w_row, self.w_index.find(kv))
 
     def group_values(self, g: int) -> list[int]:
         end = self.g_first_t[g + 1] if g + 1 < len(self.g_first_t) else len(self.t_kv)
@@ -164,6 +167,34 @@ def vector_context(
     hit = member(a.value[info], polled)
     pairs = zip(a.index[info].tolist(), a.value[info].tolist(), strict=True)
     return build_context(pairs, a.value[info][hit].tolist(), resets)
+
+
+# Elements per call of check_arrays: whole keys at a time, so that its temporaries stay small
+# (reused memory, caches) however long the history; every rule is decided within one key.
+CHUNK = 1 << 21
+
+
+def check_by_keys(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:
+    """check_arrays over runs of whole keys of about CHUNK elements each; the same findings and
+    the same edges in the same order (ww edges of every key, then wr edges, keys ascending)."""
+    starts = _runs(a.key)
+    bounds, lo = [], 0
+    for s in starts.tolist()[1:]:
+        if s - lo >= CHUNK:
+            bounds.append((lo, s))
+            lo = s
+    bounds.append((lo, len(a)))
+    if len(bounds) == 1:
+        return check_arrays(a, ctx)
+    findings: list[Finding] = []
+    ww, wr = [], []
+    for lo, hi in bounds:
+        f, e = check_arrays(a.slice(lo, hi), ctx)
+        findings += f
+        n_ww = int(np.count_nonzero(e.rel == WW_CODE))  # _edges: ww edges first, then wr
+        ww.append(e.take(slice(0, n_ww)))
+        wr.append(e.take(slice(n_ww, len(e))))
+    return findings, EdgeArrays.concat(ww + wr)
 
 
 def check_arrays(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:
@@ -221,11 +252,11 @@ def _read_anomalies(logs: _Logs) -> list[Finding]:
     for i, wi in zip(polls[g1a], w[g1a], strict=True):
         out.append(describe.g1a(int(a.key[i]), a.elem(i), a.elem(wi)))
 
-    read_kv = unique_sorted(logs.kv[polls])
+    read_kv = logs.kv_index(logs.kv[polls])
     # The poll that read highest in each key (earliest op among ties): the lost-write bound.
     nk = len(logs.keys)
     q = polls[a.has_off[polls]]
-    q = q[np.lexsort((a.index[q], -logs.oid[q], logs.kid[q]))]
+    q = q[sort_rows(logs.kid[q], -logs.oid[q], a.index[q])]
     firsts = q[_runs(logs.kid[q])]
     bound_row = np.full(nk, -1, dtype=np.int64)
     bound_row[logs.kid[firsts]] = firsts
@@ -237,7 +268,7 @@ def _read_anomalies(logs: _Logs) -> list[Finding]:
     lost = (
         (bound_row[f_kid] >= 0)
         & (logs.f_last <= bound_rank[f_kid])
-        & ~member(logs.f_kv, read_kv)
+        & ~read_kv.contains(logs.f_kv)
         & (w >= 0)
         & logs.committed[np.maximum(w, 0)]
     )
@@ -256,7 +287,7 @@ def _read_anomalies(logs: _Logs) -> list[Finding]:
         )
 
     sends = np.flatnonzero(logs.send & logs.is_ok & a.has_val)
-    unseen = sends[~member(logs.kv[sends], read_kv)]
+    unseen = sends[~read_kv.contains(logs.kv[sends])]
     starts = _runs(logs.kid[unseen])
     for s, e in zip(starts, np.r_[starts[1:], len(unseen)][: len(starts)], strict=True):
         rows = unseen[s:e]
@@ -319,7 +350,7 @@ def _process_order(logs: _Logs, kind: str, ctx: QueueContext) -> list[Finding]:
         # A failed send never happened: it neither moves nor is compared.
         keep = ok | logs.is_info[op_first]
         op_first, op_last, ok = op_first[keep], op_last[keep], ok[keep]
-    order = np.lexsort((a.index[op_first], a.proc[op_first], logs.kid[op_first]))
+    order = sort_rows(logs.kid[op_first], a.proc[op_first], a.index[op_first])
     p, c = order[:-1], order[1:]
     same = (logs.kid[op_first[p]] == logs.kid[op_first[c]]) & (
         a.proc[op_first[p]] == a.proc[op_first[c]]
@@ -370,7 +401,7 @@ def _edges(logs: _Logs) -> EdgeArrays:
     w = logs.writer(logs.kv[polls])
     keep = (w >= 0) & (a.index[np.maximum(w, 0)] != a.index[polls])
     polls, w = polls[keep], w[keep]
-    order = np.lexsort((polls, a.index[polls], a.index[w], logs.kid[polls]))
+    order = sort_rows(logs.kid[polls], a.index[w], a.index[polls])  # ties: row order
     polls, w = polls[order], w[order]
     first = _runs(logs.kid[polls], a.index[w], a.index[polls])
     polls, w = polls[first], w[first]

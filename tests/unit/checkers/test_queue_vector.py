@@ -72,3 +72,27 @@ def test_same_as_reference_on_a_history_with_every_kind():
         "G1a", "poll-skip", "int-nonmonotonic-poll", "precommitted-read", "unseen", "duplicate",
         "inconsistent-offsets", "garbage-read", "nonmonotonic-send", "lost-write",
     }  # fmt: skip
+
+
+@settings(max_examples=60)
+@given(st.lists(st.sampled_from(sorted(INJECTIONS)), min_size=1, max_size=3), action_lists)
+def test_key_by_key_chunks_change_nothing(kinds, acts):
+    """check_by_keys with one key per chunk: the same findings and edges, edges in one order."""
+    from checkers.queue import vector
+
+    m = run_model(acts, final_poll=False)
+    for i, kind in enumerate(kinds):
+        INJECTIONS[kind](m, KEYS[i % len(KEYS)])
+    m.final_poll()
+    table = m.table()
+    whole = check_queue_table(table)
+    saved, vector.CHUNK = vector.CHUNK, 1
+    try:
+        chunked = check_queue_table(table)
+    finally:
+        vector.CHUNK = saved
+    assert [f.to_dict() for f in chunked.findings] == [f.to_dict() for f in whole.findings]
+    assert [e.tolist() for e in vars(chunked.edges).values()] == [
+        e.tolist() for e in vars(whole.edges).values()
+    ]
+    assert_same(table)
