@@ -46,8 +46,15 @@ def resume_paused(ctx: FaultContext) -> list[str]:
     return sorted(n.name for n in stopped)
 
 
-class KillNemesis:
-    fault = "kill"
+class _SignalNemesis:
+    """Sends one signal to the chosen nodes' JVMs and waits until each shows its effect."""
+
+    fault: str
+    signal: str
+    took_key: str  # how the history names the seconds each node took to show the effect
+
+    def act(self, node: DockerNode) -> float:
+        raise NotImplementedError
 
     def check(self, step: FaultStep) -> dict[str, Any]:
         check_keys(step)
@@ -57,15 +64,20 @@ class KillNemesis:
         with before_touching():
             self.check(step)
             nodes, chosen = _targets(ctx, step)
-
-        def kill(node: DockerNode) -> float:
-            node.kill()
-            return wait_for(f"{node.name} to exit", lambda: not node.is_running(), timeout=30)
-
         running, down = split_running(nodes)
-        took = on_each(running, kill)
-        out = {"kind": step.kind, **chosen, "signal": "SIGKILL", "exited_after_s": took}
+        took = on_each(running, self.act)
+        out = {"kind": step.kind, **chosen, "signal": self.signal, self.took_key: took}
         return {**out, "not_running": down} if down else out
+
+
+class KillNemesis(_SignalNemesis):
+    fault = "kill"
+    signal = "SIGKILL"
+    took_key = "exited_after_s"
+
+    def act(self, node: DockerNode) -> float:
+        node.kill()
+        return wait_for(f"{node.name} to exit", lambda: not node.is_running(), timeout=30)
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         # Restarts every exited node, not only this step's: stop means "heal", as in Jepsen.
@@ -75,26 +87,14 @@ class KillNemesis:
         return [f"{n}: started exited node" for n in restart_exited(ctx)]
 
 
-class PauseNemesis:
+class PauseNemesis(_SignalNemesis):
     fault = "pause"
+    signal = "SIGSTOP"
+    took_key = "stopped_after_s"
 
-    def check(self, step: FaultStep) -> dict[str, Any]:
-        check_keys(step)
-        return {}
-
-    def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        with before_touching():
-            self.check(step)
-            nodes, chosen = _targets(ctx, step)
-
-        def stop(node: DockerNode) -> float:
-            node.pause()
-            return wait_for(f"{node.name} to stop", node.is_paused_by_signal, timeout=30)
-
-        running, down = split_running(nodes)
-        took = on_each(running, stop)
-        out = {"kind": step.kind, **chosen, "signal": "SIGSTOP", "stopped_after_s": took}
-        return {**out, "not_running": down} if down else out
+    def act(self, node: DockerNode) -> float:
+        node.pause()
+        return wait_for(f"{node.name} to stop", node.is_paused_by_signal, timeout=30)
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         return {"kind": step.kind, "signal": "SIGCONT", "resumed": resume_paused(ctx)}
