@@ -88,9 +88,17 @@ def check_logs(
     node_ids = {n["name"]: n["node_id"] for n in nodes if "name" in n and "node_id" in n}
     if sends and node_ids:
         timeout = SESSION_TIMEOUT_MS.get(cluster.get("timing", "default"), 9000)
-        result.findings += lease_violations(
+        found, suspects = lease_violations(
             committed, logs, sends, node_ids, timeout, corroborated_ops or set()
         )
+        result.findings += found
+        if suspects:
+            shown = ", ".join(map(str, suspects[:10])) + (" …" if len(suspects) > 10 else "")
+            result.notes.append(
+                f"lease: {len(suspects)} acknowledged sends (ops {shown}) named a broker as "
+                "leader after a committed record fenced it; not findings, because a send's node "
+                "is the client's leader map, not the broker that acknowledged"
+            )
     return result
 
 

@@ -7,9 +7,11 @@ partition leader, invoked more than the session timeout plus a tolerance after t
 
 Attribution: kchaos records in a send's `node` the leader the client's leader map named
 (workloads/queue.py LeaderMap, refreshed every second, kept when a refresh fails), not the
-broker whose acknowledgement the client received. So such a send alone is `unknown`; it is
-a failure only when a failing queue finding also cites the op (its write was then lost,
-duplicated or reordered: the consequence a fenced leader's acknowledgement would have).
+broker whose acknowledgement the client received. Such a send alone proves nothing (a stale
+leader map is routine after a kill), so it is only counted in a note: reporting it as an
+unknown finding would turn nearly every run with faults "unknown". It is a failure when a
+failing queue finding also cites the op (its write was then lost, duplicated or reordered: the
+consequence a fenced leader's acknowledgement would have).
 """
 
 from __future__ import annotations
@@ -88,9 +90,13 @@ def lease_violations(
     session_timeout_ms: int,
     corroborated_ops: set[int],
     tolerance_ms: int = DEFAULT_TOLERANCE_MS,
-) -> list[Finding]:
-    """`sends`: ok send/txn completions with `index`, `node`, `wall` and `invoke_wall`."""
+) -> tuple[list[Finding], list[int]]:
+    """Findings for corroborated sends, and the ops that only the leader map attributes.
+
+    `sends`: ok send/txn completions with `index`, `node`, `wall` and `invoke_wall`.
+    """
     out = []
+    suspects: list[int] = []
     for fence in fencings(committed, logs):
         start_s = (fence.record.create_ms + session_timeout_ms + tolerance_ms) / 1000
         end_s = fence.until.create_ms / 1000 if fence.until else float("inf")
@@ -100,7 +106,9 @@ def lease_violations(
             inv, done = op.get("invoke_wall"), op.get("wall")
             if inv is None or done is None or not (start_s < inv and done < end_s):
                 continue
-            proven = op["index"] in corroborated_ops
+            if op["index"] not in corroborated_ops:
+                suspects.append(op["index"])
+                continue
             late = inv - fence.record.create_ms / 1000
             cites = [fence.record.cite()] + ([fence.until.cite()] if fence.until else [])
             out.append(
@@ -112,16 +120,8 @@ def lease_violations(
                     f"({fence.record.cite()}), yet op {op['index']}, invoked {late:.3f} s later "
                     f"(more than the {session_timeout_ms / 1000:g} s session timeout + "
                     f"{tolerance_ms / 1000:g} s), was acknowledged with {op['node']} named as "
-                    "leader"
-                    + (
-                        "; a failing queue finding cites the same op"
-                        if proven
-                        else "; unknown: the history's node is the client's leader map, not "
-                        "proof of who acknowledged"
-                    )
-                    + f". Rule: {RULE}",
+                    "leader" + "; a failing queue finding cites the same op" + f". Rule: {RULE}",
                     {"rule": RULE, "records": cites, "broker": fence.broker, "late_s": late},
-                    unknown=not proven,
                 )
             )
-    return out
+    return out, suspects
