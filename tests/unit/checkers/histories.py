@@ -85,3 +85,22 @@ class H:
         path = directory / "history.jsonl"
         path.write_bytes(self.jsonl())
         return write_parquet(read_history(path), directory / "history.parquet")
+
+
+def mixed_anomalies() -> H:
+    """One small history holding many anomaly kinds at once (G1a, poll-skip, unseen, ...), for
+    tests that compare two implementations of the checks on it."""
+    return (
+        H()
+        .assign(1, [1, 2])
+        .send(0, 1, 10, 0)
+        .send(0, 1, 11, 1)
+        .send(0, 1, 12, 2)
+        .send(0, 4, 40, 0)
+        .send(0, 2, 20, None, "fail")
+        .txn(3, [["send", 2, 21], ["send", 3, 30]], [["send", 2, [0, 21]], ["send", 3, [0, 30]]],
+             "info")
+        .poll(1, {1: [(0, 10)], 2: [(0, 21), (1, 20)]})
+        .poll(1, {1: [(2, 12), (1, 11)]})
+        .txn(4, [["send", 3, 31], ["poll"]], [["send", 3, [1, 31]], ["poll", {"3": [[1, 31]]}]])
+    )  # fmt: skip

@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers.queue.check import check_queue
-from tests.unit.checkers.histories import H
+from tests.unit.checkers.histories import mixed_anomalies
 from tests.unit.checkers.model import INJECTIONS, KEYS, action_lists, run_model
 
 pytestmark = pytest.mark.slow
@@ -16,20 +16,7 @@ def as_dicts(result):
 
 
 def test_spark_and_pandas_agree_on_a_history_with_every_kind(tmp_path, spark):
-    h = (
-        H()
-        .assign(1, [1, 2])
-        .send(0, 1, 10, 0)
-        .send(0, 1, 11, 1)
-        .send(0, 1, 12, 2)
-        .send(0, 4, 40, 0)
-        .send(0, 2, 20, None, "fail")
-        .txn(3, [["send", 2, 21], ["send", 3, 30]], [["send", 2, [0, 21]], ["send", 3, [0, 30]]],
-             "info")
-        .poll(1, {1: [(0, 10)], 2: [(0, 21), (1, 20)]})
-        .poll(1, {1: [(2, 12), (1, 11)]})
-        .txn(4, [["send", 3, 31], ["poll"]], [["send", 3, [1, 31]], ["poll", {"3": [[1, 31]]}]])
-    )  # fmt: skip
+    h = mixed_anomalies()
     path = h.write(tmp_path)
     local = check_queue(path, reference=True)
     distributed = check_queue(path, spark=spark)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from checkers.queue.check import check_queue_table
 from history.columnar import to_table
-from tests.unit.checkers.histories import H
+from tests.unit.checkers.histories import mixed_anomalies
 from tests.unit.checkers.model import INJECTIONS, KEYS, action_lists, run_model
 
 
@@ -51,22 +51,11 @@ def test_same_as_reference_with_several_bugs_at_once(kinds, acts):
 
 def test_same_as_reference_on_a_history_with_every_kind():
     h = (
-        H()
-        .assign(1, [1, 2])
-        .send(0, 1, 10, 0)
-        .send(0, 1, 11, 1)
-        .send(0, 1, 12, 2)
-        .send(0, 4, 40, 0)
-        .send(0, 2, 20, None, "fail")
-        .txn(3, [["send", 2, 21], ["send", 3, 30]], [["send", 2, [0, 21]], ["send", 3, [0, 30]]],
-             "info")
-        .poll(1, {1: [(0, 10)], 2: [(0, 21), (1, 20)]})
-        .poll(1, {1: [(2, 12), (1, 11)]})
-        .txn(4, [["send", 3, 31], ["poll"]], [["send", 3, [1, 31]], ["poll", {"3": [[1, 31]]}]])
+        mixed_anomalies()
         .poll(5, {1: [(0, 10), (0, 99), (2, 10)]})
         .send(6, 1, 13, 3)
         .send(6, 1, 14, 1)
-    )  # fmt: skip
+    )
     ref = assert_same(to_table(h.history()))
     assert {f.kind for f in ref.findings} >= {
         "G1a", "poll-skip", "int-nonmonotonic-poll", "precommitted-read", "unseen", "duplicate",
