@@ -1,12 +1,14 @@
 """The ``kchaos`` command line.
 
-Every failure a user can cause or fix ends as one line on stderr and a non-zero exit; tracebacks
-are for kchaos's own bugs only.
+Every failure a user can cause or fix ends as one line on stderr and exit code 254 (Jepsen's code
+for bad arguments), so scripts can tell it from a verdict (0 valid, 1 invalid, 2 unknown);
+tracebacks are for kchaos's own bugs only.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -15,6 +17,7 @@ from checkers.cli import check_command
 from clusters.errors import ClusterError
 from harness.cluster_cli import cluster
 from harness.console import console, err_console, say
+from harness.exit_codes import BAD_INPUT_EXIT, INTERRUPTED_EXIT
 from harness.run_cli import heal, run
 from harness.spec import SpecError
 
@@ -25,15 +28,32 @@ USER_ERRORS: tuple[type[Exception], ...] = (ClusterError, SpecError)
 class KchaosGroup(click.Group):
     """Turns user-facing errors into one clear message instead of a traceback."""
 
+    def main(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.pop("standalone_mode", None)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            # click says 2 for a usage error, which reads as an "unknown" verdict.
+            sys.exit(BAD_INPUT_EXIT if isinstance(exc, click.UsageError) else exc.exit_code)
+        except click.exceptions.Abort:
+            err_console.print("[yellow]aborted[/yellow]")
+            sys.exit(INTERRUPTED_EXIT)
+        # Without standalone mode click returns --help's exit code instead of exiting.
+        if isinstance(code, int) and code:
+            sys.exit(code)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except USER_ERRORS as exc:
             err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
-            sys.exit(2)
+            sys.exit(BAD_INPUT_EXIT)
         except KeyboardInterrupt:
             err_console.print("[yellow]interrupted[/yellow]")
-            sys.exit(130)
+            sys.exit(INTERRUPTED_EXIT)
 
 
 @click.group(cls=KchaosGroup)

@@ -19,6 +19,7 @@ from typing import Any
 from clusters.docker_cluster import ClusterInfo, DockerCluster
 from clusters.engine import client as docker_client
 from clusters.topology import build_topology
+from harness.exit_codes import BAD_INPUT_EXIT, INTERRUPTED_EXIT
 from harness.faults import FaultDriver, heal
 from harness.plan import PLAN_NAME, Plan, client_rng
 from harness.progress import RunProgress
@@ -363,9 +364,9 @@ class Run:
 
     def _exit_code(self, interrupted: bool, error: BaseException | None) -> int:
         if interrupted:
-            return 130
+            return INTERRUPTED_EXIT
         if error is not None:
-            return 2
+            return BAD_INPUT_EXIT
         final = self.summary.get("final_views" if self.spec.workload == "admin" else "final_reads")
         if not (final or {}).get("complete", False):
             return 1

@@ -22,7 +22,7 @@ def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
 
 def test_docker_not_running_is_one_clear_error():
     result = run_cli("cluster", "status", DOCKER_HOST="unix:///nonexistent/docker.sock")
-    assert result.returncode == 2
+    assert result.returncode == 254
     assert "Docker is not running" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
 
@@ -46,4 +46,4 @@ def test_cached_distributions_resolve_without_maven(tmp_path, monkeypatch):
 
 def test_unknown_topology_is_refused_by_the_cli():
     result = run_cli("cluster", "up", "--topology", "raft")
-    assert result.returncode == 2 and "Invalid value for '--topology'" in result.stderr
+    assert result.returncode == 254 and "Invalid value for '--topology'" in result.stderr

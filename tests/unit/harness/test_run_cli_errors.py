@@ -1,4 +1,4 @@
-"""Bad input to `kchaos run` ends as one clear line and exit code 2, before any Docker work."""
+"""Bad input to `kchaos run` ends as one clear line and exit code 254, before any Docker work."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ def flat(result) -> str:
 
 def test_unknown_workload_lists_the_valid_ones():
     r = run("--workload", "bank")
-    assert r.exit_code == 2
+    assert r.exit_code == 254
     assert "unknown workload 'bank'" in flat(r) and "queue" in flat(r)
     assert "Traceback" not in r.output
 
 
 def test_unknown_nemesis_lists_the_valid_ones():
     r = run("--nemesis", "kill,flood")
-    assert r.exit_code == 2
+    assert r.exit_code == 254
     assert "unknown nemesis 'flood'" in flat(r)
     for name in ("clock", "kill", "packet", "partition", "pause"):
         assert name in flat(r)
@@ -48,7 +48,7 @@ def test_invalid_spec_file_is_one_clear_error(tmp_path, text, suffix, expected):
     path = tmp_path / f"spec{suffix}"
     path.write_text(text)
     r = run("--spec", str(path))
-    assert r.exit_code == 2, r.output
+    assert r.exit_code == 254, r.output
     assert expected in flat(r)
     assert str(path) in r.output.replace("\n", "")
 
@@ -111,13 +111,13 @@ def test_heal_of_a_missing_cluster_is_one_clear_error(monkeypatch):
     monkeypatch.setattr(clusters.engine, "client", lambda: None)
     monkeypatch.setattr(nemesis.heal, "heal_cluster", missing)
     r = CliRunner().invoke(main, ["heal", "--name", "e2e-gone"])
-    assert r.exit_code == 2
+    assert r.exit_code == 254
     assert "no cluster 'e2e-gone' is up" in flat(r) and "Traceback" not in r.output
 
 
 def test_replay_of_a_directory_without_a_plan_is_a_clear_error(tmp_path):
     r = run("--replay", str(tmp_path))
-    assert r.exit_code == 2
+    assert r.exit_code == 254
     assert "cannot read the plan to replay" in flat(r)
 
 

@@ -1,0 +1,9 @@
+"""Exit codes beyond the verdict's (0 valid, 1 invalid, 2 unknown, 255 checker crashed).
+
+Jepsen's convention: 254 for a run that could not be done as asked (bad arguments or spec, an
+unknown Kafka version, Docker not running, a cluster that never became ready), so a nightly job
+tells "Kafka broke its promise" from "the job is misconfigured".
+"""
+
+BAD_INPUT_EXIT = 254
+INTERRUPTED_EXIT = 130
