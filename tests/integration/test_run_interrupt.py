@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from clusters.docker_cluster import DockerCluster
 from history.reader import read_history
-from tests.integration.kafka_io import wait_until
+from tests.integration.run_process import interrupted_run
 
 NAME = "run-it-int"
 SUBNET = "10.213.60.0/24"
@@ -27,25 +23,14 @@ def _ok_sends(results: Path) -> int:
 def test_sigint_heals_collects_keeps_the_history_and_exits_nonzero(docker_client, tmp_path):
     dc = DockerCluster(docker_client, NAME)
     dc.remove()
-    cmd = [sys.executable, "-m", "harness.cli", "run", "--time-limit", "300", "--timing", "fast"]
-    cmd += ["--seed", "3", "--cluster", NAME, "--subnet", SUBNET, "--results-dir", str(tmp_path)]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=Path(__file__).parents[2],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    args = ["--time-limit", "300", "--timing", "fast", "--seed", "3"]
+    args += ["--cluster", NAME, "--subnet", SUBNET, "--results-dir", str(tmp_path)]
     try:
         # Interrupt in the middle of the workload, once clients are observed writing.
-        wait_until("acknowledged sends", lambda: _ok_sends(tmp_path) >= 20, timeout=300)
-        os.kill(proc.pid, signal.SIGINT)
-        out, _ = proc.communicate(timeout=300)
+        code, out = interrupted_run(args, "acknowledged sends", lambda: _ok_sends(tmp_path) >= 20)
     finally:
-        if proc.poll() is None:
-            proc.kill()
         dc.remove()
-    assert proc.returncode == 130, out
+    assert code == 130, out
     assert "interrupted" in out
     run_dir = next(tmp_path.glob("queue/*-3"))
     history = read_history(run_dir)

@@ -4,15 +4,11 @@ nothing. The cluster is kept (--keep-cluster) so that the test can look, then re
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from clusters.docker_cluster import DockerCluster
 from nemesis.heal import heal_cluster
-from tests.integration.kafka_io import wait_until
+from tests.integration.run_process import interrupted_run
 
 NAME = "e2e-int-faults"
 SUBNET = "10.213.75.0/24"
@@ -28,29 +24,18 @@ def _paused_now(results: Path) -> bool:
 def test_sigint_during_a_pause_heals_it(docker_client, tmp_path):
     dc = DockerCluster(docker_client, NAME)
     dc.remove()
-    cmd = [sys.executable, "-m", "harness.cli", "run", "--time-limit", "300", "--timing", "fast"]
+    args = ["--time-limit", "300", "--timing", "fast"]
     # The pause is on from 30 s to 60 s: the interrupt comes well inside it.
-    cmd += ["--nemesis", "pause", "--nemesis-interval", "30", "--seed", "1", "--keep-cluster"]
-    cmd += ["--cluster", NAME, "--subnet", SUBNET, "--results-dir", str(tmp_path)]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=Path(__file__).parents[2],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    args += ["--nemesis", "pause", "--nemesis-interval", "30", "--seed", "1", "--keep-cluster"]
+    args += ["--cluster", NAME, "--subnet", SUBNET, "--results-dir", str(tmp_path)]
     try:
-        wait_until("a pause to be on", lambda: _paused_now(tmp_path), timeout=300)
-        os.kill(proc.pid, signal.SIGINT)
-        out, _ = proc.communicate(timeout=300)
+        code, out = interrupted_run(args, "a pause to be on", lambda: _paused_now(tmp_path))
         left = heal_cluster(dc)
         nodes = dc.nodes()
         states = {n: (h.is_running(), h.is_paused_by_signal()) for n, h in nodes.items()}
     finally:
-        if proc.poll() is None:
-            proc.kill()
         dc.remove()
-    assert proc.returncode == 130, out
+    assert code == 130, out
     assert left == [], f"the interrupted run left faults: {left}"
     assert all(running and not paused for running, paused in states.values()), states
     run_dir = next(tmp_path.glob("queue/*-1"))

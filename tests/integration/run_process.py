@@ -1,0 +1,32 @@
+"""`kchaos run` as a child process, for tests that interrupt it the way a user does (Ctrl-C)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.integration.kafka_io import wait_until
+
+REPO = Path(__file__).parents[2]
+
+
+def interrupted_run(
+    args: list[str], what: str, ready: Callable[[], bool], timeout: float = 300
+) -> tuple[int, str]:
+    """Starts `kchaos run ARGS`, sends SIGINT once `ready()` holds, returns (exit code, output)."""
+    cmd = [sys.executable, "-m", "harness.cli", "run", *args]
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        wait_until(what, ready, timeout=timeout)
+        os.kill(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, out
