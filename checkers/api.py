@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from checkers.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.cycles import find_cycles
 from checkers.findings import Finding
 from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
@@ -137,7 +138,9 @@ def check(
     # when metadata logs are checked) are read with every column; the rest narrow (CHECK_COLUMNS).
     has_logs = (out_dir / "metadata").is_dir()
     data = read_for_check(
-        parquet, [*RESET_FS, *(["send", "txn"] if has_logs else [])], [OBSERVER, NEMESIS]
+        parquet,
+        [*RESET_FS, *ADMIN_FS, *(["send", "txn"] if has_logs else [])],
+        [OBSERVER, NEMESIS],
     )
     wide, n_elems = data.wide_ops, data.elements.num_rows
     ops = op_arrays(data.queue_ops)
@@ -156,18 +159,21 @@ def check(
     cycles = find_cycles(queue.edges, ops)
     meta_ops = wide.filter(is_in(wide.column("process"), [OBSERVER, NEMESIS])).to_pylist()
     sends = wide.filter(is_in(wide.column("f"), ["send", "txn"])).to_pylist() if has_logs else []
+    admin = admin_ops(wide.filter(is_in(wide.column("f"), list(ADMIN_FS))).to_pylist())
     del wide
     meta_input = observe_samples_from_ops(meta_ops)
     meta = check_metadata(meta_input)
-    findings = queue.findings + cycles + meta
+    admin_findings, admin_notes = check_admin(admin, kraft_mode(out_dir, meta_input))
+    notes.extend(admin_notes)
+    findings = queue.findings + cycles + meta + admin_findings
     logs_checked = has_logs and _check_metadata_logs(
         out_dir, sends, meta_input, queue.findings, findings, notes
     )
     if queue.subscribe:
         notes.append("consumers subscribe: poll-skip and nonmonotonic-poll are tolerated")
-    checked = n_elems > 0 or bool(meta_input.samples) or logs_checked
+    checked = n_elems > 0 or bool(meta_input.samples) or logs_checked or bool(admin)
     if not checked:
-        notes.append("no queue elements and no observer samples: nothing to check")
+        notes.append("no queue elements, admin ops or observer samples: nothing to check")
     verdict = Verdict(
         status=decide(findings, checked),
         findings=findings,
@@ -177,6 +183,7 @@ def check(
         stats={
             "elements": n_elems,
             "observer_samples": len(meta_input.samples),
+            "admin_ops": len(admin),
             "seconds": round(time.monotonic() - started, 3),
         },
     )
