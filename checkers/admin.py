@@ -140,6 +140,11 @@ def check_admin(ops: list[AdminOp], kraft: bool | None) -> tuple[list[Finding], 
         )
     if not views:
         notes.append("admin: no broker answered list-topics at the end: topic fates not judged")
+    else:
+        notes.append(
+            f"admin: {len(views)} final topic lists judged against {len(creates)} creates and "
+            f"{sum(map(len, deletes.values()))} deletes"
+        )
     return sorted(findings, key=Finding.sort_key), notes
 
 

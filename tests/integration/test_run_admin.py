@@ -4,6 +4,8 @@ deleted with ok (or its create/delete has an unknown outcome)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from clusters.docker_cluster import DockerCluster
@@ -44,6 +46,9 @@ def admin_run(docker_client, tmp_path_factory):
 
 def test_admin_ops_are_ok_and_name_nodes(admin_run):
     assert admin_run.exit_code == 0, admin_run.summary
+    results = json.loads((admin_run.run_dir / "results.json").read_text())
+    assert results["status"] == "valid" and results["stats"]["admin_ops"] > 0, results
+    assert any("final topic lists judged" in n for n in results["notes"]), results["notes"]
     ops = read_history(admin_run.run_dir).ops
     oks = [op for op in ops if op["type"] == "ok" and isinstance(op["process"], int)]
     assert {"create-topic", "describe-cluster"} <= {op["f"] for op in oks}
