@@ -28,6 +28,7 @@ from checkers.queue.check import (
 )
 from checkers.queue_ops import queue_ops_from_table
 from checkers.verdict import Verdict, decide
+from checkers.zk_controller.check import check_run_zk
 from history.columnar import (
     is_in,
     op_rows,
@@ -163,9 +164,13 @@ def check(
     logs_checked = has_logs and _check_metadata_logs(
         out_dir, sends, meta_input, queue.findings, findings, notes
     )
+    zk = check_run_zk(out_dir, meta_input.samples)
+    if zk is not None:
+        findings += zk.findings
+        notes += zk.notes
     if queue.subscribe:
         notes.append("consumers subscribe: poll-skip and nonmonotonic-poll are tolerated")
-    checked = n_elems > 0 or bool(meta_input.samples) or logs_checked
+    checked = n_elems > 0 or bool(meta_input.samples) or logs_checked or bool(zk and zk.checked)
     if not checked:
         notes.append("no queue elements and no observer samples: nothing to check")
     verdict = Verdict(
@@ -178,6 +183,7 @@ def check(
             "elements": n_elems,
             "observer_samples": len(meta_input.samples),
             "seconds": round(time.monotonic() - started, 3),
+            **({"zk_controller": zk.stats} if zk is not None else {}),
         },
     )
     if write:
