@@ -29,6 +29,7 @@ from checkers.queue.check import (
 )
 from checkers.queue_ops import queue_ops_from_table
 from checkers.verdict import Verdict, decide
+from checkers.zk_controller.check import check_run_zk
 from history.columnar import (
     is_in,
     op_rows,
@@ -169,9 +170,19 @@ def check(
     logs_checked = has_logs and _check_metadata_logs(
         out_dir, sends, meta_input, queue.findings, findings, notes
     )
+    zk = check_run_zk(out_dir, meta_input.samples)
+    if zk is not None:
+        findings += zk.findings
+        notes += zk.notes
     if queue.subscribe:
         notes.append("consumers subscribe: poll-skip and nonmonotonic-poll are tolerated")
-    checked = n_elems > 0 or bool(meta_input.samples) or logs_checked or bool(admin)
+    checked = (
+        n_elems > 0
+        or bool(meta_input.samples)
+        or logs_checked
+        or bool(admin)
+        or bool(zk and zk.checked)
+    )
     if not checked:
         notes.append("no queue elements, admin ops or observer samples: nothing to check")
     verdict = Verdict(
@@ -185,6 +196,7 @@ def check(
             "observer_samples": len(meta_input.samples),
             "admin_ops": len(admin),
             "seconds": round(time.monotonic() - started, 3),
+            **({"zk_controller": zk.stats} if zk is not None else {}),
         },
     )
     if write:

@@ -92,4 +92,6 @@ def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], Non
             (dest / "metadata" / f"{name}.txt").write_text(decoded)
             raw = dest / "metadata" / f"{name}-raw"
             shutil.copytree(Path(tmp) / METADATA_PARTITION, raw, dirs_exist_ok=True)
-    say(f"collected logs and metadata logs into {dest}")
+    # ZooKeeper mode has no KRaft controllers, hence no metadata log to decode.
+    what = "logs and metadata logs" if (dest / "metadata").is_dir() else "logs"
+    say(f"collected {what} into {dest}")

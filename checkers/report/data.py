@@ -35,6 +35,7 @@ class Sample:
     state: str | None
     leader: int | None
     epoch: int | None
+    active: bool | None = None  # ActiveControllerCount >= 1: the only controller view ZK mode has
 
 
 @dataclass
@@ -97,12 +98,22 @@ def _samples(parquet: str | Path) -> list[Sample]:
             out.append(Sample(r["node"], r["time"] / 1e9, None, None, None))
             continue
         value = json.loads(r["value_json"])
-        raft = value.get("raft") if isinstance(value, dict) else None
-        if not isinstance(raft, dict):
+        if not isinstance(value, dict):
             continue
+        raft, count = value.get("raft"), value.get("active_controller_count")
+        if not isinstance(raft, dict):
+            if not isinstance(count, int):
+                continue  # a KRaft broker: no view of the quorum
+            raft = {}
+        active = count >= 1 if isinstance(count, int) else None
         out.append(
             Sample(
-                r["node"], r["time"] / 1e9, raft.get("state"), raft.get("leader"), raft.get("epoch")
+                r["node"],
+                r["time"] / 1e9,
+                raft.get("state"),
+                raft.get("leader"),
+                raft.get("epoch"),
+                active,
             )
         )
     return out

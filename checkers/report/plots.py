@@ -122,25 +122,45 @@ def rates(data: ReportData) -> str:
     return _png(fig)
 
 
+def has_epochs(samples: list[Sample]) -> bool:
+    """KRaft samples carry Raft epochs; ZooKeeper-mode brokers only ActiveControllerCount."""
+    return any(s.epoch is not None for s in samples)
+
+
+def _bars(ax: plt.Axes, samples: list[Sample], nodes: list[str], end_s: float, on) -> None:
+    """A node is drawn as leading from a sample saying so until its next sample."""
+    palette = plt.get_cmap("tab10")
+    for i, node in enumerate(nodes):
+        mine = [s for s in samples if s.node == node]
+        for a, b in zip(mine, [*mine[1:], None], strict=True):
+            if on(a):
+                until = b.time_s if b else end_s
+                ax.broken_barh(
+                    [(a.time_s, until - a.time_s)], (i - 0.4, 0.8), color=palette(i % 10)
+                )
+    ax.set_yticks(range(len(nodes)), nodes)
+
+
 def quorum(samples: list[Sample], faults: list[Fault], end_s: float) -> str:
-    fig, (ep, lead) = plt.subplots(2, 1, figsize=(12, 4.5), sharex=True)
     nodes = sorted({s.node for s in samples})
+    if not has_epochs(samples):
+        fig, lead = plt.subplots(1, 1, figsize=(12, 2.5))
+        _bars(lead, samples, nodes, end_s, lambda s: bool(s.active))
+        lead.set_ylabel("active controller\n(own view)")
+        lead.set_xlabel("run time (s)")
+        _shade(lead, faults)
+        lead.set_xlim(0, max(end_s, 1e-9))
+        return _png(fig)
+    fig, (ep, lead) = plt.subplots(2, 1, figsize=(12, 4.5), sharex=True)
     palette = plt.get_cmap("tab10")
     for i, node in enumerate(nodes):
         mine = [s for s in samples if s.node == node]
         xs = [s.time_s for s in mine]
         ep.step(xs, [s.epoch if s.epoch is not None else np.nan for s in mine], where="post",
                 color=palette(i % 10), label=node)  # fmt: skip
-        # A node is drawn as leader from a sample saying so until its next sample.
-        for a, b in zip(mine, [*mine[1:], None], strict=True):
-            if a.state == "leader":
-                until = b.time_s if b else end_s
-                lead.broken_barh(
-                    [(a.time_s, until - a.time_s)], (i - 0.4, 0.8), color=palette(i % 10)
-                )
+    _bars(lead, samples, nodes, end_s, lambda s: s.state == "leader")
     ep.set_ylabel("Raft epoch")
     ep.legend(loc="upper left", fontsize=8, ncol=len(nodes) or 1)
-    lead.set_yticks(range(len(nodes)), nodes)
     lead.set_ylabel("leader (own view)")
     lead.set_xlabel("run time (s)")
     for ax in (ep, lead):

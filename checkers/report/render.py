@@ -50,7 +50,9 @@ else "One line per operation, from invocation to completion." }}</p>
 <img alt="latency and throughput" src="data:image/png;base64,{{ rates }}">
 <p>Shaded: fault periods, from a start-* invocation to its stop-* completion.</p>
 {% if quorum %}<h2>Controller quorum (observer samples)</h2>
-<img alt="leaders and epochs" src="data:image/png;base64,{{ quorum }}">{% endif %}
+<img alt="leaders and epochs" src="data:image/png;base64,{{ quorum }}">
+{% if not raft %}<p>ZooKeeper mode: each broker's ActiveControllerCount; controller epochs are
+judged from the brokers' logs (notes above).</p>{% endif %}{% endif %}
 <h2>Faults</h2>
 <table><tr><th>fault</th><th>from (s)</th><th>to (s)</th><th>ops</th></tr>
 {% for f in faults %}<tr><td>{{ f.name }}</td><td>{{ "%.3f" % f.start_s }}</td>
@@ -121,6 +123,7 @@ def write_report(out_dir: str | Path, parquet: str | Path, verdict: Verdict) -> 
         binned=plots.binned(data),
         rates=plots.rates(data),
         quorum=plots.quorum(data.samples, data.faults, data.end_s) if data.samples else None,
+        raft=plots.has_epochs(data.samples),
         findings=grouped,
         ops=_cited_ops(Path(parquet), shown),
     )

@@ -56,3 +56,22 @@ def test_explanations_are_escaped(tmp_path):
     v = Verdict("invalid", [Finding("x", None, (0,), "a <script> & b")], history="h")
     html = write_report(run, run / "history.parquet", v).read_text()
     assert "a &lt;script&gt; &amp; b" in html and "<script>" not in html
+
+
+def test_zookeeper_mode_samples_draw_the_active_controller(tmp_path):
+    from tests.unit.checkers.histories import H
+
+    h = H().send(0, 0, 1, 0).poll(1, {0: [(0, 1)]})
+    zk = {"roles": ["broker"], "raft": None}
+    for active in ("b1", "b2"):
+        for node in ("b1", "b2"):
+            h.observe(node, **zk, active_controller_count=int(node == active))
+    h.observe("b3", roles=["broker"], raft=None, active_controller_count=None)  # no view
+    h.write(tmp_path)
+    check(tmp_path, engine="local")
+    data = load(tmp_path / "history.parquet")
+    assert [(s.node, s.active) for s in data.samples] == [
+        ("b1", True), ("b2", False), ("b1", False), ("b2", True)
+    ]  # fmt: skip
+    html = (tmp_path / "report.html").read_text()
+    assert "Controller quorum" in html and "ZooKeeper mode: each broker" in html

@@ -1,0 +1,83 @@
+"""`kchaos run` on a ZooKeeper-mode cluster whose active controller is killed: the run is valid
+and the controller-epoch rule judged a real failover (a new election in a higher epoch), not
+nothing.
+
+Seed 2 with a 20 s limit and 8 s intervals plans exactly one fault: kill the active controller
+(the broker /controller names) at 8 s, restart it at 16 s. The ZooKeeper session of the killed
+broker expires after 4 s (timing fast), so another broker is elected in the next epoch.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusters.docker_cluster import DockerCluster
+from harness.interpreter import Run
+from harness.plan import build_plan
+from harness.spec import RunSpec, validate
+
+NAME = "zk1"
+SUBNET = "10.213.100.0/24"
+SEED = 2
+
+
+@pytest.fixture(scope="module")
+def finished_run(docker_client, tmp_path_factory):
+    dc = DockerCluster(docker_client, NAME)
+    dc.remove()  # leftovers of an interrupted earlier test run
+    spec = validate(
+        RunSpec(
+            topology="zk",
+            workload="queue",
+            time_limit=20,
+            nemesis=["kill"],
+            nemesis_interval=8,
+            concurrency=4,
+            rate=40,
+            timing="fast",
+            seed=SEED,
+            cluster=NAME,
+            subnet=SUBNET,
+            results_dir=str(tmp_path_factory.mktemp("results")),
+            final_timeout=90,
+        )
+    )
+    plan = build_plan(spec, SEED)
+    try:
+        result = Run(plan, say=lambda m: None, show_progress=False).execute()
+    finally:
+        dc.remove()
+    yield result, plan
+    assert not dc.containers() and not dc.networks(), "the run left containers or networks"
+
+
+def test_the_plan_kills_the_active_controller(finished_run):
+    _, plan = finished_run
+    assert [(s.action, s.fault, s.kind) for s in plan.faults] == [
+        ("start", "kill", "active-controller"),
+        ("stop", "kill", "active-controller"),
+    ]
+
+
+def test_the_kill_hit_the_broker_zookeeper_named(finished_run):
+    result, _ = finished_run
+    timeline = json.loads((result.run_dir / "nemesis.json").read_text())["timeline"]
+    kill = next(t for t in timeline if t["f"] == "start-kill")
+    assert kill["type"] == "ok", kill
+    assert "/controller" in kill["value"]["resolved_by"]
+    assert kill["value"]["targets"][0].startswith("b")
+
+
+def test_valid_and_the_controller_epoch_rule_saw_the_failover(finished_run):
+    result, _ = finished_run
+    verdict = json.loads((result.run_dir / "results.json").read_text())
+    assert verdict["status"] == "valid", verdict
+    zk = verdict["stats"]["zk_controller"]
+    assert zk["failovers"] >= 1, zk
+    assert zk["epochs"] == sorted(set(zk["epochs"])) and len(zk["epochs"]) >= 2
+    assert zk["requests_accepted"] > 0
+    assert any(n.startswith("controller epochs: ") for n in verdict["notes"])
+    html = (result.run_dir / "report.html").read_text()
+    assert "ZooKeeper mode: each broker" in html
