@@ -112,7 +112,9 @@ class Run:
         spec = self.spec
         self.say(f"seed {self.plan.seed}; run directory {run_dir}")
         dc = DockerCluster(docker_client(), spec.cluster)
-        topo = build_topology(spec.topology, cluster=spec.cluster, subnet=spec.subnet)
+        topo = build_topology(
+            spec.topology, cluster=spec.cluster, subnet=spec.subnet, zookeepers=spec.zookeepers
+        )
         interrupted = False
         error: BaseException | None = None
         recorder: Recorder | None = None

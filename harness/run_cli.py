@@ -18,6 +18,7 @@ from harness.spec import RunSpec, load_spec_file, spec_from_dict
 # CLI option name -> spec field, for options that may also come from a spec file.
 SPEC_OPTIONS = {
     "topology": "topology",
+    "zookeepers": "zookeepers",
     "version": "version",
     "workload": "workload",
     "nemesis": "nemesis",
@@ -55,6 +56,13 @@ _D = RunSpec()
     help="Run the plan of an earlier run directory again on a fresh cluster.",
 )
 @click.option("--topology", type=click.Choice(TOPOLOGIES), default=_D.topology, show_default=True)
+@click.option(
+    "--zookeepers",
+    type=click.IntRange(1, 3),
+    default=_D.zookeepers,
+    show_default=True,
+    help="ZooKeeper nodes with --topology zk (1 or 3).",
+)
 @click.option(
     "--version",
     default="3.9",

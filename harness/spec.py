@@ -28,6 +28,8 @@ class SpecError(Exception):
 class RunSpec:
     workload: str = "queue"
     topology: str = "kraft-combined"
+    # ZooKeeper ensemble size in zk mode: 3 lets a nemesis take its leader without losing ZK.
+    zookeepers: int = 1
     version: str = "3.9"
     nemesis: list[str] = field(default_factory=list)
     time_limit: float = 30.0
@@ -80,6 +82,8 @@ def validate(spec: RunSpec) -> RunSpec:
     if spec.topology not in TOPOLOGIES:
         choices = ", ".join(TOPOLOGIES)
         raise SpecError(f"unknown topology '{spec.topology}': choose one of {choices}")
+    if spec.zookeepers not in (1, 3):
+        raise SpecError(f"zookeepers must be 1 or 3, not {spec.zookeepers}")
     if spec.timing not in TIMINGS:
         raise SpecError(f"unknown timing '{spec.timing}': choose one of {', '.join(TIMINGS)}")
     if spec.mode not in QUEUE_MODES:

@@ -127,3 +127,11 @@ def test_replay_runs_the_stored_plan_byte_for_byte(tmp_path):
     replayed = run("--replay", str(tmp_path), "--plan-only")
     assert replayed.exit_code == 0, replayed.output
     assert replayed.output.endswith(stored.output)
+
+
+def test_a_zookeeper_ensemble_of_three_is_planned_and_two_is_refused():
+    r = run("--topology", "zk", "--zookeepers", "3", "--seed", "1", "--plan-only")
+    assert r.exit_code == 0, r.output
+    assert '"zookeepers": 3' in r.output
+    r = run("--topology", "zk", "--zookeepers", "2", "--seed", "1", "--plan-only")
+    assert r.exit_code == 254 and "zookeepers must be 1 or 3" in flat(r)
