@@ -17,6 +17,7 @@ from checkers.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.cycles import find_cycles
 from checkers.findings import Finding
 from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
+from checkers.metadata_log.applied import unjudged_note
 from checkers.metadata_log.check import check_run_metadata
 from checkers.op_arrays import op_arrays
 from checkers.queue.arrays import elem_arrays
@@ -102,7 +103,7 @@ def _check_metadata_logs(
     # A fenced broker's acknowledgement shows as a lost or misplaced write: such findings
     # corroborate a send the history attributes to a fenced broker.
     failing = {i for f in queue_findings if f.tolerated is None and not f.unknown for i in f.ops}
-    result = check_run_metadata(out_dir, sends, _highest_watermark(meta_input), failing)
+    result = check_run_metadata(out_dir, sends, _highest_watermark(meta_input), failing, meta_input)
     if result is None:
         return False
     findings.extend(result.findings)
@@ -174,6 +175,8 @@ def check(
     if zk is not None:
         findings += zk.findings
         notes += zk.notes
+    if not has_logs:
+        notes += unjudged_note(meta_input, "the run has no decoded metadata logs (metadata/)")
     if queue.subscribe:
         notes.append("consumers subscribe: poll-skip and nonmonotonic-poll are tolerated")
     checked = (

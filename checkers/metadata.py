@@ -13,6 +13,7 @@ from itertools import combinations, pairwise
 from typing import Any
 
 from checkers.findings import Finding, secs
+from checkers.migration import observed_migration_regressions
 from history.format import NEMESIS, OBSERVER
 
 RULES = {
@@ -73,6 +74,15 @@ class MetadataInput:
     samples: list[Sample] = field(default_factory=list)
     disruptions: list[Disruption] = field(default_factory=list)
 
+    def disrupted(self, node: str, start: int, end: int, data_loss: bool) -> bool:
+        """Whether `node` may have restarted (from an erased disk, with `data_loss`) in between."""
+        return any(
+            start <= d.time <= end
+            and (d.nodes is None or node in d.nodes)
+            and (d.data_loss or not data_loss)
+            for d in self.disruptions
+        )
+
 
 def observe_samples_from_ops(rows: list[dict[str, Any]]) -> MetadataInput:
     """From op rows (columnar, with value_json) of the observer and the nemesis."""
@@ -104,6 +114,7 @@ def check_metadata(data: MetadataInput, tolerance_ns: int = DEFAULT_TOLERANCE_NS
     findings = _split_brain(data.samples)
     findings += _active_controllers(data.samples, tolerance_ns)
     findings += _regressions(data)
+    findings += observed_migration_regressions(data)
     return sorted(findings, key=Finding.sort_key)
 
 
@@ -217,15 +228,6 @@ def _active_controllers(samples: list[Sample], tolerance_ns: int) -> list[Findin
     return out
 
 
-def _disrupted(data: MetadataInput, node: str, start: int, end: int, data_loss: bool) -> bool:
-    return any(
-        start <= d.time <= end
-        and (d.nodes is None or node in d.nodes)
-        and (d.data_loss or not data_loss)
-        for d in data.disruptions
-    )
-
-
 def _regressions(data: MetadataInput) -> list[Finding]:
     out = []
     by_node: dict[str, list[Sample]] = {}
@@ -239,7 +241,7 @@ def _regressions(data: MetadataInput) -> list[Finding]:
                 isinstance(e1, int)
                 and isinstance(e2, int)
                 and e2 < e1
-                and not _disrupted(data, node, *window, data_loss=True)
+                and not data.disrupted(node, *window, data_loss=True)
             ):
                 out.append(
                     _finding(
@@ -255,7 +257,7 @@ def _regressions(data: MetadataInput) -> list[Finding]:
                 isinstance(h1, int)
                 and isinstance(h2, int)
                 and 0 <= h2 < h1
-                and not _disrupted(data, node, *window, data_loss=False)
+                and not data.disrupted(node, *window, data_loss=False)
             ):
                 out.append(
                     _finding(

@@ -1,5 +1,6 @@
-"""Collecting what a cluster leaves behind: node logs, configs, and each controller's metadata log
-decoded with DumpLogSegments.
+"""Collecting what a cluster leaves behind: node logs, configs, and each node's metadata log
+decoded with DumpLogSegments: the voters' (controllers') in ``metadata/``, the Raft observers'
+(broker-only nodes) in ``metadata/observers/`` so that no checker counts them toward a majority.
 
 Data directories are copied out of the containers first (this works on killed nodes too) and
 decoded on the host with the same Kafka jars, so a dead node's metadata log is still read.
@@ -20,6 +21,7 @@ from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist
 
 METADATA_PARTITION = "__cluster_metadata-0"
+OBSERVERS_DIR = "observers"
 
 
 def decode_metadata_log(dist: KafkaDist, partition_dir: Path) -> str:
@@ -51,7 +53,7 @@ def decode_metadata_log(dist: KafkaDist, partition_dir: Path) -> str:
 
 
 def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], None] = print) -> None:
-    """Writes ``logs/<node>/``, ``metadata/<node>.txt`` and ``cluster.json`` under ``dest``."""
+    """Writes ``logs/<node>/``, ``metadata/[observers/]<node>.txt`` and ``cluster.json``."""
     info = cluster.info()
     dist = cluster.dist(info)
     dest.mkdir(parents=True, exist_ok=True)
@@ -79,8 +81,9 @@ def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], Non
             node.copy_dir_out(CONF_DIR, logs)
         except ClusterError as exc:
             say(f"warning: {exc}")
-        if not node.spec.is_controller:
+        if not info.topology.kraft or node.spec.is_zookeeper:
             continue
+        out = dest / "metadata" / ("" if node.spec.is_controller else OBSERVERS_DIR)
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 node.copy_dir_out(f"{DATA_DIR}/{METADATA_PARTITION}", Path(tmp))
@@ -88,9 +91,9 @@ def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], Non
                 say(f"warning: {exc}")
                 continue
             decoded = decode_metadata_log(dist, Path(tmp) / METADATA_PARTITION)
-            (dest / "metadata").mkdir(exist_ok=True)
-            (dest / "metadata" / f"{name}.txt").write_text(decoded)
-            raw = dest / "metadata" / f"{name}-raw"
+            out.mkdir(parents=True, exist_ok=True)
+            (out / f"{name}.txt").write_text(decoded)
+            raw = out / f"{name}-raw"
             shutil.copytree(Path(tmp) / METADATA_PARTITION, raw, dirs_exist_ok=True)
     # ZooKeeper mode has no KRaft controllers, hence no metadata log to decode.
     what = "logs and metadata logs" if (dest / "metadata").is_dir() else "logs"

@@ -8,8 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from checkers.findings import Finding
-from checkers.metadata_log.committed import committed_bound
+from checkers.metadata import MetadataInput
+from checkers.metadata_log.applied import applied_beyond_commit, unjudged_note
+from checkers.metadata_log.committed import committed_bound, committed_log, majority_bound
+from checkers.metadata_log.fencing import deposed_leader_writes
 from checkers.metadata_log.lease import SESSION_TIMEOUT_MS, lease_violations
+from checkers.metadata_log.observers import OBSERVERS_DIR, observer_divergence
 from checkers.metadata_log.parse import MetadataLog, MetadataLogError, read_metadata_logs
 from checkers.metadata_log.rules import (
     broker_epochs,
@@ -18,6 +22,7 @@ from checkers.metadata_log.rules import (
     feature_levels,
     leader_epochs,
 )
+from checkers.migration import logged_migration_regressions
 
 METADATA_DIR = "metadata"
 CLUSTER_JSON = "cluster.json"
@@ -54,12 +59,25 @@ def check_logs(
     high_watermark: int | None = None,
     sends: list[dict[str, Any]] | None = None,
     corroborated_ops: set[int] | None = None,
+    observers: dict[str, MetadataLog] | None = None,
+    observed: MetadataInput | None = None,
 ) -> MetadataLogResult:
+    """`logs`: the voters' decoded logs; `observers`: broker-only nodes' (never counted toward a
+    majority); `observed`: the observer samples, for the brokers' applied offsets."""
     result = MetadataLogResult()
-    for log in logs.values():
-        result.notes.extend(log.notes)
+    observers = dict(observers or {})
     nodes = cluster.get("nodes") or []
-    controllers = [n for n in nodes if "controller" in (n.get("roles") or [])]
+    controllers = [
+        n["name"] for n in nodes if "controller" in (n.get("roles") or []) and "name" in n
+    ]
+    if controllers:
+        for name in sorted(set(logs) - set(controllers)):
+            # A voter is what cluster.json says, whatever directory its file was found in.
+            result.notes.append(f"metadata/{name}.txt: not a controller in {CLUSTER_JSON}")
+            observers.setdefault(name, logs[name])
+        logs = {n: log for n, log in logs.items() if n in controllers}
+    for log in [*logs.values(), *observers.values()]:
+        result.notes.extend(log.notes)
     voters = len(controllers)
     if not voters:
         # Without the quorum's size a majority cannot be counted; every file is a voter at most.
@@ -67,6 +85,8 @@ def check_logs(
         result.notes.append(f"no {CLUSTER_JSON} controllers: assuming {voters} voters")
     bound = committed_bound(logs, voters, high_watermark)
     if bound.last < 0:
+        if observed is not None:
+            result.notes += unjudged_note(observed, "nothing in the metadata logs is committed")
         result.findings.append(
             Finding(
                 "metadata-log-unknown",
@@ -85,6 +105,15 @@ def check_logs(
     result.findings += feature_levels(logs, bound.last)
     result.findings += broker_epochs(committed)
     result.findings += leader_epochs(committed)
+    majority = majority_bound(logs, voters)
+    committed_entries = committed_log(logs, majority)
+    result.findings += deposed_leader_writes(committed_entries)
+    result.findings += logged_migration_regressions(committed_entries)
+    result.findings += observer_divergence(observers, logs, majority, result.notes)
+    if observed is not None:
+        found, notes = applied_beyond_commit(observed, logs, controllers, bound.last)
+        result.findings += found
+        result.notes += notes
     node_ids = {n["name"]: n["node_id"] for n in nodes if "name" in n and "node_id" in n}
     if sends and node_ids:
         timeout = SESSION_TIMEOUT_MS.get(cluster.get("timing", "default"), 9000)
@@ -107,6 +136,7 @@ def check_run_metadata(
     op_rows: list[dict[str, Any]],
     high_watermark: int | None,
     corroborated_ops: set[int],
+    observed: MetadataInput | None = None,
 ) -> MetadataLogResult | None:
     """None when the run has no `metadata/` directory; an unreadable log is one unknown finding."""
     d = Path(run_dir) / METADATA_DIR
@@ -114,6 +144,7 @@ def check_run_metadata(
         return None
     try:
         logs = read_metadata_logs(d)
+        observers = read_metadata_logs(d / OBSERVERS_DIR) if (d / OBSERVERS_DIR).is_dir() else {}
     except MetadataLogError as e:
         return MetadataLogResult(
             [Finding("metadata-log-unreadable", None, (), str(e), unknown=True)], [str(e)]
@@ -121,5 +152,11 @@ def check_run_metadata(
     if not logs:
         return MetadataLogResult(notes=[f"{d}: no decoded metadata logs"])
     return check_logs(
-        logs, _cluster(Path(run_dir)), high_watermark, sends_with_walls(op_rows), corroborated_ops
+        logs,
+        _cluster(Path(run_dir)),
+        high_watermark,
+        sends_with_walls(op_rows),
+        corroborated_ops,
+        observers,
+        observed,
     )

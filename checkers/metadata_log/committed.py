@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from checkers.metadata_log.parse import MetadataLog
+from checkers.metadata_log.parse import MetadataLog, Record
 
 
 @dataclass(frozen=True)
 class CommittedBound:
     last: int  # highest committed offset (-1: nothing proven)
     why: str
+    # The logs holding the majority's entry at `last`: by Raft's log matching each holds the
+    # committed log up to it (empty when the bound comes from a high watermark).
+    holders: tuple[str, ...] = ()
 
 
 def majority_bound(logs: dict[str, MetadataLog], voters: int) -> CommittedBound:
@@ -39,12 +42,32 @@ def majority_bound(logs: dict[str, MetadataLog], voters: int) -> CommittedBound:
             if (r := log.records.get(offset)) is not None and r.epoch == epoch
         )
         if copies and copies.most_common(1)[0][1] >= need:
+            entry = copies.most_common(1)[0][0]
+            holders = tuple(
+                n
+                for n, log in sorted(logs.items())
+                if (r := log.records.get(offset)) is not None
+                and (r.epoch, r.create_ms, r.text) == (epoch, *entry)
+            )
             best = CommittedBound(
                 offset,
                 f"offset {offset} (epoch {epoch}, the newest) is held alike by "
-                f"{copies.most_common(1)[0][1]} of {voters} voters",
+                f"{len(holders)} of {voters} voters",
+                holders,
             )
     return best
+
+
+def committed_log(logs: dict[str, MetadataLog], majority: CommittedBound) -> list[Record]:
+    """The committed entries up to `majority.last`, in offset order, each from a log that holds
+    the majority's entry at that bound (never from a follower's stale tail)."""
+    out = []
+    for offset in range(majority.last + 1):
+        for name in majority.holders:
+            if (r := logs[name].records.get(offset)) is not None:
+                out.append(r)
+                break
+    return out
 
 
 def committed_bound(

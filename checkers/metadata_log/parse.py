@@ -20,7 +20,8 @@ _BATCH = re.compile(
 )
 _RECORD = re.compile(r"^\| offset: (-?\d+) CreateTime: (-?\d+) .*?(payload|controlType): (.*)$")
 # Lines the tool prints that carry nothing to check.
-_IGNORED = ("Dumping ", "Log starting offset:", "Starting offset:", "Snapshot end offset")
+_IGNORED = ("Dumping ", "Starting offset:", "Snapshot end offset")
+_SEGMENT = re.compile(r"^Log starting offset: (\d+)\s*$")
 
 
 class MetadataLogError(Exception):
@@ -69,10 +70,18 @@ class MetadataLog:
     node: str
     records: dict[int, Record] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    segment_base: int = 0  # base offset of the last segment (its file name)
+    complete: bool = True  # False when the file was cut short: the log may hold more
 
     @property
     def last_offset(self) -> int:
         return max(self.records, default=-1)
+
+    @property
+    def end_offset(self) -> int:
+        """The log end offset (exclusive), when `complete`: a segment left empty by snapshotting
+        or truncation still says the log reached its base offset."""
+        return max(self.last_offset + 1, self.segment_base)
 
 
 def parse_metadata_log(text: str, node: str, path: str | Path | None = None) -> MetadataLog:
@@ -84,11 +93,17 @@ def parse_metadata_log(text: str, node: str, path: str | Path | None = None) -> 
         lines.pop()
     elif lines:
         lines.pop()
+        log.complete = False
         log.notes.append(f"{name}: last line cut short (no newline), ignored")
     batch: tuple[int, int, int, int] | None = None  # base, last, epoch, first line
     seen_in_batch = 0
+    segments = 0
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith(_IGNORED):
+            continue
+        if m := _SEGMENT.match(line):
+            log.segment_base = max(log.segment_base, int(m[1]))
+            segments += 1
             continue
         if m := _BATCH.match(line):
             base, last, _count, epoch = (int(g) for g in m.groups())
@@ -122,10 +137,14 @@ def parse_metadata_log(text: str, node: str, path: str | Path | None = None) -> 
         seen_in_batch += 1
     if batch is not None and seen_in_batch < batch[1] - batch[0] + 1 and log.last_offset < batch[1]:
         # The final batch lost records: the file was truncated. Keep what is complete.
+        log.complete = False
         log.notes.append(
             f"{name}: last batch (line {batch[3]}) ends at offset {log.last_offset}, "
             f"header says {batch[1]}: file truncated, the rest is not checked"
         )
+    if not segments:
+        # No segment was dumped (an empty file): where this log ends is unknown.
+        log.complete = False
     return log
 
 

@@ -45,7 +45,7 @@ def _finding(kind: str, records: list[Record], text: str, **data: Any) -> Findin
     )
 
 
-def _rejoin(a: MetadataLog, b: MetadataLog, after: int) -> int | None:
+def rejoin(a: MetadataLog, b: MetadataLog, after: int) -> int | None:
     """The first offset past `after` where both logs hold the same entry, if any."""
     for offset in sorted(o for o in a.records if o > after and o in b.records):
         if a.records[offset].same_entry(b.records[offset]):
@@ -71,7 +71,7 @@ def divergence(
             ra, rb = la.records.get(offset), lb.records.get(offset)
             if ra is None or rb is None or ra.same_entry(rb):
                 continue
-            again = _rejoin(la, lb, offset)
+            again = rejoin(la, lb, offset)
             if again is None:
                 if notes is not None:
                     notes.append(
@@ -183,7 +183,7 @@ def feature_levels(logs: dict[str, MetadataLog], last_committed: int) -> list[Fi
         levels = {(r.data.get("name"), r.data.get("featureLevel")) for r in held.values()}
         # As for divergence: only controllers whose logs agree again later are held to it.
         rejoined = any(
-            _rejoin(logs[a], logs[b], offset) is not None
+            rejoin(logs[a], logs[b], offset) is not None
             for a, b in combinations(sorted(held), 2)
             if held[a].data.get("featureLevel") != held[b].data.get("featureLevel")
         )

@@ -1,0 +1,135 @@
+"""ZooKeeper-to-KRaft migration states (KIP-866) never go backwards: per node in the observer's
+`zk_migration_state` samples, and along the committed ZkMigrationStateRecords of the metadata log.
+
+KIP-866 names the states MigrationIneligible -> MigratingZkData -> DualWriteMetadata ->
+MigrationFinalized; Kafka's ZkMigrationState enum calls them ZK -> PRE_MIGRATION -> MIGRATION ->
+POST_MIGRATION (with values 4, 2, 1, 3: not in order). NONE (0) is outside that order: "This
+cluster started out as KRaft and was not migrated". What nodes report outside a migration:
+
+- a KRaft controller's gauge starts at -1 until its first metadata image is published, and an
+  empty log's image says NONE: both say nothing about a migration's progress, so a migrating
+  controller going from either to PRE_MIGRATION is no regression, and a restarted one briefly
+  reports them again;
+- every ZooKeeper-mode broker reports ZK for as long as it runs;
+- broker-only KRaft nodes have no such gauge (None).
+
+A rollback to ZooKeeper ("reverse the steps of the migration", KIP-866) is an operator's act
+that kchaos never performs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from checkers.findings import Finding
+
+if TYPE_CHECKING:
+    from checkers.metadata import MetadataInput, Sample
+    from checkers.metadata_log.parse import Record
+
+ORDER = ("ZK", "PRE_MIGRATION", "MIGRATION", "POST_MIGRATION")
+NONE = "NONE"
+# ZkMigrationStateRecord.ZkMigrationState values (Kafka 3.5+, ZkMigrationState.java).
+RECORD_STATES = {0: NONE, 1: "MIGRATION", 2: "PRE_MIGRATION", 3: "POST_MIGRATION"}
+KIP_NAMES = {
+    "ZK": "MigrationIneligible",
+    "PRE_MIGRATION": "MigratingZkData",
+    "MIGRATION": "DualWriteMetadata",
+    "POST_MIGRATION": "MigrationFinalized",
+    NONE: "None",
+}
+RULE = (
+    'KIP-866: "Here is a state machine description of the migration ... these four will be '
+    'exposed as the ZkMigrationState metric": MigrationIneligible, MigratingZkData, '
+    'DualWriteMetadata, MigrationFinalized, in that order; and state None (0): "This cluster '
+    'started out as KRaft and was not migrated"'
+)
+KIND = "migration-state-regression"
+
+
+def _name(state: str) -> str:
+    return f"{state} ({KIP_NAMES[state]})"
+
+
+def observed_migration_regressions(data: MetadataInput) -> list[Finding]:
+    """Per node: a later sample in an earlier migration state, or NONE after a migration state.
+
+    An earlier state is excused only by a data-loss fault of the node in between (its log may
+    be gone); NONE after a migration state by any restart or silence of the node (a restarted
+    controller publishes an empty log's NONE before it has replayed its log).
+    """
+    out = []
+    latest: dict[str, Sample] = {}  # the node's furthest migration state so far
+    for s in data.samples:
+        state = s.value.get("zk_migration_state")
+        top = latest.get(s.node)
+        if state in ORDER:
+            if top is not None and ORDER.index(state) < ORDER.index(
+                top.value["zk_migration_state"]
+            ):
+                if not data.disrupted(s.node, top.invoke_time, s.time, data_loss=True):
+                    out.append(_observed(top, s))
+                latest[s.node] = s
+            elif top is None or ORDER.index(state) > ORDER.index(top.value["zk_migration_state"]):
+                latest[s.node] = s
+        elif (
+            state == NONE
+            and top is not None
+            and not data.disrupted(s.node, top.invoke_time, s.time, data_loss=False)
+        ):
+            out.append(_observed(top, s))
+            del latest[s.node]
+    return out
+
+
+def _observed(before: Sample, after: Sample) -> Finding:
+    was, now = before.value["zk_migration_state"], after.value["zk_migration_state"]
+    return Finding(
+        KIND,
+        None,
+        (before.index, after.index),
+        f"{after.node} reported ZkMigrationState {_name(was)} in {before.cite()}, then "
+        f"{_name(now)} in {after.cite()}, with no fault of {after.node} in between that could "
+        f"reset it. Rule: {RULE}",
+        {"rule": RULE, "node": after.node, "states": [was, now], "source": "observer"},
+    )
+
+
+def logged_migration_regressions(committed: list[Record]) -> list[Finding]:
+    """Committed ZkMigrationStateRecords going back in ORDER, or between NONE and ORDER."""
+    out = []
+    previous: Record | None = None
+    for r in committed:
+        if r.control or r.type != "ZK_MIGRATION_STATE_RECORD":
+            continue
+        state = RECORD_STATES.get(r.data.get("zkMigrationState"))  # type: ignore[arg-type]
+        if state is None:
+            continue
+        if previous is not None:
+            was = RECORD_STATES[previous.data["zkMigrationState"]]
+            backwards = was in ORDER and state in ORDER and ORDER.index(state) < ORDER.index(was)
+            if backwards or (was == NONE) != (state == NONE):
+                out.append(_logged(previous, r, was, state))
+        previous = r
+    return out
+
+
+def _logged(before: Record, after: Record, was: str, now: str) -> Finding:
+    cites = [before.cite(), after.cite()]
+    data: dict[str, Any] = {
+        "rule": RULE,
+        "records": cites,
+        "states": [was, now],
+        "offsets": [before.offset, after.offset],
+        "source": "metadata log",
+    }
+    return Finding(
+        KIND,
+        None,
+        (),
+        f"the committed metadata log sets the ZK migration state to {_name(was)} at offset "
+        f"{before.offset}, then to {_name(now)} at offset {after.offset}. Records: "
+        + "; ".join(cites)
+        + f". Rule: {RULE}",
+        data,
+    )
