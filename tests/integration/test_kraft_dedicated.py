@@ -27,3 +27,19 @@ def test_dedicated_controllers_elect_one_leader_and_brokers_serve_produce(cluste
     values = [f"d{i}" for i in range(300)]
     produce(bootstrap, "dedicated", values)
     assert sorted(consume_all(bootstrap, "dedicated", 300)) == sorted(values)
+
+
+def test_collect_decodes_brokers_metadata_logs_apart_and_they_follow_the_committed_log(
+    cluster, tmp_path
+):
+    from checkers.metadata_log.check import check_run_metadata
+    from clusters.collect import collect_cluster
+
+    dc, _ = cluster
+    collect_cluster(dc, tmp_path, say=lambda m: None)
+    voters = sorted(p.stem for p in (tmp_path / "metadata").glob("*.txt"))
+    observers = sorted(p.stem for p in (tmp_path / "metadata" / "observers").glob("*.txt"))
+    assert (voters, observers) == (["c1", "c2", "c3"], ["b1", "b2", "b3"])
+    result = check_run_metadata(tmp_path, [], None, set())
+    assert result.checked and result.findings == []
+    assert "of 3 voters" in result.notes[0]

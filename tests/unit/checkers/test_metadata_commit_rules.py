@@ -236,14 +236,42 @@ def test_brokers_never_count_toward_the_majority():
         parsed(c1=ahead, c2=h, c3=h, b4=ahead), DEDICATED).notes)  # fmt: skip
 
 
-def test_run_directory_reads_observer_logs_apart(tmp_path):
+def _run_dir_with_odd_broker(tmp_path, broker):
+    """Voters healthy (committed up to 8); `broker` differs at offset 3 and agrees after."""
     h = healthy(2)
     odd = [*h[:3], (2, rec("REGISTER_BROKER_RECORD", brokerId=2, brokerEpoch=99)), *h[4:]]
     (tmp_path / "metadata" / "observers").mkdir(parents=True)
     for n in ("c1", "c2", "c3"):
         (tmp_path / "metadata" / f"{n}.txt").write_text(dump(h))
-    (tmp_path / "metadata" / "observers" / "b4.txt").write_text(dump(odd))
+    (tmp_path / "metadata" / "observers" / f"{broker}.txt").write_text(dump(odd))
     (tmp_path / "cluster.json").write_text(json.dumps(DEDICATED))
+
+
+def test_run_directory_reads_observer_logs_apart(tmp_path):
+    _run_dir_with_odd_broker(tmp_path, "b4")
     result = check_run_metadata(tmp_path, [], None, set())
     assert [f.kind for f in result.findings] == ["broker-metadata-divergence"]
     assert "committed up to offset 8" in result.notes[0] and "3 of 3 voters" in result.notes[0]
+
+
+def test_check_of_a_run_reports_the_new_rules(tmp_path):
+    from checkers.api import check
+
+    _run_dir_with_odd_broker(tmp_path, "b5")
+    hist = broker_sample(H().send(0, 0, 1, 0).poll(1, {0: [(0, 1)]}), "b4", 12, hw=9)
+    hist.write(tmp_path)
+    verdict = check(tmp_path, engine="local")
+    assert verdict.status == "invalid"
+    assert sorted(f.kind for f in verdict.findings) == [
+        "applied-uncommitted-metadata",
+        "broker-metadata-divergence",
+    ]
+    # Without decoded logs the same sample cannot be judged: a note, and a valid run.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    hist.write(bare)
+    verdict = check(bare, engine="local")
+    assert verdict.status == "valid" and verdict.findings == []
+    assert any(
+        "b4 applied offset 12" in n and "no decoded metadata logs" in n for n in verdict.notes
+    )
