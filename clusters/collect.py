@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clusters.config import CONF_DIR, DATA_DIR
+from clusters.data_logs import collect_data_logs
 from clusters.docker_cluster import DockerCluster
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist
@@ -92,4 +93,5 @@ def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], Non
             (dest / "metadata" / f"{name}.txt").write_text(decoded)
             raw = dest / "metadata" / f"{name}-raw"
             shutil.copytree(Path(tmp) / METADATA_PARTITION, raw, dirs_exist_ok=True)
+    collect_data_logs(cluster, info, dest, say)
     say(f"collected logs and metadata logs into {dest}")
