@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.data_log.attribution import attribute, partition_leaders
+from checkers.data_log.parse import DataLog
 from checkers.findings import Finding
 from checkers.metadata_log.committed import committed_bound
 from checkers.metadata_log.lease import SESSION_TIMEOUT_MS, lease_violations
@@ -54,6 +56,7 @@ def check_logs(
     high_watermark: int | None = None,
     sends: list[dict[str, Any]] | None = None,
     corroborated_ops: set[int] | None = None,
+    data_logs: dict[str, DataLog] | None = None,
 ) -> MetadataLogResult:
     result = MetadataLogResult()
     for log in logs.values():
@@ -88,8 +91,24 @@ def check_logs(
     node_ids = {n["name"]: n["node_id"] for n in nodes if "name" in n and "node_id" in n}
     if sends and node_ids:
         timeout = SESSION_TIMEOUT_MS.get(cluster.get("timing", "default"), 9000)
+        attributed = None
+        topic = next((d.topic for d in (data_logs or {}).values() if d.topic), None)
+        if data_logs and topic:
+            attributed = attribute(sends, data_logs, partition_leaders(committed, topic))
+            result.notes += attributed.notes
+            result.notes.append(
+                f"data logs: {len(attributed.placed)} acknowledged send/txn ops attributed to "
+                f"the leader that appended them; {len(attributed.unplaced)} with a write found "
+                "in no final log"
+            )
         found, suspects = lease_violations(
-            committed, logs, sends, node_ids, timeout, corroborated_ops or set()
+            committed,
+            logs,
+            sends,
+            node_ids,
+            timeout,
+            corroborated_ops or set(),
+            attributed=attributed,
         )
         result.findings += found
         if suspects:
@@ -107,6 +126,7 @@ def check_run_metadata(
     op_rows: list[dict[str, Any]],
     high_watermark: int | None,
     corroborated_ops: set[int],
+    data_logs: dict[str, DataLog] | None = None,
 ) -> MetadataLogResult | None:
     """None when the run has no `metadata/` directory; an unreadable log is one unknown finding."""
     d = Path(run_dir) / METADATA_DIR
@@ -121,5 +141,10 @@ def check_run_metadata(
     if not logs:
         return MetadataLogResult(notes=[f"{d}: no decoded metadata logs"])
     return check_logs(
-        logs, _cluster(Path(run_dir)), high_watermark, sends_with_walls(op_rows), corroborated_ops
+        logs,
+        _cluster(Path(run_dir)),
+        high_watermark,
+        sends_with_walls(op_rows),
+        corroborated_ops,
+        data_logs,
     )
