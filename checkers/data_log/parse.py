@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from checkers.metadata_log.parse import complete_lines
+
 _DUMPING = re.compile(r"^Dumping (?:.*/)?(.+)-(\d+)/\d+\.log$")
 _BATCH = re.compile(
     r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*?producerId: (-?\d+) "
@@ -83,13 +85,7 @@ class DataLog:
 def parse_data_log(text: str, node: str, path: str | Path | None = None) -> DataLog:
     name = path or f"data/{node}.txt"
     log = DataLog(node)
-    lines = text.split("\n")
-    # A file that does not end with a newline was cut mid-line: its last line is not evidence.
-    if lines and lines[-1] == "":
-        lines.pop()
-    elif lines:
-        lines.pop()
-        log.notes.append(f"{name}: last line cut short (no newline), ignored")
+    lines = complete_lines(text, name, log.notes)
     where: tuple[str, int] | None = None
     batch: Batch | None = None
     for lineno, line in enumerate(lines, start=1):
