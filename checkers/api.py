@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from checkers.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.cycles import find_cycles
+from checkers.data_log.check import DATA_DIR, check_run_data
 from checkers.findings import Finding
 from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
 from checkers.metadata_log.applied import unjudged_note
@@ -99,16 +100,27 @@ def _check_metadata_logs(
     findings: list[Finding],
     notes: list[str],
 ) -> bool:
-    """Adds the metadata-log findings of a run directory that has `metadata/`; True if checked."""
+    """Adds the findings of a run directory's `data/` and `metadata/` logs; True if checked."""
+    data = check_run_data(out_dir, sends)
+    if data is not None:
+        findings.extend(data.findings)
+        notes.extend(data.notes)
     # A fenced broker's acknowledgement shows as a lost or misplaced write: such findings
     # corroborate a send the history attributes to a fenced broker.
     failing = {i for f in queue_findings if f.tolerated is None and not f.unknown for i in f.ops}
-    result = check_run_metadata(out_dir, sends, _highest_watermark(meta_input), failing, meta_input)
+    result = check_run_metadata(
+        out_dir,
+        sends,
+        _highest_watermark(meta_input),
+        failing,
+        meta_input,
+        data.logs if data else None,
+    )
     if result is None:
-        return False
+        return data is not None and bool(data.logs)
     findings.extend(result.findings)
     notes.extend(result.notes)
-    return result.checked
+    return result.checked or (data is not None and bool(data.logs))
 
 
 def check(
@@ -138,7 +150,7 @@ def check(
         spark = spark_session(spark_master)
     # Only the few op rows that need their text (resets, observer samples, nemesis, and sends
     # when metadata logs are checked) are read with every column; the rest narrow (CHECK_COLUMNS).
-    has_logs = (out_dir / "metadata").is_dir()
+    has_logs = (out_dir / "metadata").is_dir() or (out_dir / DATA_DIR).is_dir()
     data = read_for_check(
         parquet,
         [*RESET_FS, *ADMIN_FS, *(["send", "txn"] if has_logs else [])],

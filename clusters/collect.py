@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clusters.config import CONF_DIR, DATA_DIR
+from clusters.data_logs import collect_data_logs
 from clusters.docker_cluster import DockerCluster
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist
@@ -95,6 +96,7 @@ def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], Non
             (out / f"{name}.txt").write_text(decoded)
             raw = out / f"{name}-raw"
             shutil.copytree(Path(tmp) / METADATA_PARTITION, raw, dirs_exist_ok=True)
+    collect_data_logs(cluster, info, dest, say)
     # ZooKeeper mode has no KRaft controllers, hence no metadata log to decode.
     what = "logs and metadata logs" if (dest / "metadata").is_dir() else "logs"
     say(f"collected {what} into {dest}")

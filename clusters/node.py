@@ -10,15 +10,38 @@ from __future__ import annotations
 import io
 import signal
 import tarfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import docker
 import docker.errors
 
 from clusters.errors import ClusterError
 from clusters.topology import NodeSpec
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file over an iterator of byte chunks (Docker's archive stream)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._rest = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        while not self._rest:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._rest = chunk
+        n = min(len(buf), len(self._rest))
+        buf[:n] = self._rest[:n]
+        self._rest = self._rest[n:]
+        return n
 
 
 @dataclass(frozen=True)
@@ -134,6 +157,21 @@ class DockerNode:
         dest.mkdir(parents=True, exist_ok=True)
         tar = self._get_archive(path)
         tar.extractall(dest, filter="data")
+
+    def copy_files_out(self, path: str, dest: Path, suffix: str) -> list[Path]:
+        """Copies the files of a directory whose names end with `suffix`, streaming the archive:
+        a log directory also holds 10 MB preallocated indexes that are never written to disk."""
+        try:
+            stream, _ = self._container().get_archive(path)
+        except docker.errors.NotFound:
+            raise ClusterError(f"node {self.name}: no {path}") from None
+        out = []
+        with tarfile.open(fileobj=_ChunkReader(stream), mode="r|") as tar:
+            for member in tar:
+                if member.isfile() and member.name.endswith(suffix):
+                    tar.extract(member, dest, filter="data")
+                    out.append(dest / member.name)
+        return out
 
     def _get_archive(self, path: str) -> tarfile.TarFile:
         try:

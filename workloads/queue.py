@@ -84,6 +84,8 @@ class QueueWorkload:
         self.run_id = run_id
         self.topic = gen["topic"]
         self.keys = int(gen["keys"])
+        # Process p runs on slot p % concurrency (harness ProcessIds).
+        self.concurrency = int(gen.get("concurrency") or 1)
         self.bootstrap = topology.bootstrap_servers()
         # (key, offset, value) of every send acknowledged ok; final reads must find them all.
         self.acked: list[tuple[int, int | None, int]] = []
@@ -152,6 +154,11 @@ class QueueWorkload:
         self.leaders.stop()
 
 
+def transactional_id(run_id: str, process: int, concurrency: int) -> str:
+    """The id of the worker slot the process runs on, shared by every process of that slot."""
+    return f"kchaos-{run_id}-slot{process % concurrency}"
+
+
 def _parse_value(raw: bytes | None) -> int | None:
     try:
         return int(raw) if raw is not None else None
@@ -176,7 +183,7 @@ class QueueClient:
             "linger.ms": 0,
         }
         if self._txn:
-            conf["transactional.id"] = f"kchaos-{wl.run_id}-{process}"
+            conf["transactional.id"] = transactional_id(wl.run_id, process, wl.concurrency)
             conf["transaction.timeout.ms"] = int(TXN_TIMEOUT_S * 1000)
         self.producer = Producer(_quiet(conf))
         self._txn_ready = False
@@ -345,9 +352,11 @@ class QueueClient:
     def close(self) -> None:
         with contextlib.suppress(KafkaException, RuntimeError):
             self.consumer.close()
-        # Unsent messages of a retired process are abandoned, never waited for.
-        self.producer.purge(in_queue=True, in_flight=False)
-        self.producer.flush(0)
+        # Unsent messages of a retired process are abandoned, never waited for. A producer in a
+        # fatal state (fenced, or a failed EndTxn) raises here; it is being dropped anyway.
+        with contextlib.suppress(KafkaException):
+            self.producer.purge(in_queue=True, in_flight=False)
+            self.producer.flush(0)
 
 
 def final_reads(

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.data_log.attribution import attribute, partition_leaders
+from checkers.data_log.parse import DataLog
 from checkers.findings import Finding
 from checkers.metadata import MetadataInput
 from checkers.metadata_log.applied import applied_beyond_commit, unjudged_note
@@ -61,6 +63,7 @@ def check_logs(
     corroborated_ops: set[int] | None = None,
     observers: dict[str, MetadataLog] | None = None,
     observed: MetadataInput | None = None,
+    data_logs: dict[str, DataLog] | None = None,
 ) -> MetadataLogResult:
     """`logs`: the voters' decoded logs; `observers`: broker-only nodes' (never counted toward a
     majority); `observed`: the observer samples, for the brokers' applied offsets."""
@@ -117,8 +120,24 @@ def check_logs(
     node_ids = {n["name"]: n["node_id"] for n in nodes if "name" in n and "node_id" in n}
     if sends and node_ids:
         timeout = SESSION_TIMEOUT_MS.get(cluster.get("timing", "default"), 9000)
+        attributed = None
+        topic = next((d.topic for d in (data_logs or {}).values() if d.topic), None)
+        if data_logs and topic:
+            attributed = attribute(sends, data_logs, partition_leaders(committed, topic))
+            result.notes += attributed.notes
+            result.notes.append(
+                f"data logs: {len(attributed.placed)} acknowledged send/txn ops attributed to "
+                f"the leader that appended them; {len(attributed.unplaced)} with a write found "
+                "in no final log"
+            )
         found, suspects = lease_violations(
-            committed, logs, sends, node_ids, timeout, corroborated_ops or set()
+            committed,
+            logs,
+            sends,
+            node_ids,
+            timeout,
+            corroborated_ops or set(),
+            attributed=attributed,
         )
         result.findings += found
         if suspects:
@@ -137,6 +156,7 @@ def check_run_metadata(
     high_watermark: int | None,
     corroborated_ops: set[int],
     observed: MetadataInput | None = None,
+    data_logs: dict[str, DataLog] | None = None,
 ) -> MetadataLogResult | None:
     """None when the run has no `metadata/` directory; an unreadable log is one unknown finding."""
     d = Path(run_dir) / METADATA_DIR
@@ -159,4 +179,5 @@ def check_run_metadata(
         corroborated_ops,
         observers,
         observed,
+        data_logs,
     )

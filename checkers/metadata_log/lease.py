@@ -1,16 +1,17 @@
-"""Fenced brokers that still acknowledge sends (KIP-631 broker ID leases).
+"""Fenced brokers that still append acknowledged sends (KIP-631 broker ID leases).
 
 The controller fences a broker in a committed record once its lease has run out; from then on
-"it cannot process any client requests". A send acknowledged with the broker named as the
-partition leader, invoked more than the session timeout plus a tolerance after that record
-(and completed before any record anywhere unfences or re-registers the broker), breaks this.
+"it cannot process any client requests". A send acknowledged ok whose write the broker appended
+as leader, invoked more than the session timeout plus a tolerance after that record (and
+completed before any record anywhere unfences or re-registers the broker), breaks this.
 
-Attribution: kchaos records in a send's `node` the leader the client's leader map named
-(workloads/queue.py LeaderMap, refreshed every second, kept when a refresh fails), not the
-broker whose acknowledgement the client received. Such a send alone proves nothing (a stale
-leader map is routine after a kill), so it is only counted in a note: reporting it as an
-unknown finding would turn nearly every run with faults "unknown". It is a failure when a
-failing queue finding also cites the op (its write was then lost, duplicated or reordered: the
+Attribution is exact when the run collected data logs (checkers/data_log/attribution.py): the
+batch holding the send's write names the leader epoch that appended it, and the committed
+metadata log names that epoch's leader. A send found in no final log falls back to the history:
+its `node` is the leader the client's leader map named (workloads/queue.py LeaderMap, refreshed
+every second), not the broker that appended it. Such a send alone proves nothing (a stale leader
+map is routine after a kill), so it is only counted in a note, and a failure only when a failing
+queue finding also cites the op (its write was then lost, duplicated or reordered: the
 consequence a fenced leader's acknowledgement would have).
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from checkers.data_log.attribution import Attribution, Attributions
 from checkers.findings import Finding
 from checkers.metadata_log.parse import MetadataLog, Record
 
@@ -82,6 +84,36 @@ def fencings(committed: list[Record], logs: dict[str, MetadataLog]) -> list[Fenc
     return out
 
 
+def _finding(
+    fence: Fencing,
+    op: dict[str, Any],
+    late: float,
+    session_timeout_ms: int,
+    tolerance_ms: int,
+    how: str,
+    cites: list[str],
+) -> Finding:
+    cites = [fence.record.cite()] + ([fence.until.cite()] if fence.until else []) + cites
+    return Finding(
+        "lease-violation",
+        None,
+        (op["index"],),
+        f"broker {fence.broker} was fenced by a committed record ({fence.record.cite()}), yet "
+        f"op {op['index']}, invoked {late:.3f} s later (more than the "
+        f"{session_timeout_ms / 1000:g} s session timeout + {tolerance_ms / 1000:g} s), was "
+        f"acknowledged ok and {how}. Rule: {RULE}",
+        {"rule": RULE, "records": cites, "broker": fence.broker, "late_s": late},
+    )
+
+
+def _appended(a: Attribution) -> str:
+    return (
+        f"its write (key {a.key} offset {a.offset}) is in a batch broker {a.leader.broker} "
+        f"appended as leader in epoch {a.leader.epoch} ({a.batch.cite()}; epoch started by "
+        f"{a.leader.record.cite()})"
+    )
+
+
 def lease_violations(
     committed: list[Record],
     logs: dict[str, MetadataLog],
@@ -90,38 +122,40 @@ def lease_violations(
     session_timeout_ms: int,
     corroborated_ops: set[int],
     tolerance_ms: int = DEFAULT_TOLERANCE_MS,
+    attributed: Attributions | None = None,
 ) -> tuple[list[Finding], list[int]]:
-    """Findings for corroborated sends, and the ops that only the leader map attributes.
+    """Findings, and the ops that only the leader map attributes (uncorroborated suspects).
 
     `sends`: ok send/txn completions with `index`, `node`, `wall` and `invoke_wall`.
+    `attributed`: the data logs' attribution of sends to appending leaders, when collected.
     """
     out = []
     suspects: list[int] = []
+    placed = attributed.placed if attributed else {}
     for fence in fencings(committed, logs):
         start_s = (fence.record.create_ms + session_timeout_ms + tolerance_ms) / 1000
         end_s = fence.until.create_ms / 1000 if fence.until else float("inf")
         for op in sends:
-            if node_ids.get(op.get("node") or "") != fence.broker:
-                continue
             inv, done = op.get("invoke_wall"), op.get("wall")
             if inv is None or done is None or not (start_s < inv and done < end_s):
+                continue
+            late = inv - fence.record.create_ms / 1000
+            exact = placed.get(op["index"])
+            if exact:
+                for a in exact:
+                    if a.leader.broker == fence.broker:
+                        cites = [a.batch.cite(), a.leader.record.cite()]
+                        f = _finding(
+                            fence, op, late, session_timeout_ms, tolerance_ms, _appended(a), cites
+                        )
+                        out.append(f)
+                        break
+                continue
+            if node_ids.get(op.get("node") or "") != fence.broker:
                 continue
             if op["index"] not in corroborated_ops:
                 suspects.append(op["index"])
                 continue
-            late = inv - fence.record.create_ms / 1000
-            cites = [fence.record.cite()] + ([fence.until.cite()] if fence.until else [])
-            out.append(
-                Finding(
-                    "lease-violation",
-                    None,
-                    (op["index"],),
-                    f"broker {fence.broker} ({op['node']}) was fenced by a committed record "
-                    f"({fence.record.cite()}), yet op {op['index']}, invoked {late:.3f} s later "
-                    f"(more than the {session_timeout_ms / 1000:g} s session timeout + "
-                    f"{tolerance_ms / 1000:g} s), was acknowledged with {op['node']} named as "
-                    "leader" + "; a failing queue finding cites the same op" + f". Rule: {RULE}",
-                    {"rule": RULE, "records": cites, "broker": fence.broker, "late_s": late},
-                )
-            )
+            how = f"named {op['node']} as leader; a failing queue finding cites the same op"
+            out.append(_finding(fence, op, late, session_timeout_ms, tolerance_ms, how, []))
     return out, suspects

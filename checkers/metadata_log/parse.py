@@ -84,17 +84,22 @@ class MetadataLog:
         return max(self.last_offset + 1, self.segment_base)
 
 
-def parse_metadata_log(text: str, node: str, path: str | Path | None = None) -> MetadataLog:
-    name = path or f"metadata/{node}.txt"
-    log = MetadataLog(node)
+def complete_lines(text: str, name: str | Path, notes: list[str]) -> list[str]:
+    """The file's lines; one cut mid-line (no final newline) is not evidence and is dropped."""
     lines = text.split("\n")
-    # A file that does not end with a newline was cut mid-line: its last line is not evidence.
     if lines and lines[-1] == "":
         lines.pop()
     elif lines:
         lines.pop()
-        log.complete = False
-        log.notes.append(f"{name}: last line cut short (no newline), ignored")
+        notes.append(f"{name}: last line cut short (no newline), ignored")
+    return lines
+
+
+def parse_metadata_log(text: str, node: str, path: str | Path | None = None) -> MetadataLog:
+    name = path or f"metadata/{node}.txt"
+    log = MetadataLog(node)
+    lines = complete_lines(text, name, log.notes)
+    log.complete = not (text and not text.endswith("\n"))
     batch: tuple[int, int, int, int] | None = None  # base, last, epoch, first line
     seen_in_batch = 0
     segments = 0

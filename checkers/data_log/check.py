@@ -1,0 +1,55 @@
+"""The data-log checks of one run directory: `data/<broker>.txt` (clusters/data_logs.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checkers.data_log.attribution import send_mops
+from checkers.data_log.fencing import stale_producer_writes
+from checkers.data_log.parse import DataLog, DataLogError, read_data_logs
+from checkers.findings import Finding
+
+DATA_DIR = "data"
+
+
+@dataclass
+class DataLogResult:
+    logs: dict[str, DataLog] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def ops_of_values(op_rows: list[dict[str, Any]]) -> dict[int, int]:
+    """value -> the op that sent it: its completion, else its invocation (values are unique)."""
+    done = {r["invoke_index"]: r["index"] for r in op_rows if r.get("invoke_index") is not None}
+    out = {}
+    for r in op_rows:
+        if r.get("type") != "invoke" or r.get("f") not in ("send", "txn"):
+            continue
+        for _, _, value in send_mops(r):
+            if isinstance(value, int):
+                out[value] = done.get(r["index"], r["index"])
+    return out
+
+
+def check_run_data(run_dir: str | Path, op_rows: list[dict[str, Any]]) -> DataLogResult | None:
+    """None when the run has no `data/` directory; an unreadable log is one unknown finding."""
+    d = Path(run_dir) / DATA_DIR
+    if not d.is_dir():
+        return None
+    try:
+        logs = read_data_logs(d)
+    except DataLogError as e:
+        return DataLogResult(
+            findings=[Finding("data-log-unreadable", None, (), str(e), unknown=True)],
+            notes=[str(e)],
+        )
+    result = DataLogResult(logs)
+    for log in logs.values():
+        result.notes.extend(log.notes)
+    result.findings = stale_producer_writes(logs, ops_of_values(op_rows))
+    batches = sum(len(bs) for log in logs.values() for bs in log.partitions.values())
+    result.notes.append(f"data logs: {batches} batches in {len(logs)} brokers' final logs")
+    return result

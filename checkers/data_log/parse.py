@@ -1,0 +1,152 @@
+"""Reading `data/<broker>.txt`: `kafka-dump-log --deep-iteration --print-data-log` output of the
+queue topic's partition segments on one broker.
+
+The shape (Kafka 3.x and 4.x alike): a `Dumping <topic>-<p>/<segment>.log` line per segment,
+`Log starting offset: N`, then per batch a header line
+
+    baseOffset: 0 lastOffset: 0 count: 1 baseSequence: 0 lastSequence: 0 producerId: 1000
+    producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: false ...
+    CreateTime: 1795326812806 size: 76 ...
+
+(one line) followed by one line per record: `| offset: O CreateTime: T ... payload: V` for data,
+`| offset: O ... endTxnMarker: COMMIT coordinatorEpoch: C` for a transaction marker.
+A file cut short loses only its last batch, with a note; anything else that does not fit is one
+DataLogError naming the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from checkers.metadata_log.parse import complete_lines
+
+_DUMPING = re.compile(r"^Dumping (?:.*/)?(.+)-(\d+)/\d+\.log$")
+_BATCH = re.compile(
+    r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*?producerId: (-?\d+) "
+    r"producerEpoch: (-?\d+) partitionLeaderEpoch: (-?\d+) isTransactional: (true|false) "
+    r"isControl: (true|false) .*?CreateTime: (-?\d+) "
+)
+_RECORD = re.compile(
+    r"^\| offset: (\d+) CreateTime: -?\d+ .*?(?: payload: (.*)|endTxnMarker: (\w+) )"
+)
+_IGNORED = ("Log starting offset:", "Starting offset:")
+
+
+class DataLogError(Exception):
+    """A decoded data log that cannot be read, with the place that shows why."""
+
+    def __init__(self, path: str | Path, line: int | None, message: str) -> None:
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class Batch:
+    node: str
+    line: int  # 1-based line of the header in the broker's file
+    topic: str
+    partition: int
+    base: int
+    last: int
+    producer_id: int
+    producer_epoch: int
+    leader_epoch: int  # partitionLeaderEpoch: stamped by the leader that appended the batch
+    transactional: bool
+    control: bool
+    create_ms: int
+    marker: str | None = None  # COMMIT or ABORT, for a control batch
+    payloads: dict[int, str] = field(default_factory=dict)  # offset -> payload as printed
+
+    def cite(self, path_prefix: str = "data/") -> str:
+        what = f"{self.marker} marker" if self.control else f"offsets {self.base}..{self.last}"
+        return (
+            f"{path_prefix}{self.node}.txt:{self.line} {self.topic}-{self.partition} {what} "
+            f"producerId {self.producer_id} producerEpoch {self.producer_epoch} "
+            f"partitionLeaderEpoch {self.leader_epoch}"
+        )
+
+
+@dataclass
+class DataLog:
+    node: str
+    topic: str | None = None  # the queue topic (one per run)
+    partitions: dict[int, list[Batch]] = field(default_factory=dict)  # in log order
+    notes: list[str] = field(default_factory=list)
+
+    def batch_at(self, partition: int, offset: int) -> Batch | None:
+        for b in self.partitions.get(partition, ()):
+            if b.base <= offset <= b.last:
+                return b
+        return None
+
+
+def parse_data_log(text: str, node: str, path: str | Path | None = None) -> DataLog:
+    name = path or f"data/{node}.txt"
+    log = DataLog(node)
+    lines = complete_lines(text, name, log.notes)
+    where: tuple[str, int] | None = None
+    batch: Batch | None = None
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip() or line.startswith(_IGNORED):
+            continue
+        if line.startswith("Dumping "):
+            m = _DUMPING.match(line)
+            if m is None:
+                raise DataLogError(name, lineno, f"not a partition segment: {line[:80]!r}")
+            where, batch = (m[1], int(m[2])), None
+            if log.topic not in (None, m[1]):
+                raise DataLogError(name, lineno, f"a second topic {m[1]!r} after {log.topic!r}")
+            log.topic = m[1]
+            log.partitions.setdefault(where[1], [])
+            continue
+        if m := _BATCH.match(line):
+            if where is None:
+                raise DataLogError(name, lineno, "batch before any 'Dumping' line")
+            base, last, _n, pid, pepoch, epoch, txn, ctl, create = m.groups()
+            batch = Batch(
+                node, lineno, where[0], where[1], int(base), int(last), int(pid), int(pepoch),
+                int(epoch), txn == "true", ctl == "true", int(create),
+            )  # fmt: skip
+            log.partitions[where[1]].append(batch)
+            continue
+        m = _RECORD.match(line)
+        if m is None:
+            raise DataLogError(name, lineno, f"not a DumpLogSegments line: {line[:80]!r}")
+        if batch is None:
+            raise DataLogError(name, lineno, "record line before any batch header")
+        offset = int(m[1])
+        if not batch.base <= offset <= batch.last:
+            raise DataLogError(
+                name, lineno, f"offset {offset} outside its batch {batch.base}..{batch.last}"
+            )
+        if m[3] is not None:
+            batch.marker = m[3]
+        else:
+            batch.payloads[offset] = m[2].strip()
+    for batches in log.partitions.values():
+        b = batches[-1] if batches else None
+        incomplete = b is not None and (
+            b.marker is None if b.control else len(b.payloads) < b.last - b.base + 1
+        )
+        if b is not None and incomplete:
+            # The dump prints every record of a batch it prints: only a cut file lacks some.
+            batches.pop()
+            log.notes.append(
+                f"{name}: batch at line {b.line} ({b.topic}-{b.partition} offsets "
+                f"{b.base}..{b.last}) lacks records: file truncated, batch not checked"
+            )
+    return log
+
+
+def read_data_logs(directory: str | Path) -> dict[str, DataLog]:
+    """Every `<broker>.txt` of a run's `data/` directory, by broker name."""
+    out = {}
+    for p in sorted(Path(directory).glob("*.txt")):
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise DataLogError(p, None, f"cannot read: {e}") from None
+        out[p.stem] = parse_data_log(text, p.stem, p)
+    return out

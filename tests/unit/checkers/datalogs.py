@@ -1,0 +1,54 @@
+"""Writing decoded data partition logs in DumpLogSegments' exact shape, for hand-written cases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The shape of a real kchaos-collected log (Kafka 3.9.2, `--deep-iteration --print-data-log`).
+BATCH = (
+    "baseOffset: {b} lastOffset: {l} count: {n} baseSequence: 0 lastSequence: 0 producerId: {p} "
+    "producerEpoch: {pe} partitionLeaderEpoch: {le} isTransactional: true isControl: {c} "
+    "deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1795326812806 size: 76 magic: 2 "
+    "compresscodec: none crc: 1 isvalid: true"
+)
+DATA = (
+    "| offset: {o} CreateTime: 1795326812806 keySize: 1 valueSize: 7 sequence: 0 headerKeys: [] "
+    "key: {k} payload: {v}"
+)
+MARKER = (
+    "| offset: {o} CreateTime: 1795326815169 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] "
+    "endTxnMarker: {m} coordinatorEpoch: 0"
+)
+
+
+@dataclass(frozen=True)
+class B:
+    """One batch: `values` for data, `marker` (COMMIT / ABORT) for a control batch."""
+
+    pid: int
+    pepoch: int
+    lepoch: int = 0
+    values: tuple[int, ...] = ()
+    marker: str | None = None
+
+
+def dump(partitions: dict[int, list[B]], topic: str = "t") -> str:
+    """Batches of each partition at consecutive offsets from 0."""
+    lines = []
+    for p, batches in partitions.items():
+        lines += [f"Dumping {topic}-{p}/00000000000000000000.log", "Log starting offset: 0"]
+        o = 0
+        for b in batches:
+            n = 1 if b.marker else len(b.values)
+            lines.append(
+                BATCH.format(
+                    b=o, l=o + n - 1, n=n, p=b.pid, pe=b.pepoch, le=b.lepoch,
+                    c=str(b.marker is not None).lower(),
+                )
+            )  # fmt: skip
+            if b.marker:
+                lines.append(MARKER.format(o=o, m=b.marker))
+            else:
+                lines += [DATA.format(o=o + i, k=p, v=v) for i, v in enumerate(b.values)]
+            o += n
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,200 @@
+"""Data-log rules: fenced producers' writes and commits, and exact attribution of acknowledged
+sends to the leader that appended them (lease violations). Each rule has a case that must fire
+and near misses that must not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checkers.data_log.check import check_run_data
+from checkers.data_log.fencing import stale_producer_writes
+from checkers.data_log.parse import DataLogError, parse_data_log
+from checkers.metadata_log.check import check_logs
+from checkers.metadata_log.parse import parse_metadata_log
+from tests.unit.checkers import metalogs
+from tests.unit.checkers.datalogs import B, dump
+from tests.unit.checkers.metalogs import BASE_MS, CLUSTER, healthy, rec
+
+DATA = Path(__file__).parent / "data"
+T = "cLeQx89bSOu6lgtiqv6AmA"  # topic "t" of metalogs.healthy()
+
+
+def logs(**parts):
+    return {n: parse_data_log(dump(p), n) for n, p in parts.items()}
+
+
+def kinds(findings):
+    return sorted(f.kind for f in findings)
+
+
+# Parsing ---------------------------------------------------------------------------------------
+def test_real_excerpt_parses():
+    log = parse_data_log((DATA / "data_n1_excerpt.txt").read_text(), "n1")
+    assert log.topic == "kchaos-queue" and log.partitions[0] == [] and log.notes == []
+    b0, b1, commit = log.partitions[3][:3]
+    assert (b0.producer_id, b0.producer_epoch, b0.leader_epoch) == (1000, 0, 0)
+    assert b0.payloads == {0: "6000001"} and b1.payloads == {1: "5000001"}
+    assert commit.control and commit.marker == "COMMIT" and commit.base == 2
+    assert log.batch_at(3, 1) is b1 and log.batch_at(3, 9) is None
+
+
+def test_truncated_file_drops_only_the_cut_batch_and_says_so():
+    text = dump({0: [B(7, 0, values=(1,)), B(7, 0, values=(2, 3))]})
+    cut = text[: text.rindex("payload: 3") - 40]  # mid-line inside the last batch
+    log = parse_data_log(cut, "n1")
+    assert [b.base for b in log.partitions[0]] == [0]
+    assert any("cut short" in n for n in log.notes) and any("truncated" in n for n in log.notes)
+
+
+def test_odd_line_is_one_clear_error():
+    text = dump({0: [B(7, 0, values=(1,))]}).replace("| offset: 0", "|| junk 0")
+    with pytest.raises(DataLogError, match=r"n1\.txt:\d+: not a DumpLogSegments line"):
+        parse_data_log(text, "n1")
+
+
+def test_unreadable_log_is_unknown_not_invalid(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "n1.txt").write_text("Dumping nonsense\n")
+    result = check_run_data(tmp_path, [])
+    assert [f.kind for f in result.findings] == ["data-log-unreadable"]
+    assert result.findings[0].unknown and "n1.txt:1" in result.findings[0].explanation
+
+
+# Fenced producers ------------------------------------------------------------------------------
+def test_zombie_commit_after_the_new_epoch_is_found():
+    # P=7: the zombie wrote in epoch 0; the slot's next producer (epoch 1) wrote; then the
+    # zombie's COMMIT (epoch 0) was appended.
+    p = [B(7, 0, values=(10,)), B(7, 1, values=(20,)), B(7, 0, marker="COMMIT")]
+    [f] = stale_producer_writes(logs(n1={0: p}, n2={0: p}), {10: 3, 20: 5})
+    assert f.kind == "fenced-producer-commit" and f.key == 0
+    assert "producerEpoch 0" in f.explanation and "follows its epoch 1" in f.explanation
+    assert "n1, n2" in f.explanation and "KIP-98" in f.explanation
+    assert f.data["batches"][0].startswith("data/n1.txt:5 t-0 offsets 1..1 producerId 7")
+    assert len(f.data["batches"]) == 3  # the newer batch, then the stale marker on each broker
+
+
+def test_stale_data_batch_names_the_ops_it_holds():
+    p = [B(7, 1, values=(20,)), B(7, 0, values=(10, 11))]
+    [f] = stale_producer_writes(logs(n1={2: p}), {10: 3, 11: 3, 20: 5})
+    assert (
+        f.kind == "fenced-producer-write" and f.ops == (3,) and "values [10, 11]" in f.explanation
+    )
+
+
+@pytest.mark.parametrize(
+    "batches",
+    [
+        # a new producer instance bumps the epoch, then commits its own transactions
+        [
+            B(7, 0, values=(1,)),
+            B(7, 0, marker="COMMIT"),
+            B(7, 1, values=(2,)),
+            B(7, 1, marker="COMMIT"),
+        ],
+        # KIP-890 (transaction version 2): the marker carries the bumped epoch, data follows it
+        [
+            B(7, 0, values=(1,)),
+            B(7, 1, marker="COMMIT"),
+            B(7, 1, values=(2,)),
+            B(7, 2, marker="ABORT"),
+        ],
+        # the zombie's transaction aborted by the coordinator; a stale ABORT hides nothing
+        [B(7, 0, values=(1,)), B(7, 1, values=(2,)), B(7, 0, marker="ABORT")],
+        # a coordinator retry writes the same epoch's COMMIT twice (seen in a real run)
+        [B(7, 0, values=(1,)), B(7, 0, marker="COMMIT"), B(7, 0, marker="COMMIT")],
+        # other producers' epochs are their own
+        [B(7, 3, values=(1,)), B(8, 0, values=(2,)), B(8, 0, marker="COMMIT")],
+        # no idempotence: no producer id, no epoch
+        [B(-1, -1, values=(1,)), B(-1, -1, values=(2,))],
+    ],
+)
+def test_near_misses(batches):
+    assert stale_producer_writes(logs(n1={0: batches})) == []
+
+
+def test_a_lagging_follower_is_not_a_zombie():
+    full = [B(7, 0, values=(1,)), B(7, 0, marker="COMMIT"), B(7, 1, values=(2,))]
+    assert stale_producer_writes(logs(n1={0: full}, n2={0: full[:1]}, n3={0: []})) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([7, 8]), st.booleans(), st.booleans()), max_size=30))
+def test_nondecreasing_epochs_never_alarm_and_one_stale_commit_always_does(steps):
+    epochs = {7: 0, 8: 0}
+    batches = []
+    for pid, bump, commit in steps:
+        epochs[pid] += bump
+        marker = ("COMMIT" if commit else "ABORT") if bump else None
+        batches.append(B(pid, epochs[pid], values=() if marker else (1,), marker=marker))
+    batches = [b if b.marker or b.values else B(b.pid, b.pepoch, values=(1,)) for b in batches]
+    assert stale_producer_writes(logs(n1={0: batches})) == []
+    if epochs[7] > 0:
+        stale = [*batches, B(7, epochs[7] - 1, marker="COMMIT")]
+        assert kinds(stale_producer_writes(logs(n1={0: stale}))) == ["fenced-producer-commit"]
+
+
+# Lease violations, attributed through the data logs --------------------------------------------
+FENCE = rec("BROKER_REGISTRATION_CHANGE_RECORD", brokerId=1, brokerEpoch=2, fenced=1)
+
+
+def _lease(batch_epoch, node, extra=(), value=5, offset=0, after_ms=5_500, data=None):
+    """Broker 1 (n1) leads t-0 in epoch 0 (healthy()); `extra` metadata records come next, then
+    the fence. One ok send of `value` at `offset`, invoked `after_ms` after the fence."""
+    h = [*healthy(), *[(2, r) for r in extra], (2, FENCE), (2, rec("NO_OP_RECORD"))]
+    meta = {n: parse_metadata_log(metalogs.dump(h), n) for n in ("n1", "n2")}
+    fence_ms = BASE_MS + 100 * (len(h) - 2)
+    inv = (fence_ms + after_ms) / 1000
+    send = {
+        "index": 7, "f": "send", "type": "ok", "node": node, "invoke_wall": inv,
+        "wall": inv + 0.05, "value": [["send", 0, [offset, value]]],
+    }  # fmt: skip
+    data = data or logs(n2={0: [B(9, 0, lepoch=batch_epoch, values=(5,))]})
+    return check_logs(meta, CLUSTER, sends=[send], data_logs=data)
+
+
+def test_a_fenced_leader_appending_an_acknowledged_send_is_a_definite_finding():
+    # The leader map named n2: only the data log shows that n1 (broker 1) appended it.
+    result = _lease(0, "n2")
+    [f] = result.findings
+    assert f.kind == "lease-violation" and not f.unknown and f.ops == (7,)
+    assert "broker 1 appended as leader in epoch 0" in f.explanation and "KIP-631" in f.explanation
+    fence, batch, leader = f.data["records"]
+    assert "BROKER_REGISTRATION_CHANGE_RECORD" in fence
+    assert batch.startswith("data/n2.txt:3 t-0 offsets 0..0") and "PARTITION_RECORD" in leader
+    assert any("1 acknowledged send/txn ops attributed" in n for n in result.notes)
+
+
+def test_the_next_leader_appending_is_no_violation_even_if_the_leader_map_named_the_fenced_one():
+    change = rec("PARTITION_CHANGE_RECORD", partitionId=0, topicId=T, leader=2, isr=[2])
+    result = _lease(1, "n1", extra=[change])
+    assert result.findings == [] and not any(n.startswith("lease") for n in result.notes)
+
+
+def test_a_change_record_without_leader_does_not_start_an_epoch():
+    isr_only = rec("PARTITION_CHANGE_RECORD", partitionId=0, topicId=T, isr=[1])
+    [f] = _lease(0, "n2", extra=[isr_only]).findings
+    assert f.kind == "lease-violation"
+    result = _lease(1, "n2", extra=[isr_only])  # epoch 1 was never started: not attributed
+    assert result.findings == [] and any("not attributed" in n for n in result.notes)
+
+
+def test_a_send_found_in_no_final_log_falls_back_to_a_note():
+    # Offset 0 holds another value: the acknowledged write was truncated away (a lost write,
+    # the queue checker's business); the leader map's n1 makes it only a suspect.
+    result = _lease(0, "n1", value=6)
+    assert result.findings == []
+    assert any("lease: 1 acknowledged sends (ops 7)" in n for n in result.notes)
+
+
+def test_copies_in_different_leader_epochs_are_not_attributed():
+    data = logs(n2={0: [B(9, 0, lepoch=0, values=(5,))]}, n3={0: [B(9, 0, lepoch=1, values=(5,))]})
+    result = _lease(0, "n2", data=data)
+    assert result.findings == [] and any("not attributed" in n for n in result.notes)
+
+
+def test_within_timeout_and_tolerance_is_no_violation():
+    assert _lease(0, "n2", after_ms=4_900).findings == []
