@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from clusters.config import CONF_DIR, DATA_DIR
-from clusters.data_logs import collect_data_logs
+from clusters.data_logs import collect_data_logs, run_dump_log
 from clusters.docker_cluster import DockerCluster
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist
@@ -30,27 +29,8 @@ def decode_metadata_log(dist: KafkaDist, partition_dir: Path) -> str:
     segments = sorted(partition_dir.glob("*.log"))
     if not segments:
         return ""
-    result = subprocess.run(
-        [
-            "java",
-            "-Xmx256m",
-            "-XX:TieredStopAtLevel=1",
-            "-Dlog4j.configuration=file:/dev/null",
-            "-Dlog4j2.configurationFile=/dev/null",
-            "-cp",
-            dist.host_classpath(),
-            dist.classes["dump_log"],
-            "--cluster-metadata-decoder",
-            "--files",
-            ",".join(str(s) for s in segments),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if result.returncode != 0:
-        raise ClusterError(f"DumpLogSegments failed on {partition_dir}: {result.stderr[-400:]}")
-    return result.stdout
+    files = ",".join(str(s) for s in segments)
+    return run_dump_log(dist, ["--cluster-metadata-decoder", "--files", files], partition_dir)
 
 
 def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], None] = print) -> None:
