@@ -125,7 +125,30 @@ class QueueWorkload:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topic {self.topic} has partitions without leaders")
             time.sleep(0.2)
+        if self.gen["txn"]:
+            self._await_transactions(deadline)
         self.leaders.start()
+
+    def _await_transactions(self, deadline: float) -> None:
+        """Until a transactional producer initialises: the first InitProducerId creates
+        __transaction_state, which on a fresh cluster took 20-30 s and timed out the run's first
+        transactions. A throwaway id, so no client's producer epoch is touched."""
+        conf = {
+            "bootstrap.servers": self.bootstrap,
+            "transactional.id": f"kchaos-{self.run_id}-ready",
+        }
+        while True:
+            producer = Producer(_quiet(conf))
+            try:
+                producer.init_transactions(10)
+                return
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        "no transaction coordinator answered InitProducerId"
+                    ) from None
+            finally:
+                producer.flush(0)
 
     def note_acked(self, key: int, offset: int | None, value: int) -> None:
         with self._acked_lock:
