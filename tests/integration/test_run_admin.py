@@ -9,10 +9,8 @@ import json
 import pytest
 
 from clusters.docker_cluster import DockerCluster
-from harness.interpreter import Run
-from harness.plan import build_plan
-from harness.spec import RunSpec, validate
 from history.reader import read_history
+from tests.integration.runs import quiet_run
 
 NAME = "adm-run-it"
 SUBNET = "10.213.82.0/24"
@@ -22,22 +20,19 @@ SUBNET = "10.213.82.0/24"
 def admin_run(docker_client, tmp_path_factory):
     dc = DockerCluster(docker_client, NAME)
     dc.remove()
-    spec = validate(
-        RunSpec(
+    results = tmp_path_factory.mktemp("results")
+    try:
+        result, _ = quiet_run(
+            NAME,
+            SUBNET,
+            7,
+            results,
             workload="admin",
             time_limit=20,
             concurrency=3,
             rate=10,
-            timing="fast",
-            seed=7,
-            cluster=NAME,
-            subnet=SUBNET,
-            results_dir=str(tmp_path_factory.mktemp("results")),
             final_timeout=60,
         )
-    )
-    try:
-        result = Run(build_plan(spec, 7), say=lambda m: None, show_progress=False).execute()
     finally:
         dc.remove()
     yield result

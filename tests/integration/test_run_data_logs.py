@@ -16,10 +16,8 @@ from checkers.metadata_log.committed import committed_bound
 from checkers.metadata_log.parse import read_metadata_logs
 from checkers.metadata_log.rules import committed_records
 from clusters.docker_cluster import DockerCluster
-from harness.interpreter import Run
-from harness.plan import build_plan
-from harness.spec import RunSpec, validate
 from history.columnar import op_rows
+from tests.integration.runs import quiet_run
 
 NAME = "dl2"
 SUBNET = "10.213.91.0/24"
@@ -30,25 +28,19 @@ SEED = 11
 def finished_run(docker_client, tmp_path_factory):
     dc = DockerCluster(docker_client, NAME)
     dc.remove()  # leftovers of an interrupted earlier test run
-    spec = validate(
-        RunSpec(
-            workload="queue",
+    results = tmp_path_factory.mktemp("results")
+    try:
+        yield quiet_run(
+            NAME,
+            SUBNET,
+            SEED,
+            results,
             txn=True,
             time_limit=30,
             nemesis=["kill"],
-            nemesis_interval=8,
-            concurrency=4,
             rate=30,
-            timing="fast",
-            seed=SEED,
-            cluster=NAME,
-            subnet=SUBNET,
-            results_dir=str(tmp_path_factory.mktemp("results")),
             final_timeout=60,
-        )
-    )
-    try:
-        yield Run(build_plan(spec, SEED), say=lambda m: None, show_progress=False).execute()
+        )[0]
     finally:
         dc.remove()
 

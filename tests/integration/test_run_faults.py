@@ -14,11 +14,9 @@ import json
 import pytest
 
 from clusters.docker_cluster import DockerCluster
-from harness.interpreter import Run
-from harness.plan import build_plan
-from harness.spec import RunSpec, validate
 from history.reader import read_history
 from nemesis.heal import heal_cluster
+from tests.integration.runs import quiet_run
 
 NAME = "e2e-run-it"
 SUBNET = "10.213.73.0/24"
@@ -29,26 +27,18 @@ SEED = 6
 def finished_run(docker_client, tmp_path_factory):
     dc = DockerCluster(docker_client, NAME)
     dc.remove()  # leftovers of an interrupted earlier test run
-    spec = validate(
-        RunSpec(
-            workload="queue",
+    results = tmp_path_factory.mktemp("results")
+    try:
+        result, plan = quiet_run(
+            NAME,
+            SUBNET,
+            SEED,
+            results,
             time_limit=60,
             nemesis=["partition", "kill"],
-            nemesis_interval=8,
-            concurrency=4,
             rate=40,
-            timing="fast",
-            seed=SEED,
-            cluster=NAME,
-            subnet=SUBNET,
             keep_cluster=True,
-            results_dir=str(tmp_path_factory.mktemp("results")),
-            final_timeout=90,
         )
-    )
-    plan = build_plan(spec, SEED)
-    try:
-        result = Run(plan, say=lambda m: None, show_progress=False).execute()
         # Taken while the kept cluster is still up, before anything else touches it.
         leftovers = {"heal_cluster": heal_cluster(dc), "nodes": _node_state(dc)}
     finally:

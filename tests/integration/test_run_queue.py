@@ -10,12 +10,10 @@ from pathlib import Path
 import pytest
 
 from clusters.docker_cluster import DockerCluster
-from harness.interpreter import Run
-from harness.plan import build_plan
-from harness.spec import RunSpec, validate
 from history.columnar import read_ops
 from history.reader import read_history
 from tests.integration.freeze_nemesis import FreezeNemesis
+from tests.integration.runs import quiet_run
 
 NAME = "run-it"
 SUBNET = "10.213.60.0/24"
@@ -26,26 +24,19 @@ def finished_run(docker_client, tmp_path_factory):
     dc = DockerCluster(docker_client, NAME)
     dc.remove()  # leftovers of an interrupted earlier test run
     results = tmp_path_factory.mktemp("results")
-    spec = validate(
-        RunSpec(
-            workload="queue",
+    try:
+        result, plan = quiet_run(
+            NAME,
+            SUBNET,
+            42,
+            results,
             time_limit=24,
             nemesis=["pause"],
             nemesis_interval=6,
-            concurrency=4,
             rate=40,
-            timing="fast",
-            seed=42,
-            cluster=NAME,
-            subnet=SUBNET,
-            results_dir=str(results),
             final_timeout=60,
+            nemeses={"pause": FreezeNemesis()},
         )
-    )
-    plan = build_plan(spec, 42)
-    try:
-        run = Run(plan, say=lambda m: None, show_progress=False, nemeses={"pause": FreezeNemesis()})
-        result = run.execute()
     finally:
         dc.remove()
     yield result, plan, results

@@ -14,9 +14,7 @@ import json
 import pytest
 
 from clusters.docker_cluster import DockerCluster
-from harness.interpreter import Run
-from harness.plan import build_plan
-from harness.spec import RunSpec, validate
+from tests.integration.runs import quiet_run
 
 NAME = "zk1"
 SUBNET = "10.213.100.0/24"
@@ -27,26 +25,11 @@ SEED = 2
 def finished_run(docker_client, tmp_path_factory):
     dc = DockerCluster(docker_client, NAME)
     dc.remove()  # leftovers of an interrupted earlier test run
-    spec = validate(
-        RunSpec(
-            topology="zk",
-            workload="queue",
-            time_limit=20,
-            nemesis=["kill"],
-            nemesis_interval=8,
-            concurrency=4,
-            rate=40,
-            timing="fast",
-            seed=SEED,
-            cluster=NAME,
-            subnet=SUBNET,
-            results_dir=str(tmp_path_factory.mktemp("results")),
-            final_timeout=90,
-        )
-    )
-    plan = build_plan(spec, SEED)
+    results = tmp_path_factory.mktemp("results")
     try:
-        result = Run(plan, say=lambda m: None, show_progress=False).execute()
+        result, plan = quiet_run(
+            NAME, SUBNET, SEED, results, topology="zk", time_limit=20, nemesis=["kill"], rate=40
+        )
     finally:
         dc.remove()
     yield result, plan
