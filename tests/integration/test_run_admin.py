@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from clusters.docker_cluster import DockerCluster
 from history.reader import read_history
 from tests.integration.runs import quiet_run
 
@@ -18,25 +17,21 @@ SUBNET = "10.213.82.0/24"
 
 @pytest.fixture(scope="module")
 def admin_run(docker_client, tmp_path_factory):
-    dc = DockerCluster(docker_client, NAME)
-    dc.remove()
     results = tmp_path_factory.mktemp("results")
-    try:
-        result, _ = quiet_run(
-            NAME,
-            SUBNET,
-            7,
-            results,
-            workload="admin",
-            time_limit=20,
-            concurrency=3,
-            rate=10,
-            final_timeout=60,
-        )
-    finally:
-        dc.remove()
-    yield result
-    assert not dc.containers() and not dc.networks(), "the run left containers or networks"
+    done = quiet_run(
+        docker_client,
+        NAME,
+        SUBNET,
+        7,
+        results,
+        workload="admin",
+        time_limit=20,
+        concurrency=3,
+        rate=10,
+        final_timeout=60,
+    )
+    assert done.left_behind == [], f"the run left {done.left_behind}"
+    yield done.result
 
 
 def test_admin_ops_are_ok_and_name_nodes(admin_run):

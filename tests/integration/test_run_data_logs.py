@@ -15,7 +15,6 @@ from checkers.metadata_log.check import sends_with_walls
 from checkers.metadata_log.committed import committed_bound
 from checkers.metadata_log.parse import read_metadata_logs
 from checkers.metadata_log.rules import committed_records
-from clusters.docker_cluster import DockerCluster
 from history.columnar import op_rows
 from tests.integration.runs import quiet_run
 
@@ -26,23 +25,21 @@ SEED = 11
 
 @pytest.fixture(scope="module")
 def finished_run(docker_client, tmp_path_factory):
-    dc = DockerCluster(docker_client, NAME)
-    dc.remove()  # leftovers of an interrupted earlier test run
     results = tmp_path_factory.mktemp("results")
-    try:
-        yield quiet_run(
-            NAME,
-            SUBNET,
-            SEED,
-            results,
-            txn=True,
-            time_limit=30,
-            nemesis=["kill"],
-            rate=30,
-            final_timeout=60,
-        )[0]
-    finally:
-        dc.remove()
+    done = quiet_run(
+        docker_client,
+        NAME,
+        SUBNET,
+        SEED,
+        results,
+        txn=True,
+        time_limit=30,
+        nemesis=["kill"],
+        rate=30,
+        final_timeout=60,
+    )
+    assert done.left_behind == [], f"the run left {done.left_behind}"
+    yield done.result
 
 
 def test_data_logs_are_collected_parsed_and_attributed(finished_run):

@@ -25,26 +25,21 @@ SEED = 6
 
 @pytest.fixture(scope="module")
 def finished_run(docker_client, tmp_path_factory):
-    dc = DockerCluster(docker_client, NAME)
-    dc.remove()  # leftovers of an interrupted earlier test run
     results = tmp_path_factory.mktemp("results")
-    try:
-        result, plan = quiet_run(
-            NAME,
-            SUBNET,
-            SEED,
-            results,
-            time_limit=60,
-            nemesis=["partition", "kill"],
-            rate=40,
-            keep_cluster=True,
-        )
+    done = quiet_run(
+        docker_client,
+        NAME,
+        SUBNET,
+        SEED,
+        results,
+        time_limit=60,
+        nemesis=["partition", "kill"],
+        rate=40,
+        keep_cluster=True,
         # Taken while the kept cluster is still up, before anything else touches it.
-        leftovers = {"heal_cluster": heal_cluster(dc), "nodes": _node_state(dc)}
-    finally:
-        dc.remove()
-    yield result, plan, leftovers
-    assert not dc.containers() and not dc.networks(), "the run left containers or networks"
+        inspect=lambda dc: {"heal_cluster": heal_cluster(dc), "nodes": _node_state(dc)},
+    )
+    yield done.result, done.plan, done.inspected
 
 
 def _node_state(dc: DockerCluster) -> dict[str, dict[str, object]]:

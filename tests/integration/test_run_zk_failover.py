@@ -13,7 +13,6 @@ import json
 
 import pytest
 
-from clusters.docker_cluster import DockerCluster
 from tests.integration.runs import quiet_run
 
 NAME = "zk1"
@@ -23,17 +22,20 @@ SEED = 2
 
 @pytest.fixture(scope="module")
 def finished_run(docker_client, tmp_path_factory):
-    dc = DockerCluster(docker_client, NAME)
-    dc.remove()  # leftovers of an interrupted earlier test run
     results = tmp_path_factory.mktemp("results")
-    try:
-        result, plan = quiet_run(
-            NAME, SUBNET, SEED, results, topology="zk", time_limit=20, nemesis=["kill"], rate=40
-        )
-    finally:
-        dc.remove()
-    yield result, plan
-    assert not dc.containers() and not dc.networks(), "the run left containers or networks"
+    done = quiet_run(
+        docker_client,
+        NAME,
+        SUBNET,
+        SEED,
+        results,
+        topology="zk",
+        time_limit=20,
+        nemesis=["kill"],
+        rate=40,
+    )
+    assert done.left_behind == [], f"the run left {done.left_behind}"
+    yield done.result, done.plan
 
 
 def test_the_plan_kills_the_active_controller(finished_run):
