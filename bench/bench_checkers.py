@@ -6,7 +6,9 @@
 Writes bench/out/results.json. Each size is generated once (in a process of its own) and
 checked by each engine in a fresh child process, so that each peak RSS is its own (ru_maxrss
 never goes down). In the child the file is first read once untimed (the page cache then holds
-it for the reads and the check alike), then timed:
+it for the reads and the check alike), then each read is timed three times (the median is
+reported, every time beside it: other processes on a shared machine make single reads vary 2x),
+and the check once:
 
 - `full_read_s`: `pq.read_table(path)`, every column of every row: the history read once. The
   headline `ratio` is check time / `full_read_s` (issue 4: "the time of merely reading the
@@ -23,9 +25,11 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -89,10 +93,14 @@ def main() -> None:
         _parent(args)
 
 
-def _timed(fn: object) -> float:
-    t = time.monotonic()
-    fn()  # type: ignore[operator]
-    return time.monotonic() - t
+def _timed(fn: Callable[[], object], times: int = 3) -> list[float]:
+    """Seconds of each of `times` calls, in order."""
+    out = []
+    for _ in range(times):
+        t = time.monotonic()
+        fn()
+        out.append(round(time.monotonic() - t, 3))
+    return out
 
 
 def _child(path: Path, ops: int, engine: str, spark_master: str | None) -> None:
@@ -104,8 +112,9 @@ def _child(path: Path, ops: int, engine: str, spark_master: str | None) -> None:
         spark = spark_session(spark_master)
         startup = time.monotonic() - t
     path.read_bytes()  # into the page cache: the reads and the check below all find it there
-    full = _timed(lambda: pq.read_table(path))
-    narrow = _timed(lambda: pq.read_table(path, columns=CHECK_COLUMNS))
+    fulls = _timed(lambda: pq.read_table(path))
+    narrows = _timed(lambda: pq.read_table(path, columns=CHECK_COLUMNS))
+    full, narrow = statistics.median(fulls), statistics.median(narrows)
     t = time.monotonic()
     verdict = check(path, spark_master, engine=engine, spark=spark, write=False)
     checked = time.monotonic() - t
@@ -119,6 +128,8 @@ def _child(path: Path, ops: int, engine: str, spark_master: str | None) -> None:
         "ops_per_s": round(ops / checked),
         "full_read_s": round(full, 3),
         "narrow_read_s": round(narrow, 3),
+        "full_reads_s": fulls,
+        "narrow_reads_s": narrows,
         "ratio": round(checked / full, 2),
         "ratio_uses": "full_read_s: pq.read_table(path), every column",
         "ratio_to_narrow_read": round(checked / narrow, 2),
