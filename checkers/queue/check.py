@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,8 +87,11 @@ def check_queue_vector(
 
 
 def check_queue_arrays(
-    arrays: ElemArrays, resets: list[tuple[str, int, str, list[int] | None]]
+    arrays: ElemArrays,
+    resets: list[tuple[str, int, str, list[int] | None]],
+    pool: Executor | None = None,
 ) -> QueueResult:
+    """`arrays`: every element (arrays.elem_arrays); batches of keys run in `pool` if given."""
     ctx = vector_context(arrays, resets)
-    findings, edges = check_by_keys(arrays, ctx)
+    findings, edges = check_by_keys(arrays, ctx, pool)
     return finish(findings, edges, ctx.subscribe)
