@@ -172,7 +172,7 @@ def check(
             del data
             queue = check_queue_reference(read_elements(parquet), resets)
         else:
-            arrays = elem_arrays(data.elements)
+            arrays = elem_arrays(data.elements, pool)
             del data  # the element table: from here on only the arrays, and the few wide rows
             queue = check_queue_arrays(arrays, resets, pool)
             del arrays

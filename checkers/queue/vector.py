@@ -173,7 +173,7 @@ def vector_context(
 
 # Elements per call of check_arrays: whole keys at a time, so that its temporaries stay small
 # (reused memory, caches) however long the history; every rule is decided within one key.
-CHUNK = 1 << 19
+CHUNK = 1 << 18
 
 
 def workers() -> int:
