@@ -208,6 +208,15 @@ def _explain_step(graph: DependencyGraph, a: int, b: int, rels: set[str]) -> str
     raise AssertionError(f"no explanation for {a}->{b} {rels}")
 
 
+_SLICE = 1 << 20
+
+
+def _lookup(table: np.ndarray, ix: np.ndarray, missing: int) -> np.ndarray:
+    """table[ix], `missing` where ix is outside the table."""
+    inside = (ix >= 0) & (ix < len(table))
+    return np.where(inside, table[np.where(inside, ix, 0)], missing)
+
+
 def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
     """Invocation-time intervals that hold every cycle, merged; usually none.
 
@@ -218,21 +227,20 @@ def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
     such edges, and only those windows are searched. All of it is array passes: a history of
     millions of ops usually has no window at all, and then no graph is ever built.
     """
-    # History indices are dense, so a direct table maps an op index to its row: one gather
-    # instead of a binary search per edge end.
-    table = np.full(int(ops.index.max()) + 2 if len(ops) else 1, -1, dtype=np.int64)
-    table[ops.index] = np.arange(len(ops))
-
-    def row_of(ix: np.ndarray) -> np.ndarray:
-        inside = (ix >= 0) & (ix < len(table))
-        return np.where(inside, table[np.where(inside, ix, len(table) - 1)], -1)
-
-    src, dst = row_of(edges.src), row_of(edges.dst)
-    known = (src >= 0) & (dst >= 0)
-    inv = ops.invoke_time
-    src, dst = src[known], dst[known]
-    back = inv[dst] <= inv[src]
-    los, his = [inv[dst][back]], [inv[src][back]]
+    # History indices are dense, so a direct table maps an op index to its invocation time:
+    # one gather per edge end instead of a binary search. Edges go in slices, so that the
+    # temporaries are small and reused rather than fresh memory for every one of millions.
+    unknown = np.iinfo(np.int64).min
+    inv_of = np.full(int(ops.index.max()) + 1 if len(ops) else 1, unknown, dtype=np.int64)
+    inv_of[ops.index] = ops.invoke_time
+    los, his = [], []
+    for lo in range(0, len(edges), _SLICE):
+        a = _lookup(inv_of, edges.src[lo : lo + _SLICE], unknown)
+        b = _lookup(inv_of, edges.dst[lo : lo + _SLICE], unknown)
+        back = (a != unknown) & (b != unknown) & (b <= a)
+        los.append(b[back])
+        his.append(a[back])
+    del inv_of
     done, t = ops.complete_time, ops.invoke_time
     early = (done >= 0) & (done <= t)  # op -> its completion's time node goes back in time
     los.append(done[early])
@@ -244,10 +252,11 @@ def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
         run = np.argsort(ops.proc.astype(np.int16), kind="stable")
     else:
         run = sort_rows(ops.proc, ops.index)
-    a, b = run[:-1], run[1:]
-    back = (ops.proc[a] == ops.proc[b]) & (inv[b] <= inv[a])
-    los.append(inv[b][back])
-    his.append(inv[a][back])
+    p, t = ops.proc[run], ops.invoke_time[run]
+    del run
+    back = (p[1:] == p[:-1]) & (t[1:] <= t[:-1])
+    los.append(t[1:][back])
+    his.append(t[:-1][back])
     lo, hi = np.concatenate(los), np.concatenate(his)
     if len(lo) == 0:
         return []
