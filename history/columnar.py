@@ -235,14 +235,18 @@ def write_parquet(history: History, path: str | Path) -> Path:
 
 
 def is_in(col: pa.ChunkedArray, names: list[str]) -> pa.ChunkedArray:
-    """Membership on a string column; on dictionary columns it compares the small dictionary
-    and then the indices, never decoding millions of strings."""
+    """Membership on a string column; on dictionary columns it looks each row's index up in a
+    small table of the dictionary's answers, never decoding millions of strings."""
     if not pa.types.is_dictionary(col.type):
         return pc.is_in(col, pa.array(names))
+    wanted = set(names)
     chunks = []
     for chunk in col.chunks:
-        codes = pc.indices_nonzero(pc.is_in(chunk.dictionary, pa.array(names)))
-        chunks.append(pc.fill_null(pc.is_in(chunk.indices, codes.cast(chunk.indices.type)), False))
+        # The last entry answers for null rows.
+        table = np.array([w in wanted for w in chunk.dictionary.to_pylist()] + [False])
+        idx = chunk.indices
+        at = (pc.fill_null(idx, len(table) - 1) if idx.null_count else idx).to_numpy()
+        chunks.append(pa.array(table[at], type=pa.bool_()))
     return pa.chunked_array(chunks, type=pa.bool_())
 
 

@@ -165,10 +165,12 @@ def vector_context(
 ) -> QueueContext:
     """Cross-key facts (which info sends happened) from the arrays of every element."""
     info = np.flatnonzero(a.is_kind("send") & a.is_type(INFO) & a.has_val)
+    pairs = list(zip(a.index[info].tolist(), a.value[info].tolist(), strict=True))
+    if not pairs:
+        return build_context([], [], resets)
+    # Info sends are few and polls many: the polls are looked up among the info values.
     polled = a.value[a.is_kind("poll") & a.has_val]
-    hit = member(a.value[info], polled)
-    pairs = zip(a.index[info].tolist(), a.value[info].tolist(), strict=True)
-    return build_context(pairs, a.value[info][hit].tolist(), resets)
+    return build_context(pairs, polled[member(polled, a.value[info])].tolist(), resets)
 
 
 # Elements per call of check_arrays: whole keys at a time, so that its temporaries stay small
