@@ -121,8 +121,8 @@ class ElemArrays:
 
 
 def _is(codes: np.ndarray, names: list[str | None], name: str) -> np.ndarray:
-    hits = [c for c, n in enumerate(names) if n == name]
-    return np.isin(codes, hits) if hits else np.zeros(len(codes), dtype=bool)
+    table = np.array([n == name for n in names] + [False])  # codes index names: a lookup
+    return table[codes] if table.any() else np.zeros(len(codes), dtype=bool)
 
 
 def elem_arrays(table: pa.Table, pool: Executor | None = None) -> ElemArrays:
