@@ -177,7 +177,7 @@ def check(
             queue = check_queue_arrays(arrays, resets, pool)
             del arrays
         ops = pending_ops.result()
-    cycles = find_cycles(queue.edges, ops)
+    cycles = find_cycles(queue.edge_parts, ops)
     meta_ops = wide.filter(is_in(wide.column("process"), [OBSERVER, NEMESIS])).to_pylist()
     sends = wide.filter(is_in(wide.column("f"), ["send", "txn"])).to_pylist() if has_logs else []
     admin = admin_ops(wide.filter(is_in(wide.column("f"), list(ADMIN_FS))).to_pylist())

@@ -217,7 +217,7 @@ def _lookup(table: np.ndarray, ix: np.ndarray, missing: int) -> np.ndarray:
     return np.where(inside, table[np.where(inside, ix, 0)], missing)
 
 
-def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
+def _windows(parts: list[EdgeArrays], ops: OpArrays) -> list[tuple[int, int]]:
     """Invocation-time intervals that hold every cycle, merged; usually none.
 
     Give each op the potential "its invocation time" (a time node: its time). Process and
@@ -234,12 +234,13 @@ def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
     inv_of = np.full(int(ops.index.max()) + 1 if len(ops) else 1, unknown, dtype=np.int64)
     inv_of[ops.index] = ops.invoke_time
     los, his = [], []
-    for lo in range(0, len(edges), _SLICE):
-        a = _lookup(inv_of, edges.src[lo : lo + _SLICE], unknown)
-        b = _lookup(inv_of, edges.dst[lo : lo + _SLICE], unknown)
-        back = (a != unknown) & (b != unknown) & (b <= a)
-        los.append(b[back])
-        his.append(a[back])
+    for edges in parts:
+        for lo in range(0, len(edges), _SLICE):
+            a = _lookup(inv_of, edges.src[lo : lo + _SLICE], unknown)
+            b = _lookup(inv_of, edges.dst[lo : lo + _SLICE], unknown)
+            back = (a != unknown) & (b != unknown) & (b <= a)
+            los.append(b[back])
+            his.append(a[back])
     del inv_of
     done, t = ops.complete_time, ops.invoke_time
     early = (done >= 0) & (done <= t)  # op -> its completion's time node goes back in time
@@ -268,15 +269,23 @@ def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
     return list(zip(lo[starts].tolist(), reach[ends].tolist(), strict=True))
 
 
-def find_cycles(edges: EdgeArrays | Iterable[Edge], ops: OpArrays | list[OpInfo]) -> list[Finding]:
-    """Cycles among queue ops; edges and ops as arrays (objects are accepted, for tests)."""
-    if not isinstance(edges, EdgeArrays):
-        edges = EdgeArrays.from_edges(edges)
+def find_cycles(
+    edges: EdgeArrays | list[EdgeArrays] | Iterable[Edge], ops: OpArrays | list[OpInfo]
+) -> list[Finding]:
+    """Cycles among queue ops; edges as arrays, or in parts (QueueResult.edge_parts), and ops
+    as arrays (objects are accepted, for tests)."""
+    if isinstance(edges, EdgeArrays):
+        parts = [edges]
+    else:
+        items = list(edges)
+        parts = items if all(isinstance(e, EdgeArrays) for e in items) else []
+        parts = parts or [EdgeArrays.from_edges(items)]
     if not isinstance(ops, OpArrays):
         ops = OpArrays.from_infos(ops)
-    windows = _windows(edges, ops)
+    windows = _windows(parts, ops)
     if not windows:
         return []
+    edges = EdgeArrays.concat(parts)
     lo, hi = (np.array(x, dtype=np.int64) for x in zip(*windows, strict=True))
     # Which window each op lies in (-1: none), then each edge with both ends in one window:
     # one pass over the edges, however many windows.

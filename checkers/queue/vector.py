@@ -185,10 +185,10 @@ def workers() -> int:
 
 def check_by_keys(
     a: ElemArrays, ctx: QueueContext, pool: Executor | None = None
-) -> tuple[list[Finding], EdgeArrays]:
+) -> tuple[list[Finding], list[EdgeArrays]]:
     """check_arrays over runs of whole keys of about CHUNK elements each (in `pool`, when
-    given); the same findings and the same edges in the same order (ww edges of every key, then
-    wr edges, keys ascending)."""
+    given); the same findings, and the same edges in the same order (ww edges of every key,
+    then wr edges, keys ascending) in parts that EdgeArrays.concat would join."""
     starts = _runs(a.key)
     bounds, lo = [], 0
     while True:  # one step per run: the first key starting CHUNK rows or more after lo
@@ -199,7 +199,8 @@ def check_by_keys(
         lo = int(starts[at])
     bounds.append((lo, len(a)))
     if len(bounds) == 1:
-        return check_arrays(a, ctx)
+        findings, edges = check_arrays(a, ctx)
+        return findings, [edges]
 
     def one(bound: tuple[int, int]) -> tuple[list[Finding], EdgeArrays]:
         return check_arrays(a.slice(*bound), ctx)
@@ -212,7 +213,7 @@ def check_by_keys(
         n_ww = int(np.count_nonzero(e.rel == WW_CODE))  # _edges: ww edges first, then wr
         ww.append(e.take(slice(0, n_ww)))
         wr.append(e.take(slice(n_ww, len(e))))
-    return findings, EdgeArrays.concat(ww + wr)
+    return findings, ww + wr
 
 
 def check_arrays(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:

@@ -131,7 +131,8 @@ def test_a_large_window_gives_networkx_only_the_ops_on_cycles(monkeypatch):
     # after them closes a cycle through any other op.
     a, b = 2 * n - 2, 2 * n - 1
     edges += [Edge("wr", b, a, 1, 0, None), Edge("wr", a, b, 2, 99, None)]
-    assert len(cycles_module._windows(EdgeArrays.from_edges(edges), OpArrays.from_infos(ops))) == 1
+    parts = [EdgeArrays.from_edges(edges)]
+    assert len(cycles_module._windows(parts, OpArrays.from_infos(ops))) == 1
     seen = []
     real = cycles_module.DependencyGraph
 
