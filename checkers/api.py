@@ -8,6 +8,7 @@ verdict.exit_code                                     # 0 valid, 1 invalid, 2 un
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from checkers.queue.check import (
     check_queue_table,
     reset_ops,
 )
+from checkers.queue.vector import workers
 from checkers.queue_ops import queue_ops_from_table
 from checkers.verdict import Verdict, decide
 from checkers.zk_controller.check import check_run_zk
@@ -157,20 +159,25 @@ def check(
         [OBSERVER, NEMESIS],
     )
     wide, n_elems = data.wide_ops, data.elements.num_rows
-    ops = op_arrays(data.queue_ops)
-    arrays = elem_arrays(data.elements) if not use_spark and engine != "reference" else None
-    del data  # the element table: from here on only the arrays, and the few wide rows
     resets = reset_ops(wide.filter(is_in(wide.column("f"), RESET_FS)))
-    if use_spark:
-        from checkers.queue.spark import run_spark
+    with ThreadPoolExecutor(workers()) as pool:
+        # The op arrays (for the cycle search) are built while the queue checks run.
+        pending_ops = pool.submit(op_arrays, data.queue_ops)
+        if use_spark:
+            from checkers.queue.spark import run_spark
 
-        queue = run_spark(spark, str(parquet), resets)
-    elif arrays is None:
-        queue = check_queue_reference(read_elements(parquet), resets)
-    else:
-        queue = check_queue_arrays(arrays, resets)
-        del arrays
-    cycles = find_cycles(queue.edges, ops)
+            del data
+            queue = run_spark(spark, str(parquet), resets)
+        elif engine == "reference":
+            del data
+            queue = check_queue_reference(read_elements(parquet), resets)
+        else:
+            arrays = elem_arrays(data.elements, pool)
+            del data  # the element table: from here on only the arrays, and the few wide rows
+            queue = check_queue_arrays(arrays, resets, pool)
+            del arrays
+        ops = pending_ops.result()
+    cycles = find_cycles(queue.edge_parts, ops)
     meta_ops = wide.filter(is_in(wide.column("process"), [OBSERVER, NEMESIS])).to_pylist()
     sends = wide.filter(is_in(wide.column("f"), ["send", "txn"])).to_pylist() if has_logs else []
     admin = admin_ops(wide.filter(is_in(wide.column("f"), list(ADMIN_FS))).to_pylist())

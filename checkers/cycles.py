@@ -32,10 +32,12 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
-from checkers.edges import EdgeArrays
+from checkers.edges import WR_CODE, WW_CODE, EdgeArrays
 from checkers.findings import Finding, secs
-from checkers.npsets import member, sort_rows
+from checkers.npsets import member, sort_rows, unique_sorted
 from checkers.op_arrays import OpArrays
 from checkers.queue.per_key import Edge
 
@@ -206,7 +208,16 @@ def _explain_step(graph: DependencyGraph, a: int, b: int, rels: set[str]) -> str
     raise AssertionError(f"no explanation for {a}->{b} {rels}")
 
 
-def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
+_SLICE = 1 << 20
+
+
+def _lookup(table: np.ndarray, ix: np.ndarray, missing: int) -> np.ndarray:
+    """table[ix], `missing` where ix is outside the table."""
+    inside = (ix >= 0) & (ix < len(table))
+    return np.where(inside, table[np.where(inside, ix, 0)], missing)
+
+
+def _windows(parts: list[EdgeArrays], ops: OpArrays) -> list[tuple[int, int]]:
     """Invocation-time intervals that hold every cycle, merged; usually none.
 
     Give each op the potential "its invocation time" (a time node: its time). Process and
@@ -216,21 +227,21 @@ def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
     such edges, and only those windows are searched. All of it is array passes: a history of
     millions of ops usually has no window at all, and then no graph is ever built.
     """
-    # History indices are dense, so a direct table maps an op index to its row: one gather
-    # instead of a binary search per edge end.
-    table = np.full(int(ops.index.max()) + 2 if len(ops) else 1, -1, dtype=np.int64)
-    table[ops.index] = np.arange(len(ops))
-
-    def row_of(ix: np.ndarray) -> np.ndarray:
-        inside = (ix >= 0) & (ix < len(table))
-        return np.where(inside, table[np.where(inside, ix, len(table) - 1)], -1)
-
-    src, dst = row_of(edges.src), row_of(edges.dst)
-    known = (src >= 0) & (dst >= 0)
-    inv = ops.invoke_time
-    src, dst = src[known], dst[known]
-    back = inv[dst] <= inv[src]
-    los, his = [inv[dst][back]], [inv[src][back]]
+    # History indices are dense, so a direct table maps an op index to its invocation time:
+    # one gather per edge end instead of a binary search. Edges go in slices, so that the
+    # temporaries are small and reused rather than fresh memory for every one of millions.
+    unknown = np.iinfo(np.int64).min
+    inv_of = np.full(int(ops.index.max()) + 1 if len(ops) else 1, unknown, dtype=np.int64)
+    inv_of[ops.index] = ops.invoke_time
+    los, his = [], []
+    for edges in parts:
+        for lo in range(0, len(edges), _SLICE):
+            a = _lookup(inv_of, edges.src[lo : lo + _SLICE], unknown)
+            b = _lookup(inv_of, edges.dst[lo : lo + _SLICE], unknown)
+            back = (a != unknown) & (b != unknown) & (b <= a)
+            los.append(b[back])
+            his.append(a[back])
+    del inv_of
     done, t = ops.complete_time, ops.invoke_time
     early = (done >= 0) & (done <= t)  # op -> its completion's time node goes back in time
     los.append(done[early])
@@ -242,10 +253,11 @@ def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
         run = np.argsort(ops.proc.astype(np.int16), kind="stable")
     else:
         run = sort_rows(ops.proc, ops.index)
-    a, b = run[:-1], run[1:]
-    back = (ops.proc[a] == ops.proc[b]) & (inv[b] <= inv[a])
-    los.append(inv[b][back])
-    his.append(inv[a][back])
+    p, t = ops.proc[run], ops.invoke_time[run]
+    del run
+    back = (p[1:] == p[:-1]) & (t[1:] <= t[:-1])
+    los.append(t[1:][back])
+    his.append(t[:-1][back])
     lo, hi = np.concatenate(los), np.concatenate(his)
     if len(lo) == 0:
         return []
@@ -257,19 +269,102 @@ def _windows(edges: EdgeArrays, ops: OpArrays) -> list[tuple[int, int]]:
     return list(zip(lo[starts].tolist(), reach[ends].tolist(), strict=True))
 
 
-def find_cycles(edges: EdgeArrays | Iterable[Edge], ops: OpArrays | list[OpInfo]) -> list[Finding]:
-    """Cycles among queue ops; edges and ops as arrays (objects are accepted, for tests)."""
-    if not isinstance(edges, EdgeArrays):
-        edges = EdgeArrays.from_edges(edges)
+def find_cycles(
+    edges: EdgeArrays | list[EdgeArrays] | Iterable[Edge], ops: OpArrays | list[OpInfo]
+) -> list[Finding]:
+    """Cycles among queue ops; edges as arrays, or in parts (QueueResult.edge_parts), and ops
+    as arrays (objects are accepted, for tests)."""
+    if isinstance(edges, EdgeArrays):
+        parts = [edges]
+    else:
+        items = list(edges)
+        parts = items if all(isinstance(e, EdgeArrays) for e in items) else []
+        parts = parts or [EdgeArrays.from_edges(items)]
     if not isinstance(ops, OpArrays):
         ops = OpArrays.from_infos(ops)
+    windows = _windows(parts, ops)
+    if not windows:
+        return []
+    edges = EdgeArrays.concat(parts)
+    lo, hi = (np.array(x, dtype=np.int64) for x in zip(*windows, strict=True))
+    # Which window each op lies in (-1: none), then each edge with both ends in one window:
+    # one pass over the edges, however many windows.
+    w = np.searchsorted(lo, ops.invoke_time, side="right") - 1
+    w = np.where((w >= 0) & (ops.invoke_time <= hi[np.maximum(w, 0)]), w, -1)
+    src, dst = _rows_of(ops, edges.src), _rows_of(ops, edges.dst)
+    ew = np.where((src >= 0) & (dst >= 0), w[np.maximum(src, 0)], -1)
+    ew = np.where(ew == np.where(dst >= 0, w[np.maximum(dst, 0)], -2), ew, -1)
+    inside = np.flatnonzero(ew >= 0)
+    inside = inside[np.argsort(ew[inside], kind="stable")]
+    e_bounds = np.searchsorted(ew[inside], np.arange(len(windows) + 1))
+    op_rows = np.flatnonzero(w >= 0)
+    op_rows = op_rows[np.lexsort((ops.index[op_rows], w[op_rows]))]  # by window, then index
+    o_bounds = np.searchsorted(w[op_rows], np.arange(len(windows) + 1))
     findings = []
-    for lo, hi in _windows(edges, ops):
-        rows = np.flatnonzero((ops.invoke_time >= lo) & (ops.invoke_time <= hi))
-        keep = ops.index[rows]
-        local = edges.take(np.flatnonzero(member(edges.src, keep) & member(edges.dst, keep)))
+    for i in range(len(windows)):
+        rows = op_rows[o_bounds[i] : o_bounds[i + 1]]
+        local = edges.take(inside[e_bounds[i] : e_bounds[i + 1]])
+        rows = _in_cycles(local, ops, rows)
+        if len(rows) < 2:
+            continue
+        local = local.take(np.flatnonzero(member(local.src, ops.index[rows])))
+        local = local.take(np.flatnonzero(member(local.dst, ops.index[rows])))
         findings += search_cycles(DependencyGraph(local.to_edges(), ops.infos(rows)))
     return sorted(findings, key=Finding.sort_key)
+
+
+def _rows_of(ops: OpArrays, ix: np.ndarray) -> np.ndarray:
+    """The row of each op index in `ix`, -1 for none."""
+    if len(ops) == 0:
+        return np.full(len(ix), -1, dtype=np.int64)
+    order = np.argsort(ops.index, kind="stable")
+    s = ops.index[order]
+    pos = np.minimum(np.searchsorted(s, ix), len(s) - 1)
+    return np.where(s[pos] == ix, order[pos], -1)
+
+
+# Every spec's graph is a subgraph of the ww or the wr graph with process and realtime edges:
+# a strongly connected component of a spec lies inside one of theirs.
+_WIDEST = (WW_CODE, WR_CODE)
+
+
+def _in_cycles(edges: EdgeArrays, ops: OpArrays, rows: np.ndarray) -> np.ndarray:
+    """The ops of `rows` that share a strongly connected component with another op in the
+    widest ww graph or the widest wr graph (scipy, on arrays: linear, no Python per op).
+
+    Only they can lie on a cycle of any spec, and searching just them finds the same
+    components: any op on a path between two ops of a component is itself in it, so nothing
+    a cycle needs is dropped; dropped ops between two kept ops of one process leave the edge
+    "a and then c ran on process p", true, and reachability through time is unchanged. networkx
+    then builds graphs of only these ops (a real concurrent history can have windows of
+    millions of ops with few or no cycles)."""
+    m = len(rows)
+    if m < 2:
+        return rows[:0]
+    ix = ops.index[rows]
+    inv, done = ops.invoke_time[rows], ops.complete_time[rows]
+    # Process order: rows are in index order, so a stable sort by process code alone.
+    by_proc = np.argsort(ops.proc[rows], kind="stable")
+    same = ops.proc[rows][by_proc[1:]] == ops.proc[rows][by_proc[:-1]]
+    p_src, p_dst = by_proc[:-1][same], by_proc[1:][same]
+    # Realtime through time nodes m + j, one per distinct completion time (as _add_time_chain).
+    times = unique_sorted(done[done >= 0])
+    has = np.flatnonzero(done >= 0)
+    before = np.searchsorted(times, inv, side="left") - 1
+    after = np.flatnonzero(before >= 0)
+    t_src = np.r_[has, m + np.arange(len(times) - 1), m + before[after]]
+    t_dst = np.r_[m + np.searchsorted(times, done[has]), m + np.arange(1, len(times)), after]
+    keep = np.zeros(m, dtype=bool)
+    for code in _WIDEST:
+        e = np.flatnonzero(edges.rel == code)
+        src = np.r_[np.searchsorted(ix, edges.src[e]), p_src, t_src]
+        dst = np.r_[np.searchsorted(ix, edges.dst[e]), p_dst, t_dst]
+        n = m + len(times)
+        graph = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
+        _, labels = connected_components(graph, directed=True, connection="strong")
+        op_labels = labels[:m]
+        keep |= np.bincount(op_labels, minlength=n)[op_labels] >= 2
+    return rows[keep]
 
 
 def search_cycles(graph: DependencyGraph) -> list[Finding]:

@@ -31,17 +31,22 @@ def dense_ids(x: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     (0 where not valid). Values sent and offsets are near-dense integers, so when their range
     is at most a few times their count this is a lookup table (no sort, no binary search);
     otherwise a sort and searchsorted."""
-    v = x[valid]
-    ids = np.zeros(len(x), dtype=np.int64)
+    every = bool(valid.all())
+    v = x if every else x[valid]
     if len(v) == 0:
-        return v.copy(), ids
+        return v.copy(), np.zeros(len(x), dtype=np.int64)
     lo, hi = int(v.min()), int(v.max())
     if hi - lo < 4 * len(v) + 1024:
         at = v - lo
         present = np.zeros(hi - lo + 1, dtype=bool)
         present[at] = True
-        ids[valid] = (np.cumsum(present) - 1)[at]
+        rank = np.cumsum(present) - 1
+        if every:
+            return np.flatnonzero(present) + lo, rank[at]
+        ids = np.zeros(len(x), dtype=np.int64)
+        ids[valid] = rank[at]
         return np.flatnonzero(present) + lo, ids
+    ids = np.zeros(len(x), dtype=np.int64)
     u = unique_sorted(v)
     ids[valid] = np.searchsorted(u, v)
     return u, ids

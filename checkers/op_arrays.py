@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from checkers.queue.arrays import _codes, _ints
+from checkers.queue.arrays import _codes, _ints, _is
 
 if TYPE_CHECKING:
     from checkers.cycles import OpInfo
@@ -67,7 +67,7 @@ def op_arrays(table: pa.Table) -> OpArrays:
     time, _ = _ints(table.column("time"))
     typ, type_names = _codes(table.column("type"))
     proc, proc_names = _codes(table.column("process"))
-    is_invoke = np.isin(typ, [c for c, n in enumerate(type_names) if n == "invoke"])
+    is_invoke = _is(typ, type_names, "invoke")
     completes = ~is_invoke
     # Invocations that never completed count as info ops of their own.
     in_order = len(index) < 2 or bool(np.all(index[1:] > index[:-1]))
@@ -76,24 +76,25 @@ def op_arrays(table: pa.Table) -> OpArrays:
     info_code = type_names.index("info") if "info" in type_names else len(type_names)
     if info_code == len(type_names):
         type_names = [*type_names, "info"]
-    is_info = typ == info_code
-    rows = np.r_[np.flatnonzero(completes), np.flatnonzero(pending)]
-    invoke_time = np.r_[time[inv_pos], time[pending]]
-    complete_time = np.r_[
-        np.where(is_info[completes], -1, time[completes]), np.full(pending.sum(), -1)
-    ]
-    out_typ = np.r_[typ[completes], np.full(pending.sum(), info_code, dtype=typ.dtype)]
-    order = (
-        slice(None) if in_order and not pending.any() else np.argsort(index[rows], kind="stable")
-    )
+    done = np.flatnonzero(completes)
+    c_time = time[done]
+    c_time[typ[done] == info_code] = -1
+    parts = [
+        index[done], proc[done], typ[done], time[inv_pos], c_time,
+    ]  # fmt: skip
+    if pending.any():
+        wait = np.flatnonzero(pending)
+        extra = [
+            index[wait], proc[wait], np.full(len(wait), info_code, dtype=typ.dtype),
+            time[wait], np.full(len(wait), -1, dtype=np.int64),
+        ]  # fmt: skip
+        parts = [np.concatenate([p, e]) for p, e in zip(parts, extra, strict=True)]
+    if not in_order or pending.any():
+        order = np.argsort(parts[0], kind="stable")
+        parts = [p[order] for p in parts]
+    out_index, out_proc, out_typ, invoke_time, complete_time = parts
     return OpArrays(
-        index[rows][order],
-        proc[rows][order],
-        proc_names,
-        out_typ[order],
-        type_names,
-        invoke_time[order],
-        complete_time[order],
+        out_index, out_proc, proc_names, out_typ, type_names, invoke_time, complete_time
     )
 
 

@@ -18,6 +18,9 @@ def spark_session(master: str | None = None, shuffle_partitions: int | None = No
     return (
         SparkSession.builder.master(master)
         .appName("kchaos-check")
+        # The driver collects every edge for the cycle search (13M rows at 10M ops), and with
+        # local[*] it is the executor too: Spark's default 1g heap ran out at 10M ops.
+        .config("spark.driver.memory", os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"))
         .config("spark.sql.shuffle.partitions", str(partitions))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.enabled", "false")

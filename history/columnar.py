@@ -235,14 +235,18 @@ def write_parquet(history: History, path: str | Path) -> Path:
 
 
 def is_in(col: pa.ChunkedArray, names: list[str]) -> pa.ChunkedArray:
-    """Membership on a string column; on dictionary columns it compares the small dictionary
-    and then the indices, never decoding millions of strings."""
+    """Membership on a string column; on dictionary columns it looks each row's index up in a
+    small table of the dictionary's answers, never decoding millions of strings."""
     if not pa.types.is_dictionary(col.type):
         return pc.is_in(col, pa.array(names))
+    wanted = set(names)
     chunks = []
     for chunk in col.chunks:
-        codes = pc.indices_nonzero(pc.is_in(chunk.dictionary, pa.array(names)))
-        chunks.append(pc.fill_null(pc.is_in(chunk.indices, codes.cast(chunk.indices.type)), False))
+        # The last entry answers for null rows.
+        table = np.array([w in wanted for w in chunk.dictionary.to_pylist()] + [False])
+        idx = chunk.indices
+        at = (pc.fill_null(idx, len(table) - 1) if idx.null_count else idx).to_numpy()
+        chunks.append(pa.array(table[at], type=pa.bool_()))
     return pa.chunked_array(chunks, type=pa.bool_())
 
 
@@ -326,15 +330,23 @@ class CheckInput:
 def read_for_check(path: str | Path, wide_fs: list[str], wide_processes: list[str]) -> CheckInput:
     """One row group at a time: CHECK_COLUMNS decoded and split into elements and queue ops;
     the wide columns (op text, wall, node, error) decoded only for row groups holding a row
-    that needs them. Peak memory: the narrow result plus one row group."""
+    that needs them. Peak memory: the narrow result plus one row group. A row group whose
+    statistics show it holds only element rows (or only op rows) decodes only the columns
+    those rows use (op rows and element rows are written in two blocks)."""
     elems, queue, wide = [], [], []
+    op_columns = ["row", "f", *QUEUE_OP_COLUMNS]
     try:
         pf = pq.ParquetFile(path)
         for i in range(pf.num_row_groups):
-            rg = pf.read_row_group(i, columns=CHECK_COLUMNS)
+            only = _only_kind(pf.metadata.row_group(i))
+            if only == ELEM_ROW:
+                elems.append(pf.read_row_group(i, columns=ELEMENT_CHECK_COLUMNS))
+                continue
+            rg = pf.read_row_group(i, columns=op_columns if only == OP_ROW else CHECK_COLUMNS)
             row = rg.column("row")
             is_op = is_in(row, [OP_ROW])
-            elems.append(_take(rg.select(ELEMENT_CHECK_COLUMNS), is_in(row, [ELEM_ROW])))
+            if only != OP_ROW:
+                elems.append(_take(rg.select(ELEMENT_CHECK_COLUMNS), is_in(row, [ELEM_ROW])))
             f = rg.column("f")
             queue.append(_take(rg.select(QUEUE_OP_COLUMNS), pc.and_(is_op, is_in(f, QUEUE))))
             needs = pc.and_(
@@ -351,6 +363,22 @@ def read_for_check(path: str | Path, wide_fs: list[str], wide_processes: list[st
         _concat(queue, empty.select(QUEUE_OP_COLUMNS)).select(QUEUE_OP_COLUMNS),
         _concat(wide, empty.drop_columns(["row"])),
     )
+
+
+def _only_kind(rg: pq.RowGroupMetaData) -> str | None:
+    """OP_ROW or ELEM_ROW when the statistics of the row group's `row` column show that every
+    row is of that kind; None when they do not tell (no statistics, nulls, or both kinds)."""
+    for j in range(rg.num_columns):
+        col = rg.column(j)
+        if col.path_in_schema != "row":
+            continue
+        st = col.statistics
+        if st is None or not (st.has_min_max and st.has_null_count):
+            return None
+        if st.null_count != 0 or st.min != st.max:
+            return None
+        return st.min if st.min in (OP_ROW, ELEM_ROW) else None
+    return None
 
 
 def _take(table: pa.Table, mask: pa.ChunkedArray) -> pa.Table:

@@ -7,7 +7,10 @@ finding quotes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -118,29 +121,57 @@ class ElemArrays:
 
 
 def _is(codes: np.ndarray, names: list[str | None], name: str) -> np.ndarray:
-    hits = [c for c, n in enumerate(names) if n == name]
-    return np.isin(codes, hits) if hits else np.zeros(len(codes), dtype=bool)
+    table = np.array([n == name for n in names] + [False])  # codes index names: a lookup
+    return table[codes] if table.any() else np.zeros(len(codes), dtype=bool)
 
 
-def elem_arrays(table: pa.Table) -> ElemArrays:
+def elem_arrays(table: pa.Table, pool: Executor | None = None) -> ElemArrays:
     """From element rows (history.columnar.ELEMENT_CHECK_COLUMNS at least), sorted by
-    (key, index, seq)."""
+    (key, index, seq). Each column is decoded and moved into that order by a scatter
+    (`out[dest] = x`: reads in row order, writes to one place per key) rather than a gather
+    (`x[order]`: reads strided over the whole column for each key), 2-3x cheaper on millions
+    of rows; the columns one after another, or side by side in `pool`."""
     key, _ = _ints(table.column("key"))
     index, _ = _ints(table.column("index"))
     seq = _np(pc.fill_null(table.column("seq"), 0)).astype(np.int32, copy=False)
     order = _order(key, index, seq)
-    key, index, seq = key[order], index[order], seq[order]
-    # Then every other column decoded and gathered into that order, one at a time.
-    time, has_time = (x[order] for x in _ints(table.column("time")))
-    offset, has_off = (x[order] for x in _ints(table.column("offset")))
-    value, has_val = (x[order] for x in _ints(table.column("value")))
-    reb = _np(pc.fill_null(table.column("rebalanced").cast(pa.bool_()), False)).astype(bool)[order]
-    typ, type_names = _codes(table.column("type"))
-    kind, kind_names = _codes(table.column("kind"))
-    proc, proc_names = _codes(table.column("process"))
+    if isinstance(order, slice):
+        dest = None
+    else:
+        dest = np.empty(len(order), dtype=np.int64)
+        dest[order] = np.arange(len(order))
+    del order
+
+    def put(x: np.ndarray) -> np.ndarray:
+        if dest is None:
+            return x
+        out = np.empty_like(x)
+        out[dest] = x
+        return out
+
+    def ints(name: str) -> tuple[np.ndarray, np.ndarray]:
+        values, valid = _ints(table.column(name))
+        return put(values), put(valid)
+
+    def codes(name: str) -> tuple[np.ndarray, list[str | None]]:
+        c, names = _codes(table.column(name))
+        return put(c), names
+
+    def rebalanced() -> np.ndarray:
+        col = pc.fill_null(table.column("rebalanced").cast(pa.bool_()), False)
+        return put(_np(col).astype(bool))
+
+    jobs: list[Callable[[], Any]] = [
+        lambda: put(key), lambda: put(index), lambda: put(seq), lambda: ints("time"),
+        lambda: ints("offset"), lambda: ints("value"), rebalanced, lambda: codes("type"),
+        lambda: codes("kind"), lambda: codes("process"),
+    ]  # fmt: skip
+    done = list(pool.map(lambda job: job(), jobs)) if pool is not None else [j() for j in jobs]
+    key, index, seq, (time, has_time), (offset, has_off), (value, has_val), reb = done[:7]
+    (typ, type_names), (kind, kind_names), (proc, proc_names) = done[7:]
     return ElemArrays(
         key, index, seq, time, has_time, offset, has_off, value, has_val, reb,
-        typ[order], type_names, kind[order], kind_names, proc[order], proc_names,
+        typ, type_names, kind, kind_names, proc, proc_names,
     )  # fmt: skip
 
 

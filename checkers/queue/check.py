@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,16 @@ RESET_FS = ["assign", "subscribe", "crash"]
 @dataclass
 class QueueResult:
     findings: list[Finding] = field(default_factory=list)
-    edges: EdgeArrays = field(default_factory=EdgeArrays.empty)
+    # The edges in parts, in order (one per batch of keys): the cycle search reads them part
+    # by part, and a copy of millions of edges into one set of arrays is made only if asked.
+    edge_parts: list[EdgeArrays] = field(default_factory=list)
     subscribe: bool = False
+
+    @property
+    def edges(self) -> EdgeArrays:
+        if len(self.edge_parts) != 1:
+            self.edge_parts = [EdgeArrays.concat(self.edge_parts)]
+        return self.edge_parts[0]
 
 
 def reset_ops(ops: pa.Table) -> list[tuple[str, int, str, list[int] | None]]:
@@ -48,9 +57,12 @@ def merge(results: list[KeyResult], subscribe: bool) -> QueueResult:
     return finish(findings, edges, subscribe)
 
 
-def finish(findings: list[Finding], edges: EdgeArrays, subscribe: bool) -> QueueResult:
+def finish(
+    findings: list[Finding], edges: EdgeArrays | list[EdgeArrays], subscribe: bool
+) -> QueueResult:
     findings = sorted(apply_policy(findings, subscribe), key=Finding.sort_key)
-    return QueueResult(findings=findings, edges=edges, subscribe=subscribe)
+    parts = [edges] if isinstance(edges, EdgeArrays) else edges
+    return QueueResult(findings=findings, edge_parts=parts, subscribe=subscribe)
 
 
 def check_queue(parquet: str | Path, spark: Any = None, *, reference: bool = False) -> QueueResult:
@@ -86,8 +98,11 @@ def check_queue_vector(
 
 
 def check_queue_arrays(
-    arrays: ElemArrays, resets: list[tuple[str, int, str, list[int] | None]]
+    arrays: ElemArrays,
+    resets: list[tuple[str, int, str, list[int] | None]],
+    pool: Executor | None = None,
 ) -> QueueResult:
+    """`arrays`: every element (arrays.elem_arrays); batches of keys run in `pool` if given."""
     ctx = vector_context(arrays, resets)
-    findings, edges = check_by_keys(arrays, ctx)
+    findings, edges = check_by_keys(arrays, ctx, pool)
     return finish(findings, edges, ctx.subscribe)

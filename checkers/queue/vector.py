@@ -12,7 +12,9 @@ the id (or by vid, when the pair space is too large), not a binary search.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import Executor
 
 import numpy as np
 
@@ -163,38 +165,55 @@ def vector_context(
 ) -> QueueContext:
     """Cross-key facts (which info sends happened) from the arrays of every element."""
     info = np.flatnonzero(a.is_kind("send") & a.is_type(INFO) & a.has_val)
+    pairs = list(zip(a.index[info].tolist(), a.value[info].tolist(), strict=True))
+    if not pairs:
+        return build_context([], [], resets)
+    # Info sends are few and polls many: the polls are looked up among the info values.
     polled = a.value[a.is_kind("poll") & a.has_val]
-    hit = member(a.value[info], polled)
-    pairs = zip(a.index[info].tolist(), a.value[info].tolist(), strict=True)
-    return build_context(pairs, a.value[info][hit].tolist(), resets)
+    return build_context(pairs, polled[member(polled, a.value[info])].tolist(), resets)
 
 
 # Elements per call of check_arrays: whole keys at a time, so that its temporaries stay small
 # (reused memory, caches) however long the history; every rule is decided within one key.
-CHUNK = 1 << 21
+CHUNK = 1 << 18
 
 
-def check_by_keys(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:
-    """check_arrays over runs of whole keys of about CHUNK elements each; the same findings and
-    the same edges in the same order (ww edges of every key, then wr edges, keys ascending)."""
+def workers() -> int:
+    """Threads for batches of keys: numpy and Arrow release the GIL in the passes that cost."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def check_by_keys(
+    a: ElemArrays, ctx: QueueContext, pool: Executor | None = None
+) -> tuple[list[Finding], list[EdgeArrays]]:
+    """check_arrays over runs of whole keys of about CHUNK elements each (in `pool`, when
+    given); the same findings, and the same edges in the same order (ww edges of every key,
+    then wr edges, keys ascending) in parts that EdgeArrays.concat would join."""
     starts = _runs(a.key)
     bounds, lo = [], 0
-    for s in starts.tolist()[1:]:
-        if s - lo >= CHUNK:
-            bounds.append((lo, s))
-            lo = s
+    while True:  # one step per run: the first key starting CHUNK rows or more after lo
+        at = int(np.searchsorted(starts, lo + max(CHUNK, 1)))
+        if at >= len(starts):
+            break
+        bounds.append((lo, int(starts[at])))
+        lo = int(starts[at])
     bounds.append((lo, len(a)))
     if len(bounds) == 1:
-        return check_arrays(a, ctx)
+        findings, edges = check_arrays(a, ctx)
+        return findings, [edges]
+
+    def one(bound: tuple[int, int]) -> tuple[list[Finding], EdgeArrays]:
+        return check_arrays(a.slice(*bound), ctx)
+
+    results = list(pool.map(one, bounds)) if pool is not None else [one(b) for b in bounds]
     findings: list[Finding] = []
     ww, wr = [], []
-    for lo, hi in bounds:
-        f, e = check_arrays(a.slice(lo, hi), ctx)
+    for f, e in results:
         findings += f
         n_ww = int(np.count_nonzero(e.rel == WW_CODE))  # _edges: ww edges first, then wr
         ww.append(e.take(slice(0, n_ww)))
         wr.append(e.take(slice(n_ww, len(e))))
-    return findings, EdgeArrays.concat(ww + wr)
+    return findings, ww + wr
 
 
 def check_arrays(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:

@@ -1,9 +1,14 @@
 """Cycles on hand-written histories, checked edge by edge."""
 
+from collections import Counter
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from checkers import cycles as cycles_module
 from checkers.cycles import DependencyGraph, OpInfo, find_cycles, search_cycles
+from checkers.edges import EdgeArrays
+from checkers.op_arrays import OpArrays
 from checkers.queue.check import check_queue_table
 from checkers.queue.per_key import Edge
 from checkers.queue_ops import queue_ops_from_table
@@ -96,4 +101,46 @@ def random_graphs(draw):
 def test_searching_only_the_windows_finds_what_searching_everything_finds(graph):
     edges, ops = graph
     everything = search_cycles(DependencyGraph(edges, ops))
-    assert {f.kind for f in find_cycles(edges, ops)} == {f.kind for f in everything}
+    # One finding per strongly connected component and kind, whether the windows and the
+    # components found by scipy narrow the search or not.
+    assert Counter(f.kind for f in find_cycles(edges, ops)) == Counter(f.kind for f in everything)
+    by_id = {o.index: o for o in ops}
+    for f in find_cycles(edges, ops):
+        for step in f.data["steps"]:
+            a, b = by_id[step["from"]], by_id[step["to"]]
+            if step["rels"] == ["process"]:  # possibly over ops off the cycle: still in order
+                assert a.process == b.process and a.index < b.index
+            elif step["rels"] == ["realtime"]:
+                assert a.complete_time is not None and a.complete_time < b.invoke_time
+
+
+def test_a_large_window_gives_networkx_only_the_ops_on_cycles(monkeypatch):
+    """Long concurrent polls make every write go back in invocation time, so the whole history
+    is one window; networkx must see only the two ops of the one cycle in it (concurrent, on two
+    processes: G1c alone, no process or realtime variant)."""
+    n = 3000
+    # Op 2i+1 sends value i to key 0, invoked at 10i+5; op 2i is a poll invoked at 10i that
+    # completes long after and returns the value op 2(i+50)+1 sent meanwhile: no cycle ...
+    ops, edges = [], []
+    for i in range(n):
+        ops.append(OpInfo(2 * i, f"r{i % 7}", "ok", 10 * i, 10 * i + 1000))
+        ops.append(OpInfo(2 * i + 1, f"w{i % 5}", "ok", 10 * i + 5, 10 * i + 6))
+        if i + 50 < n:
+            edges.append(Edge("wr", 2 * (i + 50) + 1, 2 * i, 0, i + 50, None))
+    # ... except the last two ops, which read each other's writes (G1c), and nothing invoked
+    # after them closes a cycle through any other op.
+    a, b = 2 * n - 2, 2 * n - 1
+    edges += [Edge("wr", b, a, 1, 0, None), Edge("wr", a, b, 2, 99, None)]
+    parts = [EdgeArrays.from_edges(edges)]
+    assert len(cycles_module._windows(parts, OpArrays.from_infos(ops))) == 1
+    seen = []
+    real = cycles_module.DependencyGraph
+
+    def spy(edges, ops):
+        seen.append(len(ops))
+        return real(edges, ops)
+
+    monkeypatch.setattr(cycles_module, "DependencyGraph", spy)
+    found = find_cycles(edges, ops)
+    assert seen == [2]
+    assert [(f.kind, set(f.ops)) for f in found] == [("G1c", {a, b})]
