@@ -7,7 +7,10 @@ completed before any record anywhere unfences or re-registers the broker), break
 
 Attribution is exact when the run collected data logs (checkers/data_log/attribution.py): the
 batch holding the send's write names the leader epoch that appended it, and the committed
-metadata log names that epoch's leader. A send found in no final log falls back to the history:
+metadata log names that epoch's leader. Such a send's write survived (it is in a final log), so
+alone it is reported as tolerated (`TOLERATED` says why: Kafka brokers do not expire their own
+lease); a failing data finding that cites the op makes it a failure. A send found in no final log
+falls back to the history:
 its `node` is the leader the client's leader map named (workloads/queue.py LeaderMap, refreshed
 every second), not the broker that appended it. Such a send alone proves nothing (a stale leader
 map is routine after a kill), so it is only counted in a note, and a failure only when a failing
@@ -28,6 +31,14 @@ RULE = (
     'KIP-631: "Brokers that don\'t have a broker ID lease are said to be "fenced." When a broker '
     'is fenced, it cannot process any client requests"; "A broker cannot continue using a lease '
     'indefinitely after sending a single heartbeat"'
+)
+# Why an exactly attributed violation alone does not make a run invalid (Jepsen's "tolerated").
+TOLERATED = (
+    "Kafka brokers do not expire their own lease: a fenced leader goes on serving until it hears "
+    "of its fencing, and followers still fetching from it keep its acks=all writes replicated. "
+    "The write survives in the final logs and no failing data finding cites the op, so this is "
+    "reported without failing the run; it fails when a lost, duplicate or reordered write "
+    "corroborates it"
 )
 # broker.session.timeout.ms: Kafka's default, and kchaos's "fast" timing (clusters/config.py).
 SESSION_TIMEOUT_MS = {"default": 9000, "fast": 3000}
@@ -92,6 +103,7 @@ def _finding(
     tolerance_ms: int,
     how: str,
     cites: list[str],
+    tolerated: str | None = None,
 ) -> Finding:
     cites = [fence.record.cite()] + ([fence.until.cite()] if fence.until else []) + cites
     return Finding(
@@ -103,6 +115,7 @@ def _finding(
         f"{session_timeout_ms / 1000:g} s session timeout + {tolerance_ms / 1000:g} s), was "
         f"acknowledged ok and {how}. Rule: {RULE}",
         {"rule": RULE, "records": cites, "broker": fence.broker, "late_s": late},
+        tolerated=tolerated,
     )
 
 
@@ -145,8 +158,17 @@ def lease_violations(
                 for a in exact:
                     if a.leader.broker == fence.broker:
                         cites = [a.batch.cite(), a.leader.record.cite()]
+                        ok = op["index"] not in corroborated_ops
+                        how = _appended(a)
                         f = _finding(
-                            fence, op, late, session_timeout_ms, tolerance_ms, _appended(a), cites
+                            fence,
+                            op,
+                            late,
+                            session_timeout_ms,
+                            tolerance_ms,
+                            how,
+                            cites,
+                            TOLERATED if ok else None,
                         )
                         out.append(f)
                         break

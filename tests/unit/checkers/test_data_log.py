@@ -141,7 +141,8 @@ def test_nondecreasing_epochs_never_alarm_and_one_stale_commit_always_does(steps
 FENCE = rec("BROKER_REGISTRATION_CHANGE_RECORD", brokerId=1, brokerEpoch=2, fenced=1)
 
 
-def _lease(batch_epoch, node, extra=(), value=5, offset=0, after_ms=5_500, data=None):
+def _lease(batch_epoch, node, extra=(), value=5, offset=0, after_ms=5_500, data=None,
+           corroborated=frozenset()):  # fmt: skip
     """Broker 1 (n1) leads t-0 in epoch 0 (healthy()); `extra` metadata records come next, then
     the fence. One ok send of `value` at `offset`, invoked `after_ms` after the fence."""
     h = [*healthy(), *[(2, r) for r in extra], (2, FENCE), (2, rec("NO_OP_RECORD"))]
@@ -153,7 +154,9 @@ def _lease(batch_epoch, node, extra=(), value=5, offset=0, after_ms=5_500, data=
         "wall": inv + 0.05, "value": [["send", 0, [offset, value]]],
     }  # fmt: skip
     data = data or logs(n2={0: [B(9, 0, lepoch=batch_epoch, values=(5,))]})
-    return check_logs(meta, CLUSTER, sends=[send], data_logs=data)
+    return check_logs(
+        meta, CLUSTER, sends=[send], data_logs=data, corroborated_ops=set(corroborated)
+    )
 
 
 def test_a_fenced_leader_appending_an_acknowledged_send_is_a_definite_finding():
@@ -161,6 +164,10 @@ def test_a_fenced_leader_appending_an_acknowledged_send_is_a_definite_finding():
     result = _lease(0, "n2")
     [f] = result.findings
     assert f.kind == "lease-violation" and not f.unknown and f.ops == (7,)
+    # The write survived and nothing else is wrong with it: reported, tolerated, and why.
+    assert f.tolerated is not None and "do not expire their own lease" in f.tolerated
+    [g] = _lease(0, "n2", corroborated={7}).findings
+    assert g.tolerated is None and g.explanation == f.explanation
     assert "broker 1 appended as leader in epoch 0" in f.explanation and "KIP-631" in f.explanation
     fence, batch, leader = f.data["records"]
     assert "BROKER_REGISTRATION_CHANGE_RECORD" in fence
