@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from history.columnar import OP_ROW
-from history.format import NEMESIS, OBSERVER
+from history.format import NEMESIS, OBSERVER, SPECIAL_PROCESSES
 
 OP_COLUMNS = ["index", "invoke_index", "type", "f", "process", "time", "node"]
 
@@ -55,7 +55,7 @@ def load(parquet: str | Path) -> ReportData:
     inv = done["invoke_index"].to_numpy()
     done["start_s"] = invoke_time.reindex(inv).to_numpy() / 1e9
     done["end_s"] = done["time"].to_numpy() / 1e9
-    clients = done[~done["process"].isin([NEMESIS, OBSERVER])]
+    clients = done[~done["process"].isin(list(SPECIAL_PROCESSES))]
     return ReportData(
         ops=clients[["index", "type", "f", "process", "node", "start_s", "end_s"]].reset_index(
             drop=True
