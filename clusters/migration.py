@@ -12,6 +12,7 @@ whatever phase it was last given.
 from __future__ import annotations
 
 import json
+import logging
 
 from clusters.errors import ClusterError
 from clusters.topology import BROKER_PORT, CONTROLLER_PORT, NodeSpec, Topology
@@ -100,6 +101,8 @@ def seed_cluster_id(topo: Topology, cluster_id: str, timeout: float = 30.0) -> N
     from kazoo.client import KazooClient
     from kazoo.exceptions import NodeExistsError
 
+    # Until ZooKeeper listens kazoo logs every refused connection; the timeout is the story.
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     zk = KazooClient(hosts=topo.zookeeper_connect(), timeout=timeout)
     try:
         zk.start(timeout=timeout)
