@@ -40,7 +40,7 @@ from history.columnar import (
     write_parquet,
 )
 from history.errors import HistoryError
-from history.format import JSONL_NAME, NEMESIS, OBSERVER, PARQUET_NAME
+from history.format import JSONL_NAME, MIGRATION, NEMESIS, OBSERVER, PARQUET_NAME
 from history.reader import read_history
 
 # auto picks the local vectorised path unless a Spark master is named: on one machine it beats
@@ -154,7 +154,7 @@ def check(
     data = read_for_check(
         parquet,
         [*RESET_FS, *ADMIN_FS, *(["send", "txn"] if has_logs else [])],
-        [OBSERVER, NEMESIS],
+        [OBSERVER, NEMESIS, MIGRATION],
     )
     wide, n_elems = data.wide_ops, data.elements.num_rows
     ops = op_arrays(data.queue_ops)
@@ -171,7 +171,9 @@ def check(
         queue = check_queue_arrays(arrays, resets)
         del arrays
     cycles = find_cycles(queue.edges, ops)
-    meta_ops = wide.filter(is_in(wide.column("process"), [OBSERVER, NEMESIS])).to_pylist()
+    meta_ops = wide.filter(
+        is_in(wide.column("process"), [OBSERVER, NEMESIS, MIGRATION])
+    ).to_pylist()
     sends = wide.filter(is_in(wide.column("f"), ["send", "txn"])).to_pylist() if has_logs else []
     admin = admin_ops(wide.filter(is_in(wide.column("f"), list(ADMIN_FS))).to_pylist())
     del wide

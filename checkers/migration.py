@@ -133,3 +133,84 @@ def _logged(before: Record, after: Record, was: str, now: str) -> Finding:
         + f". Rule: {RULE}",
         data,
     )
+
+
+SKIP_KIND = "migration-state-skip"
+SKIP_RULE = (
+    "KIP-866: the migration's states are MigratingZkData (\"The controller is copying data from "
+    'ZooKeeper into KRaft"), DualWriteMetadata ("The controller is in KRaft mode making dual '
+    'writes to ZooKeeper"), MigrationFinalized ("The cluster has been migrated to KRaft mode"); '
+    'finalizing is "the final step", taken once "the operator has decided to commit to KRaft '
+    'mode": a migration is not finalized before its ZooKeeper data was copied'
+)
+
+
+def observed_migration_skips(data: MetadataInput) -> list[Finding]:
+    """Per node: PRE_MIGRATION, then POST_MIGRATION with no MIGRATION sample in between.
+
+    Excused by any fault or silent sample of the node in between: a node that was down or cut
+    off while the cluster was in MIGRATION catches up on both records at once and may publish
+    only the later one.
+    """
+    out = []
+    last: dict[str, Sample] = {}
+    for s in data.samples:
+        state = s.value.get("zk_migration_state")
+        if state not in ORDER:
+            continue
+        before = last.get(s.node)
+        if (
+            before is not None
+            and before.value["zk_migration_state"] == "PRE_MIGRATION"
+            and state == "POST_MIGRATION"
+            and not data.disrupted(s.node, before.invoke_time, s.time, data_loss=False)
+        ):
+            out.append(
+                Finding(
+                    SKIP_KIND,
+                    None,
+                    (before.index, s.index),
+                    f"{s.node} reported ZkMigrationState {_name('PRE_MIGRATION')} in "
+                    f"{before.cite()}, then {_name('POST_MIGRATION')} in {s.cite()}, never "
+                    f"{_name('MIGRATION')} in between, and no fault or silent sample of "
+                    f"{s.node} in between could have hidden it. Rule: {SKIP_RULE}",
+                    {"rule": SKIP_RULE, "node": s.node, "source": "observer"},
+                )
+            )
+        last[s.node] = s
+    return out
+
+
+def logged_migration_skips(committed: list[Record]) -> list[Finding]:
+    """A committed POST_MIGRATION record whose previous ZkMigrationStateRecord is PRE_MIGRATION."""
+    out = []
+    previous: Record | None = None
+    for r in committed:
+        if r.control or r.type != "ZK_MIGRATION_STATE_RECORD":
+            continue
+        state = RECORD_STATES.get(r.data.get("zkMigrationState"))  # type: ignore[arg-type]
+        if state is None:
+            continue
+        if previous is not None and state == "POST_MIGRATION":
+            was = RECORD_STATES[previous.data["zkMigrationState"]]
+            if was == "PRE_MIGRATION":
+                cites = [previous.cite(), r.cite()]
+                out.append(
+                    Finding(
+                        SKIP_KIND,
+                        None,
+                        (),
+                        f"the committed metadata log sets the ZK migration state to "
+                        f"{_name(was)} at offset {previous.offset}, then to "
+                        f"{_name(state)} at offset {r.offset}, with no {_name('MIGRATION')} "
+                        "record in between. Records: " + "; ".join(cites) + f". Rule: {SKIP_RULE}",
+                        {
+                            "rule": SKIP_RULE,
+                            "records": cites,
+                            "offsets": [previous.offset, r.offset],
+                            "source": "metadata log",
+                        },
+                    )
+                )
+        previous = r
+    return out

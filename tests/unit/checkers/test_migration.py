@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -131,3 +133,55 @@ def test_a_step_back_beyond_the_committed_bound_is_not_judged():
     assert [f for f in result.findings if f.kind == KIND] == []
     # ... and once a majority holds it, it is.
     assert [f.data["offsets"] for f in check(n2_cut=0).findings if f.kind == KIND] == [[11, 12]]
+
+
+# --- KIP-866's order: no finalization without dual write -----------------------------------
+
+SKIP = "migration-state-skip"
+
+
+def skips(h):
+    data = observe_samples_from_ops(op_rows(to_table(h.history())).to_pylist())
+    return [f for f in check_metadata(data) if f.kind == SKIP]
+
+
+def logged_skips(*values):
+    log = [*healthy(2), *[record(v) for v in values]]
+    logs = {n: parse_metadata_log(dump(log), n) for n in ("n1", "n2", "n3")}
+    return [f for f in check_logs(logs, CLUSTER).findings if f.kind == SKIP]
+
+
+def test_finalized_straight_after_copying_is_a_skip_in_samples_and_in_the_log():
+    [f] = skips(states("c1", "PRE_MIGRATION", "PRE_MIGRATION", "POST_MIGRATION"))
+    assert f.ops == (3, 5) and "never MIGRATION (DualWriteMetadata)" in f.explanation
+    assert "KIP-866" in f.explanation
+    [g] = logged_skips(2, 3)
+    assert g.data["offsets"] == [9, 10] and "MigrationFinalized" in g.explanation
+
+
+def test_the_whole_order_and_a_partial_migration_are_no_skip():
+    assert skips(states("c1", "NONE", "PRE_MIGRATION", "MIGRATION", "POST_MIGRATION")) == []
+    assert skips(states("c1", "PRE_MIGRATION", "MIGRATION")) == []
+    assert logged_skips(2, 1, 3) == [] and logged_skips(2, 2, 1) == []
+
+
+def test_a_node_down_or_cut_off_during_dual_write_may_see_only_the_final_state():
+    h = states("c2", "PRE_MIGRATION").nemesis("kill", {"nodes": ["c2"]})
+    assert skips(states("c2", "POST_MIGRATION", h=h)) == []
+    silent = states("c2", "PRE_MIGRATION").observe("c2", type_="info")
+    assert skips(states("c2", "POST_MIGRATION", h=silent)) == []
+    # A migration step restarting the node excuses it the same way.
+    h = states("c2", "PRE_MIGRATION")
+    step = {"step": "finalize-controller", "node": "c2"}
+    h.op("migration", "finalize-controller", step, "ok", step, node="c2")
+    assert skips(states("c2", "POST_MIGRATION", h=h)) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(ORDER[1:]), min_size=1, max_size=10))
+def test_a_skip_is_reported_exactly_when_post_follows_pre_directly(values):
+    ordered = sorted(values, key=ORDER.index)
+    expected = any(a == "PRE_MIGRATION" and b == "POST_MIGRATION" for a, b in pairwise(ordered))
+    assert bool(skips(states("c1", *ordered))) == expected
+    codes = {"PRE_MIGRATION": 2, "MIGRATION": 1, "POST_MIGRATION": 3}
+    assert bool(logged_skips(*[codes[v] for v in ordered])) == expected
