@@ -20,6 +20,7 @@ from checkers.findings import Finding
 from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
 from checkers.metadata_log.applied import unjudged_note
 from checkers.metadata_log.check import check_run_metadata
+from checkers.migration import migration_note
 from checkers.op_arrays import op_arrays
 from checkers.queue.arrays import elem_arrays
 from checkers.queue.check import (
@@ -177,6 +178,9 @@ def check(
     sends = wide.filter(is_in(wide.column("f"), ["send", "txn"])).to_pylist() if has_logs else []
     admin = admin_ops(wide.filter(is_in(wide.column("f"), list(ADMIN_FS))).to_pylist())
     del wide
+    note = migration_note(meta_ops)
+    if note:
+        notes.append(note)
     meta_input = observe_samples_from_ops(meta_ops)
     meta = check_metadata(meta_input)
     admin_findings, admin_notes = check_admin(admin, kraft_mode(out_dir, meta_input))

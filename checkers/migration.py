@@ -214,3 +214,19 @@ def logged_migration_skips(committed: list[Record]) -> list[Finding]:
                 )
         previous = r
     return out
+
+
+def migration_note(rows: list[dict[str, Any]]) -> str | None:
+    """How far the run's migration got, from the op rows of process "migration" (none: None)."""
+    done = [r for r in rows if r.get("process") == "migration" and r["type"] != "invoke"]
+    if not done:
+        return None
+    ok = [r for r in done if r["type"] == "ok"]
+    last = f"{ok[-1]['f']} {ok[-1].get('node') or ''}".strip() if ok else "no step"
+    if len(ok) == len(done):
+        return f"migration: all {len(done)} steps ok, the last {last} (op {ok[-1]['index']})"
+    first = next(r for r in done if r["type"] != "ok")
+    return (
+        f"migration: {len(ok)} of {len(done)} steps ok, the last {last}; op {first['index']} "
+        f"({first['f']} {first.get('node') or ''}) ended {first['type']}: {first.get('error')}"
+    )

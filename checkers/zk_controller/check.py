@@ -45,6 +45,9 @@ def active_overlap_note(samples: list[Sample]) -> str | None:
     """
     spans: list[tuple[int, int, Sample, Sample]] = []
     current: dict[str, list[Sample]] = {}
+    # ZooKeeper's controller is a broker; in a migration the KRaft controllers' own count says
+    # they lead the KRaft quorum, not that they hold /controller.
+    samples = [s for s in samples if "broker" in s.value.get("roles", ["broker"])]
     for s in [*samples, None]:
         ended = list(current) if s is None else [s.node] if s.node in current else []
         active = s is not None and bool(s.value.get("active_controller_count"))

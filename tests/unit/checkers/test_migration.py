@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from checkers.metadata import check_metadata, observe_samples_from_ops
 from checkers.metadata_log.check import check_logs
 from checkers.metadata_log.parse import parse_metadata_log
-from checkers.migration import ORDER
+from checkers.migration import ORDER, migration_note
 from history.columnar import op_rows, to_table
 from tests.unit.checkers.histories import H
 from tests.unit.checkers.metalogs import CLUSTER, dump, healthy, rec
@@ -185,3 +185,37 @@ def test_a_skip_is_reported_exactly_when_post_follows_pre_directly(values):
     assert bool(skips(states("c1", *ordered))) == expected
     codes = {"PRE_MIGRATION": 2, "MIGRATION": 1, "POST_MIGRATION": 3}
     assert bool(logged_skips(*[codes[v] for v in ordered])) == expected
+
+
+def test_the_note_says_how_far_the_migration_got_and_why_it_stopped():
+    h = H()
+    for f, node in (("await-pre-migration", None), ("enable-migration", "b1")):
+        h.op("migration", f, {"step": f, "node": node}, "ok", {"step": f}, node=node)
+    h.op("migration", "enable-migration", {"node": "b2"}, "info", None, node="b2", error="slow")
+    h.op("migration", "await-dual-write", {}, "fail", None, error="not attempted")
+    rows = op_rows(to_table(h.history())).to_pylist()
+    note = migration_note(rows)
+    assert note is not None and note.startswith("migration: 2 of 4 steps ok")
+    assert (
+        "the last enable-migration b1" in note and "(enable-migration b2) ended info: slow" in note
+    )
+    assert migration_note([r for r in rows if r["process"] != "migration"]) is None
+
+
+def test_a_zookeeper_controller_broker_beside_the_active_kraft_controller_is_no_split():
+    # Before the KRaft controller takes /controller over, a migrating ZooKeeper-mode broker is
+    # ZooKeeper's controller (count 1) and observes the KRaft quorum's epoch: not a 2nd leader.
+    leader = {"state": "leader", "leader": 3001, "epoch": 4, "high_watermark": 10}
+    observer = {"state": "observer", "leader": 3001, "epoch": 4, "high_watermark": 10}
+    h = H()
+    for _ in range(20):
+        h.observe("c1", raft=leader, active_controller_count=1)
+        h.observe("b1", roles=["broker"], raft=observer, active_controller_count=1)
+    data = observe_samples_from_ops(op_rows(to_table(h.history())).to_pylist())
+    assert [f for f in check_metadata(data) if f.kind == "multiple-active-controllers"] == []
+    # Two controllers active in one epoch for as long are still found.
+    for _ in range(20):
+        h.observe("c1", raft=leader, active_controller_count=1)
+        h.observe("c2", raft=leader, active_controller_count=1)
+    data = observe_samples_from_ops(op_rows(to_table(h.history())).to_pylist())
+    assert [f for f in check_metadata(data) if f.kind == "multiple-active-controllers"]
