@@ -19,6 +19,7 @@ that kchaos never performs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from checkers.findings import Finding
@@ -95,10 +96,9 @@ def _observed(before: Sample, after: Sample) -> Finding:
     )
 
 
-def logged_migration_regressions(committed: list[Record]) -> list[Finding]:
-    """Committed ZkMigrationStateRecords going back in ORDER, or between NONE and ORDER."""
-    out = []
-    previous: Record | None = None
+def state_changes(committed: list[Record]) -> Iterator[tuple[Record, Record, str, str]]:
+    """Successive committed ZkMigrationStateRecords: (previous, next, their states)."""
+    previous: tuple[Record, str] | None = None
     for r in committed:
         if r.control or r.type != "ZK_MIGRATION_STATE_RECORD":
             continue
@@ -106,11 +106,17 @@ def logged_migration_regressions(committed: list[Record]) -> list[Finding]:
         if state is None:
             continue
         if previous is not None:
-            was = RECORD_STATES[previous.data["zkMigrationState"]]
-            backwards = was in ORDER and state in ORDER and ORDER.index(state) < ORDER.index(was)
-            if backwards or (was == NONE) != (state == NONE):
-                out.append(_logged(previous, r, was, state))
-        previous = r
+            yield previous[0], r, previous[1], state
+        previous = (r, state)
+
+
+def logged_migration_regressions(committed: list[Record]) -> list[Finding]:
+    """Committed ZkMigrationStateRecords going back in ORDER, or between NONE and ORDER."""
+    out = []
+    for before, after, was, state in state_changes(committed):
+        backwards = was in ORDER and state in ORDER and ORDER.index(state) < ORDER.index(was)
+        if backwards or (was == NONE) != (state == NONE):
+            out.append(_logged(before, after, was, state))
     return out
 
 
@@ -184,35 +190,28 @@ def observed_migration_skips(data: MetadataInput) -> list[Finding]:
 def logged_migration_skips(committed: list[Record]) -> list[Finding]:
     """A committed POST_MIGRATION record whose previous ZkMigrationStateRecord is PRE_MIGRATION."""
     out = []
-    previous: Record | None = None
-    for r in committed:
-        if r.control or r.type != "ZK_MIGRATION_STATE_RECORD":
+    for before, after, was, state in state_changes(committed):
+        if was != "PRE_MIGRATION" or state != "POST_MIGRATION":
             continue
-        state = RECORD_STATES.get(r.data.get("zkMigrationState"))  # type: ignore[arg-type]
-        if state is None:
-            continue
-        if previous is not None and state == "POST_MIGRATION":
-            was = RECORD_STATES[previous.data["zkMigrationState"]]
-            if was == "PRE_MIGRATION":
-                cites = [previous.cite(), r.cite()]
-                out.append(
-                    Finding(
-                        SKIP_KIND,
-                        None,
-                        (),
-                        f"the committed metadata log sets the ZK migration state to "
-                        f"{_name(was)} at offset {previous.offset}, then to "
-                        f"{_name(state)} at offset {r.offset}, with no {_name('MIGRATION')} "
-                        "record in between. Records: " + "; ".join(cites) + f". Rule: {SKIP_RULE}",
-                        {
-                            "rule": SKIP_RULE,
-                            "records": cites,
-                            "offsets": [previous.offset, r.offset],
-                            "source": "metadata log",
-                        },
-                    )
-                )
-        previous = r
+        cites = [before.cite(), after.cite()]
+        out.append(
+            Finding(
+                SKIP_KIND,
+                None,
+                (),
+                f"the committed metadata log sets the ZK migration state to {_name(was)} at "
+                f"offset {before.offset}, then to {_name(state)} at offset {after.offset}, with "
+                f"no {_name('MIGRATION')} record in between. Records: "
+                + "; ".join(cites)
+                + f". Rule: {SKIP_RULE}",
+                {
+                    "rule": SKIP_RULE,
+                    "records": cites,
+                    "offsets": [before.offset, after.offset],
+                    "source": "metadata log",
+                },
+            )
+        )
     return out
 
 
