@@ -196,6 +196,16 @@ def render_status(st: dict[str, Any]) -> None:
             )
         else:
             console.print("[yellow]quorum: controllers disagree or did not answer[/yellow]")
+    if st["topology"] == "migration":
+        states = {
+            n["name"]: (n.get("jmx") or {}).get("zk_migration_state")
+            for n in st["nodes"]
+            if "controller" in n["roles"]
+        }
+        console.print(
+            "migration: ZkMigrationState "
+            + ", ".join(f"{name} {state or '-'}" for name, state in states.items())
+        )
     if "zookeeper" in st:
         zk = st["zookeeper"]
         console.print(
