@@ -216,7 +216,7 @@ class Run:
     def _stop_migration(self) -> None:
         """Ends the migration where it is (a waiting step ends info); records how far it got."""
         migration = getattr(self, "migration", None)
-        if migration is None:
+        if migration is None or "migration" in self.summary:
             return
         migration.stop()
         summary = migration.summary()
