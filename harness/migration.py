@@ -26,7 +26,6 @@ every later step is recorded as ``fail`` with the reason, so the history says ho
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -47,6 +46,7 @@ from clusters.migration import (
 from clusters.node import DockerNode
 from clusters.status import quorum_view
 from clusters.topology import Topology, build_topology
+from harness.timed import TimedSteps
 from history.format import MIGRATION
 
 AWAIT_PRE, ENABLE, AWAIT_DUAL, KRAFT_BROKER, FINALIZE, AWAIT_FINAL = (
@@ -136,7 +136,7 @@ def active_state(controllers: list[DockerNode]) -> tuple[str | None, str | None]
     return None, None
 
 
-class MigrationDriver:
+class MigrationDriver(TimedSteps):
     """Carries out the plan's migration steps on its own thread, recording each one."""
 
     def __init__(
@@ -156,22 +156,11 @@ class MigrationDriver:
         self.step_timeout = step_timeout
         self.done: list[dict[str, Any]] = []
         self.ended: str | None = None  # why the migration stopped before its last step
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="migration", daemon=True)
-        self._started = 0.0
+        super().__init__("migration")
 
     @property
     def topology(self) -> Topology:
         return self.info.topology
-
-    def start(self) -> None:
-        self._started = time.monotonic()
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
 
     def summary(self) -> dict[str, Any]:
         last = next((d for d in reversed(self.done) if d["type"] == "ok"), None)
@@ -187,8 +176,7 @@ class MigrationDriver:
     # The loop ------------------------------------------------------------------------------------
     def _loop(self) -> None:
         for i, step in enumerate(self.steps):
-            wait = self._started + step.at_s - time.monotonic()
-            if self._stop.wait(max(0.0, wait)):
+            if self._until_due(step.at_s):
                 self.ended = "the run's time limit came before this step"
                 self._give_up(self.steps[i:])
                 return
