@@ -14,13 +14,11 @@ import json
 
 import pytest
 
-from clusters.docker_cluster import DockerCluster
-from harness.interpreter import Run
 from harness.migration import STEPS
-from harness.plan import build_plan
 from harness.spec import RunSpec, validate
 from history.format import MIGRATION
 from history.reader import read_history
+from tests.integration.conftest import run_to_end
 
 NAME = "mig2"
 SUBNET = "10.213.121.0/24"
@@ -29,32 +27,22 @@ SEED = 1
 
 @pytest.fixture(scope="module")
 def finished_run(docker_client, tmp_path_factory):
-    dc = DockerCluster(docker_client, NAME)
-    dc.remove()  # leftovers of an interrupted earlier test run
-    spec = validate(
-        RunSpec(
-            topology="migration",
-            workload="queue",
-            time_limit=240,
-            nemesis=["kill"],
-            nemesis_interval=30,
-            concurrency=4,
-            rate=20,
-            timing="fast",
-            seed=SEED,
-            cluster=NAME,
-            subnet=SUBNET,
-            results_dir=str(tmp_path_factory.mktemp("results")),
-            final_timeout=120,
-        )
+    spec = RunSpec(
+        topology="migration",
+        workload="queue",
+        time_limit=240,
+        nemesis=["kill"],
+        nemesis_interval=30,
+        concurrency=4,
+        rate=20,
+        timing="fast",
+        seed=SEED,
+        cluster=NAME,
+        subnet=SUBNET,
+        results_dir=str(tmp_path_factory.mktemp("results")),
+        final_timeout=120,
     )
-    plan = build_plan(spec, SEED)
-    try:
-        result = Run(plan, say=lambda m: None, show_progress=False).execute()
-    finally:
-        dc.remove()
-    yield result, plan
-    assert not dc.containers() and not dc.networks(), "the run left containers or networks"
+    return run_to_end(docker_client, validate(spec))
 
 
 def migration_ops(result) -> list[dict]:
