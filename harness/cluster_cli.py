@@ -35,7 +35,9 @@ def cluster() -> None:
 @click.option(
     "--version", default=DEFAULT_VERSION, show_default=True, help="Kafka version or line."
 )
-@click.option("--brokers", default=3, show_default=True, help="Brokers (kraft and zk topologies).")
+@click.option(
+    "--brokers", default=3, show_default=True, help="Brokers (kraft, zk and migration topologies)."
+)
 @click.option("--zookeepers", type=click.Choice(["1", "3"]), default="1", show_default=True)
 @click.option(
     "--timing",
