@@ -278,6 +278,8 @@ def kraft_mode(run_dir: Path, samples: Any) -> bool | None:
         topology = json.loads((run_dir / "cluster.json").read_text()).get("topology")
     except (OSError, ValueError, AttributeError):
         topology = None
+    if topology == "migration":
+        return None  # ZooKeeper mode, then KRaft: neither mode's prefix rules hold all run long
     if isinstance(topology, str):
         return topology != "zk"
     if any(s.raft("state") for s in getattr(samples, "samples", [])):

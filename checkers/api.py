@@ -21,6 +21,7 @@ from checkers.findings import Finding
 from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
 from checkers.metadata_log.applied import unjudged_note
 from checkers.metadata_log.check import check_run_metadata
+from checkers.migration import migration_note
 from checkers.op_arrays import op_arrays
 from checkers.queue.arrays import elem_arrays
 from checkers.queue.check import (
@@ -42,7 +43,7 @@ from history.columnar import (
     write_parquet,
 )
 from history.errors import HistoryError
-from history.format import JSONL_NAME, NEMESIS, OBSERVER, PARQUET_NAME
+from history.format import JSONL_NAME, MIGRATION, NEMESIS, OBSERVER, PARQUET_NAME
 from history.reader import read_history
 
 # auto picks the local vectorised path unless a Spark master is named: on one machine it beats
@@ -156,7 +157,7 @@ def check(
     data = read_for_check(
         parquet,
         [*RESET_FS, *ADMIN_FS, *(["send", "txn"] if has_logs else [])],
-        [OBSERVER, NEMESIS],
+        [OBSERVER, NEMESIS, MIGRATION],
     )
     wide, n_elems = data.wide_ops, data.elements.num_rows
     resets = reset_ops(wide.filter(is_in(wide.column("f"), RESET_FS)))
@@ -178,10 +179,15 @@ def check(
             del arrays
         ops = pending_ops.result()
     cycles = find_cycles(queue.edge_parts, ops)
-    meta_ops = wide.filter(is_in(wide.column("process"), [OBSERVER, NEMESIS])).to_pylist()
+    meta_ops = wide.filter(
+        is_in(wide.column("process"), [OBSERVER, NEMESIS, MIGRATION])
+    ).to_pylist()
     sends = wide.filter(is_in(wide.column("f"), ["send", "txn"])).to_pylist() if has_logs else []
     admin = admin_ops(wide.filter(is_in(wide.column("f"), list(ADMIN_FS))).to_pylist())
     del wide
+    note = migration_note(meta_ops)
+    if note:
+        notes.append(note)
     meta_input = observe_samples_from_ops(meta_ops)
     meta = check_metadata(meta_input)
     admin_findings, admin_notes = check_admin(admin, kraft_mode(out_dir, meta_input))

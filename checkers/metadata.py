@@ -13,8 +13,8 @@ from itertools import combinations, pairwise
 from typing import Any
 
 from checkers.findings import Finding, secs
-from checkers.migration import observed_migration_regressions
-from history.format import NEMESIS, OBSERVER
+from checkers.migration import observed_migration_regressions, observed_migration_skips
+from history.format import MIGRATION, NEMESIS, OBSERVER
 
 RULES = {
     "split-brain": (
@@ -101,7 +101,8 @@ def observe_samples_from_ops(rows: list[dict[str, Any]]) -> MetadataInput:
             else:  # the node did not answer: it may have been down and restarted
                 hit = frozenset({r["node"]}) if r.get("node") else None
                 out.disruptions.append(Disruption(r["index"], r["time"], hit, False))
-        elif r["process"] == NEMESIS:
+        elif r["process"] in (NEMESIS, MIGRATION):
+            # A migration step restarts its node with a new config: a disruption like a kill.
             text = (r.get("value_json") or "") + r["f"]
             hit = frozenset(n for n in nodes if f'"{n}"' in text) or None
             loss = any(w in text.lower() for w in DATA_LOSS_WORDS)
@@ -115,6 +116,7 @@ def check_metadata(data: MetadataInput, tolerance_ns: int = DEFAULT_TOLERANCE_NS
     findings += _active_controllers(data.samples, tolerance_ns)
     findings += _regressions(data)
     findings += observed_migration_regressions(data)
+    findings += observed_migration_skips(data)
     return sorted(findings, key=Finding.sort_key)
 
 
@@ -182,6 +184,11 @@ def _active_runs(samples: list[Sample]) -> list[list[Sample]]:
     current: dict[str, list[Sample]] = {}
     for s in samples:
         count, epoch = s.value.get("active_controller_count"), s.raft("epoch")
+        if "controller" not in s.value.get("roles", ["controller"]):
+            # A ZooKeeper-mode broker of a migration may report ActiveControllerCount 1 (it is
+            # ZooKeeper's controller) and, migration enabled, the KRaft quorum's epoch as an
+            # observer: that is not KRaft leadership.
+            count = 0
         run = current.get(s.node)
         if run is not None and not (count and run[0].raft("epoch") == epoch):
             runs.append(current.pop(s.node))

@@ -19,6 +19,7 @@ that kchaos never performs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from checkers.findings import Finding
@@ -95,10 +96,9 @@ def _observed(before: Sample, after: Sample) -> Finding:
     )
 
 
-def logged_migration_regressions(committed: list[Record]) -> list[Finding]:
-    """Committed ZkMigrationStateRecords going back in ORDER, or between NONE and ORDER."""
-    out = []
-    previous: Record | None = None
+def state_changes(committed: list[Record]) -> Iterator[tuple[Record, Record, str, str]]:
+    """Successive committed ZkMigrationStateRecords: (previous, next, their states)."""
+    previous: tuple[Record, str] | None = None
     for r in committed:
         if r.control or r.type != "ZK_MIGRATION_STATE_RECORD":
             continue
@@ -106,11 +106,17 @@ def logged_migration_regressions(committed: list[Record]) -> list[Finding]:
         if state is None:
             continue
         if previous is not None:
-            was = RECORD_STATES[previous.data["zkMigrationState"]]
-            backwards = was in ORDER and state in ORDER and ORDER.index(state) < ORDER.index(was)
-            if backwards or (was == NONE) != (state == NONE):
-                out.append(_logged(previous, r, was, state))
-        previous = r
+            yield previous[0], r, previous[1], state
+        previous = (r, state)
+
+
+def logged_migration_regressions(committed: list[Record]) -> list[Finding]:
+    """Committed ZkMigrationStateRecords going back in ORDER, or between NONE and ORDER."""
+    out = []
+    for before, after, was, state in state_changes(committed):
+        backwards = was in ORDER and state in ORDER and ORDER.index(state) < ORDER.index(was)
+        if backwards or (was == NONE) != (state == NONE):
+            out.append(_logged(before, after, was, state))
     return out
 
 
@@ -132,4 +138,94 @@ def _logged(before: Record, after: Record, was: str, now: str) -> Finding:
         + "; ".join(cites)
         + f". Rule: {RULE}",
         data,
+    )
+
+
+SKIP_KIND = "migration-state-skip"
+SKIP_RULE = (
+    "KIP-866: the migration's states are MigratingZkData (\"The controller is copying data from "
+    'ZooKeeper into KRaft"), DualWriteMetadata ("The controller is in KRaft mode making dual '
+    'writes to ZooKeeper"), MigrationFinalized ("The cluster has been migrated to KRaft mode"); '
+    'finalizing is "the final step", taken once "the operator has decided to commit to KRaft '
+    'mode": a migration is not finalized before its ZooKeeper data was copied'
+)
+
+
+def observed_migration_skips(data: MetadataInput) -> list[Finding]:
+    """Per node: PRE_MIGRATION, then POST_MIGRATION with no MIGRATION sample in between.
+
+    Excused by any fault or silent sample of the node in between: a node that was down or cut
+    off while the cluster was in MIGRATION catches up on both records at once and may publish
+    only the later one.
+    """
+    out = []
+    last: dict[str, Sample] = {}
+    for s in data.samples:
+        state = s.value.get("zk_migration_state")
+        if state not in ORDER:
+            continue
+        before = last.get(s.node)
+        if (
+            before is not None
+            and before.value["zk_migration_state"] == "PRE_MIGRATION"
+            and state == "POST_MIGRATION"
+            and not data.disrupted(s.node, before.invoke_time, s.time, data_loss=False)
+        ):
+            out.append(
+                Finding(
+                    SKIP_KIND,
+                    None,
+                    (before.index, s.index),
+                    f"{s.node} reported ZkMigrationState {_name('PRE_MIGRATION')} in "
+                    f"{before.cite()}, then {_name('POST_MIGRATION')} in {s.cite()}, never "
+                    f"{_name('MIGRATION')} in between, and no fault or silent sample of "
+                    f"{s.node} in between could have hidden it. Rule: {SKIP_RULE}",
+                    {"rule": SKIP_RULE, "node": s.node, "source": "observer"},
+                )
+            )
+        last[s.node] = s
+    return out
+
+
+def logged_migration_skips(committed: list[Record]) -> list[Finding]:
+    """A committed POST_MIGRATION record whose previous ZkMigrationStateRecord is PRE_MIGRATION."""
+    out = []
+    for before, after, was, state in state_changes(committed):
+        if was != "PRE_MIGRATION" or state != "POST_MIGRATION":
+            continue
+        cites = [before.cite(), after.cite()]
+        out.append(
+            Finding(
+                SKIP_KIND,
+                None,
+                (),
+                f"the committed metadata log sets the ZK migration state to {_name(was)} at "
+                f"offset {before.offset}, then to {_name(state)} at offset {after.offset}, with "
+                f"no {_name('MIGRATION')} record in between. Records: "
+                + "; ".join(cites)
+                + f". Rule: {SKIP_RULE}",
+                {
+                    "rule": SKIP_RULE,
+                    "records": cites,
+                    "offsets": [before.offset, after.offset],
+                    "source": "metadata log",
+                },
+            )
+        )
+    return out
+
+
+def migration_note(rows: list[dict[str, Any]]) -> str | None:
+    """How far the run's migration got, from the op rows of process "migration" (none: None)."""
+    done = [r for r in rows if r.get("process") == "migration" and r["type"] != "invoke"]
+    if not done:
+        return None
+    ok = [r for r in done if r["type"] == "ok"]
+    last = f"{ok[-1]['f']} {ok[-1].get('node') or ''}".strip() if ok else "no step"
+    if len(ok) == len(done):
+        return f"migration: all {len(done)} steps ok, the last {last} (op {ok[-1]['index']})"
+    first = next(r for r in done if r["type"] != "ok")
+    return (
+        f"migration: {len(ok)} of {len(done)} steps ok, the last {last}; op {first['index']} "
+        f"({first['f']} {first.get('node') or ''}) ended {first['type']}: {first.get('error')}"
     )

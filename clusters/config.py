@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from clusters.errors import ClusterError
 from clusters.kafka_dist import JOLOKIA_JAR, KafkaDist
+from clusters.migration import initial_phase, migration_properties
 from clusters.topology import (
     BROKER_PORT,
     CONTROLLER_PORT,
@@ -66,13 +67,22 @@ def _props(values: dict[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
 
 
-def server_properties(topo: Topology, node: NodeSpec, timing: str) -> dict[str, str]:
+def server_properties(
+    topo: Topology,
+    node: NodeSpec,
+    timing: str,
+    phase: str | None = None,
+    version: str = "3.9",
+) -> dict[str, str]:
+    """A Kafka node's properties; ``phase`` (migration topology only) is its migration phase."""
     check_timing(timing)
     replication = str(min(3, len(topo.brokers)))
     min_isr = str(min(2, len(topo.brokers)))
     props: dict[str, str] = {}
     listeners = []
-    if topo.kraft:
+    if topo.migration:
+        props = migration_properties(topo, node, phase or initial_phase(node), version)
+    elif topo.kraft:
         props["process.roles"] = ",".join(r for r in ("broker", "controller") if r in node.roles)
         props["node.id"] = str(node.node_id)
         props["controller.quorum.voters"] = topo.quorum_voters()
@@ -83,11 +93,12 @@ def server_properties(topo: Topology, node: NodeSpec, timing: str) -> dict[str, 
     else:
         props["broker.id"] = str(node.node_id)
         props["zookeeper.connect"] = topo.zookeeper_connect()
-    if node.is_broker:
+    if node.is_broker and not topo.migration:
         listeners.insert(0, f"PLAINTEXT://{node.ip}:{BROKER_PORT}")
         props["advertised.listeners"] = f"PLAINTEXT://{node.ip}:{BROKER_PORT}"
         props["inter.broker.listener.name"] = "PLAINTEXT"
-    props["listeners"] = ",".join(listeners)
+    if not topo.migration:
+        props["listeners"] = ",".join(listeners)
     props["log.dirs"] = DATA_DIR
     props.update(
         {
@@ -106,7 +117,11 @@ def server_properties(topo: Topology, node: NodeSpec, timing: str) -> dict[str, 
     )
     if timing == "fast":
         props.update(FAST_COMMON)
-        props.update(FAST_KRAFT if topo.kraft else FAST_ZK)
+        # A migrating node talks to both ZooKeeper and the KRaft quorum, whatever its phase.
+        if topo.kraft:
+            props.update(FAST_KRAFT)
+        if topo.zookeepers:
+            props.update(FAST_ZK)
     return props
 
 
@@ -181,8 +196,9 @@ def render_node(
     timing: str,
     cluster_id: str,
     heap_mb: int = 256,
+    phase: str | None = None,
 ) -> NodeConfig:
-    """All files and the PID-1 command for one node."""
+    """All files and the PID-1 command for one node (``phase``: its migration phase)."""
     files: dict[str, str] = {}
     logging_file = "log4j.properties" if dist.line.logging == "reload4j" else "log4j2.properties"
     files[f"{CONF_DIR}/{logging_file}"] = LOG4J1 if dist.line.logging == "reload4j" else LOG4J2
@@ -201,7 +217,8 @@ def render_node(
         ]
         prepare = f"mkdir -p {ZK_DATA_DIR} && echo {node.node_id} > {ZK_DATA_DIR}/myid"
     else:
-        files[f"{CONF_DIR}/server.properties"] = _props(server_properties(topo, node, timing))
+        props = server_properties(topo, node, timing, phase, dist.version)
+        files[f"{CONF_DIR}/server.properties"] = _props(props)
         main = [
             "java",
             *jvm_options(dist, heap_mb),
@@ -211,7 +228,8 @@ def render_node(
             f"{CONF_DIR}/server.properties",
         ]
         prepare = f"mkdir -p {DATA_DIR}"
-        if topo.kraft:
+        # Migrating brokers keep the meta.properties their ZooKeeper-mode start wrote.
+        if topo.kraft and not (topo.migration and node.is_broker):
             # Formatting runs once per container: a restarted node keeps its formatted data.
             fmt = [
                 "java",

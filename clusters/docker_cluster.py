@@ -21,7 +21,7 @@ from clusters.errors import ClusterError
 from clusters.image import ensure_image
 from clusters.kafka_dist import KafkaDist, agents_dir, ensure_dist, load_dist
 from clusters.node import DockerNode
-from clusters.topology import NodeSpec, Topology
+from clusters.topology import NodeSpec, Topology, check_zookeeper_version
 
 LABEL = "kchaos"
 READY_TIMEOUT_S = 240.0
@@ -128,9 +128,13 @@ class DockerCluster:
                 f"a cluster named '{self.cluster}' already exists: 'kchaos cluster down "
                 f"--name {self.cluster}' removes it, or choose another --name"
             )
+        check_zookeeper_version(topo.kind, version)
         dist = ensure_dist(version)
-        if not topo.kraft and not dist.line.zookeeper:
-            raise ClusterError(f"Kafka {dist.version} has no ZooKeeper mode: use a 3.x version")
+        if topo.zookeepers and not dist.line.zookeeper:
+            raise ClusterError(
+                f"Kafka {dist.version} has no ZooKeeper mode: topology {topo.kind} needs a 3.x "
+                "version"
+            )
         image = ensure_image(self.client, say=say)
         info = ClusterInfo(topo, dist.version, timing, node_config.new_cluster_id())
         self._check_names_free(topo)
@@ -140,13 +144,25 @@ class DockerCluster:
                 n.name: node_config.render_node(topo, n, dist, timing, info.cluster_id, heap_mb)
                 for n in topo.nodes
             }
-            with ThreadPoolExecutor(max_workers=len(topo.nodes)) as pool:
-                list(
-                    pool.map(
-                        lambda n: self._create_node(n, info, dist, image, configs[n.name]),
-                        topo.nodes,
+            # A migration's brokers must find the controllers' cluster id in ZooKeeper at their
+            # first start, so ZooKeeper comes up (and receives it) first.
+            waves = (
+                [topo.zookeepers, [n for n in topo.nodes if not n.is_zookeeper]]
+                if topo.migration
+                else [list(topo.nodes)]
+            )
+            for i, wave in enumerate(waves):
+                if i:
+                    from clusters.migration import seed_cluster_id
+
+                    seed_cluster_id(topo, info.cluster_id, timeout=ready_timeout / 4)
+                with ThreadPoolExecutor(max_workers=len(wave)) as pool:
+                    list(
+                        pool.map(
+                            lambda n: self._create_node(n, info, dist, image, configs[n.name]),
+                            wave,
+                        )
                     )
-                )
             say(f"started {len(topo.nodes)} nodes of Kafka {dist.version} ({topo.kind})")
             if wait:
                 from clusters.readiness import wait_ready

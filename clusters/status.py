@@ -144,7 +144,13 @@ def quorum_view(nodes: list[dict[str, Any]]) -> dict[str, Any]:
     leader, epoch = next(iter(pairs)) if len(pairs) == 1 else (None, None)
     if leader is not None and leader < 0:
         agreed, leader = False, None
-    active = [n["name"] for n in nodes if (n.get("jmx") or {}).get("active_controller_count") == 1]
+    # Only KRaft controllers count: during a migration the ZooKeeper-mode controller broker
+    # reports ActiveControllerCount 1 too, until a KRaft controller takes /controller over.
+    active = [
+        n["name"]
+        for n in nodes
+        if "controller" in n["roles"] and (n.get("jmx") or {}).get("active_controller_count") == 1
+    ]
     return {
         "views": views,
         "agreed": agreed,

@@ -11,7 +11,11 @@ from dataclasses import dataclass, field
 
 from clusters.errors import ClusterError
 
-TOPOLOGIES = ("kraft-combined", "kraft", "zk")
+TOPOLOGIES = ("kraft-combined", "kraft", "zk", "migration")
+# ZooKeeper-mode topologies: they need a Kafka line that still has ZooKeeper (3.x).
+ZK_TOPOLOGIES = ("zk", "migration")
+# KRaft controller ids of a migration: apart from broker ids, which must survive the migration.
+MIGRATION_CONTROLLER_IDS = 3000
 DEFAULT_SUBNET = "10.213.0.0/24"
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
@@ -66,7 +70,12 @@ class Topology:
 
     @property
     def kraft(self) -> bool:
+        """Has KRaft controllers (a migration has them from the start, beside ZooKeeper)."""
         return self.kind != "zk"
+
+    @property
+    def migration(self) -> bool:
+        return self.kind == "migration"
 
     def node(self, name: str) -> NodeSpec:
         for n in self.nodes:
@@ -87,6 +96,16 @@ class Topology:
         return ",".join(f"{n.ip}:{ZK_CLIENT_PORT}" for n in self.zookeepers)
 
 
+def check_zookeeper_version(kind: str, version: str) -> None:
+    """One sentence before any download: Kafka 4 removed ZooKeeper, hence also the migration."""
+    major = version.split(".", 1)[0]
+    if kind in ZK_TOPOLOGIES and major.isdigit() and int(major) >= 4:
+        raise ClusterError(
+            f"topology {kind} needs ZooKeeper, which Kafka {version} no longer has (removed in "
+            "4.0): use a 3.x version, e.g. --version 3.9"
+        )
+
+
 def build_topology(
     kind: str,
     cluster: str = "kchaos",
@@ -95,11 +114,12 @@ def build_topology(
     zookeepers: int = 1,
     subnet: str = DEFAULT_SUBNET,
 ) -> Topology:
-    """Lays out nodes with stable names: n1.. (combined), c1../b1.. (kraft), z1../b1.. (zk)."""
+    """Lays out nodes with stable names: n1.. (combined), c1../b1.. (kraft), z1../b1.. (zk),
+    z1../c1../b1.. (migration: controllers 3001.., brokers keep ids 1.. across the migration)."""
     if kind not in TOPOLOGIES:
         raise ClusterError(f"unknown topology '{kind}': choose one of {', '.join(TOPOLOGIES)}")
-    if kind == "zk" and zookeepers not in (1, 3):
-        raise ClusterError("a zk topology has 1 or 3 ZooKeeper nodes")
+    if kind in ZK_TOPOLOGIES and zookeepers not in (1, 3):
+        raise ClusterError(f"a {kind} topology has 1 or 3 ZooKeeper nodes")
     if brokers < 1 or controllers < 1:
         raise ClusterError("a cluster needs at least one broker and one controller")
     try:
@@ -117,6 +137,11 @@ def build_topology(
         specs += [(f"b{i}", frozenset({"broker"}), controllers + i) for i in range(1, brokers + 1)]
     else:
         specs = [(f"z{i}", frozenset({"zookeeper"}), i) for i in range(1, zookeepers + 1)]
+        if kind == "migration":
+            specs += [
+                (f"c{i}", frozenset({"controller"}), MIGRATION_CONTROLLER_IDS + i)
+                for i in range(1, controllers + 1)
+            ]
         specs += [(f"b{i}", frozenset({"broker"}), i) for i in range(1, brokers + 1)]
     if len(hosts) < FIRST_HOST + len(specs):
         raise ClusterError(f"subnet {subnet} is too small for {len(specs)} nodes")

@@ -35,7 +35,9 @@ def cluster() -> None:
 @click.option(
     "--version", default=DEFAULT_VERSION, show_default=True, help="Kafka version or line."
 )
-@click.option("--brokers", default=3, show_default=True, help="Brokers (kraft and zk topologies).")
+@click.option(
+    "--brokers", default=3, show_default=True, help="Brokers (kraft, zk and migration topologies)."
+)
 @click.option("--zookeepers", type=click.Choice(["1", "3"]), default="1", show_default=True)
 @click.option(
     "--timing",
@@ -196,6 +198,16 @@ def render_status(st: dict[str, Any]) -> None:
             )
         else:
             console.print("[yellow]quorum: controllers disagree or did not answer[/yellow]")
+    if st["topology"] == "migration":
+        states = {
+            n["name"]: (n.get("jmx") or {}).get("zk_migration_state")
+            for n in st["nodes"]
+            if "controller" in n["roles"]
+        }
+        console.print(
+            "migration: ZkMigrationState "
+            + ", ".join(f"{name} {state or '-'}" for name, state in states.items())
+        )
     if "zookeeper" in st:
         zk = st["zookeeper"]
         console.print(

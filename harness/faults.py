@@ -7,12 +7,12 @@ never raises: it records what was undone, or why it could not be.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from harness.timed import TimedSteps
 from history.format import NEMESIS
 from nemesis.api import FaultContext, FaultStep, Nemesis
 from nemesis.errors import NotApplied
@@ -20,7 +20,7 @@ from nemesis.heal import heal_cluster
 from nemesis.registry import NEMESES
 
 
-class FaultDriver:
+class FaultDriver(TimedSteps):
     """Runs the fault steps at their times on its own thread; knows which faults are on."""
 
     def __init__(
@@ -38,22 +38,11 @@ class FaultDriver:
         self.hints = hints
         self.active: dict[tuple[str, str], FaultStep] = {}
         self.timeline: list[dict[str, Any]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="nemesis", daemon=True)
-        self._started = 0.0
-
-    def start(self) -> None:
-        self._started = time.monotonic()
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+        super().__init__("nemesis")
 
     def _loop(self) -> None:
         for step in self.steps:
-            if self._stop.wait(max(0.0, self._started + step.at_s - time.monotonic())):
+            if self._until_due(step.at_s):
                 return
             self.apply(step)
 

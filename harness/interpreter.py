@@ -21,6 +21,7 @@ from clusters.engine import client as docker_client
 from clusters.topology import build_topology
 from harness.exit_codes import BAD_INPUT_EXIT, INTERRUPTED_EXIT
 from harness.faults import FaultDriver, heal
+from harness.migration import MigrationDriver
 from harness.plan import PLAN_NAME, Plan, client_rng
 from harness.progress import RunProgress
 from harness.recorder import Recorder
@@ -173,8 +174,16 @@ class Run:
             for i in range(spec.concurrency)
         ]
         self.workers = workers
+        self.migration = None
+        if self.plan.migration:
+            self.migration = MigrationDriver(
+                self.plan.migration, info, dc.dist(info), dc.nodes(info), rec
+            )
         self.observer.start()
         self.driver.start()
+        if self.migration is not None:
+            self.say(f"migration: {len(self.plan.migration)} steps (see plan.json)")
+            self.migration.start()
         t0 = time.monotonic()
         for w in workers:
             w.start()
@@ -186,6 +195,7 @@ class Run:
             progress.update(spec.time_limit)
         self.stop.set()
         self.driver.stop()
+        self._stop_migration()
         self.say("time limit reached: waiting for in-flight operations")
         for w in workers:
             w.join(WORKER_JOIN_S)
@@ -202,6 +212,21 @@ class Run:
         wl.close()
         self.observer.stop()
         self.summary["observer_samples"] = self.observer.samples
+
+    def _stop_migration(self) -> None:
+        """Ends the migration where it is (a waiting step ends info); records how far it got."""
+        migration = getattr(self, "migration", None)
+        if migration is None or "migration" in self.summary:
+            return
+        migration.stop()
+        summary = migration.summary()
+        self.summary["migration"] = {k: summary[k] for k in ("completed", "last_ok", "ended")}
+        if self.run_dir is not None:
+            write_json(self.run_dir / "migration.json", summary)
+        self.say(
+            "migration: "
+            + ("completed" if summary["completed"] else f"ended early: {summary['ended']}")
+        )
 
     def _prepare_nemeses(self, dc: DockerCluster, info: ClusterInfo, rec: Recorder) -> None:
         """Runs each package's optional ``prepare`` before the workload, then waits for readiness.
@@ -305,6 +330,7 @@ class Run:
         # by the heal anyway, and would only blur what the history shows.
         if getattr(self, "driver", None) is not None:
             self.driver.stop()
+        self._stop_migration()
         # Clients finish their in-flight operation (bounded by client timeouts) before healing.
         for w in getattr(self, "workers", []):
             w.join(WORKER_JOIN_S)

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.migration import MigrationStep, migration_schedule
 from harness.spec import RunSpec, SpecError, spec_from_dict
 from nemesis.api import FAULT_KINDS, FaultStep
 
@@ -35,15 +36,21 @@ class Plan:
     spec: dict[str, Any]
     generator: dict[str, Any]
     faults: list[FaultStep] = field(default_factory=list)
+    # The ZooKeeper-to-KRaft migration's steps (topology migration only).
+    migration: list[MigrationStep] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "kchaos_plan": PLAN_VERSION,
             "seed": self.seed,
             "spec": self.spec,
             "generator": self.generator,
             "faults": [asdict(s) for s in self.faults],
         }
+        if self.migration:
+            # Only present when there is a migration: every other plan file stays as it was.
+            out["migration"] = [asdict(s) for s in self.migration]
+        return out
 
     def to_json(self) -> str:
         # sort_keys and a fixed layout: the file is compared byte for byte across runs.
@@ -66,6 +73,8 @@ def _targets_for(topology: str) -> list[str]:
     from nemesis.api import TARGETS
 
     out = list(TARGETS)
+    if topology == "migration":  # ZooKeeper and a KRaft quorum, the whole run long
+        return out
     if topology == "zk":
         return [t for t in out if t not in _KRAFT_ONLY]
     return [t for t in out if t not in _ZK_ONLY]
@@ -76,7 +85,7 @@ def _kinds_for(fault: str, topology: str) -> list[str]:
     if fault in ("kill", "pause"):
         allowed = set(_targets_for(topology))
         kinds = [k for k in kinds if k in allowed]
-    if fault == "partition" and topology != "kraft":
+    if fault == "partition" and topology not in ("kraft", "migration"):
         # Combined nodes are both; in ZooKeeper mode there are no KRaft controllers.
         kinds = [k for k in kinds if k != "controllers-brokers"]
     return kinds
@@ -187,6 +196,7 @@ def build_plan(spec: RunSpec, seed: int) -> Plan:
         spec=spec_data,
         generator=generator_params(spec),
         faults=fault_schedule(spec, rng),
+        migration=migration_schedule(spec.topology, spec.time_limit, seed, spec.zookeepers),
     )
 
 
@@ -205,8 +215,13 @@ def load_plan(path: str | Path) -> Plan:
         raise SpecError(f"{p}: not a kchaos plan of version {PLAN_VERSION}")
     try:
         faults = [FaultStep(**s) for s in data["faults"]]
+        migration = [MigrationStep(**s) for s in data.get("migration", [])]
         plan = Plan(
-            seed=int(data["seed"]), spec=data["spec"], generator=data["generator"], faults=faults
+            seed=int(data["seed"]),
+            spec=data["spec"],
+            generator=data["generator"],
+            faults=faults,
+            migration=migration,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SpecError(f"{p}: malformed plan ({exc})") from None

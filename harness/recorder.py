@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from history.format import FAIL, INFO, INVOKE, OK
+from history.format import FAIL, INFO, INVOKE, OK, SPECIAL_PROCESSES
 from history.writer import HistoryWriter
 
 
@@ -49,7 +49,7 @@ class Recorder:
             op["wall"] = time.time()
             op["node"] = node
             written = self._writer.append(op)
-        if type_ != INVOKE and process not in ("observer", "nemesis"):
+        if type_ != INVOKE and process not in SPECIAL_PROCESSES:
             self.counts[type_] += 1
         return written
 

@@ -61,7 +61,7 @@ _D = RunSpec()
     type=click.IntRange(1, 3),
     default=_D.zookeepers,
     show_default=True,
-    help="ZooKeeper nodes with --topology zk (1 or 3).",
+    help="ZooKeeper nodes with --topology zk or migration (1 or 3).",
 )
 @click.option(
     "--version",

@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
+from clusters.errors import ClusterError
+from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, check_zookeeper_version
 
 WORKLOADS = ("queue", "admin")
 TIMINGS = ("fast", "default")
@@ -82,6 +83,10 @@ def validate(spec: RunSpec) -> RunSpec:
     if spec.topology not in TOPOLOGIES:
         choices = ", ".join(TOPOLOGIES)
         raise SpecError(f"unknown topology '{spec.topology}': choose one of {choices}")
+    try:
+        check_zookeeper_version(spec.topology, spec.version)
+    except ClusterError as exc:
+        raise SpecError(str(exc)) from None
     if spec.zookeepers not in (1, 3):
         raise SpecError(f"zookeepers must be 1 or 3, not {spec.zookeepers}")
     if spec.timing not in TIMINGS:

@@ -19,6 +19,10 @@ ASSIGN_FS = frozenset({"assign", "subscribe"})
 
 NEMESIS = "nemesis"
 OBSERVER = "observer"
+# The ZooKeeper-to-KRaft migration's steps (harness/migration.py), one at a time.
+MIGRATION = "migration"
+# Processes that are not clients: their operations are the run's own acts and observations.
+SPECIAL_PROCESSES = (NEMESIS, OBSERVER, MIGRATION)
 
 REQUIRED_FIELDS: dict[str, tuple[type, ...]] = {
     "index": (int,),

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from clusters.errors import ClusterError
 from clusters.node import DockerNode, ExecResult
 from nemesis.errors import NemesisError
 
@@ -45,6 +46,18 @@ def wait_for(
             raise NemesisError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(every)
     return round(time.monotonic() - start, 3)
+
+
+def on_live(node: DockerNode, act: Callable[[], T]) -> T | None:
+    """``act`` on a node that may stop or restart meanwhile (a kill, a migration step): None if
+    it went down (a namespace or JVM that is gone holds no fault), done again if it came back
+    (its new namespace and JVM have none yet)."""
+    try:
+        return act()
+    except (ClusterError, NemesisError):
+        if not node.is_running():
+            return None
+        return act()
 
 
 def split_running(nodes: Iterable[DockerNode]) -> tuple[list[DockerNode], list[str]]:

@@ -16,7 +16,7 @@ from nemesis import grudge as g
 from nemesis.api import FAULT_KINDS, FaultContext, FaultStep, check_keys
 from nemesis.errors import NemesisError, before_touching
 from nemesis.iptables import install_chain, remove_chain
-from nemesis.nodes import on_each, split_running
+from nemesis.nodes import on_each, on_live, split_running
 from nemesis.targets import resolve
 
 CHAIN = "KCHAOS"
@@ -83,7 +83,9 @@ class PartitionNemesis:
         # A node that is down gets no rules (its namespace is new when it starts again), but
         # grudges are symmetric and TCP needs both directions: the other side's rules still cut.
         running, down = split_running(ctx.nodes.values())
-        rules = on_each(running, lambda n: install(n, drops[n.name]))
+        installed = on_each(running, lambda n: on_live(n, lambda: install(n, drops[n.name])))
+        rules = {n: r for n, r in installed.items() if r is not None}
+        down = sorted([*down, *(n for n, r in installed.items() if r is None)])
         return {
             "kind": step.kind,
             **chosen,
@@ -94,12 +96,17 @@ class PartitionNemesis:
         }
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        removed = on_each(_running(ctx), remove)
+        removed = _remove_all(ctx)
         return {"kind": step.kind, "healed": sorted(removed), "rules_removed": removed}
 
     def heal_all(self, ctx: FaultContext) -> list[str]:
-        removed = on_each(_running(ctx), remove)
+        removed = _remove_all(ctx)
         return [f"{n}: removed iptables chain {CHAIN} ({k} rules)" for n, k in removed.items() if k]
+
+
+def _remove_all(ctx: FaultContext) -> dict[str, int]:
+    removed = on_each(_running(ctx), lambda n: on_live(n, lambda: remove(n)))
+    return {n: k or 0 for n, k in removed.items()}
 
 
 def _running(ctx: FaultContext) -> list[DockerNode]:

@@ -12,7 +12,7 @@ from typing import Any
 from clusters.node import DockerNode
 from nemesis.api import FaultContext, FaultStep, check_keys
 from nemesis.errors import before_touching
-from nemesis.nodes import on_each, split_running, wait_for
+from nemesis.nodes import on_each, on_live, split_running, wait_for
 from nemesis.targets import resolve
 
 
@@ -65,7 +65,9 @@ class _SignalNemesis:
             self.check(step)
             nodes, chosen = _targets(ctx, step)
         running, down = split_running(nodes)
-        took = on_each(running, self.act)
+        acted = on_each(running, lambda n: on_live(n, lambda: self.act(n)))
+        took = {n: t for n, t in acted.items() if t is not None}
+        down = sorted([*down, *(n for n, t in acted.items() if t is None)])
         out = {"kind": step.kind, **chosen, "signal": self.signal, self.took_key: took}
         return {**out, "not_running": down} if down else out
 

@@ -165,7 +165,10 @@ def resolve(
         return Resolved(selector, found.targets, found.evidence)
     if not topo.kraft:
         return zk_active_controller(ctx)
-    seen = statuses(ctx)
+    # Only KRaft controllers: in a migration a ZooKeeper-mode broker may still report
+    # ActiveControllerCount 1 (it holds /controller until a KRaft controller takes it over).
+    controllers = {n.name for n in topo.controllers}
+    seen = [s for s in statuses(ctx) if s["name"] in controllers]
     return (
         active_controller(topo, seen)
         if selector == "active-controller"

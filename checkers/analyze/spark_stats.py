@@ -8,7 +8,7 @@ from urllib.parse import unquote, urlparse
 
 import pandas as pd
 
-from history.format import NEMESIS, OBSERVER
+from history.format import NEMESIS, SPECIAL_PROCESSES
 
 
 def op_stats(spark: Any, parquets: list[Path]) -> pd.DataFrame:
@@ -19,7 +19,7 @@ def op_stats(spark: Any, parquets: list[Path]) -> pd.DataFrame:
         return pd.DataFrame(columns=["path", "ok", "fail", "info", "faults", "seconds"])
     df = spark.read.parquet(*[str(p) for p in parquets]).where(F.col("row") == "op")
     df = df.withColumn("path", F.input_file_name())
-    client = ~F.col("process").isin(NEMESIS, OBSERVER)
+    client = ~F.col("process").isin(*SPECIAL_PROCESSES)
 
     def count(cond: Any) -> Any:
         return F.sum(F.when(cond, 1).otherwise(0))

@@ -24,7 +24,7 @@ from checkers.metadata_log.rules import (
     feature_levels,
     leader_epochs,
 )
-from checkers.migration import logged_migration_regressions
+from checkers.migration import logged_migration_regressions, logged_migration_skips
 
 METADATA_DIR = "metadata"
 CLUSTER_JSON = "cluster.json"
@@ -112,6 +112,7 @@ def check_logs(
     committed_entries = committed_log(logs, majority)
     result.findings += deposed_leader_writes(committed_entries)
     result.findings += logged_migration_regressions(committed_entries)
+    result.findings += logged_migration_skips(committed_entries)
     result.findings += observer_divergence(observers, logs, majority, result.notes)
     if observed is not None:
         found, notes = applied_beyond_commit(observed, logs, controllers, bound.last)

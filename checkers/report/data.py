@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from history.columnar import OP_ROW
-from history.format import NEMESIS, OBSERVER
+from history.format import MIGRATION, NEMESIS, OBSERVER, SPECIAL_PROCESSES
 
 OP_COLUMNS = ["index", "invoke_index", "type", "f", "process", "time", "node"]
 
@@ -44,6 +44,8 @@ class ReportData:
     faults: list[Fault] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     end_s: float = 0.0
+    # Migration steps (topology migration): invocation to completion, named "<f> <node>: <type>".
+    migration: list[Fault] = field(default_factory=list)
 
 
 def load(parquet: str | Path) -> ReportData:
@@ -55,7 +57,7 @@ def load(parquet: str | Path) -> ReportData:
     inv = done["invoke_index"].to_numpy()
     done["start_s"] = invoke_time.reindex(inv).to_numpy() / 1e9
     done["end_s"] = done["time"].to_numpy() / 1e9
-    clients = done[~done["process"].isin([NEMESIS, OBSERVER])]
+    clients = done[~done["process"].isin(list(SPECIAL_PROCESSES))]
     return ReportData(
         ops=clients[["index", "type", "f", "process", "node", "start_s", "end_s"]].reset_index(
             drop=True
@@ -63,6 +65,7 @@ def load(parquet: str | Path) -> ReportData:
         faults=_faults(parquet, end_s),
         samples=_samples(parquet),
         end_s=end_s,
+        migration=_migration_steps(parquet, end_s),
     )
 
 
@@ -85,6 +88,25 @@ def _faults(parquet: str | Path, end_s: float) -> list[Fault]:
             out.append(Fault(f[5:], start, t, idx, r["index"]))
     out += [Fault(n, s, end_s, i, None) for n, (s, i) in open_.items()]
     return sorted(out, key=lambda x: x.start_s)
+
+
+def _migration_steps(parquet: str | Path, end_s: float) -> list[Fault]:
+    """Each migration step from its invocation to its completion (one step at a time)."""
+    out = []
+    begun: dict[str, Any] | None = None
+    for r in _special_rows(parquet, MIGRATION):
+        if r["type"] == "invoke":
+            begun = r
+            continue
+        if begun is None:
+            continue
+        name = f"{r['f']} {r['node'] or ''}".strip() + f": {r['type']}"
+        out.append(Fault(name, begun["time"] / 1e9, r["time"] / 1e9, begun["index"], r["index"]))
+        begun = None
+    if begun is not None:
+        name = f"{begun['f']} {begun['node'] or ''}".strip() + ": no completion"
+        out.append(Fault(name, begun["time"] / 1e9, end_s, begun["index"], None))
+    return out
 
 
 def _samples(parquet: str | Path) -> list[Sample]:

@@ -58,6 +58,11 @@ judged from the brokers' logs (notes above).</p>{% endif %}{% endif %}
 {% for f in faults %}<tr><td>{{ f.name }}</td><td>{{ "%.3f" % f.start_s }}</td>
 <td>{{ "%.3f" % f.end_s }}</td><td>{{ f.start_index }}–{{ f.end_index if f.end_index is not none
 else "end" }}</td></tr>{% endfor %}</table>
+{% if migration %}<h2>Migration steps</h2>
+<table><tr><th>step</th><th>from (s)</th><th>to (s)</th><th>ops</th></tr>
+{% for f in migration %}<tr><td>{{ f.name }}</td><td>{{ "%.3f" % f.start_s }}</td>
+<td>{{ "%.3f" % f.end_s }}</td><td>{{ f.start_index }}–{{ f.end_index if f.end_index is not none
+else "end" }}</td></tr>{% endfor %}</table>{% endif %}
 <h2>Anomalies</h2>
 {% if not findings %}<p>None.</p>{% endif %}
 {% for kind, items, hidden in findings %}<h3 id="{{ kind }}">{{ kind }}</h3>
@@ -119,6 +124,7 @@ def write_report(out_dir: str | Path, parquet: str | Path, verdict: Verdict) -> 
         counts=verdict.counts(),
         notes=verdict.notes,
         faults=data.faults,
+        migration=data.migration,
         timeline=plots.timeline(data),
         binned=plots.binned(data),
         rates=plots.rates(data),

@@ -25,12 +25,13 @@ class ZkResult:
 
 
 def _brokers(run_dir: Path) -> list[str] | None:
-    """The broker names of a ZooKeeper-mode run; None for any other topology or no cluster.json."""
+    """The broker names of a run with ZooKeeper-mode brokers (zk, and a migration's ZooKeeper
+    phases); None for any other topology or no cluster.json."""
     try:
         cluster = json.loads((run_dir / CLUSTER_JSON).read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    if not isinstance(cluster, dict) or cluster.get("topology") != "zk":
+    if not isinstance(cluster, dict) or cluster.get("topology") not in ("zk", "migration"):
         return None
     nodes = cluster.get("nodes") or []
     return [n["name"] for n in nodes if "broker" in (n.get("roles") or []) and "name" in n]
@@ -44,6 +45,9 @@ def active_overlap_note(samples: list[Sample]) -> str | None:
     """
     spans: list[tuple[int, int, Sample, Sample]] = []
     current: dict[str, list[Sample]] = {}
+    # ZooKeeper's controller is a broker; in a migration the KRaft controllers' own count says
+    # they lead the KRaft quorum, not that they hold /controller.
+    samples = [s for s in samples if "broker" in s.value.get("roles", ["broker"])]
     for s in [*samples, None]:
         ended = list(current) if s is None else [s.node] if s.node in current else []
         active = s is not None and bool(s.value.get("active_controller_count"))

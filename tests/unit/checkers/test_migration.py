@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.metadata import check_metadata, observe_samples_from_ops
 from checkers.metadata_log.check import check_logs
 from checkers.metadata_log.parse import parse_metadata_log
-from checkers.migration import ORDER
+from checkers.migration import ORDER, migration_note
 from history.columnar import op_rows, to_table
 from tests.unit.checkers.histories import H
 from tests.unit.checkers.metalogs import CLUSTER, dump, healthy, rec
@@ -131,3 +133,89 @@ def test_a_step_back_beyond_the_committed_bound_is_not_judged():
     assert [f for f in result.findings if f.kind == KIND] == []
     # ... and once a majority holds it, it is.
     assert [f.data["offsets"] for f in check(n2_cut=0).findings if f.kind == KIND] == [[11, 12]]
+
+
+# --- KIP-866's order: no finalization without dual write -----------------------------------
+
+SKIP = "migration-state-skip"
+
+
+def skips(h):
+    data = observe_samples_from_ops(op_rows(to_table(h.history())).to_pylist())
+    return [f for f in check_metadata(data) if f.kind == SKIP]
+
+
+def logged_skips(*values):
+    log = [*healthy(2), *[record(v) for v in values]]
+    logs = {n: parse_metadata_log(dump(log), n) for n in ("n1", "n2", "n3")}
+    return [f for f in check_logs(logs, CLUSTER).findings if f.kind == SKIP]
+
+
+def test_finalized_straight_after_copying_is_a_skip_in_samples_and_in_the_log():
+    [f] = skips(states("c1", "PRE_MIGRATION", "PRE_MIGRATION", "POST_MIGRATION"))
+    assert f.ops == (3, 5) and "never MIGRATION (DualWriteMetadata)" in f.explanation
+    assert "KIP-866" in f.explanation
+    [g] = logged_skips(2, 3)
+    assert g.data["offsets"] == [9, 10] and "MigrationFinalized" in g.explanation
+
+
+def test_the_whole_order_and_a_partial_migration_are_no_skip():
+    assert skips(states("c1", "NONE", "PRE_MIGRATION", "MIGRATION", "POST_MIGRATION")) == []
+    assert skips(states("c1", "PRE_MIGRATION", "MIGRATION")) == []
+    assert logged_skips(2, 1, 3) == [] and logged_skips(2, 2, 1) == []
+
+
+def test_a_node_down_or_cut_off_during_dual_write_may_see_only_the_final_state():
+    h = states("c2", "PRE_MIGRATION").nemesis("kill", {"nodes": ["c2"]})
+    assert skips(states("c2", "POST_MIGRATION", h=h)) == []
+    silent = states("c2", "PRE_MIGRATION").observe("c2", type_="info")
+    assert skips(states("c2", "POST_MIGRATION", h=silent)) == []
+    # A migration step restarting the node excuses it the same way.
+    h = states("c2", "PRE_MIGRATION")
+    step = {"step": "finalize-controller", "node": "c2"}
+    h.op("migration", "finalize-controller", step, "ok", step, node="c2")
+    assert skips(states("c2", "POST_MIGRATION", h=h)) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(ORDER[1:]), min_size=1, max_size=10))
+def test_a_skip_is_reported_exactly_when_post_follows_pre_directly(values):
+    ordered = sorted(values, key=ORDER.index)
+    expected = any(a == "PRE_MIGRATION" and b == "POST_MIGRATION" for a, b in pairwise(ordered))
+    assert bool(skips(states("c1", *ordered))) == expected
+    codes = {"PRE_MIGRATION": 2, "MIGRATION": 1, "POST_MIGRATION": 3}
+    assert bool(logged_skips(*[codes[v] for v in ordered])) == expected
+
+
+def test_the_note_says_how_far_the_migration_got_and_why_it_stopped():
+    h = H()
+    for f, node in (("await-pre-migration", None), ("enable-migration", "b1")):
+        h.op("migration", f, {"step": f, "node": node}, "ok", {"step": f}, node=node)
+    h.op("migration", "enable-migration", {"node": "b2"}, "info", None, node="b2", error="slow")
+    h.op("migration", "await-dual-write", {}, "fail", None, error="not attempted")
+    rows = op_rows(to_table(h.history())).to_pylist()
+    note = migration_note(rows)
+    assert note is not None and note.startswith("migration: 2 of 4 steps ok")
+    assert (
+        "the last enable-migration b1" in note and "(enable-migration b2) ended info: slow" in note
+    )
+    assert migration_note([r for r in rows if r["process"] != "migration"]) is None
+
+
+def test_a_zookeeper_controller_broker_beside_the_active_kraft_controller_is_no_split():
+    # Before the KRaft controller takes /controller over, a migrating ZooKeeper-mode broker is
+    # ZooKeeper's controller (count 1) and observes the KRaft quorum's epoch: not a 2nd leader.
+    leader = {"state": "leader", "leader": 3001, "epoch": 4, "high_watermark": 10}
+    observer = {"state": "observer", "leader": 3001, "epoch": 4, "high_watermark": 10}
+    h = H()
+    for _ in range(20):
+        h.observe("c1", raft=leader, active_controller_count=1)
+        h.observe("b1", roles=["broker"], raft=observer, active_controller_count=1)
+    data = observe_samples_from_ops(op_rows(to_table(h.history())).to_pylist())
+    assert [f for f in check_metadata(data) if f.kind == "multiple-active-controllers"] == []
+    # Two controllers active in one epoch for as long are still found.
+    for _ in range(20):
+        h.observe("c1", raft=leader, active_controller_count=1)
+        h.observe("c2", raft=leader, active_controller_count=1)
+    data = observe_samples_from_ops(op_rows(to_table(h.history())).to_pylist())
+    assert [f for f in check_metadata(data) if f.kind == "multiple-active-controllers"]

@@ -7,6 +7,7 @@ import re
 
 from checkers.api import check
 from checkers.report.data import load
+from tests.unit.checkers.histories import H
 from tests.unit.checkers.runs import make_run
 
 
@@ -75,3 +76,18 @@ def test_zookeeper_mode_samples_draw_the_active_controller(tmp_path):
     ]  # fmt: skip
     html = (tmp_path / "report.html").read_text()
     assert "Controller quorum" in html and "ZooKeeper mode: each broker" in html
+
+
+def test_migration_steps_are_listed_with_their_outcome_and_ops(tmp_path):
+    h = H().send(0, 0, 1, 0)
+    h.op("migration", "enable-migration", {"node": "b1"}, "ok", {"node": "b1"}, node="b1")
+    h.op("migration", "await-dual-write", {}, "info", None, error="slow")
+    h.invoke("migration", "kraft-broker", {"node": "b2"})
+    data = load(h.write(tmp_path))
+    assert [(m.name, m.start_index, m.end_index) for m in data.migration] == [
+        ("enable-migration b1: ok", 2, 3),
+        ("await-dual-write: info", 4, 5),
+        ("kraft-broker: no completion", 6, None),
+    ]
+    # Steps are the run's own acts, not client operations.
+    assert set(data.ops["process"]) == {"0"}

@@ -69,3 +69,20 @@ def test_zk_mode_needs_a_controller_among_its_brokers():
     assert found == ["/controller names 7, not a broker of this cluster"]
     zk["controller"] = {"brokerid": 2}
     assert problems({"nodes": brokers, "zookeeper": zk}) == []
+
+
+def test_a_migrating_clusters_zookeeper_controller_broker_is_not_a_second_active_controller():
+    # Before the KRaft controller takes /controller over, a ZooKeeper-mode broker is ZooKeeper's
+    # controller and reports ActiveControllerCount 1 beside the active KRaft controller.
+    controllers = [
+        kafka_node(f"c{i}", 3000 + i, leader=3001, roles=("controller",)) for i in (1, 2, 3)
+    ]
+    controllers[0]["jmx"]["active_controller_count"] = 1
+    brokers = [kafka_node(f"b{i}", i, roles=("broker",)) for i in (1, 2, 3)]
+    brokers[1]["jmx"]["active_controller_count"] = 1
+    status = status_of(controllers + brokers)
+    assert status["quorum"]["active_controllers"] == ["c1"]
+    assert problems(status) == []
+    # Two KRaft controllers active is still a problem.
+    controllers[1]["jmx"]["active_controller_count"] = 1
+    assert "active controllers: ['c1', 'c2']" in problems(status_of(controllers + brokers))

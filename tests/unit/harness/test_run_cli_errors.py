@@ -135,3 +135,10 @@ def test_a_zookeeper_ensemble_of_three_is_planned_and_two_is_refused():
     assert '"zookeepers": 3' in r.output
     r = run("--topology", "zk", "--zookeepers", "2", "--seed", "1", "--plan-only")
     assert r.exit_code == 254 and "zookeepers must be 1 or 3" in flat(r)
+
+
+def test_a_migration_on_kafka_4_is_one_clear_error_before_any_docker_work():
+    r = run("--topology", "migration", "--version", "4.1", "--plan-only")
+    assert r.exit_code == 254, r.output
+    assert "topology migration needs ZooKeeper" in flat(r) and "3.x" in flat(r)
+    assert "Traceback" not in r.output

@@ -1,0 +1,308 @@
+"""The ZooKeeper-to-KRaft migration as recorded steps of a run (topology ``migration``).
+
+The plan fixes, from the seed, when each phase may begin and the order nodes are rolled in; the
+driver carries the steps out on its own thread while clients and nemeses go on, each step an
+operation of the process ``"migration"``. A step does not begin before its time nor before the
+previous step's readiness was observed (never after a sleep): brokers answer RUNNING, the active
+KRaft controller reports the expected ZkMigrationState, the controllers agree on a leader.
+
+The steps follow Kafka's "ZooKeeper to KRaft Migration" guide (KIP-866):
+
+1. ``await-pre-migration``: the controllers, started with migration enabled, are in
+   PRE_MIGRATION (KIP-866 MigratingZkData's start: waiting for the brokers);
+2. ``enable-migration`` per broker: migration config added, broker restarted in ZooKeeper mode;
+3. ``await-dual-write``: the active controller copied ZooKeeper's metadata and reports MIGRATION
+   (DualWriteMetadata);
+4. ``kraft-broker`` per broker: restarted as a KRaft broker (same id, no ZooKeeper config);
+5. ``finalize-controller`` per controller: restarted without migration config or
+   zookeeper.connect;
+6. ``await-finalized``: the active controller reports POST_MIGRATION (MigrationFinalized).
+
+A step that cannot complete is recorded as ``info`` (it may have half-happened: a node may be
+restarted with its new config) or ``fail`` (nothing was changed), and the migration ends there:
+every later step is recorded as ``fail`` with the reason, so the history says how far it got.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from clusters.config import CONF_DIR, render_node, server_properties
+from clusters.docker_cluster import ClusterInfo
+from clusters.errors import ClusterError
+from clusters.jmx import JmxUnavailable, sample_kafka
+from clusters.kafka_dist import KafkaDist
+from clusters.migration import (
+    BROKER_KRAFT,
+    BROKER_MIGRATING,
+    BROKER_ZK,
+    CONTROLLER_FINALIZED,
+    CONTROLLER_MIGRATING,
+)
+from clusters.node import DockerNode
+from clusters.status import quorum_view
+from clusters.topology import Topology, build_topology
+from harness.timed import TimedSteps
+from history.format import MIGRATION
+
+AWAIT_PRE, ENABLE, AWAIT_DUAL, KRAFT_BROKER, FINALIZE, AWAIT_FINAL = (
+    "await-pre-migration",
+    "enable-migration",
+    "await-dual-write",
+    "kraft-broker",
+    "finalize-controller",
+    "await-finalized",
+)
+STEPS = (AWAIT_PRE, ENABLE, AWAIT_DUAL, KRAFT_BROKER, FINALIZE, AWAIT_FINAL)
+# The ZkMigrationState (Kafka's names) an await step waits for on the active controller.
+AWAITED = {AWAIT_PRE: "PRE_MIGRATION", AWAIT_DUAL: "MIGRATION", AWAIT_FINAL: "POST_MIGRATION"}
+# The phase a restart step moves its node from and to (clusters/migration.py).
+PHASES = {
+    ENABLE: (BROKER_ZK, BROKER_MIGRATING),
+    KRAFT_BROKER: (BROKER_MIGRATING, BROKER_KRAFT),
+    FINALIZE: (CONTROLLER_MIGRATING, CONTROLLER_FINALIZED),
+}
+# Where in the time limit each rolling phase may begin: early enough that, at the pace two
+# shared cores allow (a broker restart takes 10-30 s), the migration can finish in the run.
+WINDOWS = {ENABLE: (0.03, 0.12), KRAFT_BROKER: (0.3, 0.4), FINALIZE: (0.55, 0.65)}
+# Bound on one step's readiness: a restarted JVM on busy cores plus a nemesis interval.
+STEP_TIMEOUT_S = 180.0
+POLL_S = 0.5
+STOP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class MigrationStep:
+    at_s: float  # seconds into the run before which the step does not begin
+    step: str
+    node: str | None = None
+
+
+def migration_schedule(
+    topology: str, time_limit: float, seed: int, zookeepers: int = 1
+) -> list[MigrationStep]:
+    """The migration's steps for a run; empty unless the topology is ``migration``.
+
+    Its own random stream (not the fault schedule's), so adding it changed no other plan.
+    """
+    if topology != "migration":
+        return []
+    rng = random.Random(f"kchaos/{seed}/migration")
+    topo = build_topology(topology, zookeepers=zookeepers)
+    brokers = [n.name for n in topo.brokers]
+    controllers = [n.name for n in topo.controllers]
+
+    def start(step: str) -> float:
+        low, high = WINDOWS[step]
+        return round(time_limit * rng.uniform(low, high), 3)
+
+    steps = [MigrationStep(0.0, AWAIT_PRE)]
+    at = start(ENABLE)
+    steps += [MigrationStep(at, ENABLE, b) for b in rng.sample(brokers, len(brokers))]
+    steps.append(MigrationStep(at, AWAIT_DUAL))
+    at = start(KRAFT_BROKER)
+    steps += [MigrationStep(at, KRAFT_BROKER, b) for b in rng.sample(brokers, len(brokers))]
+    at = start(FINALIZE)
+    steps += [MigrationStep(at, FINALIZE, c) for c in rng.sample(controllers, len(controllers))]
+    steps.append(MigrationStep(at, AWAIT_FINAL))
+    return steps
+
+
+class StepFailed(Exception):
+    """A step that changed nothing (``fail``), with the reason."""
+
+
+class StepUnsure(Exception):
+    """A step whose effect is unknown or unconfirmed (``info``), with the reason."""
+
+
+def _sample(node: DockerNode) -> dict[str, Any] | None:
+    try:
+        return sample_kafka(node.ip, node.spec.roles, timeout=2.0)
+    except JmxUnavailable:
+        return None
+
+
+def active_state(controllers: list[DockerNode]) -> tuple[str | None, str | None]:
+    """(active controller, its ZkMigrationState), from each controller's own JMX."""
+    for node in controllers:
+        seen = _sample(node)
+        if seen and seen.get("active_controller_count") == 1:
+            return node.name, seen.get("zk_migration_state")
+    return None, None
+
+
+class MigrationDriver(TimedSteps):
+    """Carries out the plan's migration steps on its own thread, recording each one."""
+
+    def __init__(
+        self,
+        steps: list[MigrationStep],
+        info: ClusterInfo,
+        dist: KafkaDist,
+        nodes: dict[str, DockerNode],
+        recorder: Any,
+        step_timeout: float = STEP_TIMEOUT_S,
+    ) -> None:
+        self.steps = steps
+        self.info = info
+        self.dist = dist
+        self.nodes = nodes
+        self.recorder = recorder
+        self.step_timeout = step_timeout
+        self.done: list[dict[str, Any]] = []
+        self.ended: str | None = None  # why the migration stopped before its last step
+        super().__init__("migration")
+
+    @property
+    def topology(self) -> Topology:
+        return self.info.topology
+
+    def summary(self) -> dict[str, Any]:
+        last = next((d for d in reversed(self.done) if d["type"] == "ok"), None)
+        return {
+            "steps": self.done,
+            "completed": bool(self.steps)
+            and len(self.done) == len(self.steps)
+            and all(d["type"] == "ok" for d in self.done),
+            "last_ok": last and {k: last[k] for k in ("step", "node")},
+            "ended": self.ended,
+        }
+
+    # The loop ------------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        for i, step in enumerate(self.steps):
+            if self._until_due(step.at_s):
+                self.ended = "the run's time limit came before this step"
+                self._give_up(self.steps[i:])
+                return
+            kind = self.run_step(step)
+            if kind != "ok":
+                self.ended = f"{step.step} {step.node or ''}".strip() + f" ended {kind}"
+                self._give_up(self.steps[i + 1 :])
+                return
+
+    def _give_up(self, rest: list[MigrationStep]) -> None:
+        for step in rest:
+            value = asdict(step)
+            self.recorder.invoke(step.step, value, MIGRATION, step.node)
+            why = f"not attempted: the migration ended earlier ({self.ended})"
+            self.recorder.fail(step.step, value, MIGRATION, why, step.node)
+            self.done.append({**value, "type": "fail", "error": why})
+
+    def run_step(self, step: MigrationStep) -> str:
+        """One step as an invoke and its completion; returns the completion's type."""
+        value = asdict(step)
+        self.recorder.invoke(step.step, value, MIGRATION, step.node)
+        t0 = time.monotonic()
+        try:
+            if step.step in AWAITED:
+                detail = self._await_state(AWAITED[step.step])
+            else:
+                detail = self._restart(step)
+        except StepFailed as exc:
+            return self._complete("fail", step, value, str(exc), t0)
+        except StepUnsure as exc:
+            return self._complete("info", step, value, str(exc), t0)
+        except Exception as exc:  # a driver bug must not stop the run before it heals
+            return self._complete("info", step, value, f"{type(exc).__name__}: {exc}", t0)
+        detail = {**value, **detail, "seconds": round(time.monotonic() - t0, 3)}
+        self.recorder.ok(step.step, detail, MIGRATION, step.node)
+        self.done.append({**detail, "type": "ok"})
+        return "ok"
+
+    def _complete(
+        self, kind: str, step: MigrationStep, value: dict[str, Any], error: str, t0: float
+    ) -> str:
+        self.recorder.record(kind, step.step, value, MIGRATION, step.node, error)
+        self.done.append(
+            {**value, "type": kind, "error": error, "seconds": round(time.monotonic() - t0, 3)}
+        )
+        return kind
+
+    # Steps ---------------------------------------------------------------------------------------
+    def _until(self, what: str, check: Callable[[], tuple[bool, Any]]) -> tuple[float, Any]:
+        """Polls ``check`` until it says yes; StepUnsure on timeout or when the run stops."""
+        t0 = time.monotonic()
+        seen: Any = None
+        while True:
+            ok, seen = check()
+            if ok:
+                return round(time.monotonic() - t0, 3), seen
+            if time.monotonic() - t0 > self.step_timeout:
+                raise StepUnsure(
+                    f"{what} not observed within {self.step_timeout:.0f} s; last seen: {seen}"
+                )
+            if self._stop.wait(POLL_S):
+                raise StepUnsure(f"the run's time limit came before {what}; last seen: {seen}")
+
+    def _controllers(self) -> list[DockerNode]:
+        return [self.nodes[n.name] for n in self.topology.controllers]
+
+    def _await_state(self, state: str) -> dict[str, Any]:
+        def check() -> tuple[bool, Any]:
+            active, seen = active_state(self._controllers())
+            view = {"active_controller": active, "zk_migration_state": seen}
+            return seen == state, view
+
+        took, view = self._until(f"the active controller in {state}", check)
+        return {"observed_after_s": took, **view}
+
+    def _restart(self, step: MigrationStep) -> dict[str, Any]:
+        if step.node is None:
+            raise StepFailed(f"{step.step} names no node")
+        node = self.nodes[step.node]
+        old, new = PHASES[step.step]
+        before = self._properties(node, old)
+        after = self._properties(node, new)
+        files = render_node(
+            self.topology, node.spec, self.dist, self.info.timing, self.info.cluster_id, phase=new
+        ).files
+        path = f"{CONF_DIR}/server.properties"
+        try:
+            # Written before the restart: whoever starts the node next (this step, or the kill
+            # nemesis's restart) starts it in its new phase.
+            node.put_files({path: files[path]})
+        except ClusterError as exc:
+            raise StepFailed(f"could not write {path}: {exc}") from None
+        change = {
+            "phase": [old, new],
+            "set": {k: v for k, v in after.items() if before.get(k) != v},
+            "removed": sorted(set(before) - set(after)),
+        }
+        t0 = time.monotonic()
+        try:
+            was_running = node.is_running()
+            if was_running:
+                node.stop(timeout=STOP_TIMEOUT_S)
+            node.start()
+        except ClusterError as exc:
+            raise StepUnsure(f"config written ({change}), restart failed: {exc}") from None
+        restarted = {"was_running": was_running, "restart_s": round(time.monotonic() - t0, 3)}
+        if node.spec.is_broker:
+            took, seen = self._until(f"{node.name} RUNNING", lambda: self._broker_running(node))
+        else:
+            took, seen = self._until("the controllers agreeing on a leader", self._quorum_agreed)
+        return {"config": change, **restarted, "ready_after_s": took, "ready": seen}
+
+    def _properties(self, node: DockerNode, phase: str) -> dict[str, str]:
+        return server_properties(
+            self.topology, node.spec, self.info.timing, phase, self.dist.version
+        )
+
+    def _broker_running(self, node: DockerNode) -> tuple[bool, Any]:
+        seen = _sample(node)
+        state = seen.get("broker_state") if seen else None
+        return state == "RUNNING", {"broker_state": state}
+
+    def _quorum_agreed(self) -> tuple[bool, Any]:
+        statuses = []
+        for node in self._controllers():
+            statuses.append({"name": node.name, "roles": ["controller"], "jmx": _sample(node)})
+        q = quorum_view(statuses)
+        view = {"leader": q["leader"], "epoch": q["epoch"], "active": q["active_controllers"]}
+        return q["agreed"] and len(q["active_controllers"]) == 1, view
