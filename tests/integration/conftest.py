@@ -9,9 +9,6 @@ import pytest
 from clusters.docker_cluster import ClusterInfo, DockerCluster
 from clusters.engine import client
 from clusters.topology import build_topology
-from harness.interpreter import Run, RunResult
-from harness.plan import Plan, build_plan
-from harness.spec import RunSpec
 
 
 def pytest_collection_modifyitems(items):
@@ -35,17 +32,3 @@ def bring_up(
     yield dc, info
     dc.down(collect=tmp_path_factory.mktemp(f"{name}-collect"), say=lambda m: None)
     assert not dc.containers() and not dc.networks(), "teardown left containers or networks"
-
-
-def run_to_end(docker_client, spec: RunSpec) -> tuple[RunResult, Plan]:
-    """A whole `kchaos run` of a validated spec with a seed, its cluster gone afterwards."""
-    dc = DockerCluster(docker_client, spec.cluster)
-    dc.remove()  # leftovers of an interrupted earlier test run
-    assert spec.seed is not None, "a test run is reproducible: give it a seed"
-    plan = build_plan(spec, spec.seed)
-    try:
-        result = Run(plan, say=lambda m: None, show_progress=False).execute()
-    finally:
-        dc.remove()
-    assert not dc.containers() and not dc.networks(), "the run left containers or networks"
-    return result, plan

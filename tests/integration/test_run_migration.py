@@ -15,10 +15,9 @@ import json
 import pytest
 
 from harness.migration import STEPS
-from harness.spec import RunSpec, validate
 from history.format import MIGRATION
 from history.reader import read_history
-from tests.integration.conftest import run_to_end
+from tests.integration.runs import quiet_run
 
 NAME = "mig2"
 SUBNET = "10.213.121.0/24"
@@ -27,22 +26,21 @@ SEED = 1
 
 @pytest.fixture(scope="module")
 def finished_run(docker_client, tmp_path_factory):
-    spec = RunSpec(
+    done = quiet_run(
+        docker_client,
+        NAME,
+        SUBNET,
+        SEED,
+        tmp_path_factory.mktemp("results"),
         topology="migration",
-        workload="queue",
         time_limit=240,
         nemesis=["kill"],
         nemesis_interval=30,
-        concurrency=4,
         rate=20,
-        timing="fast",
-        seed=SEED,
-        cluster=NAME,
-        subnet=SUBNET,
-        results_dir=str(tmp_path_factory.mktemp("results")),
         final_timeout=120,
     )
-    return run_to_end(docker_client, validate(spec))
+    assert done.left_behind == [], f"the run left {done.left_behind}"
+    return done.result, done.plan
 
 
 def migration_ops(result) -> list[dict]:
