@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.findings import Finding, secs
+from checkers.run_files import read_cluster
 
 RULES = {
     "lost-topic": (
@@ -274,10 +275,7 @@ def _cluster_ids(ops: list[AdminOp]) -> list[Finding]:
 
 def kraft_mode(run_dir: Path, samples: Any) -> bool | None:
     """The cluster's mode: cluster.json's topology, else whether any node reported Raft state."""
-    try:
-        topology = json.loads((run_dir / "cluster.json").read_text()).get("topology")
-    except (OSError, ValueError, AttributeError):
-        topology = None
+    topology = read_cluster(run_dir).get("topology")
     if topology == "migration":
         return None  # ZooKeeper mode, then KRaft: neither mode's prefix rules hold all run long
     if isinstance(topology, str):

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from checkers.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.cycles import find_cycles
-from checkers.data_log.check import DATA_DIR, check_run_data
+from checkers.data_log.check import check_run_data
 from checkers.findings import Finding
 from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
 from checkers.metadata_log.applied import unjudged_note
@@ -44,7 +44,15 @@ from history.columnar import (
     write_parquet,
 )
 from history.errors import HistoryError
-from history.format import JSONL_NAME, MIGRATION, NEMESIS, OBSERVER, PARQUET_NAME
+from history.format import (
+    DATA_LOGS_DIR,
+    JSONL_NAME,
+    METADATA_DIR,
+    MIGRATION,
+    NEMESIS,
+    OBSERVER,
+    PARQUET_NAME,
+)
 from history.reader import read_history
 
 # auto picks the local vectorised path unless a Spark master is named: on one machine it beats
@@ -109,6 +117,7 @@ def _check_metadata_logs(
     if data is not None:
         findings.extend(data.findings)
         notes.extend(data.notes)
+    data_checked = data is not None and bool(data.logs)
     # A fenced broker's acknowledgement shows as a lost or misplaced write: such findings
     # corroborate a send the history attributes to a fenced broker.
     failing = {i for f in queue_findings if f.tolerated is None and not f.unknown for i in f.ops}
@@ -121,10 +130,10 @@ def _check_metadata_logs(
         data.logs if data else None,
     )
     if result is None:
-        return data is not None and bool(data.logs)
+        return data_checked
     findings.extend(result.findings)
     notes.extend(result.notes)
-    return result.checked or (data is not None and bool(data.logs))
+    return result.checked or data_checked
 
 
 def _no_hugepage_advice() -> None:
@@ -165,7 +174,7 @@ def check(
         spark = spark_session(spark_master)
     # Only the few op rows that need their text (resets, observer samples, nemesis, and sends
     # when metadata logs are checked) are read with every column; the rest narrow (CHECK_COLUMNS).
-    has_logs = (out_dir / "metadata").is_dir() or (out_dir / DATA_DIR).is_dir()
+    has_logs = (out_dir / METADATA_DIR).is_dir() or (out_dir / DATA_LOGS_DIR).is_dir()
     data = read_for_check(
         parquet,
         [*RESET_FS, *ADMIN_FS, *(["send", "txn"] if has_logs else [])],

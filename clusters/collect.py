@@ -19,9 +19,9 @@ from clusters.data_logs import collect_data_logs, run_dump_log
 from clusters.docker_cluster import DockerCluster
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist
+from history.format import CLUSTER_JSON, LOGS_DIR, METADATA_DIR, NODE_LOG, OBSERVERS_DIR
 
 METADATA_PARTITION = "__cluster_metadata-0"
-OBSERVERS_DIR = "observers"
 
 
 def decode_metadata_log(dist: KafkaDist, partition_dir: Path) -> str:
@@ -38,7 +38,7 @@ def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], Non
     info = cluster.info()
     dist = cluster.dist(info)
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / "cluster.json").write_text(
+    (dest / CLUSTER_JSON).write_text(
         json.dumps(
             {
                 "cluster": info.topology.cluster,
@@ -55,16 +55,16 @@ def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], Non
         )
     )
     for name, node in cluster.nodes(info).items():
-        logs = dest / "logs" / name
+        logs = dest / LOGS_DIR / name
         logs.mkdir(parents=True, exist_ok=True)
-        (logs / "stdout.log").write_text(node.logs())
+        (logs / NODE_LOG).write_text(node.logs())
         try:
             node.copy_dir_out(CONF_DIR, logs)
         except ClusterError as exc:
             say(f"warning: {exc}")
         if not info.topology.kraft or node.spec.is_zookeeper:
             continue
-        out = dest / "metadata" / ("" if node.spec.is_controller else OBSERVERS_DIR)
+        out = dest / METADATA_DIR / ("" if node.spec.is_controller else OBSERVERS_DIR)
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 node.copy_dir_out(f"{DATA_DIR}/{METADATA_PARTITION}", Path(tmp))
@@ -78,5 +78,5 @@ def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], Non
             shutil.copytree(Path(tmp) / METADATA_PARTITION, raw, dirs_exist_ok=True)
     collect_data_logs(cluster, info, dest, say)
     # ZooKeeper mode has no KRaft controllers, hence no metadata log to decode.
-    what = "logs and metadata logs" if (dest / "metadata").is_dir() else "logs"
+    what = "logs and metadata logs" if (dest / METADATA_DIR).is_dir() else "logs"
     say(f"collected {what} into {dest}")

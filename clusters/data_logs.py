@@ -19,8 +19,8 @@ from clusters.config import DATA_DIR
 from clusters.docker_cluster import ClusterInfo, DockerCluster
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist
+from history.format import DATA_LOGS_DIR
 
-DATA_LOGS_DIR = "data"
 PLAN_JSON = "plan.json"
 
 

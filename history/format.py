@@ -7,6 +7,14 @@ HEADER_KEY = "kchaos_history"
 
 JSONL_NAME = "history.jsonl"
 PARQUET_NAME = "history.parquet"
+# What a run directory holds beside the history, written by clusters/collect.py and read by the
+# checkers (docs/history.md): one set of names for both sides.
+CLUSTER_JSON = "cluster.json"
+LOGS_DIR = "logs"  # logs/<node>/stdout.log
+NODE_LOG = "stdout.log"
+METADATA_DIR = "metadata"  # metadata/<voter>.txt, metadata/observers/<broker>.txt
+OBSERVERS_DIR = "observers"
+DATA_LOGS_DIR = "data"  # data/<broker>.txt
 
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 OP_TYPES = frozenset({INVOKE, OK, FAIL, INFO})

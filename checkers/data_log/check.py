@@ -10,8 +10,7 @@ from checkers.data_log.attribution import send_mops
 from checkers.data_log.fencing import stale_producer_writes
 from checkers.data_log.parse import DataLog, DataLogError, read_data_logs
 from checkers.findings import Finding
-
-DATA_DIR = "data"
+from history.format import DATA_LOGS_DIR
 
 
 @dataclass
@@ -36,7 +35,7 @@ def ops_of_values(op_rows: list[dict[str, Any]]) -> dict[int, int]:
 
 def check_run_data(run_dir: str | Path, op_rows: list[dict[str, Any]]) -> DataLogResult | None:
     """None when the run has no `data/` directory; an unreadable log is one unknown finding."""
-    d = Path(run_dir) / DATA_DIR
+    d = Path(run_dir) / DATA_LOGS_DIR
     if not d.is_dir():
         return None
     try:

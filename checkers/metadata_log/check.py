@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,10 +11,10 @@ from checkers.data_log.parse import DataLog
 from checkers.findings import Finding
 from checkers.metadata import MetadataInput
 from checkers.metadata_log.applied import applied_beyond_commit, unjudged_note
-from checkers.metadata_log.committed import committed_bound, committed_log, majority_bound
+from checkers.metadata_log.committed import committed_log, majority_bound, with_watermark
 from checkers.metadata_log.fencing import deposed_leader_writes
 from checkers.metadata_log.lease import SESSION_TIMEOUT_MS, lease_violations
-from checkers.metadata_log.observers import OBSERVERS_DIR, observer_divergence
+from checkers.metadata_log.observers import observer_divergence
 from checkers.metadata_log.parse import MetadataLog, MetadataLogError, read_metadata_logs
 from checkers.metadata_log.rules import (
     broker_epochs,
@@ -25,9 +24,8 @@ from checkers.metadata_log.rules import (
     leader_epochs,
 )
 from checkers.migration import logged_migration_regressions, logged_migration_skips
-
-METADATA_DIR = "metadata"
-CLUSTER_JSON = "cluster.json"
+from checkers.run_files import read_cluster
+from history.format import CLUSTER_JSON, METADATA_DIR, OBSERVERS_DIR
 
 
 @dataclass
@@ -35,14 +33,6 @@ class MetadataLogResult:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     checked: bool = False
-
-
-def _cluster(run_dir: Path) -> dict[str, Any]:
-    p = run_dir / CLUSTER_JSON
-    try:
-        return json.loads(p.read_text()) if p.exists() else {}
-    except (OSError, json.JSONDecodeError):
-        return {}
 
 
 def sends_with_walls(op_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -86,7 +76,8 @@ def check_logs(
         # Without the quorum's size a majority cannot be counted; every file is a voter at most.
         voters = len(logs)
         result.notes.append(f"no {CLUSTER_JSON} controllers: assuming {voters} voters")
-    bound = committed_bound(logs, voters, high_watermark)
+    majority = majority_bound(logs, voters)
+    bound = with_watermark(majority, high_watermark)
     if bound.last < 0:
         if observed is not None:
             result.notes += unjudged_note(observed, "nothing in the metadata logs is committed")
@@ -108,7 +99,6 @@ def check_logs(
     result.findings += feature_levels(logs, bound.last)
     result.findings += broker_epochs(committed)
     result.findings += leader_epochs(committed)
-    majority = majority_bound(logs, voters)
     committed_entries = committed_log(logs, majority)
     result.findings += deposed_leader_writes(committed_entries)
     result.findings += logged_migration_regressions(committed_entries)
@@ -174,7 +164,7 @@ def check_run_metadata(
         return MetadataLogResult(notes=[f"{d}: no decoded metadata logs"])
     return check_logs(
         logs,
-        _cluster(Path(run_dir)),
+        read_cluster(Path(run_dir)),
         high_watermark,
         sends_with_walls(op_rows),
         corroborated_ops,

@@ -74,9 +74,13 @@ def committed_bound(
     logs: dict[str, MetadataLog], voters: int, high_watermark: int | None
 ) -> CommittedBound:
     """The larger of the majority bound and an observed high watermark (exclusive in Kafka)."""
-    by_logs = majority_bound(logs, voters)
-    if high_watermark is not None and high_watermark - 1 > by_logs.last:
+    return with_watermark(majority_bound(logs, voters), high_watermark)
+
+
+def with_watermark(majority: CommittedBound, high_watermark: int | None) -> CommittedBound:
+    """`majority`, or the bound an observed high watermark proves when that is higher."""
+    if high_watermark is not None and high_watermark - 1 > majority.last:
         return CommittedBound(
             high_watermark - 1, f"an observer sample reported high watermark {high_watermark}"
         )
-    return by_logs
+    return majority

@@ -15,6 +15,7 @@ from checkers.findings import Finding
 from checkers.metadata_log.committed import CommittedBound
 from checkers.metadata_log.parse import MetadataLog, Record
 from checkers.metadata_log.rules import rejoin
+from history.format import METADATA_DIR, OBSERVERS_DIR
 
 RULE = (
     'KIP-500: "Multiple consumers can quickly catch up to the latest state simply by replaying '
@@ -23,8 +24,7 @@ RULE = (
     "offset names one entry on every broker"
 )
 KIND = "broker-metadata-divergence"
-OBSERVERS_DIR = "observers"  # under the run's metadata/ (clusters/collect.py writes it)
-PREFIX = f"metadata/{OBSERVERS_DIR}/"
+PREFIX = f"{METADATA_DIR}/{OBSERVERS_DIR}/"
 
 
 def observer_divergence(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -10,10 +9,9 @@ from typing import Any
 
 from checkers.findings import Finding
 from checkers.metadata import Sample
+from checkers.run_files import read_cluster
 from checkers.zk_controller.parse import read_logs
 from checkers.zk_controller.rules import overlaps, reused_epochs, stale_epochs, summarize
-
-CLUSTER_JSON = "cluster.json"
 
 
 @dataclass
@@ -27,11 +25,8 @@ class ZkResult:
 def _brokers(run_dir: Path) -> list[str] | None:
     """The broker names of a run with ZooKeeper-mode brokers (zk, and a migration's ZooKeeper
     phases); None for any other topology or no cluster.json."""
-    try:
-        cluster = json.loads((run_dir / CLUSTER_JSON).read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    if not isinstance(cluster, dict) or cluster.get("topology") not in ("zk", "migration"):
+    cluster = read_cluster(run_dir)
+    if cluster.get("topology") not in ("zk", "migration"):
         return None
     nodes = cluster.get("nodes") or []
     return [n["name"] for n in nodes if "broker" in (n.get("roles") or []) and "name" in n]

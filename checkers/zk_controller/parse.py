@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from history.format import LOGS_DIR, NODE_LOG
+
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ ")
 # KafkaServer.startup: the first line of every broker process (a restart starts a new one).
 _START = re.compile(r"\] INFO (?:\[KafkaServer id=\d+\] )?starting \(kafka\.server\.KafkaServer\)")
@@ -121,7 +123,7 @@ def read_logs(run_dir: Path, nodes: list[str]) -> dict[str, list[Event]]:
     """Each named node's events, from `logs/<node>/stdout.log` where it exists."""
     out = {}
     for node in nodes:
-        path = run_dir / "logs" / node / "stdout.log"
+        path = run_dir / LOGS_DIR / node / NODE_LOG
         if path.is_file():
             rel = path.relative_to(run_dir).as_posix()
             out[node] = parse_log(path.read_text(errors="replace"), rel)
