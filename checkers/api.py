@@ -19,12 +19,11 @@ from checkers.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.cycles import find_cycles
 from checkers.data_log.check import check_run_data
 from checkers.findings import Finding
+from checkers.load import load
 from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
 from checkers.metadata_log.applied import unjudged_note
 from checkers.metadata_log.check import check_run_metadata
 from checkers.migration import migration_note
-from checkers.op_arrays import op_arrays
-from checkers.queue.arrays import elem_arrays
 from checkers.queue.check import (
     RESET_FS,
     check_queue_arrays,
@@ -36,13 +35,7 @@ from checkers.queue.vector import workers
 from checkers.queue_ops import queue_ops_from_table
 from checkers.verdict import Verdict, decide
 from checkers.zk_controller.check import check_run_zk
-from history.columnar import (
-    is_in,
-    op_rows,
-    read_elements,
-    read_for_check,
-    write_parquet,
-)
+from history.columnar import is_in, op_rows, read_elements, write_parquet
 from history.errors import HistoryError
 from history.format import (
     DATA_LOGS_DIR,
@@ -175,30 +168,29 @@ def check(
     # Only the few op rows that need their text (resets, observer samples, nemesis, and sends
     # when metadata logs are checked) are read with every column; the rest narrow (CHECK_COLUMNS).
     has_logs = (out_dir / METADATA_DIR).is_dir() or (out_dir / DATA_LOGS_DIR).is_dir()
-    data = read_for_check(
-        parquet,
-        [*RESET_FS, *ADMIN_FS, *(["send", "txn"] if has_logs else [])],
-        [OBSERVER, NEMESIS, MIGRATION],
-    )
-    wide, n_elems = data.wide_ops, data.elements.num_rows
-    resets = reset_ops(wide.filter(is_in(wide.column("f"), RESET_FS)))
+    local = not use_spark and engine != "reference"
     with ThreadPoolExecutor(workers()) as pool:
-        # The op arrays (for the cycle search) are built while the queue checks run.
-        pending_ops = pool.submit(op_arrays, data.queue_ops)
+        data = load(
+            parquet,
+            [*RESET_FS, *ADMIN_FS, *(["send", "txn"] if has_logs else [])],
+            [OBSERVER, NEMESIS, MIGRATION],
+            elements=local,
+            pool=pool,
+        )
+        wide, n_elems, ops = data.wide_ops, data.n_elements, data.queue_ops
+        resets = reset_ops(wide.filter(is_in(wide.column("f"), RESET_FS)))
         if use_spark:
             from checkers.queue.spark import run_spark
 
-            del data
             queue = run_spark(spark, str(parquet), resets)
         elif engine == "reference":
-            del data
             queue = check_queue_reference(read_elements(parquet), resets)
         else:
-            arrays = elem_arrays(data.elements, pool)
-            del data  # the element table: from here on only the arrays, and the few wide rows
+            arrays = data.elements
+            assert arrays is not None  # load(elements=True)
+            del data  # from here on the arrays are held once, by `arrays` alone
             queue = check_queue_arrays(arrays, resets, pool)
             del arrays
-        ops = pending_ops.result()
     cycles = find_cycles(queue.edge_parts, ops)
     meta_ops = wide.filter(
         is_in(wide.column("process"), [OBSERVER, NEMESIS, MIGRATION])

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from checkers.queue.arrays import _codes, _ints, _is
+from checkers.queue.arrays import CodeBook, _ints, _is
 
 if TYPE_CHECKING:
     from checkers.cycles import OpInfo
@@ -62,72 +62,122 @@ class OpArrays:
 
 def op_arrays(table: pa.Table) -> OpArrays:
     """From queue op rows (index, invoke_index, type, process, time); as cycles.op_infos."""
-    index, _ = _ints(table.column("index"))
-    inv, has_inv = _ints(table.column("invoke_index"))
-    time, _ = _ints(table.column("time"))
-    typ, type_names = _codes(table.column("type"))
-    proc, proc_names = _codes(table.column("process"))
-    is_invoke = _is(typ, type_names, "invoke")
-    completes = ~is_invoke
-    # Invocations that never completed count as info ops of their own.
-    in_order = len(index) < 2 or bool(np.all(index[1:] > index[:-1]))
-    done_invokes, inv_pos = _invocations(index, inv, completes, has_inv, in_order)
-    pending = is_invoke & ~done_invokes
-    info_code = type_names.index("info") if "info" in type_names else len(type_names)
-    if info_code == len(type_names):
-        type_names = [*type_names, "info"]
-    done = np.flatnonzero(completes)
-    c_time = time[done]
-    c_time[typ[done] == info_code] = -1
-    parts = [
-        index[done], proc[done], typ[done], time[inv_pos], c_time,
-    ]  # fmt: skip
-    if pending.any():
-        wait = np.flatnonzero(pending)
-        extra = [
-            index[wait], proc[wait], np.full(len(wait), info_code, dtype=typ.dtype),
-            time[wait], np.full(len(wait), -1, dtype=np.int64),
-        ]  # fmt: skip
-        parts = [np.concatenate([p, e]) for p, e in zip(parts, extra, strict=True)]
-    if not in_order or pending.any():
-        order = np.argsort(parts[0], kind="stable")
-        parts = [p[order] for p in parts]
-    out_index, out_proc, out_typ, invoke_time, complete_time = parts
-    return OpArrays(
-        out_index, out_proc, proc_names, out_typ, type_names, invoke_time, complete_time
-    )
+    build = OpArraysBuilder(table.num_rows)
+    build.add(table)
+    return build.finish()
+
+
+class OpArraysBuilder:
+    """Queue op rows arriving part by part (history.columnar.check_parts), split as they come
+    into invocations and completions and decoded into preallocated columns: no part is kept in
+    Arrow form, and the completions' columns become the result without a copy. `capacity`:
+    an upper bound on the rows to come (more are taken, at the cost of a copy); pages never
+    written are never touched, so a loose bound is free."""
+
+    def __init__(self, capacity: int) -> None:
+        self._invokes = _Columns(capacity, index=np.int64, time=np.int64, proc=np.int32)
+        self._completes = _Columns(
+            capacity, index=np.int64, inv=np.int64, time=np.int64, typ=np.int32, proc=np.int32
+        )
+        self._types, self._procs = CodeBook(), CodeBook()
+
+    def add(self, part: pa.Table) -> None:
+        typ = self._types.encode(part.column("type"))
+        is_invoke = _is(typ, self._types.names, "invoke")
+        index = _ints(part.column("index"))[0]
+        time = _ints(part.column("time"))[0]
+        proc = self._procs.encode(part.column("process"))
+        inv, has_inv = _ints(part.column("invoke_index"))
+        if not has_inv.all():
+            inv = np.where(has_inv, inv, -1)  # a completion naming no invocation
+        if is_invoke.all():
+            self._invokes.append(index=index, time=time, proc=proc)
+            return
+        if not is_invoke.any():
+            self._completes.append(index=index, inv=inv, time=time, typ=typ, proc=proc)
+            return
+        done = ~is_invoke
+        self._invokes.append(index=index[is_invoke], time=time[is_invoke], proc=proc[is_invoke])
+        self._completes.append(
+            index=index[done], inv=inv[done], time=time[done], typ=typ[done], proc=proc[done]
+        )
+
+    def finish(self) -> OpArrays:
+        i, c = self._invokes.filled(), self._completes.filled()
+        type_names = self._types.names
+        if "info" not in type_names:
+            type_names = [*type_names, "info"]
+        info = type_names.index("info")
+        # A completion whose invocation is not in the history may have been invoked at any
+        # time before it: the earliest time puts no realtime edge into it that could be false.
+        earliest = min((int(t.min()) for t in (i["time"], c["time"]) if len(t)), default=0)
+        invoke_time, done = _invocations(i["index"], i["time"], c["inv"], earliest)
+        complete_time = c["time"]
+        complete_time[c["typ"] == info] = -1
+        index, proc, typ = c["index"], c["proc"], c["typ"]
+        # Invocations that never completed count as info ops of their own.
+        if not done.all():
+            wait = np.flatnonzero(~done)
+            index = np.concatenate([index, i["index"][wait]])
+            proc = np.concatenate([proc, i["proc"][wait]])
+            typ = np.concatenate([typ, np.full(len(wait), info, dtype=typ.dtype)])
+            invoke_time = np.concatenate([invoke_time, i["time"][wait]])
+            complete_time = np.concatenate([complete_time, np.full(len(wait), -1, np.int64)])
+        if len(index) > 1 and not bool(np.all(index[1:] > index[:-1])):
+            order = np.argsort(index, kind="stable")
+            index, proc, typ = index[order], proc[order], typ[order]
+            invoke_time, complete_time = invoke_time[order], complete_time[order]
+        return OpArrays(index, proc, self._procs.names, typ, type_names, invoke_time, complete_time)
+
+
+class _Columns:
+    """Named columns of one length, appended to in parts, with room for `capacity` rows."""
+
+    def __init__(self, capacity: int, **dtypes: type) -> None:
+        self._n = 0
+        self._cols = {name: np.empty(capacity, dtype) for name, dtype in dtypes.items()}
+
+    def append(self, **parts: np.ndarray) -> None:
+        lo = self._n
+        hi = lo + len(next(iter(parts.values())))
+        for name, col in self._cols.items():
+            if hi > len(col):
+                grown = np.empty(max(hi, 2 * len(col)), col.dtype)
+                grown[:lo] = col[:lo]
+                self._cols[name] = col = grown
+            col[lo:hi] = parts[name]
+        self._n = hi
+
+    def filled(self) -> dict[str, np.ndarray]:
+        return {name: col[: self._n] for name, col in self._cols.items()}
 
 
 def _invocations(
-    index: np.ndarray, inv: np.ndarray, completes: np.ndarray, has_inv: np.ndarray, in_order: bool
+    index: np.ndarray, time: np.ndarray, wanted: np.ndarray, missing: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(which rows are invocations some completion names, the row of each completion's
-    invocation). History indices are dense, so a table from index to row does it without a
-    sort; otherwise a sort and searchsorted."""
-    n = len(index)
-    if n and int(index.max()) - int(index.min()) < 4 * n + 1024:
-        lo = int(index.min())
-        row_of = np.full(int(index.max()) - lo + 1, -1, dtype=np.int64)
-        row_of[index - lo] = np.arange(n)
-        q = inv[completes] - lo
-        inside = (q >= 0) & (q < len(row_of))
-        inv_pos = np.full(len(q), -1, dtype=np.int64)
-        inv_pos[inside] = row_of[q[inside]]
-        if np.all(inv_pos >= 0):
-            done = np.zeros(n, dtype=bool)
-            done[inv_pos[has_inv[completes]]] = True
-            return done, inv_pos
-    by_index = np.arange(n) if in_order else np.argsort(index, kind="stable")
-    sorted_index = index if in_order else index[by_index]
-    done = np.zeros(n, dtype=bool)
-    done[by_index] = _hits(sorted_index, inv[completes & has_inv])
-    return done, by_index[np.searchsorted(sorted_index, inv[completes])]
-
-
-def _hits(sorted_q: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """sorted_q[i] in ref, for sorted_q ascending and unique."""
-    hit = np.zeros(len(sorted_q), dtype=bool)
-    if len(sorted_q) and len(ref):
-        pos = np.minimum(np.searchsorted(sorted_q, ref), len(sorted_q) - 1)
-        hit[pos[sorted_q[pos] == ref]] = True
-    return hit
+    """(the time of each `wanted` invocation, `missing` where it is not in `index`; which of
+    `index` are wanted). History indices are dense, so a table from index to time answers
+    with one gather and no sort (the queries come nearly in order, so the gather streams);
+    otherwise a sort and searchsorted."""
+    if len(index) == 0:
+        return np.full(len(wanted), missing, dtype=np.int64), np.zeros(0, dtype=bool)
+    lo, hi = int(index.min()), int(index.max())
+    if hi - lo < 4 * len(index) + 1024:
+        q = wanted - lo if lo else wanted
+        inside = (q >= 0) & (q <= hi - lo)
+        if not inside.all():
+            q = np.where(inside, q, hi - lo + 1)  # one slot past the table's rows: missing
+        time_of = np.full(hi - lo + 2, missing, dtype=np.int64)
+        time_of[index - lo if lo else index] = time
+        asked = np.zeros(hi - lo + 2, dtype=bool)
+        asked[q] = True
+        return time_of[q], asked[index - lo if lo else index]
+    order = np.argsort(index, kind="stable")
+    at = np.minimum(np.searchsorted(index[order], wanted), len(index) - 1)
+    hit = index[order][at] == wanted
+    found = order[at[hit]]
+    out = np.full(len(wanted), missing, dtype=np.int64)
+    out[hit] = time[found]
+    asked = np.zeros(len(index), dtype=bool)
+    asked[found] = True
+    return out, asked

@@ -13,6 +13,8 @@ See docs/history.md for the column list; `SCHEMA` below is the authority.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -277,20 +279,16 @@ def op_rows(
 def read_table(path: str | Path) -> pa.Table:
     """The whole Parquet history in one read: cheaper than several filtered reads, each of
     which decodes the file again."""
-    try:
+    with _readable(path):
         return pq.read_table(path)
-    except (OSError, pa.ArrowException) as e:
-        raise HistoryError(path, None, f"not a readable Parquet history ({e})") from None
 
 
 def read_elements(path: str | Path, columns: list[str] | None = None) -> pa.Table:
     """Element rows of a Parquet history, reading only `columns` (default: ELEMENT_COLUMNS).
     Row groups holding no element row are skipped by their statistics."""
     columns = ELEMENT_COLUMNS if columns is None else columns
-    try:
+    with _readable(path):
         table = pq.read_table(path, columns=["row", *columns], filters=[("row", "=", ELEM_ROW)])
-    except (OSError, pa.ArrowException) as e:
-        raise HistoryError(path, None, f"not a readable Parquet history ({e})") from None
     return table.select(columns)
 
 
@@ -312,10 +310,8 @@ def read_ops(
 
 def _read_op_rows(path: str | Path, filters: list[Any], columns: list[str] | None) -> pa.Table:
     cols = None if columns is None else ["row", *columns]
-    try:
+    with _readable(path):
         return pq.read_table(path, columns=cols, filters=filters).drop_columns(["row"])
-    except (OSError, pa.ArrowException) as e:
-        raise HistoryError(path, None, f"not a readable Parquet history ({e})") from None
 
 
 @dataclass(frozen=True)
@@ -328,41 +324,107 @@ class CheckInput:
 
 
 def read_for_check(path: str | Path, wide_fs: list[str], wide_processes: list[str]) -> CheckInput:
-    """One row group at a time: CHECK_COLUMNS decoded and split into elements and queue ops;
-    the wide columns (op text, wall, node, error) decoded only for row groups holding a row
-    that needs them. Peak memory: the narrow result plus one row group. A row group whose
-    statistics show it holds only element rows (or only op rows) decodes only the columns
-    those rows use (op rows and element rows are written in two blocks)."""
+    """`check_parts` gathered into three tables (for small histories and tests; the checker
+    itself consumes the parts one at a time)."""
     elems, queue, wide = [], [], []
+    for part in check_parts(path, wide_fs, wide_processes):
+        elems.append(part.elements)
+        queue.append(part.queue_ops)
+        wide.append(part.wide_ops)
+    empty = SCHEMA.empty_table()
+    return CheckInput(
+        _concat(elems, empty.select(ELEMENT_CHECK_COLUMNS)),
+        _concat(queue, empty.select(QUEUE_OP_COLUMNS)),
+        _concat(wide, empty.drop_columns(["row"])),
+    )
+
+
+def check_parts(
+    path: str | Path, wide_fs: list[str], wide_processes: list[str]
+) -> Iterator[CheckInput]:
+    """The history one row group at a time, as `CheckInput`s in file order: CHECK_COLUMNS
+    decoded and split into elements and queue ops; the wide columns (op text, wall, node, error)
+    decoded only for row groups holding a row that needs them. A consumer that turns each part
+    into its own arrays and drops it never holds more than one row group in Arrow form. A row
+    group whose statistics show it holds only element rows (or only op rows) decodes only the
+    columns those rows use (op rows and element rows are written in two blocks)."""
     op_columns = ["row", "f", *QUEUE_OP_COLUMNS]
-    try:
-        pf = pq.ParquetFile(path)
-        for i in range(pf.num_row_groups):
+    pf = _open(path)
+    empty = pf.schema_arrow.empty_table()
+    no_wide = empty.drop_columns(["row"])
+    for i in range(pf.num_row_groups):
+        with _readable(path):
             only = _only_kind(pf.metadata.row_group(i))
             if only == ELEM_ROW:
-                elems.append(pf.read_row_group(i, columns=ELEMENT_CHECK_COLUMNS))
+                elems = pf.read_row_group(i, columns=ELEMENT_CHECK_COLUMNS)
+                yield CheckInput(elems, empty.select(QUEUE_OP_COLUMNS), no_wide)
                 continue
             rg = pf.read_row_group(i, columns=op_columns if only == OP_ROW else CHECK_COLUMNS)
             row = rg.column("row")
             is_op = is_in(row, [OP_ROW])
-            if only != OP_ROW:
-                elems.append(_take(rg.select(ELEMENT_CHECK_COLUMNS), is_in(row, [ELEM_ROW])))
+            if only == OP_ROW:
+                elems = empty.select(ELEMENT_CHECK_COLUMNS)
+            else:
+                elems = _take(rg.select(ELEMENT_CHECK_COLUMNS), is_in(row, [ELEM_ROW]))
             f = rg.column("f")
-            queue.append(_take(rg.select(QUEUE_OP_COLUMNS), pc.and_(is_op, is_in(f, QUEUE))))
+            queue = _take(rg.select(QUEUE_OP_COLUMNS), pc.and_(is_op, is_in(f, QUEUE)))
             needs = pc.and_(
                 is_op, pc.or_(is_in(f, wide_fs), is_in(rg.column("process"), wide_processes))
             )
-            del rg
+            del rg, row, f
+            wide = no_wide
             if pc.any(needs).as_py():
-                wide.append(pf.read_row_group(i).filter(needs).drop_columns(["row"]))
-        empty = pf.schema_arrow.empty_table()
+                wide = pf.read_row_group(i).filter(needs).drop_columns(["row"])
+        yield CheckInput(elems, queue, wide)
+
+
+def read_element_keys(path: str | Path) -> np.ndarray:
+    """The `key` of every element row, in file order (the order `check_parts` gives them), as
+    int64 (0 for a null): only that column is decoded, and only in row groups that hold
+    elements. Lets a consumer place each element of a later row group straight into its final
+    key-sorted position."""
+    pf = _open(path)
+    parts = []
+    for i in range(pf.num_row_groups):
+        with _readable(path):
+            only = _only_kind(pf.metadata.row_group(i))
+            if only == OP_ROW:
+                continue
+            if only == ELEM_ROW:
+                key = pf.read_row_group(i, columns=["key"]).column("key")
+            else:
+                rg = pf.read_row_group(i, columns=["row", "key"])
+                key = rg.column("key").filter(is_in(rg.column("row"), [ELEM_ROW]))
+            key = pc.fill_null(key, 0) if key.null_count else key
+            parts.extend(c.to_numpy() for c in key.chunks if len(c))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def op_rows_at_most(path: str | Path) -> int:
+    """An upper bound on the op rows of a Parquet history, from its metadata alone: the rows of
+    every row group not known (by statistics) to hold only elements."""
+    meta = _open(path).metadata
+    groups = (meta.row_group(i) for i in range(meta.num_row_groups))
+    return sum(g.num_rows for g in groups if _only_kind(g) != ELEM_ROW)
+
+
+def _open(path: str | Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as e:
-        raise HistoryError(path, None, f"not a readable Parquet history ({e})") from None
-    return CheckInput(
-        _concat(elems, empty.select(ELEMENT_CHECK_COLUMNS)),
-        _concat(queue, empty.select(QUEUE_OP_COLUMNS)).select(QUEUE_OP_COLUMNS),
-        _concat(wide, empty.drop_columns(["row"])),
-    )
+        raise _unreadable(path, e) from None
+
+
+@contextmanager
+def _readable(path: str | Path) -> Iterator[None]:
+    try:
+        yield
+    except (OSError, pa.ArrowException) as e:
+        raise _unreadable(path, e) from None
+
+
+def _unreadable(path: str | Path, e: Exception) -> HistoryError:
+    return HistoryError(path, None, f"not a readable Parquet history ({e})")
 
 
 def _only_kind(rg: pq.RowGroupMetaData) -> str | None:
