@@ -65,16 +65,25 @@ class IdIndex:
         self.base = space if space <= 2 * len(keys) + (1 << 22) else max(base, 1)
         dtype = np.int32 if len(keys) < 1 << 31 else np.int64
         self.slot = np.full(self.base, -1, dtype=dtype)
-        low = keys % self.base
+        self.exact = self.base == space
+        low = keys if self.exact else keys % self.base
         self.slot[low] = np.arange(len(keys), dtype=dtype)
         self.multi = np.zeros(self.base, dtype=bool)
-        self.multi[low[keys[self.slot[low]] != keys]] = True
+        if not self.exact:
+            self.multi[low[keys[self.slot[low]] != keys]] = True
         self._fallback: tuple[np.ndarray, np.ndarray] | None = None
 
     def find(self, q: np.ndarray) -> np.ndarray:
         """A position j with keys[j] == q[i] (any, if several), else -1, for each i."""
         out = np.full(len(q), -1, dtype=np.int64)
         if len(self.keys) == 0:
+            return out
+        if self.exact:
+            # One slot per possible id: the slot is the answer (no modulus, no check, no
+            # shared slots), one gather instead of three.
+            valid = (q >= 0) & (q < self.base)
+            j = self.slot[np.where(valid, q, 0)]
+            out[valid] = j[valid]
             return out
         valid = q >= 0
         low = np.where(valid, q % self.base, 0)

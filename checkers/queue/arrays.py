@@ -129,6 +129,9 @@ class ElemArrays:
 
 
 def _is(codes: np.ndarray, names: list[str | None], name: str) -> np.ndarray:
+    hits = [c for c, n in enumerate(names) if n == name]
+    if len(hits) == 1:  # the usual case: a compare streams where a lookup table gathers
+        return codes == hits[0]
     table = np.array([n == name for n in names] + [False])  # codes index names: a lookup
     return table[codes] if table.any() else np.zeros(len(codes), dtype=bool)
 

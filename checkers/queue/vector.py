@@ -198,28 +198,29 @@ def check_by_keys(
         bounds.append((lo, int(starts[at])))
         lo = int(starts[at])
     bounds.append((lo, len(a)))
-    if len(bounds) == 1:
-        findings, edges = check_arrays(a, ctx)
-        return findings, [edges]
 
-    def one(bound: tuple[int, int]) -> tuple[list[Finding], EdgeArrays]:
-        return check_arrays(a.slice(*bound), ctx)
+    def one(bound: tuple[int, int]) -> tuple[list[Finding], EdgeArrays, EdgeArrays]:
+        return _check(a.slice(*bound), ctx)
 
-    results = list(pool.map(one, bounds)) if pool is not None else [one(b) for b in bounds]
-    findings: list[Finding] = []
-    ww, wr = [], []
-    for f, e in results:
-        findings += f
-        n_ww = int(np.count_nonzero(e.rel == WW_CODE))  # _edges: ww edges first, then wr
-        ww.append(e.take(slice(0, n_ww)))
-        wr.append(e.take(slice(n_ww, len(e))))
-    return findings, ww + wr
+    if len(bounds) == 1 or pool is None:
+        results = [one(b) for b in bounds]
+    else:
+        results = list(pool.map(one, bounds))
+    findings = [f for fs, _, _ in results for f in fs]
+    return findings, [ww for _, ww, _ in results] + [wr for _, _, wr in results]
 
 
 def check_arrays(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:
     """Every queue anomaly of every key in `a`, and the ww/wr edges."""
+    findings, ww, wr = _check(a, ctx)
+    return findings, EdgeArrays.concat([ww, wr])
+
+
+def _check(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays, EdgeArrays]:
+    """(findings, ww edges, wr edges): the edges kept apart, as the caller keeps them in parts
+    (a join would copy millions of edges for nothing)."""
     if len(a) == 0:
-        return [], EdgeArrays.empty()
+        return [], EdgeArrays.empty(), EdgeArrays.empty()
     logs = _Logs(a, ctx)
     findings: list[Finding] = []
     findings += _offset_anomalies(logs)
@@ -227,7 +228,7 @@ def check_arrays(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeA
     for kind in ("poll", "send"):
         findings += _internal_order(logs, kind)
         findings += _process_order(logs, kind, ctx)
-    return findings, _edges(logs)
+    return findings, *_edges(logs)
 
 
 def _offset_anomalies(logs: _Logs) -> list[Finding]:
@@ -391,7 +392,7 @@ def _process_order(logs: _Logs, kind: str, ctx: QueueContext) -> list[Finding]:
     return _describe_pairs(logs, kind, x[keep_arr], y[keep_arr], internal=False)
 
 
-def _edges(logs: _Logs) -> EdgeArrays:
+def _edges(logs: _Logs) -> tuple[EdgeArrays, EdgeArrays]:
     a = logs.a
     # ww: every value at one offset -> every value at the next offset of the same key.
     g_prev_same = np.r_[False, logs.g_kid[1:] == logs.g_kid[:-1]] if len(logs.g_kid) else []
@@ -432,4 +433,4 @@ def _edges(logs: _Logs) -> EdgeArrays:
         a.value[polls],
         np.zeros(len(w), dtype=np.int64),
     )
-    return EdgeArrays.concat([ww, wr])
+    return ww, wr
