@@ -4,11 +4,12 @@
     .venv/bin/python -m bench.bench_checkers --ops 1000000 10000000 --engines local,spark
 
 Writes bench/out/results.json. Each size is generated once (in a process of its own) and
-checked by each engine in a fresh child process, so that each peak RSS is its own (ru_maxrss
-never goes down). In the child the file is first read once untimed (the page cache then holds
-it for the reads and the check alike), then each read is timed three times (the median is
-reported, every time beside it: other processes on a shared machine make single reads vary 2x),
-and the check once:
+checked by each engine `--repeat` times (default 3), each time in a fresh child process, so
+that each peak RSS is its own (ru_maxrss never goes down) and no check finds pages an earlier
+one left. In the child the file is first read once untimed (the page cache then holds it for
+the reads and the check alike), then each read is timed three times, and the check once. The
+row of a size reports the median check and the median read over all children, every time
+beside them: on a shared VM single checks and reads vary up to 2x.
 
 - `full_read_s`: `pq.read_table(path)`, every column of every row: the history read once. The
   headline `ratio` is check time / `full_read_s` (issue 4: "the time of merely reading the
@@ -31,6 +32,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -84,6 +86,7 @@ def main() -> None:
     ap.add_argument("--ops", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--engines", type=_engines, default=["local"], help="e.g. local,spark")
     ap.add_argument("--spark-master", default=None)
+    ap.add_argument("--repeat", type=int, default=3, help="checks per size and engine")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # a child: check this file, one engine
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -145,8 +148,9 @@ def _child(path: Path, ops: int, engine: str, spark_master: str | None) -> None:
 
 
 def _parent(args: argparse.Namespace) -> None:
-    """Each size generated once and checked by each engine in a child of its own; then the
-    cost of the largest size against the smallest, per engine."""
+    """Each size generated once and checked by each engine `--repeat` times, each time in a
+    child of its own; the medians, then the cost of the largest size against the smallest,
+    per engine."""
     rows = []
     for n in args.ops:
         path = OUT / f"synthetic-{n}.parquet"
@@ -162,8 +166,8 @@ def _parent(args: argparse.Namespace) -> None:
                 cmd += ["--ops", str(ops), "--engines", engine]
                 if args.spark_master:
                     cmd += ["--spark-master", args.spark_master]
-                out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-                row = {**json.loads(out.strip().splitlines()[-1]), "generate_s": generated}
+                tries = [_run_child(cmd) for _ in range(args.repeat)]
+                row = {**_median_row(tries), "generate_s": generated}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
         finally:
@@ -179,6 +183,35 @@ def _parent(args: argparse.Namespace) -> None:
             summary[f"{engine}_size_ratio"] = round(large["ops"] / small["ops"], 2)
     print(json.dumps({k: v for k, v in summary.items() if k != "runs"}), flush=True)
     (OUT / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
+
+
+def _run_child(cmd: list[str]) -> dict[str, Any]:
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _median_row(tries: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row for several children: the median check and the median of every read, each
+    try's numbers kept beside them. On a shared VM a single check or read varies by up to 2x
+    (other processes; the host reclaiming idle pages), so no single child speaks alone."""
+    check_s = statistics.median(t["check_s"] for t in tries)
+    full = statistics.median(x for t in tries for x in t["full_reads_s"])
+    narrow = statistics.median(x for t in tries for x in t["narrow_reads_s"])
+    row = dict(tries[len(tries) // 2])
+    row.update(
+        check_s=round(check_s, 3),
+        checks_s=[t["check_s"] for t in tries],
+        ops_per_s=round(row["ops"] / check_s),
+        full_read_s=round(full, 3),
+        narrow_read_s=round(narrow, 3),
+        full_reads_s=[x for t in tries for x in t["full_reads_s"]],
+        narrow_reads_s=[x for t in tries for x in t["narrow_reads_s"]],
+        ratio=round(check_s / full, 2),
+        ratio_to_narrow_read=round(check_s / narrow, 2),
+        peak_rss_mib=max(t["peak_rss_mib"] for t in tries),
+        statuses=sorted({t["status"] for t in tries}),
+    )
+    return row
 
 
 if __name__ == "__main__":
