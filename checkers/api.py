@@ -191,7 +191,7 @@ def check(
             del data  # from here on the arrays are held once, by `arrays` alone
             queue = check_queue_arrays(arrays, resets, pool)
             del arrays
-    cycles = find_cycles(queue.edge_parts, ops)
+    cycles = find_cycles(queue.edge_parts, ops, queue.back_spans)
     meta_ops = wide.filter(
         is_in(wide.column("process"), [OBSERVER, NEMESIS, MIGRATION])
     ).to_pylist()

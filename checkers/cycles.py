@@ -213,11 +213,15 @@ _SLICE = 1 << 20
 
 def _lookup(table: np.ndarray, ix: np.ndarray, missing: int) -> np.ndarray:
     """table[ix], `missing` where ix is outside the table."""
+    if len(ix) == 0 or (int(ix.min()) >= 0 and int(ix.max()) < len(table)):
+        return table[ix]  # the usual case: one gather, not three passes
     inside = (ix >= 0) & (ix < len(table))
     return np.where(inside, table[np.where(inside, ix, 0)], missing)
 
 
-def _windows(parts: list[EdgeArrays], ops: OpArrays) -> list[tuple[int, int]]:
+def _windows(
+    parts: list[EdgeArrays], ops: OpArrays, back_spans: np.ndarray | None = None
+) -> list[tuple[int, int]]:
     """Invocation-time intervals that hold every cycle, merged; usually none.
 
     Give each op the potential "its invocation time" (a time node: its time). Process and
@@ -227,21 +231,10 @@ def _windows(parts: list[EdgeArrays], ops: OpArrays) -> list[tuple[int, int]]:
     such edges, and only those windows are searched. All of it is array passes: a history of
     millions of ops usually has no window at all, and then no graph is ever built.
     """
-    # History indices are dense, so a direct table maps an op index to its invocation time:
-    # one gather per edge end instead of a binary search. Edges go in slices, so that the
-    # temporaries are small and reused rather than fresh memory for every one of millions.
-    unknown = np.iinfo(np.int64).min
-    inv_of = np.full(int(ops.index.max()) + 1 if len(ops) else 1, unknown, dtype=np.int64)
-    inv_of[ops.index] = ops.invoke_time
-    los, his = [], []
-    for edges in parts:
-        for lo in range(0, len(edges), _SLICE):
-            a = _lookup(inv_of, edges.src[lo : lo + _SLICE], unknown)
-            b = _lookup(inv_of, edges.dst[lo : lo + _SLICE], unknown)
-            back = (a != unknown) & (b != unknown) & (b <= a)
-            los.append(b[back])
-            his.append(a[back])
-    del inv_of
+    if back_spans is None:
+        los, his = _back_edges(parts, ops)
+    else:
+        los, his = [back_spans[0]], [back_spans[1]]
     done, t = ops.complete_time, ops.invoke_time
     early = (done >= 0) & (done <= t)  # op -> its completion's time node goes back in time
     los.append(done[early])
@@ -269,11 +262,34 @@ def _windows(parts: list[EdgeArrays], ops: OpArrays) -> list[tuple[int, int]]:
     return list(zip(lo[starts].tolist(), reach[ends].tolist(), strict=True))
 
 
+def _back_edges(parts: list[EdgeArrays], ops: OpArrays) -> tuple[list[Any], list[Any]]:
+    """(lo, hi) parts: the invocation times of each edge's ends, where the edge goes from an op
+    invoked at hi to one invoked at lo <= hi."""
+    # History indices are dense, so a direct table maps an op index to its invocation time:
+    # one gather per edge end instead of a binary search. Edges go in slices, so that the
+    # temporaries are small and reused rather than fresh memory for every one of millions.
+    unknown = np.iinfo(np.int64).min
+    inv_of = np.full(int(ops.index.max()) + 1 if len(ops) else 1, unknown, dtype=np.int64)
+    inv_of[ops.index] = ops.invoke_time
+    los, his = [], []
+    for edges in parts:
+        for lo in range(0, len(edges), _SLICE):
+            a = _lookup(inv_of, edges.src[lo : lo + _SLICE], unknown)
+            b = _lookup(inv_of, edges.dst[lo : lo + _SLICE], unknown)
+            back = (a != unknown) & (b != unknown) & (b <= a)
+            los.append(b[back])
+            his.append(a[back])
+    return los, his
+
+
 def find_cycles(
-    edges: EdgeArrays | list[EdgeArrays] | Iterable[Edge], ops: OpArrays | list[OpInfo]
+    edges: EdgeArrays | list[EdgeArrays] | Iterable[Edge],
+    ops: OpArrays | list[OpInfo],
+    back_spans: np.ndarray | None = None,
 ) -> list[Finding]:
     """Cycles among queue ops; edges as arrays, or in parts (QueueResult.edge_parts), and ops
-    as arrays (objects are accepted, for tests)."""
+    as arrays (objects are accepted, for tests). `back_spans`: QueueResult.back_spans, when the
+    checks made them (else they are found here from the edges)."""
     if isinstance(edges, EdgeArrays):
         parts = [edges]
     else:
@@ -282,7 +298,7 @@ def find_cycles(
         parts = parts or [EdgeArrays.from_edges(items)]
     if not isinstance(ops, OpArrays):
         ops = OpArrays.from_infos(ops)
-    windows = _windows(parts, ops)
+    windows = _windows(parts, ops, back_spans)
     if not windows:
         return []
     edges = EdgeArrays.concat(parts)

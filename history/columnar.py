@@ -75,7 +75,8 @@ ELEMENT_COLUMNS = [
 # What the checks decode for every element row and every queue op row: the wide columns (op
 # text, wall time, node, error) are read only for the few op rows that need them.
 ELEMENT_CHECK_COLUMNS = [
-    "index", "type", "process", "time", "seq", "kind", "key", "offset", "value", "rebalanced",
+    "index", "type", "process", "time", "invoke_time", "seq", "kind", "key", "offset", "value",
+    "rebalanced",
 ]  # fmt: skip
 QUEUE_OP_COLUMNS = ["index", "invoke_index", "type", "process", "time"]
 CHECK_COLUMNS = ["row", "f", "invoke_index", *ELEMENT_CHECK_COLUMNS]

@@ -92,6 +92,7 @@ class ElemArrays:
     kind_names: list[str | None]
     proc: np.ndarray
     proc_names: list[str | None]
+    invoke_time: np.ndarray  # of the element's op: what the cycle search orders ops by
 
     def __len__(self) -> int:
         return len(self.key)
@@ -173,6 +174,7 @@ class ElemArraysBuilder:
             self._dest[order] = np.arange(n)
         self._out: dict[str, np.ndarray] = {
             "index": np.empty(n, np.int64), "seq": np.empty(n, np.int32),
+            "invoke_time": np.empty(n, np.int64),
             "rebalanced": np.empty(n, bool),
             **{c: np.empty(n, np.int64) for c in _INT_COLUMNS},
             **{f"has_{c}": np.empty(n, bool) for c in _INT_COLUMNS},
@@ -201,6 +203,9 @@ class ElemArraysBuilder:
             put(name, values)
             put(f"has_{name}", valid)
 
+        def invoked() -> None:
+            put("invoke_time", _ints(part.column("invoke_time"))[0])
+
         def order() -> None:
             index, _ = _ints(part.column("index"))
             seq = _np(pc.fill_null(part.column("seq"), 0)).astype(np.int32, copy=False)
@@ -212,7 +217,7 @@ class ElemArraysBuilder:
             col = pc.fill_null(part.column("rebalanced").cast(pa.bool_()), False)
             put("rebalanced", _np(col).astype(bool, copy=False))
 
-        jobs: list[Callable[[], None]] = [order, rebalanced]
+        jobs: list[Callable[[], None]] = [order, rebalanced, invoked]
         jobs += [lambda c=c: ints(c) for c in _INT_COLUMNS]
         jobs += [lambda c=c: put(c, self._books[c].encode(part.column(c))) for c in _CODE_COLUMNS]
         if self._pool is None:
@@ -244,6 +249,7 @@ class ElemArraysBuilder:
             self.key, o["index"], o["seq"], o["time"], o["has_time"], o["offset"],
             o["has_offset"], o["value"], o["has_value"], o["rebalanced"],
             o["type"], books["type"], o["kind"], books["kind"], o["process"], books["process"],
+            o["invoke_time"],
         )  # fmt: skip
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from checkers.edges import EdgeArrays
@@ -29,6 +30,9 @@ class QueueResult:
     # by part, and a copy of millions of edges into one set of arrays is made only if asked.
     edge_parts: list[EdgeArrays] = field(default_factory=list)
     subscribe: bool = False
+    # [lo, hi] invocation-time spans of the edges that go back in time, when the checks made
+    # them (cycles.find_cycles); None: the cycle search finds them itself.
+    back_spans: np.ndarray | None = None
 
     @property
     def edges(self) -> EdgeArrays:
@@ -58,11 +62,14 @@ def merge(results: list[KeyResult], subscribe: bool) -> QueueResult:
 
 
 def finish(
-    findings: list[Finding], edges: EdgeArrays | list[EdgeArrays], subscribe: bool
+    findings: list[Finding],
+    edges: EdgeArrays | list[EdgeArrays],
+    subscribe: bool,
+    back_spans: np.ndarray | None = None,
 ) -> QueueResult:
     findings = sorted(apply_policy(findings, subscribe), key=Finding.sort_key)
     parts = [edges] if isinstance(edges, EdgeArrays) else edges
-    return QueueResult(findings=findings, edge_parts=parts, subscribe=subscribe)
+    return QueueResult(findings, parts, subscribe, back_spans)
 
 
 def check_queue(parquet: str | Path, spark: Any = None, *, reference: bool = False) -> QueueResult:
@@ -104,5 +111,5 @@ def check_queue_arrays(
 ) -> QueueResult:
     """`arrays`: every element (arrays.elem_arrays); batches of keys run in `pool` if given."""
     ctx = vector_context(arrays, resets)
-    findings, edges = check_by_keys(arrays, ctx, pool)
-    return finish(findings, edges, ctx.subscribe)
+    findings, edges, spans = check_by_keys(arrays, ctx, pool)
+    return finish(findings, edges, ctx.subscribe, spans)

@@ -185,7 +185,7 @@ def workers() -> int:
 
 def check_by_keys(
     a: ElemArrays, ctx: QueueContext, pool: Executor | None = None
-) -> tuple[list[Finding], list[EdgeArrays]]:
+) -> tuple[list[Finding], list[EdgeArrays], np.ndarray]:
     """check_arrays over runs of whole keys of about CHUNK elements each (in `pool`, when
     given); the same findings, and the same edges in the same order (ww edges of every key,
     then wr edges, keys ascending) in parts that EdgeArrays.concat would join."""
@@ -199,28 +199,32 @@ def check_by_keys(
         lo = int(starts[at])
     bounds.append((lo, len(a)))
 
-    def one(bound: tuple[int, int]) -> tuple[list[Finding], EdgeArrays, EdgeArrays]:
+    def one(bound: tuple[int, int]) -> tuple[list[Finding], EdgeArrays, EdgeArrays, np.ndarray]:
         return _check(a.slice(*bound), ctx)
 
     if len(bounds) == 1 or pool is None:
         results = [one(b) for b in bounds]
     else:
         results = list(pool.map(one, bounds))
-    findings = [f for fs, _, _ in results for f in fs]
-    return findings, [ww for _, ww, _ in results] + [wr for _, _, wr in results]
+    findings = [f for r in results for f in r[0]]
+    spans = np.concatenate([r[3] for r in results], axis=1)
+    return findings, [r[1] for r in results] + [r[2] for r in results], spans
 
 
 def check_arrays(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:
     """Every queue anomaly of every key in `a`, and the ww/wr edges."""
-    findings, ww, wr = _check(a, ctx)
+    findings, ww, wr, _ = _check(a, ctx)
     return findings, EdgeArrays.concat([ww, wr])
 
 
-def _check(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays, EdgeArrays]:
-    """(findings, ww edges, wr edges): the edges kept apart, as the caller keeps them in parts
-    (a join would copy millions of edges for nothing)."""
+def _check(
+    a: ElemArrays, ctx: QueueContext
+) -> tuple[list[Finding], EdgeArrays, EdgeArrays, np.ndarray]:
+    """(findings, ww edges, wr edges, back spans): the edges kept apart, as the caller keeps
+    them in parts (a join would copy millions of edges for nothing); the spans as
+    `_back_spans` gives them."""
     if len(a) == 0:
-        return [], EdgeArrays.empty(), EdgeArrays.empty()
+        return [], EdgeArrays.empty(), EdgeArrays.empty(), np.zeros((2, 0), dtype=np.int64)
     logs = _Logs(a, ctx)
     findings: list[Finding] = []
     findings += _offset_anomalies(logs)
@@ -229,6 +233,20 @@ def _check(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays,
         findings += _internal_order(logs, kind)
         findings += _process_order(logs, kind, ctx)
     return findings, *_edges(logs)
+
+
+def _back_spans(a: ElemArrays, pairs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """[lo, hi] columns: for each edge (element rows src -> dst) from an op invoked at hi to an
+    op invoked at lo <= hi, the span the cycle search must look in (cycles._windows). Made
+    here, where the edges' ends are rows of one batch of keys: their invocation times are read
+    from the batch's own small arrays, not from a table over the whole history (at 10M ops,
+    27M random reads of a 160 MB table cost more than the rest of the search)."""
+    spans = []
+    for src, dst in pairs:
+        hi, lo = a.invoke_time[src], a.invoke_time[dst]
+        back = lo <= hi
+        spans.append(np.stack([lo[back], hi[back]]))
+    return np.concatenate(spans, axis=1)
 
 
 def _offset_anomalies(logs: _Logs) -> list[Finding]:
@@ -392,7 +410,7 @@ def _process_order(logs: _Logs, kind: str, ctx: QueueContext) -> list[Finding]:
     return _describe_pairs(logs, kind, x[keep_arr], y[keep_arr], internal=False)
 
 
-def _edges(logs: _Logs) -> tuple[EdgeArrays, EdgeArrays]:
+def _edges(logs: _Logs) -> tuple[EdgeArrays, EdgeArrays, np.ndarray]:
     a = logs.a
     # ww: every value at one offset -> every value at the next offset of the same key.
     g_prev_same = np.r_[False, logs.g_kid[1:] == logs.g_kid[:-1]] if len(logs.g_kid) else []
@@ -433,4 +451,4 @@ def _edges(logs: _Logs) -> tuple[EdgeArrays, EdgeArrays]:
         a.value[polls],
         np.zeros(len(w), dtype=np.int64),
     )
-    return ww, wr
+    return ww, wr, _back_spans(a, [(w1, w2), (w, polls)])

@@ -2,6 +2,7 @@
 
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,11 +15,33 @@ from checkers.queue.per_key import Edge
 from checkers.queue_ops import queue_ops_from_table
 from history.columnar import to_table
 from tests.unit.checkers.histories import H
+from tests.unit.checkers.model import INJECTIONS, KEYS, action_lists, run_model
 
 
 def cycles(h):
+    """The cycles, found twice: from the spans the queue checks made, and from the edges."""
     table = to_table(h.history())
-    return find_cycles(check_queue_table(table).edges, queue_ops_from_table(table))
+    queue, ops = check_queue_table(table), queue_ops_from_table(table)
+    assert queue.back_spans is not None
+    found = find_cycles(queue.edge_parts, ops, queue.back_spans)
+    assert [f.to_dict() for f in found] == [f.to_dict() for f in find_cycles(queue.edges, ops)]
+    return found
+
+
+@pytest.mark.parametrize("kind", sorted(INJECTIONS))
+@settings(max_examples=25)
+@given(before=action_lists, after=action_lists, key=st.sampled_from(KEYS))
+def test_the_checks_spans_are_the_spans_of_the_edges(kind, before, after, key):
+    """The back spans the queue checks make, batch by batch from their own rows, are the ones
+    the cycle search finds from the edges and a table of every op: same windows."""
+    m = run_model(before, final_poll=False)
+    INJECTIONS[kind](m, key)
+    for a in after:
+        m.apply(a)
+    table = m.table()
+    queue, ops = check_queue_table(table), queue_ops_from_table(table)
+    with_spans = cycles_module._windows(queue.edge_parts, ops, queue.back_spans)
+    assert with_spans == cycles_module._windows(queue.edge_parts, ops)
 
 
 def by_kind(found):
