@@ -12,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from checkers.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
@@ -20,6 +19,7 @@ from checkers.cycles import find_cycles
 from checkers.data_log.check import check_run_data
 from checkers.findings import Finding
 from checkers.load import load
+from checkers.memory import reused_memory
 from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
 from checkers.metadata_log.applied import unjudged_note
 from checkers.metadata_log.check import check_run_metadata
@@ -129,16 +129,6 @@ def _check_metadata_logs(
     return result.checked or data_checked
 
 
-def _no_hugepage_advice() -> None:
-    """numpy advises the kernel to back big arrays with huge pages. With transparent huge pages
-    in `madvise` mode every fresh array then faults through direct compaction: at 10M ops that
-    was 9.5 s of kernel time against 5.6 s without the advice (1M: no difference), far more than
-    the fewer TLB misses save. Process-wide, so set once, by whoever checks."""
-    setter = getattr(getattr(np, "_core", None), "multiarray", None)
-    if setter is not None and hasattr(setter, "_set_madvise_hugepage"):
-        setter._set_madvise_hugepage(False)
-
-
 def check(
     history_path_or_run_dir: str | Path,
     spark_master: str | None = None,
@@ -153,7 +143,17 @@ def check(
     (local[*] unless `spark_master`), "reference" (the per-key Python path, slow), or "auto"
     (Spark when a master is given, else local). `spark`: an existing SparkSession to reuse.
     """
-    _no_hugepage_advice()
+    with reused_memory():
+        return _check(history_path_or_run_dir, spark_master, engine, write, spark)
+
+
+def _check(
+    history_path_or_run_dir: str | Path,
+    spark_master: str | None,
+    engine: str,
+    write: bool,
+    spark: Any,
+) -> Verdict:
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
     started = time.monotonic()

@@ -1,0 +1,66 @@
+"""How the check asks the C allocators for memory: fresh pages are what cost on a VM.
+
+Every page a process touches for the first time is a kernel fault, and on a virtual machine
+whose host reclaims idle guest memory (this one runs DAMON-based reclaim) each fault costs
+several microseconds. A check reads its history in parts of about a million rows and works on
+batches of keys, so it allocates and frees the same part-sized arrays hundreds of times; with
+glibc's defaults each of those goes back to the kernel and faults in again. Measured at 10M
+ops: 1.11M faults without `reused_memory`, 0.78M with it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+# mallopt(3) parameters and glibc's defaults for them.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_DEFAULT_TRIM, _DEFAULT_MMAP = 128 * 1024, 128 * 1024
+# The largest threshold glibc accepts on 64-bit (HEAP_MAX_SIZE / 2): arrays below it come from
+# the heap and are reused; the history-sized arrays above it are mapped and unmapped as before.
+_PART_SIZED = 32 * 1024 * 1024
+_NEVER = 2**31 - 1  # mallopt takes a C int: the largest trim threshold it can be given
+
+
+def _libc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+    if libc is None or not hasattr(libc, "mallopt") or not hasattr(libc, "malloc_trim"):
+        return None
+    return libc
+
+
+@contextmanager
+def reused_memory() -> Iterator[None]:
+    """Inside: freed part-sized arrays stay with the process and are reused; after: what is
+    free goes back to the kernel (malloc_trim), and glibc's default thresholds are restored.
+    Process-wide while it lasts; a no-op where the C library is not glibc."""
+    _no_hugepage_advice()
+    libc = _libc()
+    if libc is None or libc.mallopt(_M_MMAP_THRESHOLD, _PART_SIZED) != 1:
+        yield
+        return
+    libc.mallopt(_M_TRIM_THRESHOLD, _NEVER)
+    try:
+        yield
+    finally:
+        libc.mallopt(_M_TRIM_THRESHOLD, _DEFAULT_TRIM)
+        libc.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_MMAP)
+        libc.malloc_trim(0)
+
+
+def _no_hugepage_advice() -> None:
+    """numpy advises the kernel to back big arrays with huge pages. With transparent huge pages
+    in `madvise` mode every fresh array then faults through direct compaction: at 10M ops that
+    was 9.5 s of kernel time against 5.6 s without the advice (1M: no difference), far more than
+    the fewer TLB misses save. Process-wide, so set once, by whoever checks."""
+    setter = getattr(getattr(np, "_core", None), "multiarray", None)
+    if setter is not None and hasattr(setter, "_set_madvise_hugepage"):
+        setter._set_madvise_hugepage(False)
