@@ -90,17 +90,8 @@ class OpArraysBuilder:
         inv, has_inv = _ints(part.column("invoke_index"))
         if not has_inv.all():
             inv = np.where(has_inv, inv, -1)  # a completion naming no invocation
-        if is_invoke.all():
-            self._invokes.append(index=index, time=time, proc=proc)
-            return
-        if not is_invoke.any():
-            self._completes.append(index=index, inv=inv, time=time, typ=typ, proc=proc)
-            return
-        done = ~is_invoke
-        self._invokes.append(index=index[is_invoke], time=time[is_invoke], proc=proc[is_invoke])
-        self._completes.append(
-            index=index[done], inv=inv[done], time=time[done], typ=typ[done], proc=proc[done]
-        )
+        self._invokes.append(is_invoke, index=index, time=time, proc=proc)
+        self._completes.append(~is_invoke, index=index, inv=inv, time=time, typ=typ, proc=proc)
 
     def finish(self) -> OpArrays:
         i, c = self._invokes.filled(), self._completes.filled()
@@ -137,15 +128,17 @@ class _Columns:
         self._n = 0
         self._cols = {name: np.empty(capacity, dtype) for name, dtype in dtypes.items()}
 
-    def append(self, **parts: np.ndarray) -> None:
+    def append(self, rows: np.ndarray, **parts: np.ndarray) -> None:
+        """The rows of `parts` where `rows` (a mask) holds, each column compressed straight
+        into its place (no temporary of the selected rows, no second copy)."""
         lo = self._n
-        hi = lo + len(next(iter(parts.values())))
+        hi = lo + int(np.count_nonzero(rows))
         for name, col in self._cols.items():
             if hi > len(col):
                 grown = np.empty(max(hi, 2 * len(col)), col.dtype)
                 grown[:lo] = col[:lo]
                 self._cols[name] = col = grown
-            col[lo:hi] = parts[name]
+            np.compress(rows, parts[name], out=col[lo:hi])
         self._n = hi
 
     def filled(self) -> dict[str, np.ndarray]:
