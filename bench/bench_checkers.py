@@ -7,7 +7,8 @@ Writes bench/out/results.json. Each size is generated once (in a process of its 
 checked by each engine `--repeat` times (default 3), each time in a fresh child process, so
 that each peak RSS is its own (ru_maxrss never goes down) and no check finds pages an earlier
 one left. In the child the file is first read once untimed (the page cache then holds it for
-the reads and the check alike), then each read is timed three times, and the check once. The
+the check and the reads alike), then the check is timed once (and its peak RSS taken), then
+each read three times. The
 row of a size reports the median check and the median read over all children, every time
 beside them: on a shared VM single checks and reads vary up to 2x.
 
@@ -114,15 +115,16 @@ def _child(path: Path, ops: int, engine: str, spark_master: str | None) -> None:
         t = time.monotonic()
         spark = spark_session(spark_master)
         startup = time.monotonic() - t
-    path.read_bytes()  # into the page cache: the reads and the check below all find it there
-    fulls = _timed(lambda: pq.read_table(path))
-    narrows = _timed(lambda: pq.read_table(path, columns=CHECK_COLUMNS))
-    full, narrow = statistics.median(fulls), statistics.median(narrows)
+    path.read_bytes()  # into the page cache: the check and the reads below all find it there
     t = time.monotonic()
     verdict = check(path, spark_master, engine=engine, spark=spark, write=False)
     checked = time.monotonic() - t
+    # Taken before the reads: a full read of 10M ops holds more than the check ever does.
     children = _descendants_peak_kib()
     driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    fulls = _timed(lambda: pq.read_table(path))
+    narrows = _timed(lambda: pq.read_table(path, columns=CHECK_COLUMNS))
+    full, narrow = statistics.median(fulls), statistics.median(narrows)
     row = {
         "ops": ops,
         "engine": engine,
