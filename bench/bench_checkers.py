@@ -8,9 +8,8 @@ checked by each engine `--repeat` times (default 3), each time in a fresh child 
 that each peak RSS is its own (ru_maxrss never goes down) and no check finds pages an earlier
 one left. In the child the file is first read once untimed (the page cache then holds it for
 the check and the reads alike), then the check is timed once (and its peak RSS taken), then
-each read three times. The
-row of a size reports the median check and the median read over all children, every time
-beside them: on a shared VM single checks and reads vary up to 2x.
+each read three times. The row of a size reports the median check and the median read over
+all children, every time beside them: on a shared VM single checks and reads vary up to 2x.
 
 - `full_read_s`: `pq.read_table(path)`, every column of every row: the history read once. The
   headline `ratio` is check time / `full_read_s` (issue 4: "the time of merely reading the
