@@ -32,6 +32,7 @@ from checkers.queue.check import (
     check_queue_table,
     reset_ops,
 )
+from checkers.queue.fencing import run_slots
 from checkers.queue.vector import workers
 from checkers.queue_ops import queue_ops_from_table
 from checkers.verdict import Verdict, decide
@@ -61,9 +62,10 @@ from history.reader import read_history
 ENGINES = ("auto", "local", "pandas", "spark", "reference")
 
 
-def check_table(table: pa.Table) -> list[Finding]:
-    """Every finding of an in-memory columnar history, on the pandas path (tests, small runs)."""
-    queue = check_queue_table(table)
+def check_table(table: pa.Table, slots: int | None = None) -> list[Finding]:
+    """Every finding of an in-memory columnar history, on the pandas path (tests, small runs).
+    `slots`: worker slots sharing transactional ids (a transactional run's concurrency)."""
+    queue = check_queue_table(table, slots=slots)
     cycles = find_cycles(queue.edges, queue_ops_from_table(table))
     meta = check_metadata(observe_samples_from_ops(op_rows(table).to_pylist()))
     return queue.findings + cycles + meta
@@ -181,6 +183,7 @@ def check(
         [OBSERVER, NEMESIS, MIGRATION],
     )
     wide, n_elems = data.wide_ops, data.elements.num_rows
+    slots, slots_note = run_slots(out_dir)
     resets = reset_ops(wide.filter(is_in(wide.column("f"), RESET_FS)))
     with ThreadPoolExecutor(workers()) as pool:
         # The op arrays (for the cycle search) are built while the queue checks run.
@@ -189,14 +192,14 @@ def check(
             from checkers.queue.spark import run_spark
 
             del data
-            queue = run_spark(spark, str(parquet), resets)
+            queue = run_spark(spark, str(parquet), resets, slots)
         elif engine == "reference":
             del data
-            queue = check_queue_reference(read_elements(parquet), resets)
+            queue = check_queue_reference(read_elements(parquet), resets, slots)
         else:
             arrays = elem_arrays(data.elements, pool)
             del data  # the element table: from here on only the arrays, and the few wide rows
-            queue = check_queue_arrays(arrays, resets, pool)
+            queue = check_queue_arrays(arrays, resets, pool, slots)
             del arrays
         ops = pending_ops.result()
     cycles = find_cycles(queue.edge_parts, ops)
@@ -225,6 +228,8 @@ def check(
         notes += unjudged_note(meta_input, "the run has no decoded metadata logs (metadata/)")
     if queue.subscribe:
         notes.append("consumers subscribe: poll-skip and nonmonotonic-poll are tolerated")
+    if slots_note and n_elems:
+        notes.append(slots_note)
     checked = (
         n_elems > 0
         or bool(meta_input.samples)

@@ -25,6 +25,7 @@ from checkers.queue import describe
 from checkers.queue.arrays import ElemArrays
 from checkers.queue.context import QueueContext, build_context
 from checkers.queue.elem import FAIL, INFO, OK, Elem
+from checkers.queue.fencing import fenced_reads_arrays
 
 
 def _take(rows: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -161,16 +162,18 @@ class _KeyView:
 
 
 def vector_context(
-    a: ElemArrays, resets: list[tuple[str, int, str, list[int] | None]]
+    a: ElemArrays,
+    resets: list[tuple[str, int, str, list[int] | None]],
+    slots: int | None = None,
 ) -> QueueContext:
     """Cross-key facts (which info sends happened) from the arrays of every element."""
     info = np.flatnonzero(a.is_kind("send") & a.is_type(INFO) & a.has_val)
     pairs = list(zip(a.index[info].tolist(), a.value[info].tolist(), strict=True))
     if not pairs:
-        return build_context([], [], resets)
+        return build_context([], [], resets, slots)
     # Info sends are few and polls many: the polls are looked up among the info values.
     polled = a.value[a.is_kind("poll") & a.has_val]
-    return build_context(pairs, polled[member(polled, a.value[info])].tolist(), resets)
+    return build_context(pairs, polled[member(polled, a.value[info])].tolist(), resets, slots)
 
 
 # Elements per call of check_arrays: whole keys at a time, so that its temporaries stay small
@@ -227,6 +230,7 @@ def check_arrays(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeA
     for kind in ("poll", "send"):
         findings += _internal_order(logs, kind)
         findings += _process_order(logs, kind, ctx)
+    findings += fenced_reads_arrays(logs, ctx.slots)
     return findings, _edges(logs)
 
 
