@@ -122,7 +122,6 @@ def fenced_reads_arrays(logs: _Logs, slots: int | None) -> list[Finding]:
         return []
     a = logs.a
     numbers = np.array([_number(n) for n in a.proc_names] + [-1], dtype=np.int64)
-    proc = numbers[a.proc]
     nvals = np.bincount(logs.t_group, minlength=len(logs.g_ko))
 
     def single(rows: np.ndarray) -> np.ndarray:
@@ -130,27 +129,36 @@ def fenced_reads_arrays(logs: _Logs, slots: int | None) -> list[Finding]:
         value."""
         return nvals[logs.k_first_g[logs.kid[rows]] + logs.pos[rows]] == 1
 
-    f = np.flatnonzero(logs.send & logs.is_ok & a.has_val & a.has_off & (proc >= 0))
-    f = f[single(f)]
-    places = logs.f_places[np.maximum(logs.kv_index(logs.f_kv).find(logs.kv[f]), 0)]
-    f = f[places == 1]
+    f = np.flatnonzero(logs.send & logs.is_ok & a.has_off)
+    f = f[a.has_val[f] & (numbers[a.proc[f]] >= 0)]
+    f = f[single(f) & (logs.f_places[logs.f_of[f]] == 1)]
     if len(f) == 0:
         return []
-    r = np.flatnonzero(logs.poll & a.has_val & a.has_off)
-    r = r[single(r)]
-    w = logs.writer(logs.kv[r])
-    wproc = np.where(w >= 0, proc[np.maximum(w, 0)], -1)
-    r, w, wproc = r[wproc >= 0], w[wproc >= 0], wproc[wproc >= 0]
-
-    # Committed sends sorted by (key, slot, generation); the lowest offset at or after each
-    # position within its (key, slot), so that a lookup past the writer's generation gives the
-    # lowest offset any later process of its slot wrote at.
-    f_grp, f_gen = logs.kid[f] * slots + proc[f] % slots, proc[f] // slots
+    # Committed sends sorted by (key, slot, generation on the slot); the lowest offset at or
+    # after each position within its (key, slot), so that a lookup just past the writer's
+    # generation gives the lowest offset any later process of its slot wrote at.
+    proc = numbers[a.proc[f]]
+    f_grp, f_gen = logs.kid[f] * slots + proc % slots, proc // slots
     order = sort_rows(f_grp, f_gen)
     f, f_grp, f_gen = f[order], f_grp[order], f_gen[order]
     lowest = _suffix_min(f_grp, a.offset[f])
-    span = int(max(f_gen.max(), (wproc // slots).max(initial=0))) + 2
+    last = np.flatnonzero(np.r_[f_grp[1:] != f_grp[:-1], True])
+    newest = np.full(len(logs.keys) * slots, -1, dtype=np.int64)
+    newest[f_grp[last]] = f_gen[last]
+
+    # Reads of a value whose writer is older than the newest writer of its slot to the key.
+    r, w = logs.polls, logs.poll_writer
+    keep = np.flatnonzero(w >= 0)
+    r, w = r[keep], w[keep]
+    wproc = numbers[a.proc[w]]
     r_grp = logs.kid[r] * slots + wproc % slots
+    keep = np.flatnonzero((wproc >= 0) & (wproc // slots < newest[r_grp]))
+    r, w, wproc, r_grp = r[keep], w[keep], wproc[keep], r_grp[keep]
+    keep = np.flatnonzero(a.has_off[r])
+    keep = keep[single(r[keep])]
+    r, w, wproc, r_grp = r[keep], w[keep], wproc[keep], r_grp[keep]
+
+    span = int(max(f_gen.max(), (wproc // slots).max(initial=0))) + 2
     j = np.searchsorted(f_grp * span + f_gen, r_grp * span + wproc // slots, side="right")
     jc = np.minimum(j, len(f) - 1)
     hit = (j < len(f)) & (f_grp[jc] == r_grp) & (a.offset[r] > lowest[jc])

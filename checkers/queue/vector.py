@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import Executor
+from functools import cached_property
 
 import numpy as np
 
@@ -110,8 +111,19 @@ class _Logs:
 
         # pos of every element: its offset's rank, else its value's first rank, else -1.
         rank = _take(self.g_rank, IdIndex(self.g_ko, self.ko_space, no).find(self.ko))
-        first_rank = _take(self.f_first, self.kv_index(self.f_kv).find(self.kv))
+        self.f_of = self.kv_index(self.f_kv).find(self.kv)  # each row's (key, value): f index
+        first_rank = _take(self.f_first, self.f_of)
         self.pos = np.where(rank >= 0, rank, first_rank)
+
+    @cached_property
+    def polls(self) -> np.ndarray:
+        """Rows of polled values (read, edge and fencing rules all start from them)."""
+        return np.flatnonzero(self.poll & self.a.has_val)
+
+    @cached_property
+    def poll_writer(self) -> np.ndarray:
+        """The writer row of each of `polls`, -1 for a value nobody sent to the key."""
+        return self.writer(self.kv[self.polls])
 
     def kv_index(self, kv: np.ndarray) -> IdIndex:
         return IdIndex(kv, self.kv_space, self.nv)
@@ -262,8 +274,7 @@ def _first_row(logs: _Logs, t: int) -> int:
 
 def _read_anomalies(logs: _Logs) -> list[Finding]:
     a, out = logs.a, []
-    polls = np.flatnonzero(logs.poll & a.has_val)
-    w = logs.writer(logs.kv[polls])
+    polls, w = logs.polls, logs.poll_writer
     wc = np.maximum(w, 0)
     garbage = w < 0
     pre = ~garbage & (a.index[wc] == a.index[polls])
@@ -420,8 +431,7 @@ def _edges(logs: _Logs) -> EdgeArrays:
         a.value[logs.shown[logs.t_start[later]]],
     )
     # wr: writer -> each op that polled its value, once per (writer, reader).
-    polls = np.flatnonzero(logs.poll & a.has_val)
-    w = logs.writer(logs.kv[polls])
+    polls, w = logs.polls, logs.poll_writer
     keep = (w >= 0) & (a.index[np.maximum(w, 0)] != a.index[polls])
     polls, w = polls[keep], w[keep]
     order = sort_rows(logs.kid[polls], a.index[w], a.index[polls])  # ties: row order
