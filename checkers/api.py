@@ -31,6 +31,7 @@ from checkers.queue.check import (
     check_queue_table,
     reset_ops,
 )
+from checkers.queue.fencing import run_slots
 from checkers.queue.vector import workers
 from checkers.queue_ops import queue_ops_from_table
 from checkers.verdict import Verdict, decide
@@ -54,9 +55,10 @@ from history.reader import read_history
 ENGINES = ("auto", "local", "pandas", "spark", "reference")
 
 
-def check_table(table: pa.Table) -> list[Finding]:
-    """Every finding of an in-memory columnar history, on the pandas path (tests, small runs)."""
-    queue = check_queue_table(table)
+def check_table(table: pa.Table, slots: int | None = None) -> list[Finding]:
+    """Every finding of an in-memory columnar history, on the pandas path (tests, small runs).
+    `slots`: worker slots sharing transactional ids (a transactional run's concurrency)."""
+    queue = check_queue_table(table, slots=slots)
     cycles = find_cycles(queue.edges, queue_ops_from_table(table))
     meta = check_metadata(observe_samples_from_ops(op_rows(table).to_pylist()))
     return queue.findings + cycles + meta
@@ -169,6 +171,7 @@ def _check(
     # when metadata logs are checked) are read with every column; the rest narrow (CHECK_COLUMNS).
     has_logs = (out_dir / METADATA_DIR).is_dir() or (out_dir / DATA_LOGS_DIR).is_dir()
     local = not use_spark and engine != "reference"
+    slots, slots_note = run_slots(out_dir)
     with ThreadPoolExecutor(workers()) as pool:
         data = load(
             parquet,
@@ -182,14 +185,14 @@ def _check(
         if use_spark:
             from checkers.queue.spark import run_spark
 
-            queue = run_spark(spark, str(parquet), resets)
+            queue = run_spark(spark, str(parquet), resets, slots)
         elif engine == "reference":
-            queue = check_queue_reference(read_elements(parquet), resets)
+            queue = check_queue_reference(read_elements(parquet), resets, slots)
         else:
             arrays = data.elements
             assert arrays is not None  # load(elements=True)
             del data  # from here on the arrays are held once, by `arrays` alone
-            queue = check_queue_arrays(arrays, resets, pool)
+            queue = check_queue_arrays(arrays, resets, pool, slots)
             del arrays
     cycles = find_cycles(queue.edge_parts, ops, queue.back_spans)
     meta_ops = wide.filter(
@@ -217,6 +220,8 @@ def _check(
         notes += unjudged_note(meta_input, "the run has no decoded metadata logs (metadata/)")
     if queue.subscribe:
         notes.append("consumers subscribe: poll-skip and nonmonotonic-poll are tolerated")
+    if slots_note and n_elems:
+        notes.append(slots_note)
     checked = (
         n_elems > 0
         or bool(meta_input.samples)

@@ -17,10 +17,11 @@ from typing import Any
 
 from harness.migration import MigrationStep, migration_schedule
 from harness.spec import RunSpec, SpecError, spec_from_dict
+from history.format import PLAN_JSON, TXN_ID_PER_SLOT
 from nemesis.api import FAULT_KINDS, FaultStep
 
 PLAN_VERSION = 1
-PLAN_NAME = "plan.json"
+PLAN_NAME = PLAN_JSON
 
 # Targets that only make sense for some topologies.
 _KRAFT_ONLY = {"quorum-leader"}
@@ -179,6 +180,7 @@ def generator_params(spec: RunSpec) -> dict[str, Any]:
         "concurrency": spec.concurrency,
         # Values are unique across the run: process p's n-th value is p * stride + n.
         "value_stride": 1_000_000,
+        "transactional_id": TXN_ID_PER_SLOT,
         "client_rng": "random.Random('kchaos/<seed>/client/<process>')",
         "topic": "kchaos-queue",
         "replication": 3,

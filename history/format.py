@@ -15,6 +15,12 @@ NODE_LOG = "stdout.log"
 METADATA_DIR = "metadata"  # metadata/<voter>.txt, metadata/observers/<broker>.txt
 OBSERVERS_DIR = "observers"
 DATA_LOGS_DIR = "data"  # data/<broker>.txt
+# Written by the harness before the run: the plan's `generator` says how clients behaved.
+PLAN_JSON = "plan.json"
+# How the queue workload names transactional ids (the plan's `generator.transactional_id`): one
+# per worker slot, so the process replacing a retired one fences it. A plan without this value
+# (older runs named one id per process) says nothing about who fenced whom.
+TXN_ID_PER_SLOT = "kchaos-<run>-slot<process mod concurrency>"
 
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 OP_TYPES = frozenset({INVOKE, OK, FAIL, INFO})

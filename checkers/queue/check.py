@@ -72,44 +72,62 @@ def finish(
     return QueueResult(findings, parts, subscribe, back_spans)
 
 
-def check_queue(parquet: str | Path, spark: Any = None, *, reference: bool = False) -> QueueResult:
+def check_queue(
+    parquet: str | Path,
+    spark: Any = None,
+    *,
+    reference: bool = False,
+    slots: int | None = None,
+) -> QueueResult:
     """All queue anomalies of a Parquet history; `spark`: a SparkSession, None for local.
-    `reference`: the per-key Python path (slow; the yardstick the fast paths are tested on)."""
+    `reference`: the per-key Python path (slow; the yardstick the fast paths are tested on).
+    `slots`: worker slots sharing transactional ids (QueueContext.slots), None: not judged."""
     resets = reset_ops(read_ops(parquet, fs=RESET_FS))
     if spark is not None:
         from checkers.queue.spark import run_spark
 
-        return run_spark(spark, str(parquet), resets)
+        return run_spark(spark, str(parquet), resets, slots)
     elems = read_elements(parquet)
-    return check_queue_reference(elems, resets) if reference else check_queue_vector(elems, resets)
+    if reference:
+        return check_queue_reference(elems, resets, slots)
+    return check_queue_vector(elems, resets, slots)
 
 
-def check_queue_table(table: pa.Table, *, reference: bool = False) -> QueueResult:
+def check_queue_table(
+    table: pa.Table, *, reference: bool = False, slots: int | None = None
+) -> QueueResult:
     """On an in-memory columnar history (history.columnar.to_table)."""
     resets = reset_ops(op_rows(table, RESET_FS))
     elems = elements(table)
-    return check_queue_reference(elems, resets) if reference else check_queue_vector(elems, resets)
+    if reference:
+        return check_queue_reference(elems, resets, slots)
+    return check_queue_vector(elems, resets, slots)
 
 
 def check_queue_reference(
-    elems: pa.Table, resets: list[tuple[str, int, str, list[int] | None]]
+    elems: pa.Table,
+    resets: list[tuple[str, int, str, list[int] | None]],
+    slots: int | None = None,
 ) -> QueueResult:
-    results, ctx = run_local(elems, resets)
+    results, ctx = run_local(elems, resets, slots)
     return merge(results, ctx.subscribe)
 
 
 def check_queue_vector(
-    elems: pa.Table, resets: list[tuple[str, int, str, list[int] | None]]
+    elems: pa.Table,
+    resets: list[tuple[str, int, str, list[int] | None]],
+    slots: int | None = None,
 ) -> QueueResult:
-    return check_queue_arrays(elem_arrays(elems), resets)
+    return check_queue_arrays(elem_arrays(elems), resets, slots=slots)
 
 
 def check_queue_arrays(
     arrays: ElemArrays,
     resets: list[tuple[str, int, str, list[int] | None]],
     pool: Executor | None = None,
+    slots: int | None = None,
 ) -> QueueResult:
     """`arrays`: every element (arrays.elem_arrays); batches of keys run in `pool` if given."""
-    ctx = vector_context(arrays, resets)
+    ctx = vector_context(arrays, resets, slots)
     findings, edges, spans = check_by_keys(arrays, ctx, pool)
     return finish(findings, edges, ctx.subscribe, spans)

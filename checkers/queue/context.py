@@ -27,6 +27,9 @@ class QueueContext:
     resets: dict[str, tuple[Reset, ...]] = field(default_factory=dict)
     # Consumers subscribe (consumer groups) rather than assign partitions themselves.
     subscribe: bool = False
+    # Transactional runs whose transactional.id belongs to the worker slot (process mod slots):
+    # the number of slots, for the fenced-producer-read rule (queue/fencing.py); None: not judged.
+    slots: int | None = None
 
     def reset_between(self, process: str, key: int, after: int, before: int) -> bool:
         """Did `process` lose its position on `key` between ops `after` and `before`?"""
@@ -44,10 +47,12 @@ def build_context(
     info_send_values: Iterable[tuple[int, int]],
     polled_values: Iterable[int],
     reset_ops: Iterable[tuple[str, int, str, list[int] | None]],
+    slots: int | None = None,
 ) -> QueueContext:
     """`info_send_values`: (op index, value) of sends in info ops; `polled_values`: every value
     any poll returned (or just those among the info sends'); `reset_ops`: (process, index, f,
-    keys) of assign/subscribe/crash completions that were not `fail`."""
+    keys) of assign/subscribe/crash completions that were not `fail`; `slots`: see
+    QueueContext."""
     polled = set(polled_values)
     committed = frozenset(i for i, v in info_send_values if v in polled)
     by_process: dict[str, list[Reset]] = {}
@@ -57,4 +62,4 @@ def build_context(
         kept = None if f == "crash" or keys is None else frozenset(keys)
         by_process.setdefault(process, []).append(Reset(index, kept))
     resets = {p: tuple(sorted(rs, key=lambda r: r.index)) for p, rs in by_process.items()}
-    return QueueContext(committed_info=committed, resets=resets, subscribe=subscribe)
+    return QueueContext(committed_info=committed, resets=resets, subscribe=subscribe, slots=slots)

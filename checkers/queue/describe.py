@@ -196,3 +196,43 @@ def process_pair(log: LogView, kind: str, a: Elem, b: Elem) -> Finding | None:
         f"a {'consumer' if kind == 'poll' else 'producer'} that kept its partition moves "
         "forward only",
     )
+
+
+def _sent(w: Elem) -> str:
+    outcome = {"ok": "acknowledged", "info": "timed out (info)", "fail": "failed"}
+    return f"op {w.index}, {outcome.get(w.type, 'never completed')}"
+
+
+def fenced_producer_read(
+    k: int, v: int, w: Elem, fence: Elem, reads: list[Elem], slots: int, rule: str
+) -> Finding:
+    """`w`: the send of `v` by the fenced process; `fence`: the lowest-offset committed send to
+    key k of a later process of the same slot; `reads`: the polls that returned `v` above it."""
+    offsets = sorted({e.offset for e in reads if e.offset is not None})
+    polls = sorted({e.index for e in reads})
+    slot = int(w.process) % slots
+    return Finding(
+        "fenced-producer-read",
+        k,
+        tuple(sorted({w.index, fence.index, *polls})),
+        f"value {v} of key {k}, sent by process {w.process} ({_sent(w)}), was returned to a "
+        f"read_committed consumer at offset {', '.join(map(str, offsets))} (op "
+        f"{', '.join(map(str, polls))}), above offset {fence.offset}, where process "
+        f"{fence.process} wrote value {fence.value} in a committed transaction (op "
+        f"{fence.index}, ok at {secs(fence.time)}). Processes {w.process} and {fence.process} "
+        f"ran on worker slot {slot} (process mod {slots}) and so used one transactional.id; "
+        f"process {fence.process} took the slot after process {w.process} retired, and its "
+        f"InitProducerId, done before that write, fenced process {w.process}'s producer epoch. "
+        f"Process {w.process}'s record sits above that write in the partition, so it was "
+        "appended after the fence, and a read_committed consumer returned it, so its "
+        f"transaction committed: a fenced producer's write became visible. Rule: {rule}",
+        {
+            "value": v,
+            "offsets": offsets,
+            "writer": w.index,
+            "fence": fence.index,
+            "fence_offset": fence.offset,
+            "slot": slot,
+            "rule": rule,
+        },
+    )

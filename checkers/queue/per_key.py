@@ -23,6 +23,7 @@ from checkers.findings import Finding
 from checkers.queue import describe
 from checkers.queue.context import QueueContext
 from checkers.queue.elem import FAIL, INFO, OK, Elem, elems_from_columns, elems_from_frame
+from checkers.queue.fencing import fenced_reads_key
 
 __all__ = ["Edge", "Elem", "KeyResult", "check_key", "elems_from_columns", "elems_from_frame"]
 
@@ -97,6 +98,7 @@ def check_key(key: int, elems: list[Elem], ctx: QueueContext) -> KeyResult:
     _internal_order(log, elems, "poll", res)
     _internal_order(log, elems, "send", res)
     _process_order(log, elems, ctx, res)
+    res.findings += fenced_reads_key(log, elems, ctx.slots)
     _edges(log, elems, res)
     return res
 

@@ -40,6 +40,7 @@ QUEUE_KINDS = (
     "G1a",
     "precommitted-read",
     "garbage-read",
+    "fenced-producer-read",
 )
 
 

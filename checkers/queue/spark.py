@@ -23,14 +23,18 @@ from history.columnar import ELEM_ROW, ELEMENT_CHECK_COLUMNS
 
 
 def run_spark(
-    spark: Any, parquet: str, resets: list[tuple[str, int, str, list[int] | None]]
+    spark: Any,
+    parquet: str,
+    resets: list[tuple[str, int, str, list[int] | None]],
+    slots: int | None = None,
 ) -> QueueResult:
+    """`slots`: QueueContext.slots (shipped to every bucket with the other cross-key facts)."""
     from pyspark.sql import functions as F
 
     elems = (
         spark.read.parquet(parquet).filter(F.col("row") == ELEM_ROW).select(*ELEMENT_CHECK_COLUMNS)
     )
-    ctx = _context(elems, resets)
+    ctx = _context(elems, resets, slots)
     buckets = int(spark.conf.get("spark.sql.shuffle.partitions"))
 
     def per_bucket(table: pa.Table) -> pa.Table:
@@ -52,7 +56,9 @@ def check_bucket(table: pa.Table, ctx: QueueContext) -> pa.Table:
     return to_arrow(findings, edges)
 
 
-def _context(elems: Any, resets: list[tuple[str, int, str, list[int] | None]]) -> QueueContext:
+def _context(
+    elems: Any, resets: list[tuple[str, int, str, list[int] | None]], slots: int | None
+) -> QueueContext:
     from pyspark.sql import functions as F
 
     info = (
@@ -74,4 +80,4 @@ def _context(elems: Any, resets: list[tuple[str, int, str, list[int] | None]]) -
             .distinct()
             .collect()
         ]
-    return build_context(pairs, polled, resets)
+    return build_context(pairs, polled, resets, slots)

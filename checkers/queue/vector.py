@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import Executor
+from functools import cached_property
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from checkers.queue import describe
 from checkers.queue.arrays import ElemArrays
 from checkers.queue.context import QueueContext, build_context
 from checkers.queue.elem import FAIL, INFO, OK, Elem
+from checkers.queue.fencing import fenced_reads_arrays
 
 
 def _take(rows: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -109,8 +111,19 @@ class _Logs:
 
         # pos of every element: its offset's rank, else its value's first rank, else -1.
         rank = _take(self.g_rank, IdIndex(self.g_ko, self.ko_space, no).find(self.ko))
-        first_rank = _take(self.f_first, self.kv_index(self.f_kv).find(self.kv))
+        self.f_of = self.kv_index(self.f_kv).find(self.kv)  # each row's (key, value): f index
+        first_rank = _take(self.f_first, self.f_of)
         self.pos = np.where(rank >= 0, rank, first_rank)
+
+    @cached_property
+    def polls(self) -> np.ndarray:
+        """Rows of polled values (read, edge and fencing rules all start from them)."""
+        return np.flatnonzero(self.poll & self.a.has_val)
+
+    @cached_property
+    def poll_writer(self) -> np.ndarray:
+        """The writer row of each of `polls`, -1 for a value nobody sent to the key."""
+        return self.writer(self.kv[self.polls])
 
     def kv_index(self, kv: np.ndarray) -> IdIndex:
         return IdIndex(kv, self.kv_space, self.nv)
@@ -161,16 +174,18 @@ class _KeyView:
 
 
 def vector_context(
-    a: ElemArrays, resets: list[tuple[str, int, str, list[int] | None]]
+    a: ElemArrays,
+    resets: list[tuple[str, int, str, list[int] | None]],
+    slots: int | None = None,
 ) -> QueueContext:
     """Cross-key facts (which info sends happened) from the arrays of every element."""
     info = np.flatnonzero(a.is_kind("send") & a.is_type(INFO) & a.has_val)
     pairs = list(zip(a.index[info].tolist(), a.value[info].tolist(), strict=True))
     if not pairs:
-        return build_context([], [], resets)
+        return build_context([], [], resets, slots)
     # Info sends are few and polls many: the polls are looked up among the info values.
     polled = a.value[a.is_kind("poll") & a.has_val]
-    return build_context(pairs, polled[member(polled, a.value[info])].tolist(), resets)
+    return build_context(pairs, polled[member(polled, a.value[info])].tolist(), resets, slots)
 
 
 # Elements per call of check_arrays: whole keys at a time, so that its temporaries stay small
@@ -232,6 +247,7 @@ def _check(
     for kind in ("poll", "send"):
         findings += _internal_order(logs, kind)
         findings += _process_order(logs, kind, ctx)
+    findings += fenced_reads_arrays(logs, ctx.slots)
     return findings, *_edges(logs)
 
 
@@ -277,8 +293,7 @@ def _first_row(logs: _Logs, t: int) -> int:
 
 def _read_anomalies(logs: _Logs) -> list[Finding]:
     a, out = logs.a, []
-    polls = np.flatnonzero(logs.poll & a.has_val)
-    w = logs.writer(logs.kv[polls])
+    polls, w = logs.polls, logs.poll_writer
     wc = np.maximum(w, 0)
     garbage = w < 0
     pre = ~garbage & (a.index[wc] == a.index[polls])
@@ -435,8 +450,7 @@ def _edges(logs: _Logs) -> tuple[EdgeArrays, EdgeArrays, np.ndarray]:
         a.value[logs.shown[logs.t_start[later]]],
     )
     # wr: writer -> each op that polled its value, once per (writer, reader).
-    polls = np.flatnonzero(logs.poll & a.has_val)
-    w = logs.writer(logs.kv[polls])
+    polls, w = logs.polls, logs.poll_writer
     keep = (w >= 0) & (a.index[np.maximum(w, 0)] != a.index[polls])
     polls, w = polls[keep], w[keep]
     order = sort_rows(logs.kid[polls], a.index[w], a.index[polls])  # ties: row order

@@ -2,7 +2,11 @@
 
 Partitions are lists of records; transactions take a marker offset on commit or abort; consumers
 hold a position per assigned key and read committed records in offset order. Every `info`
-retires the process, as the harness does. Kept small so hypothesis can shrink failures.
+retires the process, as the harness does: its slot's next process is p + CONCURRENCY, and with
+transactions the slot's transactional.id passes to it, fencing the retired producer (a correct
+Kafka never lets the retired producer's later writes commit). Consumers made for injected bugs
+and final polls take ids far from the slots' (they never send). Kept small so hypothesis can
+shrink failures.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from history.reader import History
 from tests.unit.checkers.histories import H
 
 KEYS = [0, 1, 2]
+# Worker slots: two producers then two consumers, processes 0-3 at the start.
+CONCURRENCY = 4
+EXTRA_PROCESSES = 10_000
 
 
 @dataclass
@@ -38,13 +45,19 @@ class Model:
         self.logs: dict[int, list[Record]] = {k: [] for k in KEYS}
         self.next_offset = dict.fromkeys(KEYS, 0)
         self.next_value = 1000
-        self.next_process = 0
-        self.producers = [self.fresh_process() for _ in range(2)]
-        self.consumers = [Consumer(self.fresh_process()) for _ in range(2)]
+        self.producers = [0, 1]
+        self.consumers = [Consumer(2), Consumer(3)]
+        self.next_process = EXTRA_PROCESSES
 
     def fresh_process(self) -> int:
+        """A process outside the worker slots (a consumer no slot runs)."""
         self.next_process += 1
         return self.next_process - 1
+
+    def retire(self, slot: int) -> int:
+        """Producer `slot`'s process saw `info`: its slot's next process takes over."""
+        self.producers[slot] += CONCURRENCY
+        return self.producers[slot]
 
     def fresh_value(self) -> int:
         self.next_value += 1
@@ -71,7 +84,7 @@ class Model:
             self.append(k, v)
         if outcome.startswith("info"):
             self.h.send(p, k, v, None, "info")
-            self.producers[slot] = self.fresh_process()
+            self.retire(slot)
         else:
             self.h.send(p, k, v, None, "fail")
 
@@ -87,7 +100,7 @@ class Model:
         else:
             self.h.txn(p, inv, None, "fail" if outcome == "fail" else "info")
             if outcome.startswith("info"):
-                self.producers[slot] = self.fresh_process()
+                self.retire(slot)
 
     def readable(self, c: Consumer, k: int, limit: int | None) -> list[Record]:
         pos = c.positions[k]
@@ -328,6 +341,15 @@ def g1c(m: Model, k: int) -> None:
     _crossed_txns(m, k, see_each_other=True)
 
 
+def fenced_producer_read(m: Model, k: int) -> None:
+    p = m.producers[0]
+    v = m.fresh_value()
+    m.h.send(p, k, v, None, "info")  # timed out: still in flight when p retires
+    m.retire(0)
+    _send_ok(m, k)  # p's successor writes: its InitProducerId fenced p first
+    m.append(k, v)  # ... yet p's record lands after that write, and commits
+
+
 def g1c_realtime(m: Model, k: int) -> None:
     v = m.fresh_value()
     c = _consumer_at_end(m, k)
@@ -356,4 +378,5 @@ INJECTIONS = {
     "G0": g0,
     "G1c": g1c,
     "G1c-realtime": g1c_realtime,
+    "fenced-producer-read": fenced_producer_read,
 }

@@ -5,18 +5,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.api import check_table
-from tests.unit.checkers.model import INJECTIONS, KEYS, action_lists, run_model
+from tests.unit.checkers.model import CONCURRENCY, INJECTIONS, KEYS, action_lists, run_model
 
 
 @given(action_lists)
 def test_a_correct_kafka_yields_no_finding(acts):
-    assert check_table(run_model(acts).table()) == []
+    assert check_table(run_model(acts).table(), slots=CONCURRENCY) == []
 
 
 @settings(max_examples=500)
 @given(action_lists)
 def test_without_final_polls_only_unseen_may_be_reported(acts):
-    findings = check_table(run_model(acts, final_poll=False).table())
+    findings = check_table(run_model(acts, final_poll=False).table(), slots=CONCURRENCY)
     assert {f.kind for f in findings} <= {"unseen"}
     assert all(f.unknown for f in findings)
 
@@ -31,7 +31,7 @@ def test_each_injected_bug_is_found_and_named(kind, before, after, key):
         for a in after:
             m.apply(a)
         m.final_poll()
-    findings = check_table(m.table())
+    findings = check_table(m.table(), slots=CONCURRENCY)
     found = [f for f in findings if f.kind == kind]
     assert found, kind
     if kind == "unseen":

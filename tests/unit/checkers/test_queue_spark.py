@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from checkers.queue.check import check_queue
 from tests.unit.checkers.histories import mixed_anomalies
-from tests.unit.checkers.model import INJECTIONS, KEYS, action_lists, run_model
+from tests.unit.checkers.model import CONCURRENCY, INJECTIONS, KEYS, action_lists, run_model
 
 pytestmark = pytest.mark.slow
 
@@ -36,4 +36,15 @@ def test_spark_and_pandas_agree_on_generated_histories(tmp_path_factory, spark, 
     INJECTIONS[bug](m, key)
     m.final_poll()
     path = m.h.write(tmp_path_factory.mktemp("gen"))
-    assert as_dicts(check_queue(path, spark=spark)) == as_dicts(check_queue(path, reference=True))
+    spark_result = check_queue(path, spark=spark, slots=CONCURRENCY)
+    assert as_dicts(spark_result) == as_dicts(check_queue(path, reference=True, slots=CONCURRENCY))
+
+
+def test_spark_finds_a_fenced_producer_read_as_the_reference_does(tmp_path, spark):
+    m = run_model([], final_poll=False)
+    INJECTIONS["fenced-producer-read"](m, 1)
+    m.final_poll()
+    path = m.h.write(tmp_path)
+    local = check_queue(path, reference=True, slots=CONCURRENCY)
+    assert [f.kind for f in local.findings] == ["fenced-producer-read"]
+    assert as_dicts(check_queue(path, spark=spark, slots=CONCURRENCY)) == as_dicts(local)

@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 from checkers.queue.check import check_queue_table
 from history.columnar import to_table
 from tests.unit.checkers.histories import mixed_anomalies
-from tests.unit.checkers.model import INJECTIONS, KEYS, action_lists, run_model
+from tests.unit.checkers.model import CONCURRENCY, INJECTIONS, KEYS, action_lists, run_model
 
 
 def assert_same(table):
-    ref = check_queue_table(table, reference=True)
-    fast = check_queue_table(table)
+    ref = check_queue_table(table, reference=True, slots=CONCURRENCY)
+    fast = check_queue_table(table, slots=CONCURRENCY)
     assert [f.to_dict() for f in fast.findings] == [f.to_dict() for f in ref.findings]
     assert fast.edges.sorted_rows() == ref.edges.sorted_rows()
     assert fast.subscribe == ref.subscribe
@@ -74,10 +74,10 @@ def test_key_by_key_chunks_change_nothing(kinds, acts):
         INJECTIONS[kind](m, KEYS[i % len(KEYS)])
     m.final_poll()
     table = m.table()
-    whole = check_queue_table(table)
+    whole = check_queue_table(table, slots=CONCURRENCY)
     saved, vector.CHUNK = vector.CHUNK, 1
     try:
-        chunked = check_queue_table(table)
+        chunked = check_queue_table(table, slots=CONCURRENCY)
     finally:
         vector.CHUNK = saved
     assert [f.to_dict() for f in chunked.findings] == [f.to_dict() for f in whole.findings]
