@@ -317,27 +317,11 @@ def _read_op_rows(path: str | Path, filters: list[Any], columns: list[str] | Non
 
 @dataclass(frozen=True)
 class CheckInput:
-    """What `checkers.api.check` reads of a history, in one pass over the file."""
+    """What `checkers.api.check` reads of a history, one row group at a time (check_parts)."""
 
     elements: pa.Table  # element rows, ELEMENT_CHECK_COLUMNS
     queue_ops: pa.Table  # op rows with f in QUEUE_FS, QUEUE_OP_COLUMNS
     wide_ops: pa.Table  # op rows with f in wide_fs or process in wide_processes: every column
-
-
-def read_for_check(path: str | Path, wide_fs: list[str], wide_processes: list[str]) -> CheckInput:
-    """`check_parts` gathered into three tables (for small histories and tests; the checker
-    itself consumes the parts one at a time)."""
-    elems, queue, wide = [], [], []
-    for part in check_parts(path, wide_fs, wide_processes):
-        elems.append(part.elements)
-        queue.append(part.queue_ops)
-        wide.append(part.wide_ops)
-    empty = SCHEMA.empty_table()
-    return CheckInput(
-        _concat(elems, empty.select(ELEMENT_CHECK_COLUMNS)),
-        _concat(queue, empty.select(QUEUE_OP_COLUMNS)),
-        _concat(wide, empty.drop_columns(["row"])),
-    )
 
 
 def check_parts(
@@ -453,8 +437,3 @@ def _take(table: pa.Table, mask: pa.ChunkedArray) -> pa.Table:
     if rows[-1] - rows[0] + 1 == len(rows):
         return table.slice(int(rows[0]), len(rows))
     return table.take(pa.array(rows))
-
-
-def _concat(parts: list[pa.Table], empty: pa.Table) -> pa.Table:
-    parts = [p for p in parts if p.num_rows]
-    return pa.concat_tables(parts) if parts else empty

@@ -83,16 +83,16 @@ def test_unreadable_parquet_is_a_history_error(tmp_path):
 
 
 @pytest.mark.parametrize("row_group_size", [1, 3, 1 << 20])
-def test_read_for_check_is_the_narrow_columns_of_the_same_rows(tmp_path, row_group_size):
+def test_check_parts_are_the_narrow_columns_of_the_same_rows(tmp_path, row_group_size):
     """Same rows as filtering the whole table, whatever the row groups (mixed groups too)."""
     import pyarrow.parquet as pq
 
     from history.columnar import (
         ELEMENT_CHECK_COLUMNS,
         QUEUE_OP_COLUMNS,
+        check_parts,
         elements,
         op_rows,
-        read_for_check,
     )
     from tests.unit.checkers.histories import H
 
@@ -109,11 +109,13 @@ def test_read_for_check_is_the_narrow_columns_of_the_same_rows(tmp_path, row_gro
     table = to_table(h.history())
     path = tmp_path / "history.parquet"
     pq.write_table(table, path, row_group_size=row_group_size)
-    got = read_for_check(path, ["assign", "crash"], ["observer", "nemesis"])
-    assert got.elements.to_pylist() == elements(table).select(ELEMENT_CHECK_COLUMNS).to_pylist()
+    parts = list(check_parts(path, ["assign", "crash"], ["observer", "nemesis"]))
+    assert len(parts) == -(-table.num_rows // row_group_size)  # one part per row group
+    got_elements = [r for p in parts for r in p.elements.to_pylist()]
+    assert got_elements == elements(table).select(ELEMENT_CHECK_COLUMNS).to_pylist()
     queue = op_rows(table, ["poll", "send", "txn"]).select(QUEUE_OP_COLUMNS)
-    assert got.queue_ops.to_pylist() == queue.to_pylist()
+    assert [r for p in parts for r in p.queue_ops.to_pylist()] == queue.to_pylist()
     wide = op_rows(table, ["assign", "crash"]).to_pylist()
     wide += op_rows(table, processes=["observer", "nemesis"]).to_pylist()
     want = sorted((dict(r, row=None) for r in wide), key=lambda r: r["index"])
-    assert [dict(r, row=None) for r in got.wide_ops.to_pylist()] == want
+    assert [dict(r, row=None) for p in parts for r in p.wide_ops.to_pylist()] == want
