@@ -68,7 +68,7 @@ class IdIndex:
         self.exact = self.base == space
         low = keys if self.exact else keys % self.base
         self.slot[low] = np.arange(len(keys), dtype=dtype)
-        self.multi = np.zeros(self.base, dtype=bool)
+        self.multi = np.zeros(0 if self.exact else self.base, dtype=bool)  # exact: unused
         if not self.exact:
             self.multi[low[keys[self.slot[low]] != keys]] = True
         self._fallback: tuple[np.ndarray, np.ndarray] | None = None

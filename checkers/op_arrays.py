@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from checkers.queue.arrays import CodeBook, _ints, _is
+from checkers.queue.arrays import CodeBook, _fixed, _is
 
 if TYPE_CHECKING:
     from checkers.cycles import OpInfo
@@ -84,11 +84,11 @@ class OpArraysBuilder:
     def add(self, part: pa.Table) -> None:
         typ = self._types.encode(part.column("type"))
         is_invoke = _is(typ, self._types.names, "invoke")
-        index = _ints(part.column("index"))[0]
-        time = _ints(part.column("time"))[0]
+        index = _fixed(part.column("index"), np.int64)[0]
+        time = _fixed(part.column("time"), np.int64)[0]
         proc = self._procs.encode(part.column("process"))
-        inv, has_inv = _ints(part.column("invoke_index"))
-        if not has_inv.all():
+        inv, has_inv = _fixed(part.column("invoke_index"), np.int64)
+        if has_inv is not None:
             inv = np.where(has_inv, inv, -1)  # a completion naming no invocation
         self._invokes.append(is_invoke, index=index, time=time, proc=proc)
         self._completes.append(~is_invoke, index=index, inv=inv, time=time, typ=typ, proc=proc)

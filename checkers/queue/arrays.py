@@ -99,12 +99,6 @@ class CodeBook:
         return self._seen[word]
 
 
-def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str | None]]:
-    """(code per row, name per code) of one column (CodeBook)."""
-    book = CodeBook()
-    return book.encode(col), book.names
-
-
 @dataclass(frozen=True)
 class ElemArrays:
     key: np.ndarray
@@ -171,7 +165,7 @@ def _is(codes: np.ndarray, names: list[str | None], name: str) -> np.ndarray:
 def elem_arrays(table: pa.Table, pool: Executor | None = None) -> ElemArrays:
     """From element rows (history.columnar.ELEMENT_CHECK_COLUMNS at least), sorted by
     (key, index, seq)."""
-    build = ElemArraysBuilder(_ints(table.column("key"))[0], pool)
+    build = ElemArraysBuilder(_fixed(table.column("key"), np.int64)[0], pool)
     build.add(table)
     return build.finish()
 
@@ -236,10 +230,10 @@ class ElemArraysBuilder:
             put(f"has_{name}", valid)
 
         def invoked() -> None:
-            put("invoke_time", _ints(part.column("invoke_time"))[0])
+            put("invoke_time", _fixed(part.column("invoke_time"), np.int64)[0])
 
         def order() -> None:
-            index, _ = _ints(part.column("index"))
+            index = _fixed(part.column("index"), np.int64)[0]
             seq = _fixed(part.column("seq"), np.int32)[0]
             self._check_order(index, seq)
             put("index", index)
