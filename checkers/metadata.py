@@ -69,10 +69,25 @@ class Disruption:
     data_loss: bool
 
 
+@dataclass(frozen=True)
+class Freeze:
+    """A span in which a node's JVM may have been stopped by SIGSTOP, so could not act at all:
+    from the invocation of the pause to the completion of the op that resumed it."""
+
+    index: int  # the pause's completion
+    nodes: frozenset[str] | None  # None: could be any node
+    start: int
+    end: int | None  # None: never resumed within the history
+
+    def covers(self, node: str) -> bool:
+        return self.nodes is None or node in self.nodes
+
+
 @dataclass
 class MetadataInput:
     samples: list[Sample] = field(default_factory=list)
     disruptions: list[Disruption] = field(default_factory=list)
+    freezes: list[Freeze] = field(default_factory=list)
 
     def disrupted(self, node: str, start: int, end: int, data_loss: bool) -> bool:
         """Whether `node` may have restarted (from an erased disk, with `data_loss`) in between."""
@@ -108,12 +123,50 @@ def observe_samples_from_ops(rows: list[dict[str, Any]]) -> MetadataInput:
             loss = any(w in text.lower() for w in DATA_LOSS_WORDS)
             out.disruptions.append(Disruption(r["index"], r["time"], hit, loss))
     out.samples.sort(key=lambda s: (s.invoke_time, s.index))
+    out.freezes = _freezes(rows, invoke_time)
+    return out
+
+
+def _value(r: dict[str, Any]) -> Any:
+    try:
+        return json.loads(r["value_json"]) if r.get("value_json") else None
+    except ValueError:
+        return None
+
+
+def _frozen_nodes(r: dict[str, Any]) -> frozenset[str] | None:
+    """The nodes a pause stopped; None (any node) unless it completed ok and named them."""
+    value = _value(r)
+    if r["type"] != "ok" or not isinstance(value, dict):
+        return None
+    named = value.get("frozen") or value.get("stopped_after_s")
+    return frozenset(named) if isinstance(named, (list, dict)) and named else None
+
+
+def _resumes(r: dict[str, Any]) -> bool:
+    if r["type"] != "ok":  # a stop that failed or timed out may have left the node stopped
+        return False
+    if r["f"] == "stop-pause":
+        return True
+    value = _value(r)
+    return r["f"] == "heal" and isinstance(value, dict) and value.get("by") == "pause"
+
+
+def _freezes(rows: list[dict[str, Any]], invoke_time: dict[int, int]) -> list[Freeze]:
+    nemesis = [r for r in rows if r["process"] == NEMESIS and r["type"] != "invoke"]
+    out = []
+    for i, r in enumerate(nemesis):
+        if r["f"] != "start-pause":
+            continue
+        end = next((x["time"] for x in nemesis[i + 1 :] if _resumes(x)), None)
+        start = invoke_time.get(r.get("invoke_index"), r["time"])
+        out.append(Freeze(r["index"], _frozen_nodes(r), start, end))
     return out
 
 
 def check_metadata(data: MetadataInput, tolerance_ns: int = DEFAULT_TOLERANCE_NS) -> list[Finding]:
     findings = _split_brain(data.samples)
-    findings += _active_controllers(data.samples, tolerance_ns)
+    findings += _active_controllers(data.samples, data.freezes, tolerance_ns)
     findings += _regressions(data)
     findings += observed_migration_regressions(data)
     findings += observed_migration_skips(data)
@@ -197,7 +250,30 @@ def _active_runs(samples: list[Sample]) -> list[list[Sample]]:
     return runs + list(current.values())
 
 
-def _active_controllers(samples: list[Sample], tolerance_ns: int) -> list[Finding]:
+def _running_pieces(
+    lo: int, hi: int, nodes: tuple[str, str], freezes: list[Freeze]
+) -> list[tuple[int, int]]:
+    """[lo, hi] without the spans in which either node may have been stopped by SIGSTOP."""
+    cuts = sorted(
+        (f.start, hi if f.end is None else f.end)
+        for f in freezes
+        if any(f.covers(n) for n in nodes)
+    )
+    pieces, at = [], lo
+    for start, end in cuts:
+        if start > at:
+            pieces.append((at, min(start, hi)))
+        at = max(at, end)
+        if at >= hi:
+            break
+    if at < hi:
+        pieces.append((at, hi))
+    return [(a, b) for a, b in pieces if b > a]
+
+
+def _active_controllers(
+    samples: list[Sample], freezes: list[Freeze], tolerance_ns: int
+) -> list[Finding]:
     out = []
     for s in samples:
         count = s.value.get("active_controller_count")
@@ -216,18 +292,33 @@ def _active_controllers(samples: list[Sample], tolerance_ns: int) -> list[Findin
         if run[-1].invoke_time > run[0].time
     ]
     for (s1, e1, r1), (s2, e2, r2) in combinations(spans, 2):
-        if r1[0].node == r2[0].node:
+        a, b = r1[0].node, r2[0].node
+        if a == b or min(e1, e2) <= max(s1, s2):
             continue
-        overlap = min(e1, e2) - max(s1, s2)
+        # A stopped JVM neither acts nor notices it was deposed: each time it runs again it
+        # gets the tolerance afresh, so only a stretch in which both ran counts.
+        lo, hi = max(s1, s2), min(e1, e2)
+        pieces = _running_pieces(lo, hi, (a, b), freezes)
+        if not pieces:
+            continue
+        p_lo, p_hi = max(pieces, key=lambda p: p[1] - p[0])
+        overlap = p_hi - p_lo
         if overlap > tolerance_ns:
+            stopped = (hi - lo) - sum(q - p for p, q in pieces)
+            aside = (
+                f" (of {(hi - lo) / 1e9:.3f} s together, {stopped / 1e9:.3f} s with one of them "
+                "possibly stopped by SIGSTOP do not count)"
+                if stopped
+                else ""
+            )
             out.append(
                 _finding(
                     "multiple-active-controllers",
                     [r1[0], r1[-1], r2[0], r2[-1]],
-                    f"{r1[0].node} and {r2[0].node} were both active controller for "
-                    f"{overlap / 1e9:.3f} s, more than the {tolerance_ns / 1e9:g} s tolerated: "
-                    f"{r1[0].node} from {r1[0].cite()} to {r1[-1].cite()}, "
-                    f"{r2[0].node} from {r2[0].cite()} to {r2[-1].cite()}",
+                    f"{a} and {b} were both active controller for {overlap / 1e9:.3f} s "
+                    f"({secs(p_lo)}-{secs(p_hi)}), more than the {tolerance_ns / 1e9:g} s "
+                    f"tolerated{aside}: {a} from {r1[0].cite()} to {r1[-1].cite()}, "
+                    f"{b} from {r2[0].cite()} to {r2[-1].cite()}",
                     overlap_s=overlap / 1e9,
                     tolerance_s=tolerance_ns / 1e9,
                 )

@@ -87,3 +87,72 @@ def test_high_watermark_may_restart_lower_after_the_node_was_killed():
     # ... but killing does not excuse losing the persisted epoch.
     h.observe("n1", **follower(6, 2, hw=41))
     assert "epoch-regression" in kinds(h)
+
+
+def _deposed_while_stopped(h, stopped="n1", rounds=20):
+    """n1 leads epoch 5; while `stopped` is frozen, n2 leads epoch 6 for `rounds` × 0.4 s; n1
+    then resumes and its first sample still shows the old epoch (Kafka's gauges lag)."""
+    h.observe("n1", **leader(5, node_id=1)).observe("n1", **leader(5, node_id=1))
+    h.nemesis("start-pause", {"kind": "one", "frozen": [stopped], "signal": "SIGSTOP"})
+    for _ in range(rounds):
+        h.observe("n2", **leader(6, node_id=2)).observe("n3", **follower(6, 2))
+    return h
+
+
+def _active_findings(h):
+    return [f for f in findings(h) if f.kind == "multiple-active-controllers"]
+
+
+def test_a_leader_stopped_by_sigstop_is_not_active_while_stopped():
+    # The CI run that taught this: n2 paused 16 s while active, n3 elected; n2's first sample
+    # after SIGCONT still said active in its old epoch, which joined its two samples into one run.
+    h = _deposed_while_stopped(H())
+    h.nemesis("stop-pause", {"kind": "one", "resumed": ["n1"], "signal": "SIGCONT"})
+    h.observe("n1", **leader(5, node_id=1)).observe("n2", **leader(6, node_id=2))
+    h.observe("n1", **follower(6, 2))
+    assert _active_findings(h) == []
+
+
+def test_the_real_pause_nemesis_and_a_heal_resume_too():
+    h = H()
+    h.observe("n1", **leader(5, node_id=1)).observe("n1", **leader(5, node_id=1))
+    h.nemesis("start-pause", {"kind": "one", "signal": "SIGSTOP", "stopped_after_s": {"n1": 0.1}})
+    for _ in range(20):
+        h.observe("n2", **leader(6, node_id=2))
+    h.nemesis("heal", {"by": "pause", "actions": ["n1: sent SIGCONT to stopped JVM"]})
+    h.observe("n1", **leader(5, node_id=1)).observe("n1", **follower(6, 2))
+    assert _active_findings(h) == []
+
+
+def test_pausing_another_node_excuses_nothing():
+    h = _deposed_while_stopped(H(), stopped="n3")
+    h.nemesis("stop-pause", {"kind": "one", "resumed": ["n3"], "signal": "SIGCONT"})
+    h.observe("n1", **leader(5, node_id=1))
+    (f,) = _active_findings(h)
+    assert "n1 and n2 were both active controller" in f.explanation
+    assert "SIGSTOP" not in f.explanation and f.data["overlap_s"] > 2
+
+
+def test_a_resumed_leader_must_still_notice_within_the_tolerance():
+    h = _deposed_while_stopped(H())
+    h.nemesis("stop-pause", {"kind": "one", "resumed": ["n1"], "signal": "SIGCONT"})
+    for _ in range(10):  # 4 s after SIGCONT with both still claiming to be active
+        h.observe("n1", **leader(5, node_id=1)).observe("n2", **leader(6, node_id=2))
+    (f,) = _active_findings(h)
+    assert 3.5 < f.data["overlap_s"] < 4.5
+    assert "possibly stopped by SIGSTOP do not count" in f.explanation
+
+
+def test_a_pause_of_unknown_outcome_may_have_stopped_any_node_until_resumed():
+    h = H()
+    h.observe("n1", **leader(5, node_id=1)).observe("n1", **leader(5, node_id=1))
+    h.op("nemesis", "start-pause", {"kind": "one"}, "info", "timed out")
+    for _ in range(20):
+        h.observe("n2", **leader(6, node_id=2))
+    h.op("nemesis", "stop-pause", {"kind": "one"}, "fail", "docker unreachable")
+    h.observe("n1", **leader(5, node_id=1))
+    assert _active_findings(h) == []  # never resumed for sure: stopped to the end
+    h.nemesis("stop-pause", {"kind": "one", "resumed": ["n1"], "signal": "SIGCONT"})
+    for _ in range(10):
+        h.observe("n1", **leader(5, node_id=1)).observe("n2", **leader(6, node_id=2))
+    assert len(_active_findings(h)) == 1
