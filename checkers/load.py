@@ -8,16 +8,19 @@ of the check that grew faster than the history).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from concurrent.futures import Executor, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
 from checkers.op_arrays import OpArrays, OpArraysBuilder
 from checkers.queue.arrays import ElemArrays, ElemArraysBuilder
 from history.columnar import SCHEMA, CheckInput, check_parts, op_rows_at_most, read_element_keys
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -38,18 +41,39 @@ def load(
 ) -> Loaded:
     """`elements`: build the element arrays (the local engine); otherwise only count them
     (Spark and the reference path read the elements their own way)."""
-    elems = ElemArraysBuilder(read_element_keys(parquet), pool) if elements else None
+    # The keys are read while the first parts (kchaos writes op rows first) are decoded.
+    keys = _later(pool, read_element_keys, parquet) if elements else None
+    elems: ElemArraysBuilder | None = None
     ops = OpArraysBuilder(op_rows_at_most(parquet))
     n_elements, wide = 0, []
     for part in _read_ahead(check_parts(parquet, wide_fs, wide_processes)):
         n_elements += part.elements.num_rows
-        if elems is not None:
+        if keys is not None and elems is None and part.elements.num_rows:
+            elems = ElemArraysBuilder(keys.result(), pool)
+        # The ops are split in the pool beside the element columns: on the caller's thread
+        # they waited for every element job.
+        split = pool.submit(ops.add, part.queue_ops) if pool is not None else None
+        if elems is not None and part.elements.num_rows:
             elems.add(part.elements)
-        ops.add(part.queue_ops)
+        if split is None:
+            ops.add(part.queue_ops)
+        else:
+            split.result()
         if part.wide_ops.num_rows:
             wide.append(part.wide_ops)
     wide_ops = pa.concat_tables(wide) if wide else SCHEMA.empty_table().drop_columns(["row"])
+    if keys is not None and elems is None:  # a history without elements
+        elems = ElemArraysBuilder(keys.result(), pool)
     return Loaded(elems.finish() if elems is not None else None, n_elements, ops.finish(), wide_ops)
+
+
+def _later(pool: Executor | None, fn: Callable[..., T], *args: Any) -> Future[T]:
+    """fn(*args) in `pool`, or now when there is none."""
+    if pool is not None:
+        return pool.submit(fn, *args)
+    done: Future[T] = Future()
+    done.set_result(fn(*args))
+    return done
 
 
 def _read_ahead(parts: Iterator[CheckInput]) -> Iterator[CheckInput]:

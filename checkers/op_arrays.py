@@ -129,16 +129,19 @@ class _Columns:
         self._cols = {name: np.empty(capacity, dtype) for name, dtype in dtypes.items()}
 
     def append(self, rows: np.ndarray, **parts: np.ndarray) -> None:
-        """The rows of `parts` where `rows` (a mask) holds, each column compressed straight
-        into its place (no temporary of the selected rows, no second copy)."""
+        """The rows of `parts` where `rows` (a mask) holds, each column taken straight into its
+        place. The positions are found once for all columns, and taken with mode="clip":
+        np.compress finds them again per column, and np.take's default mode writes to a
+        temporary copy of `out` first (a fresh part-sized array per column)."""
+        at = np.flatnonzero(rows)
         lo = self._n
-        hi = lo + int(np.count_nonzero(rows))
+        hi = lo + len(at)
         for name, col in self._cols.items():
             if hi > len(col):
                 grown = np.empty(max(hi, 2 * len(col)), col.dtype)
                 grown[:lo] = col[:lo]
                 self._cols[name] = col = grown
-            np.compress(rows, parts[name], out=col[lo:hi])
+            np.take(parts[name], at, out=col[lo:hi], mode="clip")
         self._n = hi
 
     def filled(self) -> dict[str, np.ndarray]:
