@@ -33,3 +33,19 @@ def test_settings_are_restored_when_the_check_fails():
     with pytest.raises(RuntimeError), reused_memory():
         raise RuntimeError("a check that crashed")
     assert _faults_of_churn() > 30_000
+
+
+def test_arrow_decodes_into_glibc_inside_and_its_own_pool_after():
+    import pyarrow as pa
+
+    before = pa.default_memory_pool().backend_name
+    system = pa.system_memory_pool()
+    with reused_memory():
+        held = system.bytes_allocated()
+        array = pa.array(list(range(100_000)))  # built by Arrow, in the default pool
+        assert system.bytes_allocated() >= held + 800_000
+    assert pa.default_memory_pool().backend_name == before
+    assert array.to_pylist()[-1] == 99_999  # a buffer outlives the switch back
+    with pytest.raises(RuntimeError), reused_memory():
+        raise RuntimeError("a check that crashed")
+    assert pa.default_memory_pool().backend_name == before
