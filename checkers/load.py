@@ -18,7 +18,14 @@ import pyarrow as pa
 
 from checkers.op_arrays import OpArrays, OpArraysBuilder
 from checkers.queue.arrays import ElemArrays, ElemArraysBuilder
-from history.columnar import SCHEMA, CheckInput, check_parts, op_rows_at_most, read_element_keys
+from history.columnar import (
+    ELEMENT_CHECK_COLUMNS,
+    SCHEMA,
+    CheckInput,
+    check_parts,
+    op_rows_at_most,
+    read_element_keys,
+)
 
 T = TypeVar("T")
 
@@ -46,7 +53,9 @@ def load(
     elems: ElemArraysBuilder | None = None
     ops = OpArraysBuilder(op_rows_at_most(parquet))
     n_elements, wide = 0, []
-    for part in _read_ahead(check_parts(parquet, wide_fs, wide_processes)):
+    # Without elements only their number is needed: one narrow column of each part.
+    columns = [c for c in ELEMENT_CHECK_COLUMNS if c != "key"] if elements else ["seq"]
+    for part in _read_ahead(check_parts(parquet, wide_fs, wide_processes, columns)):
         n_elements += part.elements.num_rows
         if keys is not None and elems is None and part.elements.num_rows:
             elems = ElemArraysBuilder(keys.result(), pool)

@@ -319,21 +319,28 @@ def _read_op_rows(path: str | Path, filters: list[Any], columns: list[str] | Non
 class CheckInput:
     """What `checkers.api.check` reads of a history, one row group at a time (check_parts)."""
 
-    elements: pa.Table  # element rows, ELEMENT_CHECK_COLUMNS
+    elements: pa.Table  # element rows, the element columns asked for
     queue_ops: pa.Table  # op rows with f in QUEUE_FS, QUEUE_OP_COLUMNS
     wide_ops: pa.Table  # op rows with f in wide_fs or process in wide_processes: every column
 
 
 def check_parts(
-    path: str | Path, wide_fs: list[str], wide_processes: list[str]
+    path: str | Path,
+    wide_fs: list[str],
+    wide_processes: list[str],
+    element_columns: list[str] = ELEMENT_CHECK_COLUMNS,
 ) -> Iterator[CheckInput]:
     """The history one row group at a time, as `CheckInput`s in file order: CHECK_COLUMNS
     decoded and split into elements and queue ops; the wide columns (op text, wall, node, error)
     decoded only for row groups holding a row that needs them. A consumer that turns each part
     into its own arrays and drops it never holds more than one row group in Arrow form. A row
     group whose statistics show it holds only element rows (or only op rows) decodes only the
-    columns those rows use (op rows and element rows are written in two blocks)."""
+    columns those rows use (op rows and element rows are written in two blocks).
+    `element_columns`: the element columns to decode (a subset of ELEMENT_CHECK_COLUMNS; a
+    consumer that read the keys first with read_element_keys need not decode them again)."""
     op_columns = ["row", "f", *QUEUE_OP_COLUMNS]
+    mixed_columns = ["row", "f", "invoke_index", *element_columns]
+    mixed_columns += [c for c in QUEUE_OP_COLUMNS if c not in mixed_columns]
     pf = _open(path)
     empty = pf.schema_arrow.empty_table()
     no_wide = empty.drop_columns(["row"])
@@ -341,16 +348,16 @@ def check_parts(
         with _readable(path):
             only = _only_kind(pf.metadata.row_group(i))
             if only == ELEM_ROW:
-                elems = pf.read_row_group(i, columns=ELEMENT_CHECK_COLUMNS)
+                elems = pf.read_row_group(i, columns=element_columns)
                 yield CheckInput(elems, empty.select(QUEUE_OP_COLUMNS), no_wide)
                 continue
-            rg = pf.read_row_group(i, columns=op_columns if only == OP_ROW else CHECK_COLUMNS)
+            rg = pf.read_row_group(i, columns=op_columns if only == OP_ROW else mixed_columns)
             row = rg.column("row")
             is_op = is_in(row, [OP_ROW])
             if only == OP_ROW:
-                elems = empty.select(ELEMENT_CHECK_COLUMNS)
+                elems = empty.select(element_columns)
             else:
-                elems = _take(rg.select(ELEMENT_CHECK_COLUMNS), is_in(row, [ELEM_ROW]))
+                elems = _take(rg.select(element_columns), is_in(row, [ELEM_ROW]))
             f = rg.column("f")
             queue = _take(rg.select(QUEUE_OP_COLUMNS), pc.and_(is_op, is_in(f, QUEUE)))
             needs = pc.and_(

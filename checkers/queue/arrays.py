@@ -80,14 +80,12 @@ class CodeBook:
             chunks = [pc.dictionary_encode(c.cast(pa.string())) for c in chunks]
         parts = []
         for c in chunks:
-            lut = np.array([0, *map(self._code, c.dictionary.to_pylist())], dtype=np.int32)
-            idx = c.indices
-            # Shifted by one so that null lands on entry 0.
-            at, valid = _fixed(idx, np.int32)
-            at = at + 1
+            lut = np.array([*map(self._code, c.dictionary.to_pylist())], dtype=np.int32)
+            at, valid = _fixed(c.indices, np.int32)
+            codes = lut[at] if len(lut) else np.zeros(len(at), dtype=np.int32)
             if valid is not None:
-                at[~valid] = 0
-            parts.append(lut[at])
+                codes[~valid] = 0
+            parts.append(codes)
         if len(parts) == 1:
             return parts[0]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
@@ -211,7 +209,8 @@ class ElemArraysBuilder:
         self._last: tuple[int, int] | None = None  # (index, seq) of the previous part's last row
 
     def add(self, part: pa.Table) -> None:
-        """The next element rows in file order (ELEMENT_CHECK_COLUMNS at least)."""
+        """The next element rows in file order (ELEMENT_CHECK_COLUMNS at least; `key` is not
+        read: the keys came first)."""
         lo, hi = self._at, self._at + part.num_rows
         if hi > len(self.key):
             raise ValueError(f"{hi} element rows given, {len(self.key)} keys known")

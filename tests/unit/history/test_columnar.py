@@ -119,3 +119,10 @@ def test_check_parts_are_the_narrow_columns_of_the_same_rows(tmp_path, row_group
     wide += op_rows(table, processes=["observer", "nemesis"]).to_pylist()
     want = sorted((dict(r, row=None) for r in wide), key=lambda r: r["index"])
     assert [dict(r, row=None) for p in parts for r in p.wide_ops.to_pylist()] == want
+    # Fewer element columns asked: the same rows, those columns only, the rest unchanged.
+    narrow = ["index", "seq", "value"]
+    some = list(check_parts(path, ["assign", "crash"], ["observer", "nemesis"], narrow))
+    assert [r for p in some for r in p.elements.to_pylist()] == [
+        {c: r[c] for c in narrow} for r in got_elements
+    ]
+    assert [p.queue_ops.to_pylist() for p in some] == [p.queue_ops.to_pylist() for p in parts]
