@@ -238,19 +238,24 @@ def write_parquet(history: History, path: str | Path) -> Path:
 
 
 def is_in(col: pa.ChunkedArray, names: list[str]) -> pa.ChunkedArray:
-    """Membership on a string column; on dictionary columns it looks each row's index up in a
-    small table of the dictionary's answers, never decoding millions of strings."""
+    """Membership on a string column, as an Arrow mask (see _in)."""
+    return pa.chunked_array([pa.array(_in(col, names), type=pa.bool_())], type=pa.bool_())
+
+
+def _in(col: pa.ChunkedArray, names: list[str]) -> np.ndarray:
+    """Membership on a string column, as numpy bools; on dictionary columns it looks each row's
+    index up in a small table of the dictionary's answers, never decoding millions of strings."""
     if not pa.types.is_dictionary(col.type):
-        return pc.is_in(col, pa.array(names))
+        return np.asarray(pc.is_in(col, pa.array(names)).combine_chunks(), dtype=bool)
     wanted = set(names)
-    chunks = []
+    out = []
     for chunk in col.chunks:
         # The last entry answers for null rows.
         table = np.array([w in wanted for w in chunk.dictionary.to_pylist()] + [False])
         idx = chunk.indices
         at = (pc.fill_null(idx, len(table) - 1) if idx.null_count else idx).to_numpy()
-        chunks.append(pa.array(table[at], type=pa.bool_()))
-    return pa.chunked_array(chunks, type=pa.bool_())
+        out.append(table[at])
+    return np.concatenate(out) if out else np.zeros(0, dtype=bool)
 
 
 def _rows(
@@ -338,7 +343,7 @@ def check_parts(
     columns those rows use (op rows and element rows are written in two blocks).
     `element_columns`: the element columns to decode (a subset of ELEMENT_CHECK_COLUMNS; a
     consumer that read the keys first with read_element_keys need not decode them again)."""
-    op_columns = ["row", "f", *QUEUE_OP_COLUMNS]
+    op_columns = ["f", *QUEUE_OP_COLUMNS]  # the statistics said every row is an op row
     mixed_columns = ["row", "f", "invoke_index", *element_columns]
     mixed_columns += [c for c in QUEUE_OP_COLUMNS if c not in mixed_columns]
     pf = _open(path)
@@ -352,22 +357,23 @@ def check_parts(
                 yield CheckInput(elems, empty.select(QUEUE_OP_COLUMNS), no_wide)
                 continue
             rg = pf.read_row_group(i, columns=op_columns if only == OP_ROW else mixed_columns)
-            row = rg.column("row")
-            is_op = is_in(row, [OP_ROW])
+            # Masks as numpy bytes: Arrow's bitmaps cost a pack here and an unpack in _take.
+            f = rg.column("f")
+            queue = _in(f, QUEUE)
+            needs = _in(f, wide_fs) | _in(rg.column("process"), wide_processes)
             if only == OP_ROW:
                 elems = empty.select(element_columns)
             else:
-                elems = _take(rg.select(element_columns), is_in(row, [ELEM_ROW]))
-            f = rg.column("f")
-            queue = _take(rg.select(QUEUE_OP_COLUMNS), pc.and_(is_op, is_in(f, QUEUE)))
-            needs = pc.and_(
-                is_op, pc.or_(is_in(f, wide_fs), is_in(rg.column("process"), wide_processes))
-            )
-            del rg, row, f
+                is_op = _in(rg.column("row"), [OP_ROW])
+                queue &= is_op
+                needs &= is_op
+                elems = _take(rg.select(element_columns), _in(rg.column("row"), [ELEM_ROW]))
+            queue_ops = _take(rg.select(QUEUE_OP_COLUMNS), queue)
+            del rg, f
             wide = no_wide
-            if pc.any(needs).as_py():
-                wide = pf.read_row_group(i).filter(needs).drop_columns(["row"])
-        yield CheckInput(elems, queue, wide)
+            if needs.any():
+                wide = _take(pf.read_row_group(i), needs).drop_columns(["row"])
+        yield CheckInput(elems, queue_ops, wide)
 
 
 def read_element_keys(path: str | Path) -> np.ndarray:
@@ -435,10 +441,10 @@ def _only_kind(rg: pq.RowGroupMetaData) -> str | None:
     return None
 
 
-def _take(table: pa.Table, mask: pa.ChunkedArray) -> pa.Table:
+def _take(table: pa.Table, mask: np.ndarray) -> pa.Table:
     """table.filter(mask); a slice when the rows are one run (op rows and element rows are
     written in two blocks, so nearly every row group is all of one or the other)."""
-    rows = np.flatnonzero(np.asarray(mask.combine_chunks()))
+    rows = np.flatnonzero(mask)
     if len(rows) == 0:
         return table.slice(0, 0)
     if rows[-1] - rows[0] + 1 == len(rows):
