@@ -254,7 +254,14 @@ def _in(col: pa.ChunkedArray, names: list[str]) -> np.ndarray:
         table = np.array([w in wanted for w in chunk.dictionary.to_pylist()] + [False])
         idx = chunk.indices
         at = (pc.fill_null(idx, len(table) - 1) if idx.null_count else idx).to_numpy()
-        out.append(table[at])
+        hits = np.flatnonzero(table)
+        if len(hits) <= 3:  # a compare per hit streams; a lookup converts and gathers
+            mask = np.zeros(len(at), dtype=bool)
+            for h in hits.tolist():
+                mask |= at == h
+            out.append(mask)
+        else:
+            out.append(table[at])
     return np.concatenate(out) if out else np.zeros(0, dtype=bool)
 
 
