@@ -111,9 +111,7 @@ class OpArraysBuilder:
             self._sorted = ahead and bool(np.all(ix[1:] > ix[:-1]))
         if not self._sorted or i_hi == i_lo or c_hi == c_lo:
             return
-        q = c["inv"][c_lo:c_hi]
-        at = np.minimum(np.searchsorted(ix, q), len(ix) - 1)
-        hit = ix[at] == q
+        hit, at = _positions(ix, c["inv"][c_lo:c_hi])
         at += i_lo
         c["found"][c_lo:c_hi] = hit
         np.copyto(c["inv_time"][c_lo:c_hi], i["time"][at], where=hit)
@@ -221,8 +219,7 @@ def _invocations(
         asked[q] = True
         return time_of[q], asked[index - lo if lo else index]
     order = np.argsort(index, kind="stable")
-    at = np.minimum(np.searchsorted(index[order], wanted), len(index) - 1)
-    hit = index[order][at] == wanted
+    hit, at = _positions(index[order], wanted)
     found = order[at[hit]]
     out = np.full(len(wanted), missing, dtype=np.int64)
     out[hit] = time[found]
