@@ -155,7 +155,7 @@ class DockerCluster:
                 if i:
                     from clusters.migration import seed_cluster_id
 
-                    seed_cluster_id(topo, info.cluster_id, timeout=ready_timeout / 4)
+                    seed_cluster_id(topo, info.cluster_id, timeout=ready_timeout / 2)
                 with ThreadPoolExecutor(max_workers=len(wave)) as pool:
                     list(
                         pool.map(

@@ -98,12 +98,13 @@ def seed_cluster_id(topo: Topology, cluster_id: str, timeout: float = 30.0) -> N
     """Writes /cluster/id before any broker starts, so that ZooKeeper-mode brokers adopt the id
     the KRaft controllers were formatted with (the guide reads it from ZooKeeper afterwards;
     fixing it first keeps every node's start independent of the others)."""
-    from kazoo.client import KazooClient
     from kazoo.exceptions import NodeExistsError
+
+    from clusters.zk_client import zk_client
 
     # Until ZooKeeper listens kazoo logs every refused connection; the timeout is the story.
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
-    zk = KazooClient(hosts=topo.zookeeper_connect(), timeout=timeout)
+    zk = zk_client(topo.zookeeper_connect(), timeout)
     try:
         zk.start(timeout=timeout)
     except Exception as exc:  # kazoo's own timeout type; any failure means ZooKeeper is not up

@@ -84,11 +84,12 @@ def node_status(node: DockerNode, check_paused: bool = True) -> dict[str, Any]:
 
 def zookeeper_view(info: ClusterInfo, timeout: float = 5.0) -> dict[str, Any]:
     """/controller, /controller_epoch and registered broker ids, read from the ensemble."""
-    from kazoo.client import KazooClient
     from kazoo.exceptions import NoNodeError
 
+    from clusters.zk_client import zk_client
+
     view: dict[str, Any] = {"controller": None, "controller_epoch": None, "broker_ids": None}
-    zk = KazooClient(hosts=info.topology.zookeeper_connect(), timeout=timeout, read_only=True)
+    zk = zk_client(info.topology.zookeeper_connect(), timeout, read_only=True)
     try:
         zk.start(timeout=timeout)
     except Exception as exc:  # kazoo raises its own timeout type; any failure means "no answer"
