@@ -29,14 +29,14 @@ from checkers.queue.check import (
     check_queue_arrays,
     check_queue_reference,
     check_queue_table,
-    reset_ops,
+    queue_resets,
 )
 from checkers.queue.fencing import run_slots
 from checkers.queue.vector import workers
 from checkers.queue_ops import queue_ops_from_table
 from checkers.verdict import Verdict, decide
 from checkers.zk_controller.check import check_run_zk
-from history.columnar import is_in, op_rows, read_elements, write_parquet
+from history.columnar import is_in, op_rows, read_elements, read_header, write_parquet
 from history.errors import HistoryError
 from history.format import (
     DATA_LOGS_DIR,
@@ -46,6 +46,7 @@ from history.format import (
     NEMESIS,
     OBSERVER,
     PARQUET_NAME,
+    after_abort_rule,
 )
 from history.reader import read_history
 
@@ -55,10 +56,13 @@ from history.reader import read_history
 ENGINES = ("auto", "local", "pandas", "spark", "reference")
 
 
-def check_table(table: pa.Table, slots: int | None = None) -> list[Finding]:
+def check_table(
+    table: pa.Table, slots: int | None = None, after_abort: str | None = None
+) -> list[Finding]:
     """Every finding of an in-memory columnar history, on the pandas path (tests, small runs).
-    `slots`: worker slots sharing transactional ids (a transactional run's concurrency)."""
-    queue = check_queue_table(table, slots=slots)
+    `slots`: worker slots sharing transactional ids (a transactional run's concurrency);
+    `after_abort`: the poll rule after aborts, by default the history header's."""
+    queue = check_queue_table(table, slots=slots, after_abort=after_abort)
     cycles = find_cycles(queue.edges, queue_ops_from_table(table))
     meta = check_metadata(observe_samples_from_ops(op_rows(table).to_pylist()))
     return queue.findings + cycles + meta
@@ -172,6 +176,7 @@ def _check(
     has_logs = (out_dir / METADATA_DIR).is_dir() or (out_dir / DATA_LOGS_DIR).is_dir()
     local = not use_spark and engine != "reference"
     slots, slots_note = run_slots(out_dir)
+    rule = after_abort_rule(read_header(parquet))
     with ThreadPoolExecutor(workers()) as pool:
         data = load(
             parquet,
@@ -181,18 +186,18 @@ def _check(
             pool=pool,
         )
         wide, n_elems, ops = data.wide_ops, data.n_elements, data.queue_ops
-        resets = reset_ops(wide.filter(is_in(wide.column("f"), RESET_FS)))
+        resets = queue_resets(wide.filter(is_in(wide.column("f"), RESET_FS)), ops, rule)
         if use_spark:
             from checkers.queue.spark import run_spark
 
-            queue = run_spark(spark, str(parquet), resets, slots)
+            queue = run_spark(spark, str(parquet), resets, slots, rule)
         elif engine == "reference":
-            queue = check_queue_reference(read_elements(parquet), resets, slots)
+            queue = check_queue_reference(read_elements(parquet), resets, slots, rule)
         else:
             arrays = data.elements
             assert arrays is not None  # load(elements=True)
             del data  # from here on the arrays are held once, by `arrays` alone
-            queue = check_queue_arrays(arrays, resets, pool, slots)
+            queue = check_queue_arrays(arrays, resets, pool, slots, rule)
             del arrays
     cycles = find_cycles(queue.edge_parts, ops, queue.back_spans)
     meta_ops = wide.filter(

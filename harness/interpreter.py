@@ -126,7 +126,8 @@ class Run:
             info = dc.up(topo, spec.version, timing=spec.timing, say=self.say)
             self.summary["kafka_version"] = info.version
             run_id = f"{spec.run_name}/{run_dir.name}"
-            recorder = Recorder(run_dir / JSONL_NAME, run_id)
+            kind = AdminWorkload if spec.workload == "admin" else QueueWorkload
+            recorder = Recorder(run_dir / JSONL_NAME, run_id, header=kind.HISTORY_HEADER)
             self._drive(dc, info, recorder, run_id)
         except KeyboardInterrupt:
             interrupted = True
@@ -304,7 +305,7 @@ class Run:
         except Exception as exc:  # a client bug: the op's fate is unknown
             done = Completion("info", op.value, f"{type(exc).__name__}: {exc}", op.node)
         rec.record(done.type, op.f, done.value, client.process, done.node or op.node, done.error)
-        return done.type != "info"
+        return done.type != "info" and not done.retire
 
     # Ending ----------------------------------------------------------------------------------
     def _heal(self, dc: DockerCluster, rec: Recorder | None) -> None:

@@ -17,9 +17,9 @@ from history.writer import HistoryWriter
 
 
 class Recorder:
-    def __init__(self, path: Path, run: str) -> None:
+    def __init__(self, path: Path, run: str, header: dict[str, Any] | None = None) -> None:
         self._t0 = time.monotonic_ns()
-        self._writer = HistoryWriter(path, run, fsync_seconds=1.0)
+        self._writer = HistoryWriter(path, run, fsync_seconds=1.0, header=header)
         # Taking the time and writing under one lock keeps `time` non-decreasing in file order.
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()

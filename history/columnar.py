@@ -29,6 +29,10 @@ from history.format import INFO, INVOKE, QUEUE_FS, is_int64
 from history.reader import History
 
 OP_ROW, ELEM_ROW = "op", "elem"
+# The JSONL header rides along in the table's (and the Parquet file's) metadata: what the
+# writer declared of its clients (format.CONSUMER_AFTER_ABORT) must reach a check that reads
+# only the columnar form.
+HEADER_METADATA = b"kchaos_header"
 SEND, POLL = "send", "poll"
 QUEUE = sorted(QUEUE_FS)
 
@@ -98,7 +102,9 @@ def to_table(history: History) -> pa.Table:
             continue
         invoke = history.ops[history.invoke_of[op["index"]]]
         _add_elements(cols, history, op, invoke, op["type"], complete_time=op["time"])
-    return pa.table(cols, schema=SCHEMA)
+    return pa.table(cols, schema=SCHEMA).replace_schema_metadata(
+        {HEADER_METADATA: json.dumps(history.header)}
+    )
 
 
 def _add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: int | None) -> None:
@@ -235,6 +241,22 @@ def write_parquet(history: History, path: str | Path) -> Path:
     out = Path(path)
     pq.write_table(to_table(history), out, row_group_size=1 << 20)
     return out
+
+
+def read_header(path: str | Path) -> dict[str, Any]:
+    """The header of the history a Parquet file was written from; {} for files written before
+    it was kept there."""
+    return header_of(_open(path).schema_arrow)
+
+
+def header_of(schema: pa.Schema) -> dict[str, Any]:
+    """The history header a table or Parquet schema carries (to_table puts it there)."""
+    meta = schema.metadata or {}
+    try:
+        header = json.loads(meta.get(HEADER_METADATA, b"{}"))
+    except ValueError:
+        return {}
+    return header if isinstance(header, dict) else {}
 
 
 def is_in(col: pa.ChunkedArray, names: list[str]) -> pa.ChunkedArray:

@@ -22,6 +22,32 @@ PLAN_JSON = "plan.json"
 # (older runs named one id per process) says nothing about who fenced whom.
 TXN_ID_PER_SLOT = "kchaos-<run>-slot<process mod concurrency>"
 
+# Where the queue client that wrote a history leaves its consumer after a transaction that polled
+# and then aborted (`fail`): a header field, so the checker applies the poll-skip rule that fits
+# the writer (docs/history.md, docs/checkers.md).
+CONSUMER_AFTER_ABORT = "consumer_after_abort"
+# Back to where it stood when the transaction began (kchaos's queue client): the next poll starts
+# where the last `ok` poll ended; a `fail` op's polls start there too.
+REWIND = "rewind"
+# Jepsen's checker: no `fail` or `info` op moves the position (poll-skip+nonmonotonic-cases).
+JEPSEN = "jepsen"
+# Said by nothing (kchaos histories before the field existed, whose aborted transactions
+# recorded no poll results): any `fail` or `info` queue op leaves the position unknown.
+UNDECLARED = "undeclared"
+AFTER_ABORT_RULES = (REWIND, JEPSEN, UNDECLARED)
+
+
+def after_abort_rule(header: dict[str, object]) -> str:
+    """The rule a history's header asks for; Jepsen's histories (converted from EDN) get
+    Jepsen's."""
+    declared = header.get(CONSUMER_AFTER_ABORT)
+    if declared in AFTER_ABORT_RULES:
+        return str(declared)
+    if str(header.get("run", "")).startswith("jepsen:"):
+        return JEPSEN
+    return UNDECLARED
+
+
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 OP_TYPES = frozenset({INVOKE, OK, FAIL, INFO})
 COMPLETIONS = frozenset({OK, FAIL, INFO})

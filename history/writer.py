@@ -34,7 +34,9 @@ class HistoryWriter:
         started_wall: float | None = None,
         fsync_every: int = 0,
         fsync_seconds: float | None = None,
+        header: dict[str, Any] | None = None,
     ) -> None:
+        """`header`: further header fields, what the writer says of its clients (format.py)."""
         self.path = Path(path)
         # "x": a history is never appended to by a second run or overwritten.
         self._file = open(self.path, "x", encoding="utf-8")  # noqa: SIM115 - closed in close()
@@ -48,6 +50,7 @@ class HistoryWriter:
             HEADER_KEY: FORMAT_VERSION,
             "started_wall": time.time() if started_wall is None else started_wall,
             "run": run,
+            **(header or {}),
         }
         self._write_line(header)
 

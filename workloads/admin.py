@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
@@ -71,6 +71,9 @@ def classify(exc: BaseException) -> str:
 
 class AdminWorkload:
     """One single-broker AdminClient per broker; clients of every process share them."""
+
+    # No consumer: nothing for the history to declare.
+    HISTORY_HEADER: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, gen: dict[str, Any], topology: Topology, seed: int, run_id: str) -> None:
         self.gen = gen

@@ -17,6 +17,9 @@ class Completion:
     value: Any
     error: str | None = None
     node: str | None = None
+    # The outcome is known, but the client's own state is not (a consumer whose position could
+    # not be restored): the process retires, as after `info`.
+    retire: bool = False
 
 
 @dataclass

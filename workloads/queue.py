@@ -14,10 +14,11 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
+    OFFSET_STORED,
     Consumer,
     KafkaError,
     KafkaException,
@@ -27,6 +28,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters.topology import Topology
+from history.format import CONSUMER_AFTER_ABORT, REWIND
 from workloads.client import Completion, Invocation
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 
@@ -76,6 +78,10 @@ class LeaderMap:
 
 class QueueWorkload:
     """Shared state of one queue run: the topic, acknowledged sends, and client construction."""
+
+    # What the history's header says of this client (docs/history.md): the checker's poll-skip
+    # rule depends on where a consumer stands after a transaction that polled and then aborted.
+    HISTORY_HEADER: ClassVar[dict[str, Any]] = {CONSUMER_AFTER_ABORT: REWIND}
 
     def __init__(self, gen: dict[str, Any], topology: Topology, seed: int, run_id: str) -> None:
         self.gen = gen
@@ -303,27 +309,34 @@ class QueueClient:
         node = self.wl.leaders.leaders.get(key, op.node)
         return Completion("ok", [["send", key, [got, value]]], None, node)
 
-    def _poll(self, max_messages: int | None = None) -> dict[str, list[list[int]]]:
+    def _poll(
+        self, max_messages: int | None = None
+    ) -> tuple[dict[str, list[list[int]]], KafkaException | None]:
+        """What one consume() returned, and the error that ended it if one did: the records
+        before the error were delivered (the position moved past them), so they are kept."""
         n = max_messages or int(self.wl.gen["poll_max_messages"])
         timeout = int(self.wl.gen["poll_timeout_ms"]) / 1000
         read: dict[str, list[list[int]]] = defaultdict(list)
-        for msg in self.consumer.consume(n, timeout):
+        try:
+            msgs = self.consumer.consume(n, timeout)
+        except KafkaException as exc:
+            return {}, exc
+        for msg in msgs:
             err = msg.error()
             if err is not None:
                 if err.code() == err._PARTITION_EOF:
                     continue
-                raise KafkaException(err)
+                return dict(read), KafkaException(err)
             value = _parse_value(msg.value())
             if value is not None:
                 read[str(msg.partition())].append([msg.offset(), value])
-        return dict(read)
+        return dict(read), None
 
     def _poll_op(self, op: Invocation) -> Completion:
-        try:
-            read = self._poll()
-        except KafkaException as exc:
+        read, exc = self._poll()
+        if exc is not None:
             # A read has no effect on the data, but the consumer's position is now unknown.
-            return Completion("info", op.value, describe(exc))
+            return Completion("info", [["poll", read]], describe(exc))
         if read and self.wl.gen["mode"] == "subscribe":
             # A lost commit only means re-reading later, which subscribe mode tolerates.
             with contextlib.suppress(KafkaException):
@@ -332,7 +345,10 @@ class QueueClient:
 
     def _txn_op(self, op: Invocation) -> Completion:
         results: dict[int, Any] = {}
+        # What each micro-op did so far: a fail or info completion records the polls that
+        # happened (their records were delivered) and the sends as invoked.
         out: list[list[Any]] = []
+        start = self._positions()
         try:
             if not self._txn_ready:
                 self.producer.init_transactions(TXN_TIMEOUT_S)
@@ -343,17 +359,21 @@ class QueueClient:
                     self._produce(mop[1], mop[2], results)
                     out.append(mop)
                 else:
-                    out.append(["poll", self._poll()])
+                    read, exc = self._poll()
+                    out.append(["poll", read])
+                    if exc is not None:
+                        raise exc
             remaining = self.producer.flush(SEND_TIMEOUT_S)
             bad = [v for v in results.values() if not isinstance(v, int)]
             if remaining or bad or len(results) < sum(m[0] == "send" for m in op.value):
-                return self._abort(op, describe(bad[0]) if bad else "sends not delivered in time")
+                why = describe(bad[0]) if bad else "sends not delivered in time"
+                return self._abort(op, out, start, why)
             self.producer.commit_transaction(TXN_TIMEOUT_S)
         except KafkaException as exc:
             err = kafka_error(exc)
             if err is not None and err.txn_requires_abort():
-                return self._abort(op, describe(exc))
-            return Completion("info", op.value, describe(exc))
+                return self._abort(op, out, start, describe(exc))
+            return Completion("info", _as_done(op, out), describe(exc))
         done = []
         for mop in out:
             if mop[0] == "send":
@@ -364,13 +384,53 @@ class QueueClient:
                 done.append(mop)
         return Completion("ok", done)
 
-    def _abort(self, op: Invocation, why: str) -> Completion:
+    def _positions(self) -> dict[int, int] | None:
+        """Where the consumer stands on each assigned partition (the offset its next poll
+        returns first; negative before its first record), None when librdkafka cannot say."""
+        try:
+            parts = self.consumer.position(self.consumer.assignment())
+        except (KafkaException, RuntimeError):
+            return None
+        return {tp.partition: tp.offset for tp in parts if tp.error is None}
+
+    def _abort(
+        self, op: Invocation, out: list[list[Any]], start: dict[int, int] | None, why: str
+    ) -> Completion:
+        value = _as_done(op, out)
         try:
             self.producer.abort_transaction(TXN_TIMEOUT_S)
         except KafkaException as exc:
-            return Completion("info", op.value, f"{why}; abort failed: {describe(exc)}")
+            return Completion("info", value, f"{why}; abort failed: {describe(exc)}")
         # An abort that completed is definite: read_committed consumers never see these sends.
-        return Completion("fail", op.value, f"aborted: {why}")
+        # Its polls are undone too, as a consume-transform-produce loop undoes them: the
+        # consumer goes back to where it stood when the transaction began (REWIND), so its next
+        # poll starts where its last committed one ended. Where that cannot be done, its
+        # position is unknown and the process retires.
+        if not self._rewind(start):
+            return Completion("fail", value, f"aborted: {why}; consumer not rewound", retire=True)
+        return Completion("fail", value, f"aborted: {why}")
+
+    def _rewind(self, start: dict[int, int] | None) -> bool:
+        now = self._positions()
+        if start is None or now is None:
+            return False
+        subscribe = self.wl.gen["mode"] == "subscribe"
+        # A partition that had returned nothing goes back to where its reading starts.
+        first = OFFSET_STORED if subscribe else OFFSET_BEGINNING
+        try:
+            for p, offset in now.items():
+                was = start.get(p)
+                if was is None and subscribe:
+                    return False  # assigned during the transaction: where it began is unknown
+                if was is None or was < 0:
+                    if offset < 0:
+                        continue  # still nothing returned: nothing to undo
+                    was = first
+                if was != offset:
+                    self.consumer.seek(TopicPartition(self.wl.topic, p, was))
+        except (KafkaException, RuntimeError):
+            return False
+        return True
 
     def close(self) -> None:
         with contextlib.suppress(KafkaException, RuntimeError):
@@ -380,6 +440,11 @@ class QueueClient:
         with contextlib.suppress(KafkaException):
             self.producer.purge(in_queue=True, in_flight=False)
             self.producer.flush(0)
+
+
+def _as_done(op: Invocation, out: list[list[Any]]) -> list[list[Any]]:
+    """A transaction's micro-ops as far as they went (`out`), the rest as invoked."""
+    return [*out, *op.value[len(out) :]]
 
 
 def final_reads(

@@ -10,6 +10,8 @@ import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from history.format import FAIL, INFO, JEPSEN, REWIND, UNDECLARED
+
 
 @dataclass(frozen=True)
 class Reset:
@@ -30,6 +32,18 @@ class QueueContext:
     # Transactional runs whose transactional.id belongs to the worker slot (process mod slots):
     # the number of slots, for the fenced-producer-read rule (queue/fencing.py); None: not judged.
     slots: int | None = None
+    # Where the history's writer leaves a consumer after an aborted transaction
+    # (history.format.CONSUMER_AFTER_ABORT): decides which op a poll continues from.
+    after_abort: str = UNDECLARED
+
+    def keeps_position(self, op_type: str) -> bool:
+        """Does a poll op of this (non-ok) type leave the process where its last ok poll of the
+        key ended? Then its polls continue from there, and so does the next op's."""
+        if self.after_abort == REWIND:
+            return op_type == FAIL
+        if self.after_abort == JEPSEN:
+            return op_type in (FAIL, INFO)
+        return False
 
     def reset_between(self, process: str, key: int, after: int, before: int) -> bool:
         """Did `process` lose its position on `key` between ops `after` and `before`?"""
@@ -48,11 +62,12 @@ def build_context(
     polled_values: Iterable[int],
     reset_ops: Iterable[tuple[str, int, str, list[int] | None]],
     slots: int | None = None,
+    after_abort: str = UNDECLARED,
 ) -> QueueContext:
     """`info_send_values`: (op index, value) of sends in info ops; `polled_values`: every value
     any poll returned (or just those among the info sends'); `reset_ops`: (process, index, f,
-    keys) of assign/subscribe/crash completions that were not `fail`; `slots`: see
-    QueueContext."""
+    keys) of assign/subscribe/crash completions that were not `fail` (and, for UNDECLARED
+    histories, `abort_resets`); `slots`, `after_abort`: see QueueContext."""
     polled = set(polled_values)
     committed = frozenset(i for i, v in info_send_values if v in polled)
     by_process: dict[str, list[Reset]] = {}
@@ -62,4 +77,26 @@ def build_context(
         kept = None if f == "crash" or keys is None else frozenset(keys)
         by_process.setdefault(process, []).append(Reset(index, kept))
     resets = {p: tuple(sorted(rs, key=lambda r: r.index)) for p, rs in by_process.items()}
-    return QueueContext(committed_info=committed, resets=resets, subscribe=subscribe, slots=slots)
+    return QueueContext(
+        committed_info=committed,
+        resets=resets,
+        subscribe=subscribe,
+        slots=slots,
+        after_abort=after_abort,
+    )
+
+
+def abort_resets(
+    processes: Iterable[str], indices: Iterable[int], types: Iterable[str], after_abort: str
+) -> list[tuple[str, int, str, list[int] | None]]:
+    """Reset ops for the queue ops whose polls moved the consumer unseen: in UNDECLARED
+    histories a `fail` transaction recorded its invocation, not what its polls returned, so
+    after any non-ok queue op the process's position on every key is unknown. (Elements do not
+    show such a poll: it returned nothing the history holds.)"""
+    if after_abort != UNDECLARED:
+        return []
+    return [
+        (p, i, "abort", None)
+        for p, i, t in zip(processes, indices, types, strict=True)
+        if t in (FAIL, INFO)
+    ]

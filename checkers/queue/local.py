@@ -9,14 +9,16 @@ import pyarrow as pa
 
 from checkers.queue.context import QueueContext, build_context
 from checkers.queue.per_key import KeyResult, check_key, elems_from_columns
+from history.format import UNDECLARED
 
 
 def local_context(
     cols: dict[str, list[Any]],
     resets: list[tuple[str, int, str, list[int] | None]],
     slots: int | None = None,
+    after_abort: str = UNDECLARED,
 ) -> QueueContext:
-    """`cols`: element columns (pa.Table.to_pydict); `slots`: QueueContext.slots."""
+    """`cols`: element columns (pa.Table.to_pydict); `slots`, `after_abort`: QueueContext's."""
     kind, typ, index, value = cols["kind"], cols["type"], cols["index"], cols["value"]
     info = [
         (index[i], value[i])
@@ -25,16 +27,17 @@ def local_context(
     ]
     wanted = {v for _, v in info}
     polled = [v for k, v in zip(kind, value, strict=True) if k == "poll" and v in wanted]
-    return build_context(info, polled, resets, slots)
+    return build_context(info, polled, resets, slots, after_abort)
 
 
 def run_local(
     elements: pa.Table,
     resets: list[tuple[str, int, str, list[int] | None]],
     slots: int | None = None,
+    after_abort: str = UNDECLARED,
 ) -> tuple[list[KeyResult], QueueContext]:
     cols = elements.to_pydict()
-    ctx = local_context(cols, resets, slots)
+    ctx = local_context(cols, resets, slots, after_abort)
     rows: dict[int, list[int]] = defaultdict(list)
     for i, k in enumerate(cols["key"]):
         rows[k].append(i)

@@ -20,6 +20,7 @@ from checkers.queue.context import QueueContext, build_context
 from checkers.queue.rows import ROW_DDL, ROW_SCHEMA, from_arrow, to_arrow
 from checkers.queue.vector import check_arrays
 from history.columnar import ELEM_ROW, ELEMENT_CHECK_COLUMNS
+from history.format import UNDECLARED
 
 
 def run_spark(
@@ -27,14 +28,16 @@ def run_spark(
     parquet: str,
     resets: list[tuple[str, int, str, list[int] | None]],
     slots: int | None = None,
+    after_abort: str = UNDECLARED,
 ) -> QueueResult:
-    """`slots`: QueueContext.slots (shipped to every bucket with the other cross-key facts)."""
+    """`slots`, `after_abort`: QueueContext's (shipped to every bucket with the other cross-key
+    facts)."""
     from pyspark.sql import functions as F
 
     elems = (
         spark.read.parquet(parquet).filter(F.col("row") == ELEM_ROW).select(*ELEMENT_CHECK_COLUMNS)
     )
-    ctx = _context(elems, resets, slots)
+    ctx = _context(elems, resets, slots, after_abort)
     buckets = int(spark.conf.get("spark.sql.shuffle.partitions"))
 
     def per_bucket(table: pa.Table) -> pa.Table:
@@ -57,7 +60,10 @@ def check_bucket(table: pa.Table, ctx: QueueContext) -> pa.Table:
 
 
 def _context(
-    elems: Any, resets: list[tuple[str, int, str, list[int] | None]], slots: int | None
+    elems: Any,
+    resets: list[tuple[str, int, str, list[int] | None]],
+    slots: int | None,
+    after_abort: str,
 ) -> QueueContext:
     from pyspark.sql import functions as F
 
@@ -80,4 +86,4 @@ def _context(
             .distinct()
             .collect()
         ]
-    return build_context(pairs, polled, resets, slots)
+    return build_context(pairs, polled, resets, slots, after_abort)

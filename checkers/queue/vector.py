@@ -27,6 +27,7 @@ from checkers.queue.arrays import ElemArrays
 from checkers.queue.context import QueueContext, build_context
 from checkers.queue.elem import FAIL, INFO, OK, Elem
 from checkers.queue.fencing import fenced_reads_arrays
+from history.format import UNDECLARED
 
 
 def _take(rows: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -177,15 +178,17 @@ def vector_context(
     a: ElemArrays,
     resets: list[tuple[str, int, str, list[int] | None]],
     slots: int | None = None,
+    after_abort: str = UNDECLARED,
 ) -> QueueContext:
     """Cross-key facts (which info sends happened) from the arrays of every element."""
     info = np.flatnonzero(a.is_kind("send") & a.is_type(INFO) & a.has_val)
     pairs = list(zip(a.index[info].tolist(), a.value[info].tolist(), strict=True))
     if not pairs:
-        return build_context([], [], resets, slots)
+        return build_context([], [], resets, slots, after_abort)
     # Info sends are few and polls many: the polls are looked up among the info values.
     polled = a.value[a.is_kind("poll") & a.has_val]
-    return build_context(pairs, polled[member(polled, a.value[info])].tolist(), resets, slots)
+    polled = polled[member(polled, a.value[info])].tolist()
+    return build_context(pairs, polled, resets, slots, after_abort)
 
 
 # Elements per call of check_arrays: whole keys at a time, so that its temporaries stay small
@@ -411,15 +414,17 @@ def _process_order(logs: _Logs, kind: str, ctx: QueueContext) -> list[Finding]:
         keep = ok | logs.is_info[op_first]
         op_first, op_last, ok = op_first[keep], op_last[keep], ok[keep]
     order = sort_rows(logs.kid[op_first], a.proc[op_first], a.index[op_first])
-    p, c = order[:-1], order[1:]
-    same = (logs.kid[op_first[p]] == logs.kid[op_first[c]]) & (
-        a.proc[op_first[p]] == a.proc[op_first[c]]
-    )
     if kind == "poll":
-        # A poll in a failed or info op forgets the position (the consumer may rewind).
-        same &= ok[p]
+        i, j = _poll_pairs(logs, op_first[order], ok[order], ctx)
+        p, c = order[i], order[j]
+    else:
+        p, c = order[:-1], order[1:]
+        same = (logs.kid[op_first[p]] == logs.kid[op_first[c]]) & (
+            a.proc[op_first[p]] == a.proc[op_first[c]]
+        )
+        p, c = p[same], c[same]
     x, y = op_last[p], op_first[c]
-    bad = same & _flagged(logs, x, y, skip=kind == "poll")
+    bad = _flagged(logs, x, y, skip=kind == "poll")
     x, y = x[bad], y[bad]
     # Resets are rare: consult them only for the pairs that would be reported.
     keep = [
@@ -430,6 +435,33 @@ def _process_order(logs: _Logs, kind: str, ctx: QueueContext) -> list[Finding]:
     ]
     keep_arr = np.array(keep, dtype=bool)
     return _describe_pairs(logs, kind, x[keep_arr], y[keep_arr], internal=False)
+
+
+def _poll_pairs(
+    logs: _Logs, first: np.ndarray, ok: np.ndarray, ctx: QueueContext
+) -> tuple[np.ndarray, np.ndarray]:
+    """(earlier, later) positions in `first` (each poll op's first element, sorted by key,
+    process, index): each op paired with the latest earlier op of its key and process that
+    set the position (ok) or lost it, when that one set it. Ops that keep the position
+    (QueueContext.keeps_position) are compared but set nothing."""
+    a = logs.a
+    n = len(first)
+    if n == 0:
+        return first[:0], first[:0]
+    keeps = np.zeros(n, dtype=bool)
+    if ctx.keeps_position(FAIL):
+        keeps |= logs.is_fail[first]
+    if ctx.keeps_position(INFO):
+        keeps |= logs.is_info[first]
+    marks = ok | ~keeps
+    at = np.arange(n)
+    last = np.maximum.accumulate(np.where(marks, at, -1))
+    ref = np.r_[-1, last[:-1]]  # the latest marking op strictly before
+    starts = _runs(logs.kid[first], a.proc[first])
+    group_start = np.repeat(starts, np.diff(np.r_[starts, n]))
+    valid = ref >= group_start
+    valid[valid] &= ok[ref[valid]]
+    return ref[valid], at[valid]
 
 
 def _edges(logs: _Logs) -> tuple[EdgeArrays, EdgeArrays, np.ndarray]:

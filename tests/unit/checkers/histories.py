@@ -13,7 +13,9 @@ SEC = 1_000_000_000
 
 
 class H:
-    def __init__(self) -> None:
+    def __init__(self, **header: Any) -> None:
+        """`header`: further header fields (what the writer declares, history/format.py)."""
+        self.header = header
         self.lines: list[dict[str, Any]] = []
         self.clock = 0
 
@@ -73,7 +75,7 @@ class H:
         return self.op(p, "crash", None, "ok", None)
 
     def jsonl(self) -> bytes:
-        header = {"kchaos_history": 1, "run": "test", "started_wall": 0.0}
+        header = {"kchaos_history": 1, "run": "test", "started_wall": 0.0, **self.header}
         rows = [header] + [{"index": i, **op} for i, op in enumerate(self.lines)]
         return "".join(json.dumps(r) + "\n" for r in rows).encode()
 

@@ -17,6 +17,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from history.columnar import to_table
+from history.format import CONSUMER_AFTER_ABORT, REWIND
 from history.reader import History
 from tests.unit.checkers.histories import H
 
@@ -41,7 +42,8 @@ class Consumer:
 
 class Model:
     def __init__(self) -> None:
-        self.h = H()
+        # Consumers behave as kchaos's client does after an abort (REWIND): aborted_poll.
+        self.h = H(**{CONSUMER_AFTER_ABORT: REWIND})
         self.logs: dict[int, list[Record]] = {k: [] for k in KEYS}
         self.next_offset = dict.fromkeys(KEYS, 0)
         self.next_value = 1000
@@ -109,13 +111,26 @@ class Model:
 
     def poll(self, slot: int, limit: int | None) -> None:
         c = self.consumers[slot]
+        self.h.poll(c.process, self._read(c, limit))
+
+    def _read(self, c: Consumer, limit: int | None) -> dict[int, list[tuple[int, int]]]:
         reads = {}
         for k in sorted(c.positions):
             recs = self.readable(c, k, limit)
             if recs:
                 reads[k] = [(r.offset, r.value) for r in recs]
                 c.positions[k] = recs[-1].offset + 1
-        self.h.poll(c.process, reads)
+        return reads
+
+    def aborted_poll(self, slot: int, limit: int | None) -> None:
+        """A transaction that polled, then aborted: the fail op says what the poll read, and
+        the consumer goes back to where it stood when the transaction began."""
+        c = self.consumers[slot]
+        before = dict(c.positions)
+        reads = self._read(c, limit)
+        c.positions = before
+        out = [["poll", {str(k): [list(x) for x in xs] for k, xs in reads.items()}]]
+        self.h.txn(c.process, [["poll"]], out, "fail")
 
     def assign(self, slot: int, keys: list[int]) -> None:
         c = self.consumers[slot]
@@ -162,6 +177,7 @@ actions = st.one_of(
         st.sampled_from(["ok", "ok", "fail", "info-commit", "info-abort"]),
     ),
     st.tuples(st.just("poll"), st.integers(0, 1), st.none() | st.integers(1, 3)),
+    st.tuples(st.just("aborted_poll"), st.integers(0, 1), st.none() | st.integers(1, 3)),
     st.tuples(st.just("assign"), st.integers(0, 1), st.lists(keys, unique=True)),
     st.tuples(st.just("crash"), st.integers(0, 1)),
 )

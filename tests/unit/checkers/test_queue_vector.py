@@ -6,18 +6,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.queue.check import check_queue_table
-from history.columnar import to_table
+from history.columnar import header_of, to_table
+from history.format import AFTER_ABORT_RULES, after_abort_rule
 from tests.unit.checkers.histories import mixed_anomalies
 from tests.unit.checkers.model import CONCURRENCY, INJECTIONS, KEYS, action_lists, run_model
 
 
 def assert_same(table):
-    ref = check_queue_table(table, reference=True, slots=CONCURRENCY)
-    fast = check_queue_table(table, slots=CONCURRENCY)
-    assert [f.to_dict() for f in fast.findings] == [f.to_dict() for f in ref.findings]
-    assert fast.edges.sorted_rows() == ref.edges.sorted_rows()
-    assert fast.subscribe == ref.subscribe
-    return ref
+    """Under every rule for polls after an abort (the history's own, by default, first)."""
+    for rule in (
+        None,
+        *sorted(set(AFTER_ABORT_RULES) - {after_abort_rule(header_of(table.schema))}),
+    ):
+        ref = check_queue_table(table, reference=True, slots=CONCURRENCY, after_abort=rule)
+        fast = check_queue_table(table, slots=CONCURRENCY, after_abort=rule)
+        assert [f.to_dict() for f in fast.findings] == [f.to_dict() for f in ref.findings], rule
+        assert fast.edges.sorted_rows() == ref.edges.sorted_rows()
+        assert fast.subscribe == ref.subscribe
+        if rule is None:
+            own = ref
+    return own
 
 
 @settings(max_examples=300)
