@@ -36,12 +36,15 @@ from workloads.kafka_errors import describe, kafka_error
 
 REQUEST_TIMEOUT_S = 10.0
 
-# Errors the broker returns before changing anything. TOPIC_ALREADY_EXISTS and
-# UNKNOWN_TOPIC_OR_PART are missing on purpose: see the module docstring.
+# Errors the broker returns before changing anything, and that depend only on the request: the
+# same request would have been refused the same way on any earlier attempt. librdkafka resends a
+# CreateTopics whose answer did not arrive (up to its default retries), so an error that depends
+# on the cluster's state can be the answer to a retry of an attempt that took effect:
+# INVALID_REPLICATION_FACTOR (too few live brokers now) is `info`, as are TOPIC_ALREADY_EXISTS and
+# UNKNOWN_TOPIC_OR_PART (see the module docstring).
 DEFINITE_ADMIN = frozenset(
     {
         KafkaError.INVALID_CONFIG,
-        KafkaError.INVALID_REPLICATION_FACTOR,
         KafkaError.INVALID_PARTITIONS,
         KafkaError.TOPIC_EXCEPTION,
         KafkaError.TOPIC_DELETION_DISABLED,

@@ -369,6 +369,9 @@ class QueueClient:
                 why = describe(bad[0]) if bad else "sends not delivered in time"
                 return self._abort(op, out, start, why)
             self.producer.commit_transaction(TXN_TIMEOUT_S)
+        except BufferError as exc:
+            # The send was not queued, so none of it reached a broker; the rest is aborted.
+            return self._abort(op, out, start, f"local queue full: {exc}")
         except KafkaException as exc:
             err = kafka_error(exc)
             if err is not None and err.txn_requires_abort():

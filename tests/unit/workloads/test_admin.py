@@ -74,6 +74,9 @@ def test_only_errors_that_prove_nothing_changed_are_fail():
     assert classify(KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS))) == "info"
     assert classify(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))) == "info"
     assert classify(KafkaException(KafkaError(KafkaError._TIMED_OUT))) == "info"
+    # A retry's answer when fewer brokers are registered than at the first attempt, which may
+    # have created the topic.
+    assert classify(KafkaException(KafkaError(KafkaError.INVALID_REPLICATION_FACTOR))) == "info"
 
 
 def test_an_unknown_workload_is_one_sentence():
