@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 
 from history.format import FAIL, INFO, JEPSEN, REWIND, UNDECLARED
 
+# The reset op name abort_resets gives an op whose polls moved the consumer unseen.
+ABORT = "abort"
+
 
 @dataclass(frozen=True)
 class Reset:
@@ -19,11 +22,15 @@ class Reset:
 
     index: int
     keys: frozenset[int] | None
+    # Only the consumer's position is lost (an op whose polls went unrecorded): the process's
+    # sends keep their order (Jepsen's nonmonotonic-send-cases skips failed ops too).
+    polls_only: bool = False
 
 
 @dataclass(frozen=True)
 class QueueContext:
-    # info ops with a send some poll returned: they did happen, so all their sends count.
+    # info ops with a send some poll returned from its key: they did happen, so all their sends
+    # count.
     committed_info: frozenset[int] = frozenset()
     # Per process, in index order: assign/subscribe (keeps the listed keys) and crash (keeps none).
     resets: dict[str, tuple[Reset, ...]] = field(default_factory=dict)
@@ -45,37 +52,44 @@ class QueueContext:
             return op_type in (FAIL, INFO)
         return False
 
-    def reset_between(self, process: str, key: int, after: int, before: int) -> bool:
-        """Did `process` lose its position on `key` between ops `after` and `before`?"""
+    def reset_between(
+        self, process: str, key: int, after: int, before: int, kind: str = "poll"
+    ) -> bool:
+        """Did `process` lose its `kind` ("poll" or "send") position on `key` between ops
+        `after` and `before`?"""
         resets = self.resets.get(process, ())
         lo = bisect.bisect_right(resets, after, key=lambda r: r.index)
         for r in resets[lo:]:
             if r.index >= before:
                 break
+            if r.polls_only and kind != "poll":
+                continue
             if r.keys is None or key not in r.keys:
                 return True
         return False
 
 
 def build_context(
-    info_send_values: Iterable[tuple[int, int]],
-    polled_values: Iterable[int],
+    info_sends: Iterable[tuple[int, int, int]],
+    polled: Iterable[tuple[int, int]],
     reset_ops: Iterable[tuple[str, int, str, list[int] | None]],
     slots: int | None = None,
     after_abort: str = UNDECLARED,
 ) -> QueueContext:
-    """`info_send_values`: (op index, value) of sends in info ops; `polled_values`: every value
-    any poll returned (or just those among the info sends'); `reset_ops`: (process, index, f,
+    """`info_sends`: (op index, key, value) of sends in info ops; `polled`: every (key, value)
+    any poll returned (or just those among the info sends'). Pairs, not values: kchaos's values
+    are unique in the run, Jepsen's only within a key, so a value read from another key proves
+    nothing; `reset_ops`: (process, index, f,
     keys) of assign/subscribe/crash completions that were not `fail` (and, for UNDECLARED
     histories, `abort_resets`); `slots`, `after_abort`: see QueueContext."""
-    polled = set(polled_values)
-    committed = frozenset(i for i, v in info_send_values if v in polled)
+    seen = set(polled)
+    committed = frozenset(i for i, k, v in info_sends if (k, v) in seen)
     by_process: dict[str, list[Reset]] = {}
     subscribe = False
     for process, index, f, keys in reset_ops:
         subscribe = subscribe or f == "subscribe"
         kept = None if f == "crash" or keys is None else frozenset(keys)
-        by_process.setdefault(process, []).append(Reset(index, kept))
+        by_process.setdefault(process, []).append(Reset(index, kept, polls_only=f == ABORT))
     resets = {p: tuple(sorted(rs, key=lambda r: r.index)) for p, rs in by_process.items()}
     return QueueContext(
         committed_info=committed,
@@ -96,7 +110,7 @@ def abort_resets(
     if after_abort != UNDECLARED:
         return []
     return [
-        (p, i, "abort", None)
+        (p, i, ABORT, None)
         for p, i, t in zip(processes, indices, types, strict=True)
         if t in (FAIL, INFO)
     ]

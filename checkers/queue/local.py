@@ -19,14 +19,15 @@ def local_context(
     after_abort: str = UNDECLARED,
 ) -> QueueContext:
     """`cols`: element columns (pa.Table.to_pydict); `slots`, `after_abort`: QueueContext's."""
-    kind, typ, index, value = cols["kind"], cols["type"], cols["index"], cols["value"]
+    kind, typ, index, key, value = (
+        cols["kind"], cols["type"], cols["index"], cols["key"], cols["value"],
+    )  # fmt: skip
     info = [
-        (index[i], value[i])
+        (index[i], key[i], value[i])
         for i in range(len(kind))
         if kind[i] == "send" and typ[i] == "info" and value[i] is not None
     ]
-    wanted = {v for _, v in info}
-    polled = [v for k, v in zip(kind, value, strict=True) if k == "poll" and v in wanted]
+    polled = [(key[i], value[i]) for i in range(len(kind)) if kind[i] == "poll"]
     return build_context(info, polled, resets, slots, after_abort)
 
 

@@ -198,7 +198,7 @@ def _process_order(log: _Log, elems: list[Elem], ctx: QueueContext, res: KeyResu
                 continue
             p = es[0].process
             prev = last_send.get(p)
-            if prev is not None and not ctx.reset_between(p, k, prev[0].index, index):
+            if prev is not None and not ctx.reset_between(p, k, prev[0].index, index, "send"):
                 _compare_ops(log, prev, es, "send", res)
             last_send[p] = es
 

@@ -70,20 +70,18 @@ def _context(
     info = (
         elems.filter((F.col("kind") == "send") & (F.col("type") == "info"))
         .filter(F.col("value").isNotNull())
-        .select("index", "value")
+        .select("index", "key", "value")
         .toArrow()
     )
-    pairs = list(
-        zip(info.column("index").to_pylist(), info.column("value").to_pylist(), strict=True)
-    )
-    polled: list[int] = []
-    if pairs:
-        values = sorted({v for _, v in pairs})
+    sends = list(zip(*(info.column(c).to_pylist() for c in ("index", "key", "value")), strict=True))
+    polled: list[tuple[int, int]] = []
+    if sends:
+        values = sorted({v for _, _, v in sends})
         polled = [
-            int(r.value)
+            (int(r.key), int(r.value))
             for r in elems.filter((F.col("kind") == "poll") & F.col("value").isin(values))
-            .select("value")
+            .select("key", "value")
             .distinct()
             .collect()
         ]
-    return build_context(pairs, polled, resets, slots, after_abort)
+    return build_context(sends, polled, resets, slots, after_abort)

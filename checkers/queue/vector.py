@@ -182,13 +182,14 @@ def vector_context(
 ) -> QueueContext:
     """Cross-key facts (which info sends happened) from the arrays of every element."""
     info = np.flatnonzero(a.is_kind("send") & a.is_type(INFO) & a.has_val)
-    pairs = list(zip(a.index[info].tolist(), a.value[info].tolist(), strict=True))
-    if not pairs:
+    sends = list(zip(*(x[info].tolist() for x in (a.index, a.key, a.value)), strict=True))
+    if not sends:
         return build_context([], [], resets, slots, after_abort)
     # Info sends are few and polls many: the polls are looked up among the info values.
-    polled = a.value[a.is_kind("poll") & a.has_val]
-    polled = polled[member(polled, a.value[info])].tolist()
-    return build_context(pairs, polled, resets, slots, after_abort)
+    polls = np.flatnonzero(a.is_kind("poll") & a.has_val)
+    polls = polls[member(a.value[polls], a.value[info])]
+    polled = zip(a.key[polls].tolist(), a.value[polls].tolist(), strict=True)
+    return build_context(sends, polled, resets, slots, after_abort)
 
 
 # Elements per call of check_arrays: whole keys at a time, so that its temporaries stay small
@@ -429,7 +430,7 @@ def _process_order(logs: _Logs, kind: str, ctx: QueueContext) -> list[Finding]:
     # Resets are rare: consult them only for the pairs that would be reported.
     keep = [
         not ctx.reset_between(
-            str(a.proc_names[a.proc[i]]), int(a.key[i]), int(a.index[i]), int(a.index[j])
+            str(a.proc_names[a.proc[i]]), int(a.key[i]), int(a.index[i]), int(a.index[j]), kind
         )
         for i, j in zip(x.tolist(), y.tolist(), strict=True)
     ]

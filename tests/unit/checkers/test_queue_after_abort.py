@@ -101,3 +101,12 @@ def test_jepsen_histories_get_jepsens_rule_from_their_header():
     h.poll(3, {0: [(69, 1069)]}, "info")
     h.poll(3, {0: [(71, 1071)]})
     assert kinds(h) == ["poll-skip"]
+
+
+def test_an_unrecorded_poll_forgets_the_consumers_position_but_not_the_producers():
+    """Undeclared histories forget where a consumer stood after a failed op; the process's
+    sends keep their order, as in Jepsen's nonmonotonic-send-cases."""
+    h = H().send(0, 0, 1005, 5)
+    h.txn(0, [["poll"], ["send", 1, 2001]], [["poll"], ["send", 1, 2001]], "fail")
+    h.send(0, 0, 1003, 3)
+    assert kinds(h, UNDECLARED) == ["nonmonotonic-send"]

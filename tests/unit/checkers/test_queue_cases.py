@@ -253,3 +253,27 @@ def test_after_an_aborted_poll_the_consumer_may_resume_or_rewind(tmp_path, resum
         .poll(2, {2: []})
     )
     assert run(tmp_path, h).findings == []
+
+
+@pytest.mark.parametrize("engine", ["reference", "local"])
+def test_an_info_send_counts_only_when_its_own_key_returned_it(tmp_path, engine):
+    """Jepsen's values are unique per key only: value 1 read from key 0 says nothing of the
+    info transaction that sent 1 to key 1 (must-have-committed? is per key). Counting it made a
+    false lost-write (offset 1 of key 1) and a false poll-skip (offsets 0 then 3)."""
+    h = (
+        H()
+        .send(0, 0, 1, 0)
+        .send(2, 1, 3, 0)
+        .txn(1, [["send", 1, 1], ["send", 1, 2]], [["send", 1, [1, 1]], ["send", 1, 2]], "info")
+        .send(2, 1, 4, 3)
+        .assign(3, [0, 1])
+        .poll(3, {0: [(0, 1)], 1: [(0, 3)]})
+        .poll(3, {1: [(3, 4)]})
+    )
+    result = check_queue(h.write(tmp_path), reference=engine == "reference")
+    assert kinds(result, failing_only=True) == []
+    # Read from its own key, the same send proves the transaction happened.
+    h.poll(5, {1: [(1, 1)]})
+    (tmp_path / "2").mkdir()
+    result = check_queue(h.write(tmp_path / "2"), reference=engine == "reference")
+    assert "poll-skip" in kinds(result, failing_only=True)
