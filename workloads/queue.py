@@ -271,6 +271,9 @@ class QueueClient:
         return self._send_op(op)
 
     def _produce(self, key: int, value: int, results: dict[int, Any]) -> None:
+        """Queues one send; its delivery report puts the offset (None when librdkafka does not
+        know it: delivered all the same) or the KafkaError into `results[value]`."""
+
         def delivered(err, msg) -> None:
             results[value] = err if err is not None else msg.offset()
 
@@ -299,10 +302,10 @@ class QueueClient:
         except BufferError as exc:
             return Completion("fail", op.value, f"local queue full: {exc}", op.node)
         self._wait_delivery(results, 1, SEND_TIMEOUT_S + 2)
-        got = results.get(value)
-        if got is None:
+        if value not in results:
             return Completion("info", op.value, "no delivery report in time", op.node)
-        if not isinstance(got, int):
+        got = results[value]
+        if isinstance(got, KafkaError):
             kind = "fail" if produce_is_definite(got) else "info"
             return Completion(kind, op.value, describe(got), op.node)
         self.wl.note_acked(key, got, value)
@@ -364,7 +367,7 @@ class QueueClient:
                     if exc is not None:
                         raise exc
             remaining = self.producer.flush(SEND_TIMEOUT_S)
-            bad = [v for v in results.values() if not isinstance(v, int)]
+            bad = [v for v in results.values() if isinstance(v, KafkaError)]
             if remaining or bad or len(results) < sum(m[0] == "send" for m in op.value):
                 why = describe(bad[0]) if bad else "sends not delivered in time"
                 return self._abort(op, out, start, why)
