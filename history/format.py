@@ -6,6 +6,9 @@ FORMAT_VERSION = 1
 HEADER_KEY = "kchaos_history"
 
 JSONL_NAME = "history.jsonl"
+# Header field of a history converted from Jepsen's EDN: how its keys and values were numbered
+# (history/names.py; docs/history.md, "Jepsen histories").
+NAMES_FIELD = "names"
 PARQUET_NAME = "history.parquet"
 # What a run directory holds beside the history, written by clusters/collect.py and read by the
 # checkers (docs/history.md): one set of names for both sides.

@@ -19,6 +19,7 @@ from history.format import (
     REQUIRED_FIELDS,
     is_int64,
 )
+from history.names import Names
 
 
 @dataclass
@@ -118,6 +119,10 @@ def _parse_header(p: str | Path, raw: bytes) -> dict[str, Any]:
         raise HistoryError(
             p, 1, f"history format {version!r} is not one this reader knows ({FORMAT_VERSION})"
         )
+    try:
+        Names.from_header(header)
+    except ValueError as e:
+        raise HistoryError(p, 1, str(e)) from None
     return header
 
 
