@@ -319,6 +319,8 @@ def _op(raw: Any, where: _Where) -> _Op:
     time = _field(raw, "time")
     if time is not None and not is_int64(time):
         raise where.error(f":time {_show(time)} is not an integer (nanoseconds)")
+    if time == -1:  # jepsen.history's time for an op made without one
+        time = None
     error = _field(raw, "error")
     if error is not None:
         error = _plain(error)

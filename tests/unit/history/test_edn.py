@@ -198,6 +198,14 @@ def test_times_that_do_not_rise_become_positions():
     assert h.header["names"] == {"keys": {"0": ":x"}}  # its values are integers
 
 
+def test_time_minus_one_is_no_time():
+    # jepsen.history gives an op made without :time the time -1, and writes it so.
+    text = REAL_WORLD.replace(":time 280153467070", ":time -1")
+    h, _ = convert(text)
+    assert h.header["time_from_reason"] == "1 of 4 ops have no :time (first: line 2)"
+    assert [o["time"] for o in h.ops] == [i * POSITION_NS for i in range(4)]
+
+
 def test_completion_without_invocation_on_a_client_process():
     text = """
 {:type :invoke, :f :send, :value [[:send 1 10]], :process 0, :time 100}
