@@ -532,7 +532,7 @@ def _timed(ops: list[_Op], reason: str | None) -> list[int]:
     return [earliest if op.added else t for t, op in zip(times, ops, strict=True)]
 
 
-def convert_ops(raw: list[tuple[Any, _Where]], source: str) -> Converted:
+def _convert_ops(raw: list[tuple[Any, _Where]], source: str) -> Converted:
     """Jepsen ops as read (`_read_ops`) in kchaos's shape, with the header that says how."""
     ops = _nemesis_pairs([_op(r, where) for r, where in raw])
     reason = _time_reason(ops)
@@ -566,7 +566,8 @@ def convert_ops(raw: list[tuple[Any, _Where]], source: str) -> Converted:
 
 
 def convert_edn_text(text: str, path: str | Path = "<edn>") -> Converted:
-    return convert_ops(_read_ops(text, str(path)), str(path))
+    """The text of a Jepsen history as a kchaos history; `path` names it in errors."""
+    return _convert_ops(_read_ops(text, str(path)), str(path))
 
 
 def _convert(path: Path) -> tuple[Converted, History]:
