@@ -6,6 +6,12 @@ FORMAT_VERSION = 1
 HEADER_KEY = "kchaos_history"
 
 JSONL_NAME = "history.jsonl"
+# Header fields of a history converted from Jepsen's EDN (docs/history.md, "Jepsen histories"):
+# how keys and values were numbered (history/names.py), why times are op positions, and how
+# many invocations the conversion supplied.
+NAMES_FIELD = "names"
+TIME_FROM, TIME_FROM_INDEX, TIME_FROM_REASON = "time_from", "index", "time_from_reason"
+INVOCATIONS_ADDED = "invocations_added"
 PARQUET_NAME = "history.parquet"
 # What a run directory holds beside the history, written by clusters/collect.py and read by the
 # checkers (docs/history.md): one set of names for both sides.

@@ -13,12 +13,17 @@ from history.format import (
     COMPLETIONS,
     FORMAT_VERSION,
     HEADER_KEY,
+    INVOCATIONS_ADDED,
     INVOKE,
     JSONL_NAME,
     OP_TYPES,
     REQUIRED_FIELDS,
+    TIME_FROM,
+    TIME_FROM_INDEX,
+    TIME_FROM_REASON,
     is_int64,
 )
+from history.names import Names
 
 
 @dataclass
@@ -51,7 +56,40 @@ class History:
                 f"{len(self.incomplete)} invocation(s) never completed; treated as info "
                 f"(first: op {self.incomplete[0]})"
             )
+        out.extend(_jepsen_notes(self.header))
         return out
+
+
+def _jepsen_notes(header: dict[str, Any]) -> list[str]:
+    """What converting a Jepsen history changed (history/edn.py), as its header records it."""
+    source = header.get("converted_from", "the Jepsen history")
+    out = []
+    if header.get(TIME_FROM) == TIME_FROM_INDEX:
+        out.append(
+            f"{source}: op times are op positions (op N at N s), since "
+            f"{header.get(TIME_FROM_REASON, 'its times could not be used')}: realtime order "
+            "is history order, as in Elle"
+        )
+    if header.get(INVOCATIONS_ADDED):
+        out.append(
+            f"{source}: {header[INVOCATIONS_ADDED]} completion(s) had no invocation; each was "
+            "given one just before it, at the history's earliest time, so that, as in Elle, "
+            "no op precedes it in real time"
+        )
+    names = Names.from_header(header)
+    if names:
+        tables = [(what, t) for what, t in (("keys", names.keys), ("values", names.values)) if t]
+        # "key ids: 0 = :x", not "keys 0 = :x", which Names.rename would take for key ids.
+        shown = "; ".join(
+            f"{what[:-1]} ids: " + ", ".join(f"{i} = {s}" for i, s in list(t.items())[:8])
+            + (f" and {len(t) - 8} more" if len(t) > 8 else "")
+            for what, t in tables
+        )  # fmt: skip
+        out.append(
+            f"{source}: Jepsen's {' and '.join(w for w, _ in tables)} are numbered in order "
+            f"of first appearance (the header's names): {shown}"
+        )
+    return out
 
 
 def resolve_history_path(path: str | Path) -> Path:
@@ -118,6 +156,10 @@ def _parse_header(p: str | Path, raw: bytes) -> dict[str, Any]:
         raise HistoryError(
             p, 1, f"history format {version!r} is not one this reader knows ({FORMAT_VERSION})"
         )
+    try:
+        Names.from_header(header)
+    except ValueError as e:
+        raise HistoryError(p, 1, str(e)) from None
     return header
 
 
