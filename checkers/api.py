@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,12 @@ from checkers.queue.check import (
     queue_resets,
 )
 from checkers.queue.fencing import run_slots
+from checkers.queue.policy import for_writer
 from checkers.queue.vector import workers
 from checkers.queue_ops import queue_ops_from_table
 from checkers.verdict import Verdict, decide
 from checkers.zk_controller.check import check_run_zk
-from history.columnar import is_in, op_rows, read_elements, read_header, write_parquet
+from history.columnar import header_of, is_in, op_rows, read_elements, read_header, write_parquet
 from history.errors import HistoryError
 from history.format import (
     DATA_LOGS_DIR,
@@ -48,6 +50,7 @@ from history.format import (
     PARQUET_NAME,
     after_abort_rule,
 )
+from history.names import Names
 from history.reader import read_history
 
 # auto picks the local vectorised path unless a Spark master is named: on one machine it beats
@@ -62,10 +65,11 @@ def check_table(
     """Every finding of an in-memory columnar history, on the pandas path (tests, small runs).
     `slots`: worker slots sharing transactional ids (a transactional run's concurrency);
     `after_abort`: the poll rule after aborts, by default the history header's."""
-    queue = check_queue_table(table, slots=slots, after_abort=after_abort)
+    rule = after_abort or after_abort_rule(header_of(table.schema))
+    queue = check_queue_table(table, slots=slots, after_abort=rule)
     cycles = find_cycles(queue.edges, queue_ops_from_table(table))
     meta = check_metadata(observe_samples_from_ops(op_rows(table).to_pylist()))
-    return queue.findings + cycles + meta
+    return for_writer(queue.findings + cycles, rule) + meta
 
 
 def _locate(path: str | Path) -> tuple[Path, Path | None, Path]:
@@ -96,6 +100,14 @@ def _parquet_for(jsonl: Path | None, parquet: Path, notes: list[str]) -> Path:
     if not parquet.exists() or parquet.stat().st_mtime < jsonl.stat().st_mtime:
         write_parquet(history, parquet)
     return parquet
+
+
+def _names(parquet: Path, header: dict[str, Any]) -> Names | None:
+    try:
+        names = Names.from_header(header)
+    except ValueError as e:
+        raise HistoryError(parquet, None, f"header: {e}") from None
+    return names or None
 
 
 def _highest_watermark(data: MetadataInput) -> int | None:
@@ -176,7 +188,9 @@ def _check(
     has_logs = (out_dir / METADATA_DIR).is_dir() or (out_dir / DATA_LOGS_DIR).is_dir()
     local = not use_spark and engine != "reference"
     slots, slots_note = run_slots(out_dir)
-    rule = after_abort_rule(read_header(parquet))
+    header = read_header(parquet)
+    rule = after_abort_rule(header)
+    names = _names(parquet, header)
     with ThreadPoolExecutor(workers()) as pool:
         data = load(
             parquet,
@@ -213,7 +227,7 @@ def _check(
     meta = check_metadata(meta_input)
     admin_findings, admin_notes = check_admin(admin, kraft_mode(out_dir, meta_input))
     notes.extend(admin_notes)
-    findings = queue.findings + cycles + meta + admin_findings
+    findings = for_writer(queue.findings + cycles, rule) + meta + admin_findings
     logs_checked = has_logs and _check_metadata_logs(
         out_dir, sends, meta_input, queue.findings, findings, notes
     )
@@ -236,6 +250,9 @@ def _check(
     )
     if not checked:
         notes.append("no queue elements, admin ops or observer samples: nothing to check")
+    if names:
+        # Jepsen's keywords and strings were numbered for the columnar form: said back in them.
+        findings = [replace(f, explanation=names.rename(f.explanation)) for f in findings]
     verdict = Verdict(
         status=decide(findings, checked),
         findings=findings,

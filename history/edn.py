@@ -35,11 +35,13 @@ from edn_format import Keyword
 from history.errors import HistoryError
 from history.format import (
     ASSIGN_FS,
+    CONSUMER_AFTER_ABORT,
     FORMAT_VERSION,
     HEADER_KEY,
     INFO,
     INVOCATIONS_ADDED,
     INVOKE,
+    JEPSEN,
     JSONL_NAME,
     NAMES_FIELD,
     NEMESIS,
@@ -544,6 +546,9 @@ def _convert_ops(raw: list[tuple[Any, _Where]], source: str) -> Converted:
         "run": f"jepsen:{source}",
         "started_wall": None,
         "converted_from": source,
+        # Jepsen's client rolls its consumer back after a failed or crashed op; its checker
+        # never moves a position on :fail or :info (docs/checkers.md).
+        CONSUMER_AFTER_ABORT: JEPSEN,
     }
     if names:
         header[NAMES_FIELD] = names.to_header()

@@ -44,8 +44,9 @@ def test_jepsen_lost_write_is_found(tmp_path):
     edn = tmp_path / "history.edn"
     edn.write_text(FIXTURE.read_text().replace("[41 16] [42 17]", "[42 17]"))
     verdict = check(edn, engine="pandas")
-    # The poll jumps from offset 40 to 42 (int-poll-skip) and 16 is never read (lost-write).
-    assert sorted(f.kind for f in verdict.failures) == ["int-poll-skip", "lost-write"]
+    # The poll jumps from offset 40 to 42 (int-poll-skip) and 16 is never read (lost-write);
+    # as in Jepsen, an acknowledged send no poll returned is also unseen, and unseen fails.
+    assert sorted(f.kind for f in verdict.failures) == ["int-poll-skip", "lost-write", "unseen"]
     lost = next(f for f in verdict.failures if f.kind == "lost-write")
     assert lost.ops == (5, 15)  # the send of 16, and the poll that read past it
 
@@ -55,3 +56,28 @@ def test_bad_edn_line_is_one_error(tmp_path):
     edn.write_text(FIXTURE.read_text() + "{:type :ok, :f\n")
     with pytest.raises(HistoryError, match=r"history\.edn:19: not EDN"):
         read_edn_history(edn)
+
+
+def test_jepsen_histories_get_jepsens_verdicts(tmp_path):
+    """Jepsen tolerates G1c (ww dependencies inferred) and fails on unseen sends; kchaos's own
+    histories keep kchaos's verdicts (docs/checkers.md, "kchaos and Jepsen")."""
+    # Jepsen's g1c-pure-wr-test: each transaction sends one key and polls the other's send.
+    ops = [
+        "{:index 0 :type :invoke :f :txn :value [[:send :x 1] [:poll]] :process 0 :time 0}",
+        "{:index 1 :type :invoke :f :txn :value [[:send :y 1] [:poll]] :process 1 :time 1}",
+        "{:index 2 :type :ok :f :txn :value [[:send :x [0 1]] [:poll {:y [[0 1]]}]] :process 0"
+        " :time 2}",
+        "{:index 3 :type :ok :f :txn :value [[:send :y [0 1]] [:poll {:x [[0 1]]}]] :process 1"
+        " :time 3}",
+        "{:index 4 :type :invoke :f :send :value [[:send :z 7]] :process 2 :time 4}",
+        "{:index 5 :type :ok :f :send :value [[:send :z [0 7]]] :process 2 :time 5}",
+    ]
+    edn = tmp_path / "history.edn"
+    edn.write_text("\n".join(ops) + "\n")
+    verdict = check(edn, engine="local")
+    g1c = [f for f in verdict.findings if f.kind == "G1c"]
+    assert g1c and all("allowed-error-types" in (f.tolerated or "") for f in g1c)
+    (unseen,) = [f for f in verdict.failures if f.kind == "unseen"]
+    # Said back in Jepsen's own names.
+    assert "key :z" in unseen.explanation and "7 (op 5)" in unseen.explanation
+    assert verdict.status == "invalid"
