@@ -35,7 +35,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from checkers.edges import WR_CODE, WW_CODE, EdgeArrays
+from checkers.edges import EdgeArrays
 from checkers.findings import Finding, secs
 from checkers.npsets import member, sort_rows, unique_sorted
 from checkers.op_arrays import OpArrays
@@ -339,21 +339,18 @@ def _rows_of(ops: OpArrays, ix: np.ndarray) -> np.ndarray:
     return np.where(s[pos] == ix, order[pos], -1)
 
 
-# Every spec's graph is a subgraph of the ww or the wr graph with process and realtime edges:
-# a strongly connected component of a spec lies inside one of theirs.
-_WIDEST = (WW_CODE, WR_CODE)
-
-
 def _in_cycles(edges: EdgeArrays, ops: OpArrays, rows: np.ndarray) -> np.ndarray:
     """The ops of `rows` that share a strongly connected component with another op in the
-    widest ww graph or the widest wr graph (scipy, on arrays: linear, no Python per op).
+    widest graph, every edge type at once (scipy, on arrays: linear, no Python per op).
 
-    Only they can lie on a cycle of any spec, and searching just them finds the same
-    components: any op on a path between two ops of a component is itself in it, so nothing
-    a cycle needs is dropped; dropped ops between two kept ops of one process leave the edge
-    "a and then c ran on process p", true, and reachability through time is unchanged. networkx
-    then builds graphs of only these ops (a real concurrent history can have windows of
-    millions of ops with few or no cycles)."""
+    Every spec's graph is a subgraph of that one, so each of its components lies inside one of
+    the widest graph's: only the ops kept here can lie on a cycle of any spec (a cycle needing
+    both ww and wr edges lies in no component of the ww or the wr graph alone). Searching just
+    them finds the same components: any op on a path between two ops of a component is itself
+    in it, so nothing a cycle needs is dropped; dropped ops between two kept ops of one process
+    leave the edge "a and then c ran on process p", true, and reachability through time is
+    unchanged. networkx then builds graphs of only these ops (a real concurrent history can
+    have windows of millions of ops with few or no cycles)."""
     m = len(rows)
     if m < 2:
         return rows[:0]
@@ -370,17 +367,13 @@ def _in_cycles(edges: EdgeArrays, ops: OpArrays, rows: np.ndarray) -> np.ndarray
     after = np.flatnonzero(before >= 0)
     t_src = np.r_[has, m + np.arange(len(times) - 1), m + before[after]]
     t_dst = np.r_[m + np.searchsorted(times, done[has]), m + np.arange(1, len(times)), after]
-    keep = np.zeros(m, dtype=bool)
-    for code in _WIDEST:
-        e = np.flatnonzero(edges.rel == code)
-        src = np.r_[np.searchsorted(ix, edges.src[e]), p_src, t_src]
-        dst = np.r_[np.searchsorted(ix, edges.dst[e]), p_dst, t_dst]
-        n = m + len(times)
-        graph = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
-        _, labels = connected_components(graph, directed=True, connection="strong")
-        op_labels = labels[:m]
-        keep |= np.bincount(op_labels, minlength=n)[op_labels] >= 2
-    return rows[keep]
+    src = np.r_[np.searchsorted(ix, edges.src), p_src, t_src]
+    dst = np.r_[np.searchsorted(ix, edges.dst), p_dst, t_dst]
+    n = m + len(times)
+    graph = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    op_labels = labels[:m]
+    return rows[np.bincount(op_labels, minlength=n)[op_labels] >= 2]
 
 
 def search_cycles(graph: DependencyGraph) -> list[Finding]:
