@@ -6,15 +6,24 @@ Edges between operations (as in Jepsen's Kafka checker, no rw edges):
 - process: A and then B ran on the same process.
 - realtime: A completed (ok or fail) before B was invoked.
 
-Which cycles are anomalies in Kafka:
-- G0 (ww only, with process/realtime variants): Kafka does not isolate writes, and a
-  transaction's sends to different partitions happen at different times; Jepsen tolerates all
-  of them. They are reported, tolerated.
-- G1c (at least one wr): searched on wr edges (plus process/realtime) only. Every such edge
-  A -> B implies that A's commit (or its send becoming visible) precedes B's commit or read in
-  real time, under read_committed, so such a cycle cannot happen. Cycles needing ww edges as
-  well are expected from unisolated writes (Jepsen tolerates G1c when ww edges are inferred) and
-  are not searched.
+Which cycles are anomalies in Kafka (kinds as Elle names them: G0 is a cycle of ww edges, G1c
+one of ww and wr edges with at least one wr; their -process variants allow process edges too
+and need one, their -realtime variants allow process and realtime edges and need a realtime
+one):
+- G0, G0-process, G0-realtime: Kafka does not isolate writes, and a transaction's sends to
+  different partitions happen at different times; Jepsen tolerates all of them. They are
+  reported, tolerated.
+- G1c, G1c-process, G1c-realtime over wr edges (plus process/realtime) only: failures. Every
+  such edge A -> B implies that A's commit (or its send becoming visible) precedes B's commit
+  in real time, under read_committed, so such a cycle cannot happen.
+- The same kinds over cycles that need a ww edge: expected, reported tolerated. A ww edge
+  orders two sends in a partition, not their transactions' commits: T1 sends v1 to k, T2 sends
+  v2 after it to k and commits, T1 polls T2's write of another key and commits (T1 <ww T2 <wr
+  T1). Jepsen tolerates G1c whenever it infers ww edges; here only the cycles that need one
+  are tolerated.
+  Both are searched, the wr-only one first; a component of the graph with ww edges that holds
+  a reported wr-only cycle of the same kind is not reported again (the failure says it all),
+  any other component gets its shortest cycle found, which then needs a ww edge.
 
 Search: strongly connected components first, then in each component one short cycle holding
 the edge types the anomaly needs. Realtime order goes through a chain of time nodes (op ->
@@ -35,7 +44,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from checkers.edges import WR_CODE, WW_CODE, EdgeArrays
+from checkers.edges import EdgeArrays
 from checkers.findings import Finding, secs
 from checkers.npsets import member, sort_rows, unique_sorted
 from checkers.op_arrays import OpArrays
@@ -50,21 +59,46 @@ class Spec:
     allowed: frozenset[str]
     required: tuple[str, ...]
     tolerated: str | None
+    # Searched before this spec, on a subgraph of its graph: a component of this spec's graph
+    # that holds a cycle `narrower` reported is not reported again.
+    narrower: Spec | None = None
 
 
 _G0_REASON = (
     "Kafka does not isolate writes: transactions' sends interleave, and one transaction's "
     "sends to different partitions happen at different times (Jepsen tolerates G0)"
 )
+_WW_REASON = (
+    "the cycle needs a ww edge, which orders two transactions' sends, not their commits: a "
+    "transaction's send can land before another's in a partition although it commits after "
+    "that one, having polled its writes meanwhile (Kafka does not isolate writes; Jepsen "
+    "tolerates G1c when it infers ww edges)"
+)
+_G1C = Spec("G1c", frozenset({WR}), (WR,), None)
+_G1C_PROCESS = Spec("G1c-process", frozenset({WR, PROCESS}), (WR, PROCESS), None)
+_G1C_REALTIME = Spec("G1c-realtime", frozenset({WR, PROCESS, REALTIME}), (WR, REALTIME), None)
 SPECS = (
     Spec("G0", frozenset({WW}), (WW,), _G0_REASON),
     Spec("G0-process", frozenset({WW, PROCESS}), (PROCESS,), _G0_REASON),
     Spec("G0-realtime", frozenset({WW, PROCESS, REALTIME}), (REALTIME,), _G0_REASON),
-    Spec("G1c", frozenset({WR}), (WR,), None),
-    Spec("G1c-process", frozenset({WR, PROCESS}), (WR, PROCESS), None),
-    Spec("G1c-realtime", frozenset({WR, PROCESS, REALTIME}), (WR, REALTIME), None),
+    _G1C,
+    _G1C_PROCESS,
+    _G1C_REALTIME,
+    # The same kinds with ww edges allowed too, searched where the narrower spec reported
+    # nothing. Every cycle found there needs a ww edge: a cycle of the required types over the
+    # narrower spec's edges alone would lie inside one of its components, where the search
+    # finds a cycle (it does in every component holding an edge of each required type).
+    Spec("G1c", frozenset({WW, WR}), (WR,), _WW_REASON, _G1C),
+    Spec("G1c-process", frozenset({WW, WR, PROCESS}), (WR, PROCESS), _WW_REASON, _G1C_PROCESS),
+    Spec(
+        "G1c-realtime",
+        frozenset({WW, WR, PROCESS, REALTIME}),
+        (WR, REALTIME),
+        _WW_REASON,
+        _G1C_REALTIME,
+    ),
 )
-CYCLE_KINDS = tuple(s.kind for s in SPECS)
+CYCLE_KINDS = tuple(dict.fromkeys(s.kind for s in SPECS))
 
 
 @dataclass(frozen=True)
@@ -339,21 +373,18 @@ def _rows_of(ops: OpArrays, ix: np.ndarray) -> np.ndarray:
     return np.where(s[pos] == ix, order[pos], -1)
 
 
-# Every spec's graph is a subgraph of the ww or the wr graph with process and realtime edges:
-# a strongly connected component of a spec lies inside one of theirs.
-_WIDEST = (WW_CODE, WR_CODE)
-
-
 def _in_cycles(edges: EdgeArrays, ops: OpArrays, rows: np.ndarray) -> np.ndarray:
     """The ops of `rows` that share a strongly connected component with another op in the
-    widest ww graph or the widest wr graph (scipy, on arrays: linear, no Python per op).
+    widest graph, every edge type at once (scipy, on arrays: linear, no Python per op).
 
-    Only they can lie on a cycle of any spec, and searching just them finds the same
-    components: any op on a path between two ops of a component is itself in it, so nothing
-    a cycle needs is dropped; dropped ops between two kept ops of one process leave the edge
-    "a and then c ran on process p", true, and reachability through time is unchanged. networkx
-    then builds graphs of only these ops (a real concurrent history can have windows of
-    millions of ops with few or no cycles)."""
+    Every spec's graph is a subgraph of that one, so each of its components lies inside one of
+    the widest graph's: only the ops kept here can lie on a cycle of any spec (a cycle needing
+    both ww and wr edges lies in no component of the ww or the wr graph alone). Searching just
+    them finds the same components: any op on a path between two ops of a component is itself
+    in it, so nothing a cycle needs is dropped; dropped ops between two kept ops of one process
+    leave the edge "a and then c ran on process p", true, and reachability through time is
+    unchanged. networkx then builds graphs of only these ops (a real concurrent history can
+    have windows of millions of ops with few or no cycles)."""
     m = len(rows)
     if m < 2:
         return rows[:0]
@@ -370,31 +401,33 @@ def _in_cycles(edges: EdgeArrays, ops: OpArrays, rows: np.ndarray) -> np.ndarray
     after = np.flatnonzero(before >= 0)
     t_src = np.r_[has, m + np.arange(len(times) - 1), m + before[after]]
     t_dst = np.r_[m + np.searchsorted(times, done[has]), m + np.arange(1, len(times)), after]
-    keep = np.zeros(m, dtype=bool)
-    for code in _WIDEST:
-        e = np.flatnonzero(edges.rel == code)
-        src = np.r_[np.searchsorted(ix, edges.src[e]), p_src, t_src]
-        dst = np.r_[np.searchsorted(ix, edges.dst[e]), p_dst, t_dst]
-        n = m + len(times)
-        graph = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
-        _, labels = connected_components(graph, directed=True, connection="strong")
-        op_labels = labels[:m]
-        keep |= np.bincount(op_labels, minlength=n)[op_labels] >= 2
-    return rows[keep]
+    src = np.r_[np.searchsorted(ix, edges.src), p_src, t_src]
+    dst = np.r_[np.searchsorted(ix, edges.dst), p_dst, t_dst]
+    n = m + len(times)
+    graph = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    op_labels = labels[:m]
+    return rows[np.bincount(op_labels, minlength=n)[op_labels] >= 2]
 
 
 def search_cycles(graph: DependencyGraph) -> list[Finding]:
     findings = []
+    on_cycles: dict[Spec, set[int]] = {}  # ops on the cycles each spec reported
     for spec in SPECS:
         g = graph.restricted(spec.allowed)
+        reported = on_cycles.setdefault(spec, set())
+        # Components of the narrower spec lie inside this spec's: one shared op means the
+        # component holds a reported cycle (one without ww, the stronger finding).
+        held = on_cycles[spec.narrower] if spec.narrower is not None else set()
         for scc in nx.strongly_connected_components(g):
-            if sum(1 for n in scc if not isinstance(n, tuple)) < 2:
+            if sum(1 for n in scc if not isinstance(n, tuple)) < 2 or not held.isdisjoint(scc):
                 continue
             steps = _find_cycle(g, scc, spec)
             if steps is None:
                 continue
             texts = [_explain_step(graph, a, b, rels) for a, b, rels in steps]
             cycle = [steps[0][0]] + [b for _, b, _ in steps]
+            reported.update(cycle)
             findings.append(
                 Finding(
                     spec.kind,
