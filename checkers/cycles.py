@@ -404,7 +404,8 @@ def _in_cycles(edges: EdgeArrays, ops: OpArrays, rows: np.ndarray) -> np.ndarray
     src = np.r_[np.searchsorted(ix, edges.src), p_src, t_src]
     dst = np.r_[np.searchsorted(ix, edges.dst), p_dst, t_dst]
     n = m + len(times)
-    graph = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
+    # int32: duplicate edges are summed, and 256 parallel edges in int8 would wrap to 0.
+    graph = csr_matrix((np.ones(len(src), dtype=np.int32), (src, dst)), shape=(n, n))
     _, labels = connected_components(graph, directed=True, connection="strong")
     op_labels = labels[:m]
     return rows[np.bincount(op_labels, minlength=n)[op_labels] >= 2]
