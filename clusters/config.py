@@ -54,8 +54,14 @@ class NodeConfig:
 
 
 def new_cluster_id() -> str:
-    """A random UUID in URL-safe base64 without padding, as kafka-storage makes cluster ids."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random UUID in URL-safe base64 without padding, as kafka-storage makes cluster ids.
+    Never one starting with "-": `kafka-storage format --cluster-id -x…` reads it as an option
+    and prints its usage (1 cluster in 64 failed to start); Kafka's Uuid.randomUuid skips those
+    too."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def check_timing(timing: str) -> None:

@@ -90,3 +90,14 @@ def test_kafka_4_logs_through_log4j2_and_has_no_zookeeper():
 def test_cluster_ids_look_like_kafka_storage_ids():
     ids = {new_cluster_id() for _ in range(50)}
     assert len(ids) == 50 and all(len(i) == 22 and "=" not in i for i in ids)
+
+
+def test_cluster_ids_never_start_with_a_dash(monkeypatch):
+    """kafka-storage would read `--cluster-id -…` as an option: a node that never starts."""
+    import uuid
+
+    # The first UUID's base64 starts with "-" (0xfb...), the second's does not.
+    draws = iter([uuid.UUID(bytes=b"\xfb" + bytes(15)), uuid.UUID(bytes=bytes(16))])
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(draws))
+    cid = new_cluster_id()
+    assert not cid.startswith("-") and len(cid) == 22
