@@ -5,13 +5,23 @@ PY := $(VENV)/bin/python
 KCHAOS := $(VENV)/bin/kchaos
 DEMO := demo
 
-.PHONY: setup demo test unit lint bench
+.PHONY: setup demo test unit lint bench lock
 
-$(VENV)/.installed: pyproject.toml
+# Every night installs the same thing: the exact versions and hashes in requirements.lock, then
+# the project itself without its dependencies and with the build backend the lock pinned.
+$(VENV)/.installed: pyproject.toml requirements.lock
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q --require-hashes -r requirements.lock
+	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
+
+# On purpose only: resolves the newest versions pyproject.toml allows into requirements.lock.
+lock:
+	python3 -m venv .lockenv
+	.lockenv/bin/pip install -q pip-tools
+	CUSTOM_COMPILE_COMMAND="make lock" .lockenv/bin/pip-compile -q --upgrade --extra dev \
+		--generate-hashes --strip-extras --allow-unsafe --no-emit-find-links \
+		-o requirements.lock pyproject.toml
 
 setup: $(VENV)/.installed
 	$(KCHAOS) setup
