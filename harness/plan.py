@@ -18,17 +18,11 @@ from typing import Any
 from harness.migration import MigrationStep, migration_schedule
 from harness.spec import RunSpec, SpecError, spec_from_dict
 from history.format import PLAN_JSON, TXN_ID_PER_SLOT
-from nemesis.api import FAULT_KINDS, FaultStep
+from nemesis.api import FaultStep
+from nemesis.registry import MENUS
 
 PLAN_VERSION = 1
 PLAN_NAME = PLAN_JSON
-
-# Targets that only make sense for some topologies.
-_KRAFT_ONLY = {"quorum-leader"}
-_ZK_ONLY = {"zk-leader"}
-# Kinds whose target is a separate selector (kill and pause name theirs as the kind itself).
-_SELECTED = {"clock", "packet"}
-_SELECTABLE = ("one", "minority", "all")
 
 
 @dataclass
@@ -70,51 +64,6 @@ def client_rng(seed: int, process: int) -> random.Random:
     return random.Random(f"kchaos/{seed}/client/{process}")
 
 
-def _targets_for(topology: str) -> list[str]:
-    from nemesis.api import TARGETS
-
-    out = list(TARGETS)
-    if topology == "migration":  # ZooKeeper and a KRaft quorum, the whole run long
-        return out
-    if topology == "zk":
-        return [t for t in out if t not in _KRAFT_ONLY]
-    return [t for t in out if t not in _ZK_ONLY]
-
-
-def _kinds_for(fault: str, topology: str) -> list[str]:
-    kinds = list(FAULT_KINDS[fault])
-    if fault in ("kill", "pause"):
-        allowed = set(_targets_for(topology))
-        kinds = [k for k in kinds if k in allowed]
-    if fault == "partition" and topology not in ("kraft", "migration"):
-        # Combined nodes are both; in ZooKeeper mode there are no KRaft controllers.
-        kinds = [k for k in kinds if k != "controllers-brokers"]
-    return kinds
-
-
-def _params(fault: str, kind: str, rng: random.Random, interval: float) -> dict[str, Any]:
-    """A step's parameters, in the vocabulary of ``nemesis.api.PARAMS`` (units in the names)."""
-    if fault == "clock":
-        if kind in ("bump", "restart-skewed"):
-            return {"delta_s": rng.choice([-300, -30, -5, 5, 30, 300])}
-        if kind == "strobe":
-            # Periods under a second would not show: libfaketime re-reads the offset once a
-            # second. The strobe lasts the fault's interval; its stop step ends it anyway.
-            return {
-                "delta_s": rng.choice([0.05, 0.5, 5]),
-                "period_s": rng.choice([2, 3]),
-                "duration_s": max(1.0, round(interval, 3)),
-            }
-        return {}
-    if fault == "packet":
-        if kind == "delay":
-            return {"delay_ms": rng.choice([20, 100, 500]), "jitter_ms": rng.choice([0, 10, 50])}
-        if kind == "reorder":
-            return {"percent": rng.choice([10, 25, 50]), "delay_ms": rng.choice([20, 100])}
-        return {"percent": rng.choice([5, 20, 50])}
-    return {}
-
-
 def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
     """One fault at a time: on for an interval, off for an interval, until the time limit.
 
@@ -127,20 +76,12 @@ def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
     t = interval
     # Compare the times as written to plan.json (rounded), or a step could land on the limit.
     while round(t, 3) < spec.time_limit:
-        fault = rng.choice(sorted(spec.nemesis))
-        kind = rng.choice(_kinds_for(fault, spec.topology))
-        if fault in ("kill", "pause"):
-            target: str | None = kind
-        elif fault in _SELECTED:
-            target = rng.choice(_SELECTABLE)
-        else:
-            target = None
-        step_seed = rng.getrandbits(32)
-        params = _params(fault, kind, rng, interval)
-        steps.append(FaultStep(round(t, 3), "start", fault, kind, target, step_seed, params))
-        stop = t + interval
-        if round(stop, 3) < spec.time_limit:
-            steps.append(FaultStep(round(stop, 3), "stop", fault, kind, target, step_seed, params))
+        # When, and which package, is decided here; what the fault is, the package's menu says.
+        menu = MENUS[rng.choice(sorted(spec.nemesis))]
+        stop = round(t + interval, 3)
+        steps += menu.draw(
+            rng, spec.topology, interval, round(t, 3), stop if stop < spec.time_limit else None
+        )
         t += 2 * interval
     return steps
 

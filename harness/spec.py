@@ -60,9 +60,9 @@ class RunSpec:
 
 
 def _known_nemeses() -> list[str]:
-    from nemesis.api import FAULT_KINDS
+    from nemesis.registry import NEMESES
 
-    return sorted(FAULT_KINDS)
+    return sorted(NEMESES)
 
 
 def validate(spec: RunSpec) -> RunSpec:
