@@ -17,9 +17,10 @@ from typing import Any
 
 from harness.migration import MigrationStep, migration_schedule
 from harness.spec import RunSpec, SpecError, spec_from_dict
-from history.format import PLAN_JSON, TXN_ID_PER_SLOT
+from history.format import PLAN_JSON
 from nemesis.api import FaultStep
 from nemesis.registry import MENUS
+from workloads.registry import WORKLOADS
 
 PLAN_VERSION = 1
 PLAN_NAME = PLAN_JSON
@@ -59,6 +60,10 @@ def new_seed() -> int:
     return random.SystemRandom().randrange(2**31)
 
 
+# How `client_rng` seeds a process's stream, as the plan states it.
+CLIENT_RNG = "random.Random('kchaos/<seed>/client/<process>')"
+
+
 def client_rng(seed: int, process: int) -> random.Random:
     """The random stream of one client process: fixed by the seed, whatever the thread timing."""
     return random.Random(f"kchaos/{seed}/client/{process}")
@@ -86,46 +91,15 @@ def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
     return steps
 
 
-def admin_generator_params(spec: RunSpec) -> dict[str, Any]:
-    """The admin workload's operation mix; see workloads/admin.py and docs/history.md."""
-    return {
-        "workload": "admin",
-        "mix": {"create-topic": 4, "delete-topic": 2, "alter-config": 3, "describe-cluster": 3},
-        "partitions": [1, 3],
-        "replication": 3,
-        "configs": {"retention.ms": [60000, 3600000, 86400000, -1], "min.insync.replicas": [1, 2]},
-        "topic_prefix": "adm",
-        "rate": spec.rate,
-        "concurrency": spec.concurrency,
-        "client_rng": "random.Random('kchaos/<seed>/client/<process>')",
-    }
-
-
 def generator_params(spec: RunSpec) -> dict[str, Any]:
-    """How clients choose operations; each process's choices come from `client_rng`."""
-    if spec.workload == "admin":
-        return admin_generator_params(spec)
-    mix = {"send": 5, "poll": 4}
-    if spec.txn:
-        mix["txn"] = 2
+    """How clients choose operations: the workload's own parameters, and how the harness drives
+    its clients (their rate, how many, and each process's random stream, from `client_rng`)."""
     return {
+        **WORKLOADS[spec.workload].generator(spec),
         "workload": spec.workload,
-        "keys": spec.keys,
-        "mode": spec.mode,
-        "txn": spec.txn,
-        "mix": mix,
-        "max_txn_ops": 4,
-        "poll_max_messages": 64,
-        "poll_timeout_ms": 200,
         "rate": spec.rate,
         "concurrency": spec.concurrency,
-        # Values are unique across the run: process p's n-th value is p * stride + n.
-        "value_stride": 1_000_000,
-        "transactional_id": TXN_ID_PER_SLOT,
-        "client_rng": "random.Random('kchaos/<seed>/client/<process>')",
-        "topic": "kchaos-queue",
-        "replication": 3,
-        "min_insync_replicas": 2,
+        "client_rng": CLIENT_RNG,
     }
 
 
