@@ -9,7 +9,7 @@ value. Deciding (the plan) and doing (the nemesis) stay apart, as in Jepsen's ge
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from clusters.node import DockerNode
 from clusters.topology import Topology
@@ -29,8 +29,7 @@ TARGET_MEANINGS: dict[str, str] = {
         "KRaft: the controller whose own raft state is leader; ZooKeeper mode: the ZooKeeper leader"
     ),
     "partition-leader": (
-        "the broker leading a partition, from the workload's hints (params: partition); "
-        "a seeded broker without hints"
+        "the broker leading a partition, from the workload's hints; a seeded broker without them"
     ),
     "zk-leader": "the ZooKeeper whose srvr mode is leader (or standalone)",
 }
@@ -80,6 +79,7 @@ class Nemesis(Protocol):
         ...
 
 
+@runtime_checkable
 class Preparable(Protocol):
     """A package that needs the nodes set up before a run (clock: the JVMs under libfaketime).
 
