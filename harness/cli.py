@@ -18,6 +18,7 @@ from clusters.errors import ClusterError
 from harness.cluster_cli import cluster
 from harness.console import console, err_console, say
 from harness.exit_codes import BAD_INPUT_EXIT, INTERRUPTED_EXIT
+from harness.nemeses_cli import nemeses
 from harness.run_cli import heal, run
 from harness.spec import SpecError
 
@@ -81,6 +82,7 @@ def setup(versions: tuple[str, ...]) -> None:
 main.add_command(cluster)
 main.add_command(run)
 main.add_command(heal)
+main.add_command(nemeses)
 main.add_command(check_command)
 main.add_command(analyze_command)
 

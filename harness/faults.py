@@ -14,10 +14,13 @@ from typing import Any
 
 from harness.timed import TimedSteps
 from history.format import NEMESIS
-from nemesis.api import FaultContext, FaultStep, Nemesis
+from nemesis.api import FaultContext, FaultStep, Nemesis, Preparable
 from nemesis.errors import NotApplied
 from nemesis.heal import heal_cluster
 from nemesis.registry import NEMESES
+
+# What a package's preparation does, for the line the run says before it (it can take minutes).
+PREPARE_WHY = {"clock": "restarting each JVM under libfaketime at offset 0"}
 
 
 class FaultDriver(TimedSteps):
@@ -86,6 +89,33 @@ class FaultDriver(TimedSteps):
 
     def describe_active(self) -> list[str]:
         return [f"{s.fault}:{s.kind}" for s in self.active.values()]
+
+
+def prepare(
+    nemeses: dict[str, Nemesis], ctx: FaultContext, recorder: Any, say: Callable[[str], None]
+) -> bool:
+    """Runs each package's optional ``prepare`` and records it; True when a node was changed.
+
+    The clock package restarts every node under libfaketime here, so that its faults during the
+    run only change offsets; that cost is paid before the clients start, and recorded. The
+    caller waits for readiness when this says so.
+    """
+    changed = False
+    for name, nem in nemeses.items():
+        if not isinstance(nem, Preparable):
+            continue
+        say(f"{name}: preparing the nodes ({PREPARE_WHY.get(name, 'package setup')})")
+        recorder.invoke("prepare", {"by": name}, NEMESIS)
+        try:
+            actions = nem.prepare(ctx)
+        except Exception as exc:
+            recorder.info("prepare", {"by": name}, NEMESIS, f"{type(exc).__name__}: {exc}")
+            raise
+        recorder.ok("prepare", {"by": name, "actions": actions}, NEMESIS)
+        for action in actions:
+            say(f"{name}: {action}")
+        changed = changed or bool(actions)
+    return changed
 
 
 def heal(

@@ -29,6 +29,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from clusters.config import CONF_DIR, render_node, server_properties
@@ -46,6 +47,7 @@ from clusters.migration import (
 from clusters.node import DockerNode
 from clusters.status import quorum_view
 from clusters.topology import Topology, build_topology
+from harness.rundir import write_json
 from harness.timed import TimedSteps
 from history.format import MIGRATION
 
@@ -306,3 +308,18 @@ class MigrationDriver(TimedSteps):
         q = quorum_view(statuses)
         view = {"leader": q["leader"], "epoch": q["epoch"], "active": q["active_controllers"]}
         return q["agreed"] and len(q["active_controllers"]) == 1, view
+
+
+def stop_and_report(
+    driver: MigrationDriver, run_dir: Path, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """Ends the migration where it is (a waiting step ends ``info``), writes migration.json
+    with every step, and returns what run.json keeps: how far it got."""
+    driver.stop()
+    summary = driver.summary()
+    write_json(run_dir / "migration.json", summary)
+    say(
+        "migration: "
+        + ("completed" if summary["completed"] else f"ended early: {summary['ended']}")
+    )
+    return {k: summary[k] for k in ("completed", "last_ok", "ended")}

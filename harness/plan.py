@@ -17,18 +17,13 @@ from typing import Any
 
 from harness.migration import MigrationStep, migration_schedule
 from harness.spec import RunSpec, SpecError, spec_from_dict
-from history.format import PLAN_JSON, TXN_ID_PER_SLOT
-from nemesis.api import FAULT_KINDS, FaultStep
+from history.format import PLAN_JSON
+from nemesis.api import FaultStep
+from nemesis.registry import MENUS
+from workloads.registry import WORKLOADS
 
 PLAN_VERSION = 1
 PLAN_NAME = PLAN_JSON
-
-# Targets that only make sense for some topologies.
-_KRAFT_ONLY = {"quorum-leader"}
-_ZK_ONLY = {"zk-leader"}
-# Kinds whose target is a separate selector (kill and pause name theirs as the kind itself).
-_SELECTED = {"clock", "packet"}
-_SELECTABLE = ("one", "minority", "all")
 
 
 @dataclass
@@ -65,54 +60,13 @@ def new_seed() -> int:
     return random.SystemRandom().randrange(2**31)
 
 
+# How `client_rng` seeds a process's stream, as the plan states it.
+CLIENT_RNG = "random.Random('kchaos/<seed>/client/<process>')"
+
+
 def client_rng(seed: int, process: int) -> random.Random:
     """The random stream of one client process: fixed by the seed, whatever the thread timing."""
     return random.Random(f"kchaos/{seed}/client/{process}")
-
-
-def _targets_for(topology: str) -> list[str]:
-    from nemesis.api import TARGETS
-
-    out = list(TARGETS)
-    if topology == "migration":  # ZooKeeper and a KRaft quorum, the whole run long
-        return out
-    if topology == "zk":
-        return [t for t in out if t not in _KRAFT_ONLY]
-    return [t for t in out if t not in _ZK_ONLY]
-
-
-def _kinds_for(fault: str, topology: str) -> list[str]:
-    kinds = list(FAULT_KINDS[fault])
-    if fault in ("kill", "pause"):
-        allowed = set(_targets_for(topology))
-        kinds = [k for k in kinds if k in allowed]
-    if fault == "partition" and topology not in ("kraft", "migration"):
-        # Combined nodes are both; in ZooKeeper mode there are no KRaft controllers.
-        kinds = [k for k in kinds if k != "controllers-brokers"]
-    return kinds
-
-
-def _params(fault: str, kind: str, rng: random.Random, interval: float) -> dict[str, Any]:
-    """A step's parameters, in the vocabulary of ``nemesis.api.PARAMS`` (units in the names)."""
-    if fault == "clock":
-        if kind in ("bump", "restart-skewed"):
-            return {"delta_s": rng.choice([-300, -30, -5, 5, 30, 300])}
-        if kind == "strobe":
-            # Periods under a second would not show: libfaketime re-reads the offset once a
-            # second. The strobe lasts the fault's interval; its stop step ends it anyway.
-            return {
-                "delta_s": rng.choice([0.05, 0.5, 5]),
-                "period_s": rng.choice([2, 3]),
-                "duration_s": max(1.0, round(interval, 3)),
-            }
-        return {}
-    if fault == "packet":
-        if kind == "delay":
-            return {"delay_ms": rng.choice([20, 100, 500]), "jitter_ms": rng.choice([0, 10, 50])}
-        if kind == "reorder":
-            return {"percent": rng.choice([10, 25, 50]), "delay_ms": rng.choice([20, 100])}
-        return {"percent": rng.choice([5, 20, 50])}
-    return {}
 
 
 def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
@@ -127,64 +81,25 @@ def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
     t = interval
     # Compare the times as written to plan.json (rounded), or a step could land on the limit.
     while round(t, 3) < spec.time_limit:
-        fault = rng.choice(sorted(spec.nemesis))
-        kind = rng.choice(_kinds_for(fault, spec.topology))
-        if fault in ("kill", "pause"):
-            target: str | None = kind
-        elif fault in _SELECTED:
-            target = rng.choice(_SELECTABLE)
-        else:
-            target = None
-        step_seed = rng.getrandbits(32)
-        params = _params(fault, kind, rng, interval)
-        steps.append(FaultStep(round(t, 3), "start", fault, kind, target, step_seed, params))
-        stop = t + interval
-        if round(stop, 3) < spec.time_limit:
-            steps.append(FaultStep(round(stop, 3), "stop", fault, kind, target, step_seed, params))
+        # When, and which package, is decided here; what the fault is, the package's menu says.
+        menu = MENUS[rng.choice(sorted(spec.nemesis))]
+        stop = round(t + interval, 3)
+        steps += menu.draw(
+            rng, spec.topology, interval, round(t, 3), stop if stop < spec.time_limit else None
+        )
         t += 2 * interval
     return steps
 
 
-def admin_generator_params(spec: RunSpec) -> dict[str, Any]:
-    """The admin workload's operation mix; see workloads/admin.py and docs/history.md."""
-    return {
-        "workload": "admin",
-        "mix": {"create-topic": 4, "delete-topic": 2, "alter-config": 3, "describe-cluster": 3},
-        "partitions": [1, 3],
-        "replication": 3,
-        "configs": {"retention.ms": [60000, 3600000, 86400000, -1], "min.insync.replicas": [1, 2]},
-        "topic_prefix": "adm",
-        "rate": spec.rate,
-        "concurrency": spec.concurrency,
-        "client_rng": "random.Random('kchaos/<seed>/client/<process>')",
-    }
-
-
 def generator_params(spec: RunSpec) -> dict[str, Any]:
-    """How clients choose operations; each process's choices come from `client_rng`."""
-    if spec.workload == "admin":
-        return admin_generator_params(spec)
-    mix = {"send": 5, "poll": 4}
-    if spec.txn:
-        mix["txn"] = 2
+    """How clients choose operations: the workload's own parameters, and how the harness drives
+    its clients (their rate, how many, and each process's random stream, from `client_rng`)."""
     return {
+        **WORKLOADS[spec.workload].generator(spec),
         "workload": spec.workload,
-        "keys": spec.keys,
-        "mode": spec.mode,
-        "txn": spec.txn,
-        "mix": mix,
-        "max_txn_ops": 4,
-        "poll_max_messages": 64,
-        "poll_timeout_ms": 200,
         "rate": spec.rate,
         "concurrency": spec.concurrency,
-        # Values are unique across the run: process p's n-th value is p * stride + n.
-        "value_stride": 1_000_000,
-        "transactional_id": TXN_ID_PER_SLOT,
-        "client_rng": "random.Random('kchaos/<seed>/client/<process>')",
-        "topic": "kchaos-queue",
-        "replication": 3,
-        "min_insync_replicas": 2,
+        "client_rng": CLIENT_RNG,
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -46,3 +47,13 @@ class RunProgress:
     def __exit__(self, *exc: object) -> None:
         if self.enabled:
             self._progress.stop()
+
+
+def wait_out(total_s: float, recorder: Any, driver: Any, enabled: bool = True) -> None:
+    """Returns ``total_s`` seconds from now, showing the run's progress meanwhile."""
+    t0 = time.monotonic()
+    with RunProgress(total_s, recorder, driver, enabled=enabled) as progress:
+        while (elapsed := time.monotonic() - t0) < total_s:
+            progress.update(elapsed)
+            time.sleep(0.25)
+        progress.update(total_s)

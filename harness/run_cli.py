@@ -142,18 +142,11 @@ def run(
     if plan_only:
         click.echo(plan.to_json(), nl=False)
         return
-    result = Run(plan, say=say, replay_of=str(replay_dir) if replay_dir else None).execute()
-    final = result.summary.get("final_reads") or {}
+    run = Run(plan, say=say, replay_of=str(replay_dir) if replay_dir else None)
+    result = run.execute()
     check = result.summary.get("check") or {}
-    if "final_views" in result.summary:
-        views = result.summary["final_views"] or {}
-        answered = sum(bool(v) for v in (views.get("answered") or {}).values())
-        ending = f"final views from {answered}/{len(views.get('answered') or {})} brokers"
-    else:
-        ending = (
-            f"final reads read {final.get('read_acknowledged', '?')}/"
-            f"{final.get('acknowledged', '?')} acknowledged sends"
-        )
+    kind = run.workload_kind
+    ending = kind.final_sentence(result.summary.get(kind.FINAL_KEY) or {})
     console.print(
         f"run {result.run_dir}: seed {result.seed}, ops {result.summary.get('ops', {})}, "
         f"{ending}, check: {check.get('status', 'not checked')}",

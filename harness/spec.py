@@ -16,7 +16,6 @@ import yaml
 from clusters.errors import ClusterError
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, check_zookeeper_version
 
-WORKLOADS = ("queue", "admin")
 TIMINGS = ("fast", "default")
 QUEUE_MODES = ("assign", "subscribe")
 
@@ -60,16 +59,23 @@ class RunSpec:
 
 
 def _known_nemeses() -> list[str]:
-    from nemesis.api import FAULT_KINDS
+    from nemesis.registry import NEMESES
 
-    return sorted(FAULT_KINDS)
+    return sorted(NEMESES)
+
+
+def _known_workloads() -> list[str]:
+    from workloads.registry import WORKLOADS
+
+    return list(WORKLOADS)
 
 
 def validate(spec: RunSpec) -> RunSpec:
     """Raises SpecError on the first thing that cannot work; returns the spec unchanged."""
-    if spec.workload not in WORKLOADS:
+    workloads = _known_workloads()
+    if spec.workload not in workloads:
         raise SpecError(
-            f"unknown workload '{spec.workload}': valid workloads are {', '.join(WORKLOADS)}"
+            f"unknown workload '{spec.workload}': valid workloads are {', '.join(workloads)}"
         )
     valid = _known_nemeses()
     unknown = [n for n in spec.nemesis if n not in valid]

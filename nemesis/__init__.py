@@ -3,7 +3,9 @@ expressed as operations on node handles from clusters/ and recorded in the histo
 
 Knows node handles, not Docker. Knows nothing about checkers or Kafka clients.
 
-``api`` is the interface the harness drives; ``registry.build`` makes the packages (``partition``,
-``process`` for kill and pause, ``clock``, ``packet``); ``heal.heal_cluster`` undoes all of them.
-``grudge`` and ``targets`` are the pure parts: who is cut off from whom, and who a selector names.
+``api`` is the interface the harness drives; each package module (``partition``, ``process`` for
+kill and pause, ``clock``, ``packet``) declares its ``MENU`` (``menu``: kinds, targets,
+parameters, topologies, and how a plan draws a fault); ``registry`` names the packages, builds
+them and collects their menus; ``heal.heal_cluster`` undoes all of them. ``grudge`` and
+``targets`` are the pure parts: who is cut off from whom, and who a selector names.
 """

@@ -18,8 +18,9 @@ from typing import Any
 
 from clusters.config import FAKETIME_ENV
 from clusters.node import DockerNode
-from nemesis.api import FaultContext, FaultStep, check_keys
+from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, before_touching
+from nemesis.menu import Interval, Kind, Menu, Param, Pick
 from nemesis.nodes import number, on_each, run, split_running, wait_for
 from nemesis.targets import resolve
 
@@ -37,6 +38,67 @@ export FAKETIME_FORCE_MONOTONIC_FIX=0
 export FAKETIME_TIMESTAMP_FILE={OFFSET_FILE}
 export FAKETIME_CACHE_DURATION=1
 """
+DEFAULT_DELTA_S = 60.0
+DEFAULT_PERIOD_S = 2.0
+# Twice libfaketime's re-read interval (FAKETIME_CACHE_DURATION=1): a period of one re-read can
+# alias to the same phase at every read, and the JVM would see no strobe at all.
+MIN_PERIOD_S = 2.0
+DEFAULT_DURATION_S = 10.0
+
+# Offsets a plan draws: seconds to minutes either way, the range where Kafka's timeouts and the
+# Raft timers (which read the wall clock) notice. Strobes flip by less: their effect is the flip.
+BUMPS = (-300, -30, -5, 5, 30, 300)
+MENU = Menu(
+    "clock",
+    kinds=(
+        Kind(
+            "bump",
+            "set the targets' clock offset (a restart only the first time, to load libfaketime)",
+            reads=("delta_s",),
+            draws=(Pick("delta_s", BUMPS),),
+        ),
+        Kind(
+            "strobe",
+            "flip the targets' offset between +delta_s and 0 every period_s, for duration_s",
+            reads=("delta_s", "period_s", "duration_s"),
+            # The strobe lasts the fault's interval; its stop step ends it anyway.
+            draws=(
+                Pick("delta_s", (0.05, 0.5, 5)),
+                Pick("period_s", (2, 3)),
+                Interval("duration_s", at_least=1.0),
+            ),
+        ),
+        Kind("reset", "every faked node back to offset 0, without a restart"),
+        Kind(
+            "restart-skewed",
+            "set the targets' offset and restart them, so Kafka starts under the skewed clock",
+            reads=("delta_s",),
+            draws=(Pick("delta_s", BUMPS),),
+        ),
+    ),
+    meaning="skew realtime clocks with libfaketime; stop resets offsets to 0, heal unloads it",
+    params=(
+        Param(
+            "delta_s",
+            "clock offset in seconds, fractional and negative allowed",
+            "any number",
+            DEFAULT_DELTA_S,
+        ),
+        Param(
+            "period_s",
+            "strobe: seconds at +delta_s, then at 0",
+            f">= {MIN_PERIOD_S:g} (libfaketime re-reads the offset once a second)",
+            DEFAULT_PERIOD_S,
+        ),
+        Param(
+            "duration_s",
+            "strobe: seconds the flipping goes on unless stopped first",
+            "> 0",
+            DEFAULT_DURATION_S,
+        ),
+    ),
+    targets=("one", "minority", "all"),
+)
 
 
 def offset_text(delta_s: float) -> str:
@@ -114,18 +176,17 @@ def unfake(node: DockerNode) -> bool:
 
 class ClockNemesis:
     fault = "clock"
+    menu = MENU
 
     def check(self, step: FaultStep) -> dict[str, float]:
-        check_keys(step)
+        MENU.check_keys(step)
         if step.kind == "reset":
             return {}
-        params = {"delta_s": number(step.params, "delta_s", 60)}
+        params = {"delta_s": number(step.params, "delta_s", DEFAULT_DELTA_S)}
         if step.kind == "strobe":
-            params["period_s"] = number(step.params, "period_s", 2.0)
-            params["duration_s"] = number(step.params, "duration_s", 10.0)
-            # Sampling at the cache interval could land in the same phase every time and never
-            # see a flip: the period must be at least twice the re-read interval.
-            if params["period_s"] < 2:
+            params["period_s"] = number(step.params, "period_s", DEFAULT_PERIOD_S)
+            params["duration_s"] = number(step.params, "duration_s", DEFAULT_DURATION_S)
+            if params["period_s"] < MIN_PERIOD_S:
                 raise NemesisError(
                     f"clock strobe period_s must be at least 2 s, got {params['period_s']:g}: "
                     "libfaketime re-reads the offset once a second (FAKETIME_CACHE_DURATION=1), "

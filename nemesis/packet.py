@@ -13,15 +13,58 @@ import random
 from typing import Any
 
 from clusters.node import DockerNode
-from nemesis.api import FAULT_KINDS, FaultContext, FaultStep, check_keys
+from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, NotApplied, before_touching
 from nemesis.iptables import install_chain, remove_chain
+from nemesis.menu import Kind, Menu, Param, Pick
 from nemesis.nodes import number, on_each, run, split_running
 from nemesis.targets import resolve
 
 DEV = "eth0"
 CHAIN = "KCHAOS-PKT"
 DEFAULTS = {"delay_ms": 100.0, "jitter_ms": 0.0, "percent": 10.0}
+
+MENU = Menu(
+    "packet",
+    kinds=(
+        Kind(
+            "delay",
+            "netem delays what the targets send (needs netem in the kernel)",
+            reads=("delay_ms", "jitter_ms"),
+            draws=(Pick("delay_ms", (20, 100, 500)), Pick("jitter_ms", (0, 10, 50))),
+        ),
+        Kind(
+            "loss",
+            "iptables drops a share of what the targets receive from other nodes",
+            reads=("percent",),
+            draws=(Pick("percent", (5, 20, 50)),),
+        ),
+        Kind(
+            "duplicate",
+            "netem duplicates a share of what the targets send (needs netem)",
+            reads=("percent",),
+            draws=(Pick("percent", (5, 20, 50)),),
+        ),
+        Kind(
+            "reorder",
+            "netem delays all but a share of what the targets send, reordering it (needs netem)",
+            reads=("delay_ms", "jitter_ms", "percent"),
+            draws=(Pick("percent", (10, 25, 50)), Pick("delay_ms", (20, 100))),
+        ),
+    ),
+    meaning="packet faults on the targets; stop clears them from every node",
+    params=(
+        Param("delay_ms", "packet delay, ms", ">= 0", DEFAULTS["delay_ms"]),
+        Param("jitter_ms", "packet delay jitter, ms", ">= 0", DEFAULTS["jitter_ms"]),
+        Param(
+            "percent",
+            "share of packets lost, duplicated or reordered",
+            "(0, 100]",
+            DEFAULTS["percent"],
+        ),
+    ),
+    targets=("one", "minority", "all"),
+)
 
 
 def netem_args(kind: str, params: dict[str, Any]) -> list[str]:
@@ -41,7 +84,7 @@ def netem_args(kind: str, params: dict[str, Any]) -> list[str]:
     if kind == "reorder":
         return [*delay, "reorder", f"{p['percent']:g}%", "50%"]
     raise NemesisError(
-        f"unknown packet kind '{kind}': choose one of {', '.join(FAULT_KINDS['packet'])}"
+        f"unknown packet kind '{kind}': choose one of {', '.join(MENU.kind_names())}"
     )
 
 
@@ -78,9 +121,10 @@ def clear(node: DockerNode) -> bool:
 
 class PacketNemesis:
     fault = "packet"
+    menu = MENU
 
     def check(self, step: FaultStep) -> dict[str, Any]:
-        check_keys(step)
+        MENU.check_keys(step)
         if step.kind == "loss":
             percent = number(step.params, "percent", DEFAULTS["percent"])
             loss_rules([], percent)  # refuses a share outside (0, 100]

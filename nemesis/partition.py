@@ -13,15 +13,36 @@ from typing import Any
 
 from clusters.node import DockerNode
 from nemesis import grudge as g
-from nemesis.api import FAULT_KINDS, FaultContext, FaultStep, check_keys
+from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, before_touching
 from nemesis.iptables import install_chain, remove_chain
+from nemesis.menu import Kind, Menu
 from nemesis.nodes import on_each, on_live, split_running
 from nemesis.targets import resolve
 
 CHAIN = "KCHAOS"
 # Kinds whose nodes see overlapping sets, so "the sides" are not a partition of the nodes.
 OVERLAPPING = ("majorities-ring", "bridge")
+
+MENU = Menu(
+    "partition",
+    kinds=(
+        Kind("random-halves", "floor(n/2) nodes against the rest, drawn with the step's seed"),
+        Kind("isolate-one", "the step's target (default one) cut off from every other node"),
+        Kind("majority-minority", "a majority against a minority, drawn with the step's seed"),
+        Kind("majorities-ring", "every node sees a majority; from four nodes on, no two the same"),
+        Kind("bridge", "two halves, and one node that sees both"),
+        # Combined nodes are both roles, and in ZooKeeper mode there are no KRaft controllers.
+        Kind(
+            "controllers-brokers",
+            "dedicated controllers and ZooKeepers against the brokers",
+            only_on=("kraft", "migration"),
+        ),
+        Kind("isolate-active-controller", "the active controller cut off from every other node"),
+    ),
+    meaning="DROP rules in each node's own namespace; stop removes them all",
+    targets_note="none: the kind says who (isolate-one reads the step's target, default one)",
+)
 
 
 def chain_rules(drop_ips: list[str]) -> list[str]:
@@ -63,15 +84,16 @@ def grudge_for(ctx: FaultContext, step: FaultStep) -> tuple[g.Grudge, dict[str, 
         found = resolve(ctx, selector, rng, step.params)
         return g.isolate(names, found.targets), found.record()
     raise NemesisError(
-        f"unknown partition kind '{kind}': choose one of {', '.join(FAULT_KINDS['partition'])}"
+        f"unknown partition kind '{kind}': choose one of {', '.join(MENU.kind_names())}"
     )
 
 
 class PartitionNemesis:
     fault = "partition"
+    menu = MENU
 
     def check(self, step: FaultStep) -> dict[str, Any]:
-        check_keys(step)
+        MENU.check_keys(step)
         return {}
 
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:

@@ -10,10 +10,32 @@ import random
 from typing import Any
 
 from clusters.node import DockerNode
-from nemesis.api import FaultContext, FaultStep, check_keys
+from clusters.topology import TOPOLOGIES, ZK_TOPOLOGIES
+from nemesis.api import TARGETS, FaultContext, FaultStep
 from nemesis.errors import before_touching
+from nemesis.menu import Kind, Menu
 from nemesis.nodes import on_each, on_live, split_running, wait_for
 from nemesis.targets import resolve
+
+# Where a plan aims a selector: at a quorum leader where there is a KRaft quorum (ZooKeeper mode
+# has none; a migration has both the whole run long), at a ZooKeeper leader where there is one.
+AIMED_ONLY_ON = {
+    "quorum-leader": tuple(t for t in TOPOLOGIES if t != "zk"),
+    "zk-leader": ZK_TOPOLOGIES,
+}
+
+
+def signal_menu(fault: str, meaning: str) -> Menu:
+    """Kill and pause: every kind is a selector, and the nodes it names get the signal."""
+    kinds = tuple(
+        Kind(t, f"the nodes target '{t}' names (below)", only_on=AIMED_ONLY_ON.get(t))
+        for t in TARGETS
+    )
+    return Menu(fault, kinds, kind_is_target=True, meaning=meaning)
+
+
+KILL_MENU = signal_menu("kill", "SIGKILL the JVM; stop starts every exited node again")
+PAUSE_MENU = signal_menu("pause", "SIGSTOP the JVM; stop sends SIGCONT to every stopped JVM")
 
 
 def _targets(ctx: FaultContext, step: FaultStep) -> tuple[list[DockerNode], dict[str, Any]]:
@@ -50,6 +72,7 @@ class _SignalNemesis:
     """Sends one signal to the chosen nodes' JVMs and waits until each shows its effect."""
 
     fault: str
+    menu: Menu
     signal: str
     took_key: str  # how the history names the seconds each node took to show the effect
 
@@ -57,7 +80,7 @@ class _SignalNemesis:
         raise NotImplementedError
 
     def check(self, step: FaultStep) -> dict[str, Any]:
-        check_keys(step)
+        self.menu.check_keys(step)
         return {}
 
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
@@ -74,6 +97,7 @@ class _SignalNemesis:
 
 class KillNemesis(_SignalNemesis):
     fault = "kill"
+    menu = KILL_MENU
     signal = "SIGKILL"
     took_key = "exited_after_s"
 
@@ -91,6 +115,7 @@ class KillNemesis(_SignalNemesis):
 
 class PauseNemesis(_SignalNemesis):
     fault = "pause"
+    menu = PAUSE_MENU
     signal = "SIGSTOP"
     took_key = "stopped_after_s"
 

@@ -1,10 +1,13 @@
-"""Fault packages by the name plans and ``--nemesis`` use."""
+"""Fault packages by the name plans and ``--nemesis`` use, and their menus."""
 
 from __future__ import annotations
 
-from nemesis.api import Nemesis
+from typing import Any
+
+from nemesis.api import TARGET_MEANINGS, Nemesis
 from nemesis.clock import ClockNemesis
 from nemesis.errors import NemesisError
+from nemesis.menu import PARTITION_LEADER, SELECTOR_PARAM, SELECTOR_PARAM_MEANING, Menu
 from nemesis.packet import PacketNemesis
 from nemesis.partition import PartitionNemesis
 from nemesis.process import KillNemesis, PauseNemesis
@@ -20,6 +23,10 @@ NEMESES: dict[str, type] = {
 # and restart them), the clock last, since removing libfaketime restarts the node.
 HEAL_ORDER = ("pause", "kill", "partition", "packet", "clock")
 
+# What each package offers a plan; every package class carries its module's menu.
+MENUS: dict[str, Menu] = {name: cls.menu for name, cls in NEMESES.items()}
+FAULT_KINDS: dict[str, tuple[str, ...]] = {name: m.kind_names() for name, m in MENUS.items()}
+
 
 def build(names: list[str]) -> dict[str, Nemesis]:
     """One instance per named package; an unknown name fails with the valid ones listed."""
@@ -30,3 +37,19 @@ def build(names: list[str]) -> dict[str, Nemesis]:
             f"{', '.join(NEMESES)}"
         )
     return {n: NEMESES[n]() for n in dict.fromkeys(names)}
+
+
+def catalog() -> dict[str, Any]:
+    """Every package's menu and every target selector, as plain data (``kchaos nemeses``)."""
+    return {
+        "packages": [m.describe() for m in MENUS.values()],
+        "targets": [
+            {
+                "target": name,
+                "meaning": meaning,
+                "reads": [SELECTOR_PARAM] if name == PARTITION_LEADER else [],
+            }
+            for name, meaning in TARGET_MEANINGS.items()
+        ],
+        "target_params": [{"name": SELECTOR_PARAM, "meaning": SELECTOR_PARAM_MEANING}],
+    }

@@ -31,6 +31,7 @@ from confluent_kafka.admin import (
 )
 
 from clusters.topology import Topology
+from workloads.api import Options
 from workloads.client import Completion, Invocation
 from workloads.kafka_errors import describe, kafka_error
 
@@ -75,8 +76,30 @@ def classify(exc: BaseException) -> str:
 class AdminWorkload:
     """One single-broker AdminClient per broker; clients of every process share them."""
 
+    NAME: ClassVar[str] = "admin"
     # No consumer: nothing for the history to declare.
     HISTORY_HEADER: ClassVar[dict[str, Any]] = {}
+    FINAL_KEY: ClassVar[str] = "final_views"
+    FINAL_SAYS: ClassVar[str] = "final views: every broker describes the cluster and lists topics"
+
+    @staticmethod
+    def generator(options: Options) -> dict[str, Any]:
+        """The operation mix and its choices; see docs/history.md. Reads no queue option."""
+        return {
+            "mix": {"create-topic": 4, "delete-topic": 2, "alter-config": 3, "describe-cluster": 3},
+            "partitions": [1, 3],
+            "replication": 3,
+            "configs": {
+                "retention.ms": [60000, 3600000, 86400000, -1],
+                "min.insync.replicas": [1, 2],
+            },
+            "topic_prefix": "adm",
+        }
+
+    @staticmethod
+    def final_sentence(outcome: dict[str, Any]) -> str:
+        answered = outcome.get("answered") or {}
+        return f"final views from {sum(bool(v) for v in answered.values())}/{len(answered)} brokers"
 
     def __init__(self, gen: dict[str, Any], topology: Topology, seed: int, run_id: str) -> None:
         self.gen = gen
@@ -91,9 +114,8 @@ class AdminWorkload:
         }
         self.topic = f"{gen['topic_prefix']}-*"
 
-    @property
-    def keys(self) -> int:  # what the interpreter says at setup
-        return 0
+    def setup_says(self) -> str:
+        return "workload setup: every broker answers DescribeCluster"
 
     def setup(self, timeout: float = 120.0) -> None:
         """Waits until every broker's admin client can describe the cluster."""
@@ -113,6 +135,11 @@ class AdminWorkload:
 
     def hints(self) -> dict[str, Any]:
         return {}
+
+    def final(
+        self, new_process: Callable[[], int], record: Callable[..., Any], timeout: float
+    ) -> dict[str, Any]:
+        return final_views(self, new_process, record, timeout)
 
     def close(self) -> None:
         self.admins.clear()
@@ -179,6 +206,9 @@ class AdminOpsClient:
         # Topics this process asked to create and not yet to delete: chosen from invocations,
         # not outcomes, so that the sequence of operations depends only on the seed.
         self.topics: list[str] = []
+
+    def open(self, op: Invocation) -> Completion:
+        return Completion("ok", op.value)  # never asked: there is no setup_op
 
     def next_op(self) -> Invocation:
         return next_admin_op(self.wl.gen, self.rng, self.process, self, sorted(self.wl.brokers))

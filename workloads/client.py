@@ -31,6 +31,11 @@ class Invocation:
 
 class Client(Protocol):
     process: int
+    # What opens the client (a consumer's assign or subscribe), recorded before its first
+    # operation; None: nothing to open.
+    setup_op: Invocation | None
+
+    def open(self, op: Invocation) -> Completion: ...
 
     def next_op(self) -> Invocation: ...
 

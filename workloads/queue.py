@@ -28,7 +28,8 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters.topology import Topology
-from history.format import CONSUMER_AFTER_ABORT, REWIND
+from history.format import CONSUMER_AFTER_ABORT, REWIND, TXN_ID_PER_SLOT
+from workloads.api import Options
 from workloads.client import Completion, Invocation
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 
@@ -79,9 +80,41 @@ class LeaderMap:
 class QueueWorkload:
     """Shared state of one queue run: the topic, acknowledged sends, and client construction."""
 
+    NAME: ClassVar[str] = "queue"
     # What the history's header says of this client (docs/history.md): the checker's poll-skip
     # rule depends on where a consumer stands after a transaction that polled and then aborted.
     HISTORY_HEADER: ClassVar[dict[str, Any]] = {CONSUMER_AFTER_ABORT: REWIND}
+    FINAL_KEY: ClassVar[str] = "final_reads"
+    FINAL_SAYS: ClassVar[str] = "final reads: every key from the beginning"
+
+    @staticmethod
+    def generator(options: Options) -> dict[str, Any]:
+        """How clients choose operations (docs/history.md); plan.json keeps it."""
+        mix = {"send": 5, "poll": 4}
+        if options.txn:
+            mix["txn"] = 2
+        return {
+            "keys": options.keys,
+            "mode": options.mode,
+            "txn": options.txn,
+            "mix": mix,
+            "max_txn_ops": 4,
+            "poll_max_messages": 64,
+            "poll_timeout_ms": 200,
+            # Values are unique across the run: process p's n-th value is p * stride + n.
+            "value_stride": 1_000_000,
+            "transactional_id": TXN_ID_PER_SLOT,
+            "topic": "kchaos-queue",
+            "replication": 3,
+            "min_insync_replicas": 2,
+        }
+
+    @staticmethod
+    def final_sentence(outcome: dict[str, Any]) -> str:
+        return (
+            f"final reads read {outcome.get('read_acknowledged', '?')}/"
+            f"{outcome.get('acknowledged', '?')} acknowledged sends"
+        )
 
     def __init__(self, gen: dict[str, Any], topology: Topology, seed: int, run_id: str) -> None:
         self.gen = gen
@@ -97,6 +130,9 @@ class QueueWorkload:
         self.acked: list[tuple[int, int | None, int]] = []
         self._acked_lock = threading.Lock()
         self.leaders = LeaderMap(self.bootstrap, self.topic, topology)
+
+    def setup_says(self) -> str:
+        return f"workload setup: topic {self.topic} with {self.keys} partitions"
 
     def setup(self, timeout: float = 120.0) -> None:
         """Creates the topic and waits until every partition has a leader."""
@@ -178,6 +214,11 @@ class QueueWorkload:
                 "heartbeat.interval.ms": 1000,
             }
         )
+
+    def final(
+        self, new_process: Callable[[], int], record: Callable[..., Any], timeout: float
+    ) -> dict[str, Any]:
+        return final_reads(self, new_process, record, timeout)
 
     def close(self) -> None:
         self.leaders.stop()

@@ -68,7 +68,7 @@ class Preparing(Scripted):
 
 
 def test_prepare_runs_before_the_workload_is_recorded_and_waits_for_readiness(tmp_path):
-    from harness.interpreter import PREPARE_READY_TIMEOUT_S, Run
+    from harness.interpreter import PREPARE_READY_TIMEOUT_S, Run, Up
     from harness.plan import build_plan
     from harness.spec import RunSpec
 
@@ -80,8 +80,7 @@ def test_prepare_runs_before_the_workload_is_recorded_and_waits_for_readiness(tm
         run = Run(plan, say=lambda m: None, nemeses={"clock": Preparing(actions)})
         run._wait_ready = lambda dc, info, why, timeout: waits.append(timeout)  # type: ignore
         run.prepare()  # the run directory, and the given nemeses in place of the registry's
-        run.ctx = None  # type: ignore[assignment]
-        run._prepare_nemeses(None, None, rec)  # type: ignore[arg-type]
+        run._prepare_nemeses(None, Up(None, None, rec), None)  # type: ignore[arg-type]
         rec.close()
         ops = read_history(tmp_path / f"h{expected_waits}.jsonl").ops
         assert [(op["type"], op["f"], op["process"]) for op in ops] == [

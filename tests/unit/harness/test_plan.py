@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from harness.migration import AWAITED, PHASES, STEPS
 from harness.plan import build_plan, client_rng, load_plan
 from harness.spec import RunSpec, validate
-from nemesis.api import FAULT_KINDS, TARGETS
-from nemesis.registry import build
+from nemesis.api import TARGETS
+from nemesis.registry import FAULT_KINDS, build
 
 specs = st.builds(
     RunSpec,

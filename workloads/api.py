@@ -1,0 +1,81 @@
+"""The workload interface the harness drives: everything one kind of workload brings to a run.
+
+A workload kind is a class, named in ``workloads/registry.py``. Before a run it states, from the
+run's options, its generator parameters (written into plan.json, so a replay uses them as they
+were) and the header its history declares. During a run an instance, built from those
+parameters and the live topology, sets up what its clients need, makes one client per process
+(``workloads/client.py``), tells the nemeses what only the clients know (partition leaders), and
+at the end reads back everything it wrote, recording those reads as operations too.
+
+As in Jepsen, what to do is data (the plan's generator) and the client does it; the harness
+interprets the plan and owns the history. A workload contributes no timed steps of its own: steps
+that run beside the clients (the ZooKeeper-to-KRaft migration) come from the topology, which a
+workload runs the same on whatever it is.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from clusters.topology import Topology
+from workloads.client import Client
+
+
+class Options(Protocol):
+    """The run options a workload's generator may read (harness/spec.py RunSpec has them)."""
+
+    keys: int
+    txn: bool
+    mode: str
+
+
+class Workload(Protocol):
+    """One run's workload: shared state of its clients, from setup to the final reads."""
+
+    def setup(self) -> None:
+        """Makes the cluster ready for the clients (topics, coordinators); raises if it cannot."""
+        ...
+
+    def setup_says(self) -> str:
+        """What ``setup`` does, in a line for the person running."""
+        ...
+
+    def client(self, process: int, rng: random.Random) -> Client: ...
+
+    def hints(self) -> dict[str, Any]:
+        """Client-side facts a nemesis selector may use (``nemesis.api.FaultContext.hints``)."""
+        ...
+
+    def final(
+        self, new_process: Callable[[], int], record: Callable[..., Any], timeout: float
+    ) -> dict[str, Any]:
+        """Reads back what the run wrote, recording each read; bounded by ``timeout``. The
+        outcome goes into run.json under ``FINAL_KEY``; ``complete`` says all was read."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class WorkloadKind(Protocol):
+    """A workload class: what is known of it before any cluster exists."""
+
+    NAME: str
+    # What the history's header declares of these clients (docs/history.md).
+    HISTORY_HEADER: dict[str, Any]
+    # Where run.json keeps the outcome of ``final``, and what the run says before it.
+    FINAL_KEY: str
+    FINAL_SAYS: str
+
+    def generator(self, options: Options) -> dict[str, Any]:
+        """The workload's own generator parameters; the harness adds rate and concurrency."""
+        ...
+
+    def final_sentence(self, outcome: dict[str, Any]) -> str:
+        """The final outcome in a few words, for the line ``kchaos run`` ends with."""
+        ...
+
+    def __call__(
+        self, gen: dict[str, Any], topology: Topology, seed: int, run_id: str
+    ) -> Workload: ...
