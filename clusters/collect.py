@@ -14,9 +14,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from clusters.capabilities import Collectable, Files, Logs, require
+from clusters.cluster import Cluster
 from clusters.config import CONF_DIR, DATA_DIR
 from clusters.data_logs import collect_data_logs, run_dump_log
-from clusters.docker_cluster import DockerCluster
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist
 from history.format import CLUSTER_JSON, LOGS_DIR, METADATA_DIR, NODE_LOG, OBSERVERS_DIR
@@ -33,9 +34,18 @@ def decode_metadata_log(dist: KafkaDist, partition_dir: Path) -> str:
     return run_dump_log(dist, ["--cluster-metadata-decoder", "--files", files], partition_dir)
 
 
-def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], None] = print) -> None:
-    """Writes ``logs/<node>/``, ``metadata/[observers/]<node>.txt`` and ``cluster.json``."""
+def collect_cluster(
+    cluster: Cluster[Collectable], dest: Path, say: Callable[[str], None] = print
+) -> None:
+    """Writes ``logs/<node>/``, ``metadata/[observers/]<node>.txt`` and ``cluster.json``.
+
+    Needs ``Files`` and ``Logs`` of every node: a cluster with a node lacking either is refused
+    before anything is written, since a run directory missing one node's metadata log would
+    let the checkers judge without that node's evidence.
+    """
     info = cluster.info()
+    handles = cluster.nodes(info)
+    require(handles.values(), (Files, Logs), "collecting a cluster")
     dist = cluster.dist(info)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / CLUSTER_JSON).write_text(
@@ -54,7 +64,7 @@ def collect_cluster(cluster: DockerCluster, dest: Path, say: Callable[[str], Non
             indent=2,
         )
     )
-    for name, node in cluster.nodes(info).items():
+    for name, node in handles.items():
         logs = dest / LOGS_DIR / name
         logs.mkdir(parents=True, exist_ok=True)
         (logs / NODE_LOG).write_text(node.logs())

@@ -15,8 +15,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from clusters.capabilities import Files, require
+from clusters.cluster import Cluster, ClusterInfo
 from clusters.config import DATA_DIR
-from clusters.docker_cluster import ClusterInfo, DockerCluster
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist
 from history.format import DATA_LOGS_DIR
@@ -69,17 +70,20 @@ def decode_data_logs(dist: KafkaDist, root: Path) -> str:
 
 
 def collect_data_logs(
-    cluster: DockerCluster, info: ClusterInfo, dest: Path, say: Callable[[str], None] = print
+    cluster: Cluster[Files], info: ClusterInfo, dest: Path, say: Callable[[str], None] = print
 ) -> None:
-    """Writes `data/<broker>.txt` (decoded) and `data/<broker>-raw/<topic>-<p>/*.log`."""
+    """Writes `data/<broker>.txt` (decoded) and `data/<broker>-raw/<topic>-<p>/*.log`; refuses
+    a cluster with a broker that cannot copy files out (no ``Files``) before copying any."""
     partitions = queue_partitions(dest)
     if not partitions:
         return
+    handles = cluster.nodes(info)
+    brokers = [n for n in handles.values() if n.spec.is_broker]
+    require(brokers, (Files,), "collecting data partition logs")
     dist = cluster.dist(info)
     out = dest / DATA_LOGS_DIR
-    for name, node in cluster.nodes(info).items():
-        if not node.spec.is_broker:
-            continue
+    for node in brokers:
+        name = node.name
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             for partition in partitions:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from clusters.docker_cluster import ClusterInfo, DockerCluster
+from clusters.capabilities import Logs, Process
+from clusters.cluster import Cluster, ClusterInfo
 from clusters.errors import ClusterError
+from clusters.status import cluster_status
 
 POLL_INTERVAL_S = 0.25
 LOG_LINES_ON_FAILURE = 15
@@ -52,11 +54,11 @@ def problems(status: dict[str, Any]) -> list[str]:
 
 
 def wait_ready(
-    cluster: DockerCluster, info: ClusterInfo, timeout: float, on_poll=None
+    cluster: Cluster[Process], info: ClusterInfo, timeout: float, on_poll=None
 ) -> dict[str, Any]:
-    """Polls the cluster until it is ready; returns that ready status."""
-    from clusters.status import cluster_status
-
+    """Polls the cluster until it is ready; returns that ready status. Needs ``Process`` of
+    every node (refused at the first poll otherwise); the failure shows each named node's last
+    log lines where it has ``Logs``, and says it has none where it has not."""
     deadline = time.monotonic() + timeout
     last: list[str] = []
     while True:
@@ -87,13 +89,17 @@ def _unready_nodes(status: dict[str, Any], issues: list[str]) -> list[str]:
     return named or [n["name"] for n in status["nodes"]][:1]
 
 
-def _log_tails(cluster: DockerCluster, info: ClusterInfo, names: list[str]) -> str:
+def _log_tails(cluster: Cluster[Process], info: ClusterInfo, names: list[str]) -> str:
     handles = cluster.nodes(info)
     parts = []
     for name in names:
-        try:
-            tail = handles[name].logs(tail=LOG_LINES_ON_FAILURE).rstrip()
-        except ClusterError:
-            tail = "(no logs: container gone)"
+        node = handles[name]
+        if not isinstance(node, Logs):
+            tail = f"(no logs: a {type(node).__name__} node has no Logs capability)"
+        else:
+            try:
+                tail = node.logs(tail=LOG_LINES_ON_FAILURE).rstrip()
+            except ClusterError:
+                tail = "(no logs: the node is gone)"
         parts.append(f"\n--- last log lines of {name} ---\n{tail}")
     return "".join(parts)

@@ -13,25 +13,26 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from clusters.docker_cluster import ClusterInfo, DockerCluster
+from clusters.capabilities import Frozen, Pause, Process, require
+from clusters.cluster import Cluster, ClusterInfo
 from clusters.errors import ClusterError
 from clusters.jmx import JmxUnavailable, sample_kafka
-from clusters.node import DockerNode
 from clusters.topology import ZK_CLIENT_PORT, NodeSpec
 
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)
 
 
-def process_state(node: DockerNode, check_paused: bool) -> str:
+def process_state(node: Process, check_paused: bool) -> str:
+    """missing, exited, frozen, paused or running. Only a node with ``Pause`` can say it is
+    paused, and only one with ``Frozen`` that it is frozen: any other reports running then."""
     try:
-        state = node.state()
+        if not node.is_running():
+            return "exited"
+        if isinstance(node, Frozen) and node.is_frozen():
+            return "frozen"
     except ClusterError:
         return "missing"
-    if state.get("Paused"):
-        return "frozen"
-    if not state.get("Running"):
-        return "exited"
-    if check_paused and node.is_paused_by_signal():
+    if check_paused and isinstance(node, Pause) and node.is_paused_by_signal():
         return "paused"
     return "running"
 
@@ -59,7 +60,9 @@ def zk_mode(ip: str) -> str | None:
     return None
 
 
-def node_status(node: DockerNode, check_paused: bool = True) -> dict[str, Any]:
+def node_status(node: Process, check_paused: bool = True) -> dict[str, Any]:
+    """What one node says of itself; refuses (MissingCapability) a node without ``Process``."""
+    require([node], (Process,), "a node's status")
     spec: NodeSpec = node.spec
     entry: dict[str, Any] = {
         "name": spec.name,
@@ -162,10 +165,13 @@ def quorum_view(nodes: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def cluster_status(
-    cluster: DockerCluster, info: ClusterInfo | None = None, check_paused: bool = True
+    cluster: Cluster[Process], info: ClusterInfo | None = None, check_paused: bool = True
 ) -> dict[str, Any]:
+    """Every node's own status and the cluster's view; refuses, before asking any node, a
+    cluster with a node that cannot say whether its process runs (no ``Process``)."""
     info = info or cluster.info()
     handles = cluster.nodes(info)
+    require(handles.values(), (Process,), "cluster status")
     with ThreadPoolExecutor(max_workers=max(1, len(handles))) as pool:
         nodes = list(pool.map(lambda h: node_status(h, check_paused), handles.values()))
     for n in nodes:

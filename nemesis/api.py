@@ -8,10 +8,11 @@ value. Deciding (the plan) and doing (the nemesis) stay apart, as in Jepsen's ge
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from clusters.node import DockerNode
+from clusters.capabilities import Controllable
 from clusters.topology import Topology
 
 # Who a fault hits, and how each selector is resolved (nemesis/targets.py). Role selectors are
@@ -55,7 +56,7 @@ class FaultContext:
     """What a nemesis may act on: the topology and a handle per node."""
 
     topology: Topology
-    nodes: dict[str, DockerNode]
+    nodes: Mapping[str, Controllable]
     # Partition leaders and other client-side facts, filled by the harness when it knows them.
     hints: dict[str, Any] = field(default_factory=dict)
 

@@ -16,8 +16,8 @@ import random
 import shlex
 from typing import Any
 
+from clusters.capabilities import Exec, Host, Process, Shell
 from clusters.config import FAKETIME_ENV
-from clusters.node import DockerNode
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, before_touching
 from nemesis.menu import Interval, Kind, Menu, Param, Pick
@@ -106,26 +106,26 @@ def offset_text(delta_s: float) -> str:
     return f"{delta_s:+g}\n"
 
 
-def faked(node: DockerNode) -> bool:
+def faked(node: Exec) -> bool:
     """True when the running JVM (PID 1) was started under libfaketime with our offset file."""
     environ = node.exec(["cat", "/proc/1/environ"], timeout=10).stdout
     return f"FAKETIME_TIMESTAMP_FILE={OFFSET_FILE}" in environ.split("\0")
 
 
-def restart(node: DockerNode) -> float:
+def restart(node: Process) -> float:
     """Kill and start: the JVM re-execs through the entrypoint, which sources FAKETIME_ENV."""
     node.stop(timeout=0)
     node.start()
     return wait_for(f"{node.name} to run again", node.is_running, timeout=60)
 
 
-def set_offset(node: DockerNode, delta_s: float) -> None:
+def set_offset(node: Shell, delta_s: float) -> None:
     # Written beside and renamed, so the library never reads a half-written offset.
     node.put_file(OFFSET_FILE + ".new", offset_text(delta_s))
     run(node, ["mv", "-f", OFFSET_FILE + ".new", OFFSET_FILE])
 
 
-def skew(node: DockerNode, delta_s: float, force_restart: bool = False) -> bool:
+def skew(node: Host, delta_s: float, force_restart: bool = False) -> bool:
     """Sets the node's offset; restarts it if its JVM is not under libfaketime yet (or asked)."""
     stop_strobe(node)
     set_offset(node, delta_s)
@@ -136,7 +136,7 @@ def skew(node: DockerNode, delta_s: float, force_restart: bool = False) -> bool:
     return False
 
 
-def start_strobe(node: DockerNode, delta_s: float, period_s: float, duration_s: float) -> None:
+def start_strobe(node: Exec, delta_s: float, period_s: float, duration_s: float) -> None:
     """Flips the offset between +delta and 0 every period, inside the node, for duration_s."""
     flips = max(1, int(duration_s / period_s / 2))
     on, off = shlex.quote(offset_text(delta_s)), shlex.quote(offset_text(0))
@@ -151,7 +151,7 @@ def start_strobe(node: DockerNode, delta_s: float, period_s: float, duration_s: 
     run(node, ["sh", "-c", script])
 
 
-def stop_strobe(node: DockerNode) -> bool:
+def stop_strobe(node: Exec) -> bool:
     got = node.exec(["cat", STROBE_PID])
     if not got.ok:
         return False
@@ -160,11 +160,11 @@ def stop_strobe(node: DockerNode) -> bool:
     return True
 
 
-def has_env(node: DockerNode) -> bool:
+def has_env(node: Exec) -> bool:
     return node.exec(["test", "-f", FAKETIME_ENV]).ok
 
 
-def unfake(node: DockerNode) -> bool:
+def unfake(node: Host) -> bool:
     """Removes every trace of clock faults; restarts the node if its JVM ran under them."""
     stop_strobe(node)
     if not (has_env(node) or faked(node)):
@@ -238,7 +238,7 @@ class ClockNemesis:
         # Offsets go back to zero without a restart; the preload stays until heal_all.
         running = [n for n in ctx.nodes.values() if n.is_running()]
 
-        def reset(node: DockerNode) -> bool:
+        def reset(node: Shell) -> bool:
             stop_strobe(node)
             if not faked(node):
                 return False

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from clusters.docker_cluster import DockerCluster
+from clusters.capabilities import Controllable
+from clusters.cluster import Cluster
 from nemesis.api import FaultContext
 from nemesis.registry import HEAL_ORDER, build
 
 
-def heal_cluster(cluster: DockerCluster) -> list[str]:
+def heal_cluster(cluster: Cluster[Controllable]) -> list[str]:
     """Heals all nodes of ``cluster`` and says what was undone; an empty list means clean.
 
     Idempotent: each package looks for its own traces (chain, qdisc, stopped JVM, preload,

@@ -8,7 +8,7 @@ its jump, never the node's other rules.
 
 from __future__ import annotations
 
-from clusters.node import DockerNode
+from clusters.capabilities import Exec, Shell
 from nemesis.nodes import run
 
 
@@ -17,7 +17,7 @@ def restore_text(chain: str, rules: list[str]) -> str:
     return "\n".join(["*filter", f":{chain} - [0:0]", *rules, "COMMIT", ""])
 
 
-def install_chain(node: DockerNode, chain: str, rules: list[str]) -> list[str]:
+def install_chain(node: Shell, chain: str, rules: list[str]) -> list[str]:
     path = f"/tmp/{chain.lower()}.rules"
     node.put_file(path, restore_text(chain, rules))
     run(node, ["iptables-restore", "--noflush", path])
@@ -26,7 +26,7 @@ def install_chain(node: DockerNode, chain: str, rules: list[str]) -> list[str]:
     return rules
 
 
-def remove_chain(node: DockerNode, chain: str) -> int:
+def remove_chain(node: Exec, chain: str) -> int:
     """Deletes the chain and every jump to it; returns how many rules it held."""
     listed = node.exec(["iptables", "-S", chain])
     if not listed.ok:
@@ -39,7 +39,7 @@ def remove_chain(node: DockerNode, chain: str) -> int:
     return rules
 
 
-def dropped(node: DockerNode, chain: str) -> int:
+def dropped(node: Exec, chain: str) -> int:
     """Packets the chain's rules have dropped so far (0 when the chain is absent)."""
     listed = node.exec(["iptables", "-L", chain, "-n", "-v", "-x"])
     total = 0

@@ -7,14 +7,16 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from clusters.capabilities import Exec, ExecResult, Node, Process
 from clusters.errors import ClusterError
-from clusters.node import DockerNode, ExecResult
 from nemesis.errors import NemesisError
 
 T = TypeVar("T")
+N = TypeVar("N", bound=Node)
+P = TypeVar("P", bound=Process)
 
 
-def on_each(nodes: Iterable[DockerNode], fn: Callable[[DockerNode], T]) -> dict[str, T]:
+def on_each(nodes: Iterable[N], fn: Callable[[N], T]) -> dict[str, T]:
     """Runs ``fn`` on every node at once: a fault should land on its targets together."""
     nodes = list(nodes)
     if not nodes:
@@ -24,7 +26,7 @@ def on_each(nodes: Iterable[DockerNode], fn: Callable[[DockerNode], T]) -> dict[
     return {n.name: r for n, r in zip(nodes, results, strict=True)}
 
 
-def run(node: DockerNode, cmd: list[str], ok_codes: tuple[int, ...] = (0,)) -> ExecResult:
+def run(node: Exec, cmd: list[str], ok_codes: tuple[int, ...] = (0,)) -> ExecResult:
     """Runs a command in the node; a failure names the node, the command and its stderr."""
     result = node.exec(cmd, timeout=30)
     if result.exit_code not in ok_codes:
@@ -48,7 +50,7 @@ def wait_for(
     return round(time.monotonic() - start, 3)
 
 
-def on_live(node: DockerNode, act: Callable[[], T]) -> T | None:
+def on_live(node: Process, act: Callable[[], T]) -> T | None:
     """``act`` on a node that may stop or restart meanwhile (a kill, a migration step): None if
     it went down (a namespace or JVM that is gone holds no fault), done again if it came back
     (its new namespace and JVM have none yet)."""
@@ -60,7 +62,7 @@ def on_live(node: DockerNode, act: Callable[[], T]) -> T | None:
         return act()
 
 
-def split_running(nodes: Iterable[DockerNode]) -> tuple[list[DockerNode], list[str]]:
+def split_running(nodes: Iterable[P]) -> tuple[list[P], list[str]]:
     """Running nodes, and the names of those that are not (killed by another fault, say).
 
     Faults act on the running ones and record the rest: a plan may kill a node and then pick it

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from clusters.node import DockerNode
+from clusters.capabilities import Controllable, Exec
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, NotApplied, before_touching
 from nemesis.iptables import install_chain, remove_chain
@@ -98,7 +98,7 @@ def loss_rules(peer_ips: list[str], percent: float) -> list[str]:
     ]
 
 
-def apply_netem(node: DockerNode, args: list[str]) -> None:
+def apply_netem(node: Exec, args: list[str]) -> None:
     cmd = ["tc", "qdisc", "replace", "dev", DEV, "root", "netem", *args]
     result = node.exec(cmd, timeout=30)
     if "qdisc kind is unknown" in result.stderr:
@@ -110,7 +110,7 @@ def apply_netem(node: DockerNode, args: list[str]) -> None:
         run(node, cmd)  # raises with the node's own words
 
 
-def clear(node: DockerNode) -> bool:
+def clear(node: Exec) -> bool:
     """Removes our netem qdisc and loss chain; the kernel's default qdisc needs no deleting."""
     shown = node.exec(["tc", "qdisc", "show", "dev", DEV, "root"]).stdout
     had_netem = "netem" in shown
@@ -169,5 +169,5 @@ def _others(ips: list[str], own: str) -> list[str]:
     return [ip for ip in ips if ip != own]
 
 
-def _running(ctx: FaultContext) -> list[DockerNode]:
+def _running(ctx: FaultContext) -> list[Controllable]:
     return [n for n in ctx.nodes.values() if n.is_running()]

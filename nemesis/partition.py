@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from clusters.node import DockerNode
+from clusters.capabilities import Controllable, Exec, Shell
 from nemesis import grudge as g
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, before_touching
@@ -49,11 +49,11 @@ def chain_rules(drop_ips: list[str]) -> list[str]:
     return [f"-A {CHAIN} -s {ip}/32 -j DROP" for ip in sorted(drop_ips)]
 
 
-def install(node: DockerNode, drop_ips: list[str]) -> list[str]:
+def install(node: Shell, drop_ips: list[str]) -> list[str]:
     return install_chain(node, CHAIN, chain_rules(drop_ips))
 
 
-def remove(node: DockerNode) -> int:
+def remove(node: Exec) -> int:
     return remove_chain(node, CHAIN)
 
 
@@ -131,5 +131,5 @@ def _remove_all(ctx: FaultContext) -> dict[str, int]:
     return {n: k or 0 for n, k in removed.items()}
 
 
-def _running(ctx: FaultContext) -> list[DockerNode]:
+def _running(ctx: FaultContext) -> list[Controllable]:
     return [n for n in ctx.nodes.values() if n.is_running()]

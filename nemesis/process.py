@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from clusters.node import DockerNode
+from clusters.capabilities import Controllable, Pause, Process
 from clusters.topology import TOPOLOGIES, ZK_TOPOLOGIES
 from nemesis.api import TARGETS, FaultContext, FaultStep
 from nemesis.errors import before_touching
@@ -38,7 +38,7 @@ KILL_MENU = signal_menu("kill", "SIGKILL the JVM; stop starts every exited node 
 PAUSE_MENU = signal_menu("pause", "SIGSTOP the JVM; stop sends SIGCONT to every stopped JVM")
 
 
-def _targets(ctx: FaultContext, step: FaultStep) -> tuple[list[DockerNode], dict[str, Any]]:
+def _targets(ctx: FaultContext, step: FaultStep) -> tuple[list[Controllable], dict[str, Any]]:
     # For kill and pause the kind is itself a selector; an explicit target takes precedence.
     found = resolve(ctx, step.target or step.kind, random.Random(step.seed), step.params)
     return [ctx.nodes[t] for t in found.targets], found.record()
@@ -48,7 +48,7 @@ def restart_exited(ctx: FaultContext) -> list[str]:
     """Starts every node whose process is not running and waits until each runs again."""
     down = [n for n in ctx.nodes.values() if not n.is_running()]
 
-    def up(node: DockerNode) -> float:
+    def up(node: Process) -> float:
         node.start()
         return wait_for(f"{node.name} to run again", node.is_running, timeout=60)
 
@@ -60,7 +60,7 @@ def resume_paused(ctx: FaultContext) -> list[str]:
     """Sends SIGCONT to every running node whose JVM is stopped by a signal."""
     stopped = [n for n in ctx.nodes.values() if n.is_running() and n.is_paused_by_signal()]
 
-    def cont(node: DockerNode) -> float:
+    def cont(node: Pause) -> float:
         node.resume()
         return wait_for(f"{node.name} to continue", lambda: not node.is_paused_by_signal())
 
@@ -76,7 +76,7 @@ class _SignalNemesis:
     signal: str
     took_key: str  # how the history names the seconds each node took to show the effect
 
-    def act(self, node: DockerNode) -> float:
+    def act(self, node: Controllable) -> float:
         raise NotImplementedError
 
     def check(self, step: FaultStep) -> dict[str, Any]:
@@ -101,7 +101,7 @@ class KillNemesis(_SignalNemesis):
     signal = "SIGKILL"
     took_key = "exited_after_s"
 
-    def act(self, node: DockerNode) -> float:
+    def act(self, node: Process) -> float:
         node.kill()
         return wait_for(f"{node.name} to exit", lambda: not node.is_running(), timeout=30)
 
@@ -119,7 +119,7 @@ class PauseNemesis(_SignalNemesis):
     signal = "SIGSTOP"
     took_key = "stopped_after_s"
 
-    def act(self, node: DockerNode) -> float:
+    def act(self, node: Pause) -> float:
         node.pause()
         return wait_for(f"{node.name} to stop", node.is_paused_by_signal, timeout=30)
 

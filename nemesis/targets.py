@@ -131,7 +131,7 @@ def zk_modes(ctx: FaultContext) -> dict[str, str | None]:
 
 def zk_active_controller(ctx: FaultContext) -> Resolved:
     """ZooKeeper mode: the broker that /controller names."""
-    from clusters.docker_cluster import ClusterInfo
+    from clusters.cluster import ClusterInfo
     from clusters.status import zookeeper_view
 
     seen = zookeeper_view(ClusterInfo(ctx.topology, "", "", ""))

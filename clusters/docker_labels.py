@@ -1,0 +1,131 @@
+"""Docker's clusters found again from their labels: what a cluster is, its node handles, and its
+removal.
+
+Docker labels are the only state: a cluster is found, described and torn down from them, so a
+crashed kchaos leaves nothing that ``kchaos cluster down`` cannot find. ``LabelledCluster``
+implements the ``Cluster`` protocol (clusters/cluster.py) that status, readiness and collection
+are typed against; bringing a cluster up is clusters/docker_lifecycle.py's.
+"""
+
+from __future__ import annotations
+
+import docker
+import docker.errors
+
+from clusters.cluster import ClusterInfo
+from clusters.docker_node import DockerNode
+from clusters.errors import ClusterError
+from clusters.kafka_dist import KafkaDist, ensure_dist, load_dist
+from clusters.topology import NodeSpec, Topology
+
+LABEL = "kchaos"
+
+
+def container_name(cluster: str, node: str) -> str:
+    return f"kchaos-{cluster}-{node}"
+
+
+def network_name(cluster: str) -> str:
+    return f"kchaos-{cluster}"
+
+
+def node_order(spec: NodeSpec) -> tuple[int, str, int]:
+    """ZooKeepers, then controllers, then brokers: the order topologies list their nodes in."""
+    kind = 0 if spec.is_zookeeper else 1 if spec.is_controller else 2
+    return (kind, spec.name[0], spec.node_id)
+
+
+class LabelledCluster:
+    """The containers and network labelled with one cluster name."""
+
+    def __init__(self, client: docker.DockerClient, cluster: str = "kchaos"):
+        self.client = client
+        self.cluster = cluster
+
+    def containers(self, all: bool = True) -> list:
+        return self.client.containers.list(
+            all=all, filters={"label": [f"{LABEL}.cluster={self.cluster}"]}
+        )
+
+    def networks(self) -> list:
+        return self.client.networks.list(filters={"label": [f"{LABEL}.cluster={self.cluster}"]})
+
+    def exists(self) -> bool:
+        return bool(self.containers() or self.networks())
+
+    def info(self) -> ClusterInfo:
+        containers = self.containers()
+        if not containers:
+            raise ClusterError(
+                f"no cluster '{self.cluster}' is up: start one with 'kchaos cluster up'"
+            )
+        labels = [c.labels for c in containers]
+        first = labels[0]
+        nodes = tuple(
+            sorted(
+                (
+                    NodeSpec(
+                        name=lb[f"{LABEL}.node"],
+                        roles=frozenset(lb[f"{LABEL}.roles"].split(",")),
+                        node_id=int(lb[f"{LABEL}.node-id"]),
+                        ip=lb[f"{LABEL}.ip"],
+                    )
+                    for lb in labels
+                ),
+                key=node_order,
+            )
+        )
+        topo = Topology(
+            kind=first[f"{LABEL}.topology"],
+            cluster=self.cluster,
+            subnet=first[f"{LABEL}.subnet"],
+            nodes=nodes,
+        )
+        return ClusterInfo(
+            topology=topo,
+            version=first[f"{LABEL}.version"],
+            timing=first[f"{LABEL}.timing"],
+            cluster_id=first[f"{LABEL}.cluster-id"],
+        )
+
+    def node(self, spec: NodeSpec) -> DockerNode:
+        return DockerNode(self.client, container_name(self.cluster, spec.name), spec)
+
+    def nodes(self, info: ClusterInfo | None = None) -> dict[str, DockerNode]:
+        info = info or self.info()
+        return {n.name: self.node(n) for n in info.topology.nodes}
+
+    def dist(self, info: ClusterInfo) -> KafkaDist:
+        dist = load_dist(info.version)
+        if dist is None:
+            dist = ensure_dist(info.version)
+        return dist
+
+    def remove(self) -> int:
+        """Removes every container and network labelled with this cluster; returns how many."""
+        removed = 0
+        for c in self.containers():
+            try:
+                c.remove(force=True)
+                removed += 1
+            except docker.errors.NotFound:
+                pass
+        for net in self.networks():
+            try:
+                net.remove()
+                removed += 1
+            except docker.errors.NotFound:
+                pass
+        return removed
+
+
+def list_clusters(client: docker.DockerClient) -> list[str]:
+    names = {
+        c.labels.get(f"{LABEL}.cluster")
+        for c in client.containers.list(all=True, filters={"label": LABEL})
+    }
+    names |= {
+        n.attrs["Labels"].get(f"{LABEL}.cluster")
+        for n in client.networks.list(filters={"label": LABEL})
+    }
+    return sorted(n for n in names if n)

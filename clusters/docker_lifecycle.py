@@ -1,0 +1,178 @@
+"""Bringing a Docker cluster up and taking it down: network, containers, configuration files,
+start order, readiness, and collection before removal.
+
+Up is all or nothing: a cluster that fails to start is removed. The labels written here are what
+clusters/docker_labels.py finds the cluster again by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from clusters import config as node_config
+from clusters.cluster import ClusterInfo
+from clusters.collect import collect_cluster
+from clusters.docker_labels import LABEL, LabelledCluster, container_name, network_name
+from clusters.errors import ClusterError
+from clusters.image import ensure_image
+from clusters.kafka_dist import KafkaDist, agents_dir, ensure_dist
+from clusters.migration import seed_cluster_id
+from clusters.readiness import wait_ready
+from clusters.topology import NodeSpec, Topology, check_zookeeper_version
+
+READY_TIMEOUT_S = 240.0
+
+
+def up(
+    cluster: LabelledCluster,
+    topo: Topology,
+    version: str,
+    timing: str = "default",
+    heap_mb: int = 256,
+    say: Callable[[str], None] = print,
+    wait: bool = True,
+    ready_timeout: float = READY_TIMEOUT_S,
+) -> ClusterInfo:
+    """Creates network and nodes, starts them, and waits until the cluster is ready."""
+    node_config.check_timing(timing)
+    if cluster.exists():
+        raise ClusterError(
+            f"a cluster named '{cluster.cluster}' already exists: 'kchaos cluster down "
+            f"--name {cluster.cluster}' removes it, or choose another --name"
+        )
+    check_zookeeper_version(topo.kind, version)
+    dist = ensure_dist(version)
+    if topo.zookeepers and not dist.line.zookeeper:
+        raise ClusterError(
+            f"Kafka {dist.version} has no ZooKeeper mode: topology {topo.kind} needs a 3.x version"
+        )
+    image = ensure_image(cluster.client, say=say)
+    info = ClusterInfo(topo, dist.version, timing, node_config.new_cluster_id())
+    _check_names_free(cluster, topo)
+    try:
+        _create_network(cluster, topo)
+        configs = {
+            n.name: node_config.render_node(topo, n, dist, timing, info.cluster_id, heap_mb)
+            for n in topo.nodes
+        }
+        # A migration's brokers must find the controllers' cluster id in ZooKeeper at their
+        # first start, so ZooKeeper comes up (and receives it) first.
+        waves = (
+            [topo.zookeepers, [n for n in topo.nodes if not n.is_zookeeper]]
+            if topo.migration
+            else [list(topo.nodes)]
+        )
+        for i, wave in enumerate(waves):
+            if i:
+                seed_cluster_id(topo, info.cluster_id, timeout=ready_timeout / 2)
+            with ThreadPoolExecutor(max_workers=len(wave)) as pool:
+                list(
+                    pool.map(
+                        lambda n: _create_node(cluster, n, info, dist, image, configs[n.name]),
+                        wave,
+                    )
+                )
+        say(f"started {len(topo.nodes)} nodes of Kafka {dist.version} ({topo.kind})")
+        if wait:
+            wait_ready(cluster, info, timeout=ready_timeout)
+    except BaseException:
+        # A half-made cluster is worse than none: nobody would know which parts are real.
+        cluster.remove()
+        raise
+    return info
+
+
+def down(
+    cluster: LabelledCluster, collect: Path | None = None, say: Callable[[str], None] = print
+) -> int:
+    """Collects into ``collect`` (if given and anything is left), then removes everything."""
+    if collect is not None and cluster.containers():
+        collect_cluster(cluster, collect, say=say)
+    return cluster.remove()
+
+
+def _check_names_free(cluster: LabelledCluster, topo: Topology) -> None:
+    for n in topo.nodes:
+        name = container_name(cluster.cluster, n.name)
+        try:
+            cluster.client.containers.get(name)
+        except docker.errors.NotFound:
+            continue
+        raise ClusterError(f"a container named {name} exists and was not made by kchaos")
+
+
+def _create_network(cluster: LabelledCluster, topo: Topology) -> None:
+    ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=topo.subnet)])
+    try:
+        cluster.client.networks.create(
+            network_name(cluster.cluster),
+            driver="bridge",
+            internal=True,  # no egress: nodes talk to each other and to this host only
+            ipam=ipam,
+            labels={LABEL: "1", f"{LABEL}.cluster": cluster.cluster},
+        )
+    except docker.errors.APIError as exc:
+        text = str(exc.explanation or exc)
+        if "overlap" in text or "Pool" in text:
+            raise ClusterError(
+                f"subnet {topo.subnet} clashes with an existing network ({text}): choose "
+                "another with --subnet"
+            ) from None
+        raise ClusterError(
+            f"cannot create network {network_name(cluster.cluster)}: {text}"
+        ) from None
+
+
+def _create_node(
+    cluster: LabelledCluster,
+    n: NodeSpec,
+    info: ClusterInfo,
+    dist: KafkaDist,
+    image: str,
+    cfg: node_config.NodeConfig,
+) -> None:
+    api = cluster.client.api
+    net = network_name(cluster.cluster)
+    labels = {
+        LABEL: "1",
+        f"{LABEL}.cluster": cluster.cluster,
+        f"{LABEL}.node": n.name,
+        f"{LABEL}.roles": ",".join(sorted(n.roles)),
+        f"{LABEL}.node-id": str(n.node_id),
+        f"{LABEL}.ip": n.ip,
+        f"{LABEL}.subnet": info.topology.subnet,
+        f"{LABEL}.topology": info.topology.kind,
+        f"{LABEL}.version": info.version,
+        f"{LABEL}.timing": info.timing,
+        f"{LABEL}.cluster-id": info.cluster_id,
+    }
+    host_config = api.create_host_config(
+        network_mode=net,
+        binds={
+            str(dist.libs): {"bind": node_config.LIBS_DIR, "mode": "ro"},
+            str(agents_dir()): {"bind": node_config.AGENTS_DIR, "mode": "ro"},
+        },
+        # Nemeses install iptables and tc rules inside the node's own network namespace.
+        cap_add=["NET_ADMIN"],
+        init=False,
+    )
+    networking = api.create_networking_config(
+        {net: api.create_endpoint_config(ipv4_address=n.ip, aliases=[n.name])}
+    )
+    created = api.create_container(
+        image,
+        command=cfg.command,
+        name=container_name(cluster.cluster, n.name),
+        hostname=n.name,
+        labels=labels,
+        host_config=host_config,
+        networking_config=networking,
+        stop_signal="SIGTERM",
+    )
+    cluster.node(n).put_files(cfg.files)
+    api.start(created["Id"])

@@ -1,0 +1,192 @@
+"""Docker's node kind: a container whose PID 1 is the Kafka (or ZooKeeper) JVM.
+
+Implements every capability in clusters/capabilities.py, plus what only Docker's own machinery
+uses (``put_files`` writes into a created, not yet started container; ``state`` is Docker's).
+"""
+
+from __future__ import annotations
+
+import io
+import signal
+import tarfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+
+from clusters.capabilities import ExecResult
+from clusters.errors import ClusterError
+from clusters.topology import NodeSpec
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file over an iterator of byte chunks (Docker's archive stream)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._rest = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        while not self._rest:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._rest = chunk
+        n = min(len(buf), len(self._rest))
+        buf[:n] = self._rest[:n]
+        self._rest = self._rest[n:]
+        return n
+
+
+class DockerNode:
+    """A node in a Docker container whose PID 1 is the Kafka (or ZooKeeper) JVM."""
+
+    def __init__(self, client: docker.DockerClient, container_name: str, spec: NodeSpec):
+        self.client = client
+        self.container_name = container_name
+        self.spec = spec
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def ip(self) -> str:
+        return self.spec.ip
+
+    def _container(self):
+        try:
+            return self.client.containers.get(self.container_name)
+        except docker.errors.NotFound:
+            raise ClusterError(
+                f"node {self.name}: container {self.container_name} is gone"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"DockerNode({self.name}@{self.ip})"
+
+    # Exec
+    def exec(self, cmd: list[str], timeout: float | None = None) -> ExecResult:
+        """Runs a command inside the node; ``timeout`` uses coreutils timeout in the node."""
+        argv = ["timeout", "-s", "KILL", str(timeout), *cmd] if timeout else cmd
+        try:
+            result = self._container().exec_run(argv, demux=True)
+        except docker.errors.APIError as exc:
+            raise ClusterError(
+                f"node {self.name}: cannot run {cmd[0]}: {exc.explanation}"
+            ) from None
+        out, err = result.output if result.output else (b"", b"")
+        return ExecResult(
+            result.exit_code if result.exit_code is not None else -1,
+            (out or b"").decode(errors="replace"),
+            (err or b"").decode(errors="replace"),
+        )
+
+    # Files
+    def put_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:
+        self.put_files({path: content}, mode)
+
+    def put_files(self, files: Mapping[str, bytes | str], mode: int = 0o644) -> None:
+        """Writes files in one archive; works on a created but not yet started container."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for path, content in files.items():
+                data = content.encode() if isinstance(content, str) else content
+                info = tarfile.TarInfo(path.lstrip("/"))
+                info.size = len(data)
+                info.mode = 0o755 if path.endswith(".sh") else mode
+                tar.addfile(info, io.BytesIO(data))
+        if not self._container().put_archive("/", buf.getvalue()):
+            raise ClusterError(f"node {self.name}: could not write {', '.join(files)}")
+
+    def get_file(self, path: str) -> bytes:
+        tar = self._get_archive(path)
+        member = next((m for m in tar.getmembers() if m.isfile()), None)
+        if member is None:
+            raise ClusterError(f"node {self.name}: {path} is not a file")
+        extracted = tar.extractfile(member)
+        assert extracted is not None
+        return extracted.read()
+
+    def copy_dir_out(self, path: str, dest: Path) -> None:
+        """Copies a directory out; works on a stopped or killed container too."""
+        dest.mkdir(parents=True, exist_ok=True)
+        tar = self._get_archive(path)
+        tar.extractall(dest, filter="data")
+
+    def copy_files_out(self, path: str, dest: Path, suffix: str) -> list[Path]:
+        """Copies the files of a directory whose names end with `suffix`, streaming the archive:
+        a log directory also holds 10 MB preallocated indexes that are never written to disk."""
+        try:
+            stream, _ = self._container().get_archive(path)
+        except docker.errors.NotFound:
+            raise ClusterError(f"node {self.name}: no {path}") from None
+        out = []
+        with tarfile.open(fileobj=_ChunkReader(stream), mode="r|") as tar:
+            for member in tar:
+                if member.isfile() and member.name.endswith(suffix):
+                    tar.extract(member, dest, filter="data")
+                    out.append(dest / member.name)
+        return out
+
+    def _get_archive(self, path: str) -> tarfile.TarFile:
+        try:
+            stream, _ = self._container().get_archive(path)
+        except docker.errors.NotFound:
+            raise ClusterError(f"node {self.name}: no {path}") from None
+        return tarfile.open(fileobj=io.BytesIO(b"".join(stream)))
+
+    # Process
+    def start(self) -> None:
+        self._container().start()
+
+    def stop(self, timeout: float = 30) -> None:
+        self._container().stop(timeout=int(timeout))
+
+    def signal(self, sig: signal.Signals) -> None:
+        # Signals come from the host: inside its namespace PID 1 ignores SIGKILL and SIGSTOP.
+        try:
+            self._container().kill(signal=int(sig))
+        except docker.errors.APIError as exc:
+            raise ClusterError(
+                f"node {self.name}: cannot send {sig.name}: {exc.explanation}"
+            ) from None
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+
+    def pause(self) -> None:
+        self.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.signal(signal.SIGCONT)
+
+    def state(self) -> dict:
+        c = self._container()
+        c.reload()
+        return c.attrs["State"]
+
+    def is_running(self) -> bool:
+        return bool(self.state().get("Running"))
+
+    def is_frozen(self) -> bool:
+        return bool(self.state().get("Paused"))
+
+    def is_paused_by_signal(self) -> bool:
+        """True when the JVM is stopped by SIGSTOP (process state T), which Docker does not show."""
+        try:
+            stat = self.exec(["cat", "/proc/1/stat"], timeout=5).stdout
+        except ClusterError:
+            return False
+        fields = stat.rsplit(")", 1)[-1].split()
+        return bool(fields) and fields[0] in ("T", "t")
+
+    # Logs
+    def logs(self, tail: int | None = None) -> str:
+        raw = self._container().logs(tail=tail if tail is not None else "all")
+        return raw.decode(errors="replace")

@@ -1,0 +1,49 @@
+"""clusters/ imports in one direction: status, readiness and collection never import back the
+orchestration that calls them, and the modules kept for other folders' imports are leaves."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+import clusters
+
+ROOT = Path(clusters.__file__).parent
+# Kept so that other folders' imports keep working; clusters/ itself uses what they re-export.
+FACADES = {"clusters.docker_cluster", "clusters.node"}
+
+
+def import_graph() -> nx.DiGraph:
+    """Every import between clusters' own modules, at module level and inside functions."""
+    modules = {f"clusters.{f.stem}": f for f in ROOT.glob("*.py") if f.stem != "__init__"}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            graph.add_edges_from((name, t) for t in targets if t in modules and t != name)
+    return graph
+
+
+def test_clusters_has_no_import_circles():
+    graph = import_graph()
+    assert [sorted(c) for c in nx.simple_cycles(graph)] == []
+
+
+def test_nothing_in_clusters_imports_the_facades():
+    graph = import_graph()
+    assert {(a, b) for a, b in graph.edges if b in FACADES} == set()
+
+
+def test_status_readiness_and_collection_never_reach_docker_orchestration():
+    graph = import_graph()
+    for caller in ("clusters.status", "clusters.readiness", "clusters.collect"):
+        reached = nx.descendants(graph, caller)
+        assert not reached & {"clusters.docker_lifecycle", "clusters.docker_labels"}, caller
