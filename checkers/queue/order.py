@@ -28,7 +28,7 @@ class LogView(Protocol):
 
 
 # A rule family's wording of one pair: (log, "poll" or "send", a, b) -> finding or None.
-PairWording = Callable[[LogView, str, Elem, Elem], "Finding | None"]
+PairWording = Callable[[LogView, str, Elem, Elem], Finding | None]
 
 
 def _describe_skipped(skipped: Sequence[tuple[int, list[int]]], limit: int = 8) -> str:
