@@ -44,11 +44,10 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from checkers.edges import EdgeArrays
+from checkers.edges import Edge, EdgeArrays
 from checkers.findings import Finding, secs
 from checkers.npsets import member, sort_rows, unique_sorted
-from checkers.op_arrays import OpArrays
-from checkers.queue.per_key import Edge
+from checkers.op_arrays import OpArrays, OpInfo
 
 WW, WR, PROCESS, REALTIME = "ww", "wr", "process", "realtime"
 
@@ -99,15 +98,6 @@ SPECS = (
     ),
 )
 CYCLE_KINDS = tuple(dict.fromkeys(s.kind for s in SPECS))
-
-
-@dataclass(frozen=True)
-class OpInfo:
-    index: int
-    process: str
-    type: str
-    invoke_time: int
-    complete_time: int | None  # None: never completed, or info (may take effect any time)
 
 
 def op_infos(cols: dict[str, list[Any]]) -> list[OpInfo]:

@@ -1,4 +1,6 @@
-"""Dependency edges between queue ops as integer columns: millions fit where objects would not.
+"""Dependency edges between queue ops, what the queue checks hand the cycle search: as integer
+columns (EdgeArrays: millions fit where objects would not), and as objects (Edge) for the few a
+cycle search explains.
 
 `rel` is WW_CODE or WR_CODE; `value` is the earlier value (ww) or the value read (wr); `value2`
 the later value of a ww edge (0, meaningless, on wr edges).
@@ -11,7 +13,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from checkers.queue.per_key import Edge
+
+@dataclass(frozen=True)
+class Edge:
+    """A dependency between two ops on one key: `rel` is "ww" or "wr"."""
+
+    rel: str
+    src: int
+    dst: int
+    key: int
+    value: int  # ww: the earlier value; wr: the value read
+    value2: int | None = None  # ww: the later value
+
 
 WW_CODE, WR_CODE = 0, 1
 _REL = {"ww": WW_CODE, "wr": WR_CODE}

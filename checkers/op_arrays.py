@@ -6,15 +6,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from checkers.queue.arrays import CodeBook, _fixed, _is
+from checkers.columns import CodeBook, fixed_width, is_name
 
-if TYPE_CHECKING:
-    from checkers.cycles import OpInfo
+
+@dataclass(frozen=True)
+class OpInfo:
+    """One queue op as the cycle search explains it."""
+
+    index: int
+    process: str
+    type: str
+    invoke_time: int
+    complete_time: int | None  # None: never completed, or info (may take effect any time)
 
 
 @dataclass(frozen=True)
@@ -46,8 +53,6 @@ class OpArrays:
 
     def infos(self, rows: np.ndarray) -> list[OpInfo]:
         """Rows as objects: only for the ops inside a window the search looks at."""
-        from checkers.cycles import OpInfo
-
         return [
             OpInfo(
                 int(self.index[i]),
@@ -85,11 +90,11 @@ class OpArraysBuilder:
 
     def add(self, part: pa.Table) -> None:
         typ = self._types.encode(part.column("type"))
-        is_invoke = _is(typ, self._types.names, "invoke")
-        index = _fixed(part.column("index"), np.int64)[0]
-        time = _fixed(part.column("time"), np.int64)[0]
+        is_invoke = is_name(typ, self._types.names, "invoke")
+        index = fixed_width(part.column("index"), np.int64)[0]
+        time = fixed_width(part.column("time"), np.int64)[0]
         proc = self._procs.encode(part.column("process"))
-        inv, has_inv = _fixed(part.column("invoke_index"), np.int64)
+        inv, has_inv = fixed_width(part.column("invoke_index"), np.int64)
         if has_inv is not None:
             inv = np.where(has_inv, inv, -1)  # a completion naming no invocation
         i_lo, c_lo = len(self._invokes), len(self._completes)

@@ -1,58 +1,44 @@
-"""The queue checks of a history, on pandas or on Spark: the same per-key code either way."""
+"""The queue checks of a stored or in-memory history: which ops reset a consumer's position
+(`queue_resets`), then one engine by name (dispatch.run_engine, the single entry point).
+
+The functions below `queue_resets` are the entries older callers use (checkers/api.py, tests):
+each names its engine and goes through dispatch.run_engine.
+"""
 
 from __future__ import annotations
 
 import json
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from checkers.edges import EdgeArrays
-from checkers.findings import Finding
 from checkers.op_arrays import OpArrays
-from checkers.queue.arrays import ElemArrays, elem_arrays
-from checkers.queue.context import abort_resets
-from checkers.queue.local import run_local
-from checkers.queue.per_key import KeyResult
-from checkers.queue.policy import apply_policy
-from checkers.queue.vector import check_by_keys, vector_context
+from checkers.queue.arrays import ElemArrays
+from checkers.queue.context import Resets, abort_resets
+from checkers.queue.dispatch import run_engine
+from checkers.queue.result import QueueResult
+from checkers.queue.source import ElementSource
 from checkers.queue_ops import queue_ops_from_parquet, queue_ops_from_table
-from history.columnar import (
-    elements,
-    header_of,
-    op_rows,
-    read_elements,
-    read_header,
-    read_ops,
-)
+from history.columnar import elements, header_of, op_rows, read_header, read_ops
 from history.format import FAIL, INFO, UNDECLARED, after_abort_rule
 
+__all__ = [
+    "RESET_FS",
+    "QueueResult",
+    "Resets",
+    "check_queue",
+    "check_queue_arrays",
+    "check_queue_reference",
+    "check_queue_table",
+    "check_queue_vector",
+    "queue_resets",
+    "reset_ops",
+]
+
 RESET_FS = ["assign", "subscribe", "crash"]
-
-
-@dataclass
-class QueueResult:
-    findings: list[Finding] = field(default_factory=list)
-    # The edges in parts, in order (one per batch of keys): the cycle search reads them part
-    # by part, and a copy of millions of edges into one set of arrays is made only if asked.
-    edge_parts: list[EdgeArrays] = field(default_factory=list)
-    subscribe: bool = False
-    # [lo, hi] invocation-time spans of the edges that go back in time, when the checks made
-    # them (cycles.find_cycles); None: the cycle search finds them itself.
-    back_spans: np.ndarray | None = None
-
-    @property
-    def edges(self) -> EdgeArrays:
-        if len(self.edge_parts) != 1:
-            self.edge_parts = [EdgeArrays.concat(self.edge_parts)]
-        return self.edge_parts[0]
-
-
-Resets = list[tuple[str, int, str, list[int] | None]]
 
 
 def reset_ops(ops: pa.Table) -> Resets:
@@ -83,23 +69,6 @@ def queue_resets(reset_rows: pa.Table, ops: OpArrays, after_abort: str) -> Reset
     )
 
 
-def merge(results: list[KeyResult], subscribe: bool) -> QueueResult:
-    findings = [f for r in results for f in r.findings]
-    edges = EdgeArrays.from_edges(e for r in results for e in r.edges)
-    return finish(findings, edges, subscribe)
-
-
-def finish(
-    findings: list[Finding],
-    edges: EdgeArrays | list[EdgeArrays],
-    subscribe: bool,
-    back_spans: np.ndarray | None = None,
-) -> QueueResult:
-    findings = sorted(apply_policy(findings, subscribe), key=Finding.sort_key)
-    parts = [edges] if isinstance(edges, EdgeArrays) else edges
-    return QueueResult(findings, parts, subscribe, back_spans)
-
-
 def check_queue(
     parquet: str | Path,
     spark: Any = None,
@@ -107,21 +76,15 @@ def check_queue(
     reference: bool = False,
     slots: int | None = None,
 ) -> QueueResult:
-    """All queue anomalies of a Parquet history; `spark`: a SparkSession, None for local.
-    `reference`: the per-key Python path (slow; the yardstick the fast paths are tested on).
+    """All queue anomalies of a Parquet history; `spark`: a SparkSession (the Spark engine),
+    None for local. `reference`: the reference engine (slow; the yardstick).
     `slots`: worker slots sharing transactional ids (QueueContext.slots), None: not judged.
     The poll rule after aborts follows the history's header (history.format.after_abort_rule).
     """
     rule = after_abort_rule(read_header(parquet))
     resets = queue_resets(read_ops(parquet, fs=RESET_FS), queue_ops_from_parquet(parquet), rule)
-    if spark is not None:
-        from checkers.queue.spark import run_spark
-
-        return run_spark(spark, str(parquet), resets, slots, rule)
-    elems = read_elements(parquet)
-    if reference:
-        return check_queue_reference(elems, resets, slots, rule)
-    return check_queue_vector(elems, resets, slots, rule)
+    name = "spark" if spark is not None else "reference" if reference else "local"
+    return run_engine(name, ElementSource(parquet=parquet, spark=spark), resets, slots, rule)
 
 
 def check_queue_table(
@@ -136,10 +99,8 @@ def check_queue_table(
     if after_abort is None:
         after_abort = after_abort_rule(header_of(table.schema))
     resets = queue_resets(op_rows(table, RESET_FS), queue_ops_from_table(table), after_abort)
-    elems = elements(table)
-    if reference:
-        return check_queue_reference(elems, resets, slots, after_abort)
-    return check_queue_vector(elems, resets, slots, after_abort)
+    source = ElementSource(elements=elements(table))
+    return run_engine("reference" if reference else "local", source, resets, slots, after_abort)
 
 
 def check_queue_reference(
@@ -148,8 +109,8 @@ def check_queue_reference(
     slots: int | None = None,
     after_abort: str = UNDECLARED,
 ) -> QueueResult:
-    results, ctx = run_local(elems, resets, slots, after_abort)
-    return merge(results, ctx.subscribe)
+    """The reference engine on element rows."""
+    return run_engine("reference", ElementSource(elements=elems), resets, slots, after_abort)
 
 
 def check_queue_vector(
@@ -158,7 +119,8 @@ def check_queue_vector(
     slots: int | None = None,
     after_abort: str = UNDECLARED,
 ) -> QueueResult:
-    return check_queue_arrays(elem_arrays(elems), resets, slots=slots, after_abort=after_abort)
+    """The local engine on element rows."""
+    return run_engine("local", ElementSource(elements=elems), resets, slots, after_abort)
 
 
 def check_queue_arrays(
@@ -168,7 +130,7 @@ def check_queue_arrays(
     slots: int | None = None,
     after_abort: str = UNDECLARED,
 ) -> QueueResult:
-    """`arrays`: every element (arrays.elem_arrays); batches of keys run in `pool` if given."""
-    ctx = vector_context(arrays, resets, slots, after_abort)
-    findings, edges, spans = check_by_keys(arrays, ctx, pool)
-    return finish(findings, edges, ctx.subscribe, spans)
+    """The local engine on decoded elements (arrays.elem_arrays); batches of keys run in
+    `pool` if given."""
+    source = ElementSource(arrays=arrays, pool=pool)
+    return run_engine("local", source, resets, slots, after_abort)

@@ -1,7 +1,9 @@
 """What the per-key checks need to know from outside their key, gathered before the shuffle.
 
 Both inputs are small (info sends are rare, assign/subscribe/crash ops are few), so they are
-collected to the driver and shipped with the per-key function.
+collected to the driver and shipped with the per-key function. `queue_context` is the one place
+a QueueContext is made: every engine answers the same two questions about its elements
+(ElementFacts) in its own way, and this module makes the context from the answers.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from history.format import FAIL, INFO, JEPSEN, REWIND, UNDECLARED
 
@@ -69,10 +72,39 @@ class QueueContext:
         return False
 
 
+class ElementFacts(Protocol):
+    """The cross-key facts an engine reads from its own form of the elements."""
+
+    def info_sends(self) -> list[tuple[int, int, int]]:
+        """(op index, key, value) of every send with a value in an `info` op."""
+        ...
+
+    def polled_among(self, values: list[int]) -> Iterable[tuple[int, int]]:
+        """(key, value) of polls that returned one of `values` (more pairs are harmless)."""
+        ...
+
+
+Resets = list[tuple[str, int, str, list[int] | None]]
+
+
+def queue_context(
+    facts: ElementFacts,
+    resets: Resets,
+    slots: int | None = None,
+    after_abort: str = UNDECLARED,
+) -> QueueContext:
+    """The context of one check: which info sends happened, from `facts`; the rest as given
+    (build_context)."""
+    sends = facts.info_sends()
+    # Info sends are few and polls many: only the polls of the info sends' values are asked for.
+    polled = facts.polled_among(sorted({v for _, _, v in sends})) if sends else []
+    return build_context(sends, polled, resets, slots, after_abort)
+
+
 def build_context(
     info_sends: Iterable[tuple[int, int, int]],
     polled: Iterable[tuple[int, int]],
-    reset_ops: Iterable[tuple[str, int, str, list[int] | None]],
+    reset_ops: Resets,
     slots: int | None = None,
     after_abort: str = UNDECLARED,
 ) -> QueueContext:
@@ -102,7 +134,7 @@ def build_context(
 
 def abort_resets(
     processes: Iterable[str], indices: Iterable[int], types: Iterable[str], after_abort: str
-) -> list[tuple[str, int, str, list[int] | None]]:
+) -> Resets:
     """Reset ops for the queue ops whose polls moved the consumer unseen: in UNDECLARED
     histories a `fail` transaction recorded its invocation, not what its polls returned, so
     after any non-ok queue op the process's position on every key is unknown. (Elements do not

@@ -6,8 +6,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 OK, INFO, FAIL = "ok", "info", "fail"
 
 
@@ -53,7 +51,3 @@ def elems_from_columns(cols: dict[str, list[Any]], rows: Iterable[int] | None = 
     ]
     out.sort(key=lambda e: (e.index, e.seq))
     return out
-
-
-def elems_from_frame(df: pd.DataFrame) -> list[Elem]:
-    return elems_from_columns(df.to_dict("list"))

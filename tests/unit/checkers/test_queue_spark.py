@@ -5,6 +5,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers.queue.check import check_queue
+from checkers.queue.context import queue_context
+from checkers.queue.source import ElementSource
+from checkers.queue.spark import SparkEngine
+from checkers.queue.vector import LocalEngine
 from tests.unit.checkers.histories import mixed_anomalies
 from tests.unit.checkers.model import CONCURRENCY, INJECTIONS, KEYS, action_lists, run_model
 
@@ -48,3 +52,15 @@ def test_spark_finds_a_fenced_producer_read_as_the_reference_does(tmp_path, spar
     local = check_queue(path, reference=True, slots=CONCURRENCY)
     assert [f.kind for f in local.findings] == ["fenced-producer-read"]
     assert as_dicts(check_queue(path, spark=spark, slots=CONCURRENCY)) == as_dicts(local)
+
+
+def test_spark_engines_facts_give_the_local_engines_context(tmp_path, spark):
+    m = run_model(
+        [("send", 0, 1, "info-happened"), ("txn", 1, [0, 2], "info-commit"), ("send", 0, 2, "ok")]
+    )
+    path = m.h.write(tmp_path)
+    resets = [("2", 1, "assign", [0])]
+    local = queue_context(LocalEngine(ElementSource(parquet=path)), resets, CONCURRENCY)
+    assert local.committed_info
+    spark_engine = SparkEngine(ElementSource(parquet=path, spark=spark))
+    assert queue_context(spark_engine, resets, CONCURRENCY) == local
