@@ -21,10 +21,11 @@ from checkers.data_log.check import check_run_data
 from checkers.findings import Finding
 from checkers.load import load
 from checkers.memory import reused_memory
-from checkers.metadata import MetadataInput, check_metadata, observe_samples_from_ops
+from checkers.metadata import check_metadata
 from checkers.metadata_log.applied import unjudged_note
 from checkers.metadata_log.check import check_run_metadata
 from checkers.migration import migration_note
+from checkers.observer_samples import MetadataInput, observe_samples_from_ops
 from checkers.queue.check import (
     RESET_FS,
     check_queue_arrays,

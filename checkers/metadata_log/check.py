@@ -9,7 +9,6 @@ from typing import Any
 from checkers.data_log.attribution import attribute, partition_leaders
 from checkers.data_log.parse import DataLog
 from checkers.findings import Finding
-from checkers.metadata import MetadataInput
 from checkers.metadata_log.applied import applied_beyond_commit, unjudged_note
 from checkers.metadata_log.committed import committed_log, majority_bound, with_watermark
 from checkers.metadata_log.fencing import deposed_leader_writes
@@ -24,6 +23,7 @@ from checkers.metadata_log.rules import (
     leader_epochs,
 )
 from checkers.migration import logged_migration_regressions, logged_migration_skips
+from checkers.observer_samples import MetadataInput
 from checkers.run_files import read_cluster
 from history.format import CLUSTER_JSON, METADATA_DIR, OBSERVERS_DIR
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.findings import Finding
-from checkers.metadata import Sample
+from checkers.observer_samples import Sample
 from checkers.run_files import read_cluster
 from checkers.zk_controller.parse import read_logs
 from checkers.zk_controller.rules import overlaps, reused_epochs, stale_epochs, summarize
