@@ -37,6 +37,7 @@ from checkers.queue.fencing import run_slots
 from checkers.queue.policy import for_writer
 from checkers.queue.vector import workers
 from checkers.queue_ops import queue_ops_from_table
+from checkers.run_files import read_cluster
 from checkers.verdict import Verdict, decide
 from checkers.zk_controller.check import check_run_zk
 from history.columnar import header_of, is_in, op_rows, read_elements, read_header, write_parquet
@@ -226,7 +227,7 @@ def _check(
         notes.append(note)
     meta_input = observe_samples_from_ops(meta_ops)
     meta = check_metadata(meta_input)
-    admin_findings, admin_notes = check_admin(admin, kraft_mode(out_dir, meta_input))
+    admin_findings, admin_notes = check_admin(admin, kraft_mode(read_cluster(out_dir), meta_input))
     notes.extend(admin_notes)
     findings = for_writer(queue.findings + cycles, rule) + meta + admin_findings
     logs_checked = has_logs and _check_metadata_logs(
