@@ -79,7 +79,10 @@ class Needs:
 
 class RunInputs:
     """One run's inputs, read lazily and kept. Open with `RunInputs.open(path, ...)` and use
-    as a context manager (the thread pool is shut down on leaving)."""
+    as a context manager (the thread pool is shut down on leaving). Where the run is
+    (`run_dir`, `has_dir`), how it is checked (`engine`, `pool`, `spark_session`) and the
+    history's header (`header`, `after_abort`, `names`) answer any checker; everything else
+    only a checker whose Needs name it."""
 
     def __init__(
         self,
@@ -152,6 +155,9 @@ class RunInputs:
         """The op rows the one read of the history decodes whole: every checker's, asked up
         front so that the history is read once."""
         needs = list(needs)
+        unknown = {i for n in needs for i in n.inputs} - set(INPUTS)
+        if unknown:
+            raise ValueError(f"Needs name {sorted(unknown)}: not among {INPUTS}")
         fs = [f for n in needs for f in n.fs]
         processes = [p for n in needs for p in n.processes]
         if any(OBSERVED in n.inputs for n in needs):

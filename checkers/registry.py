@@ -14,8 +14,6 @@ The data logs are read once (RunInputs.data_logs) for both checkers that use the
 
 from __future__ import annotations
 
-from typing import Any
-
 from checkers.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.checker import Checker
 from checkers.checker_result import CheckerResult
@@ -41,6 +39,7 @@ from checkers.observer_samples import MetadataInput
 from checkers.queue.check import (
     RESET_FS,
     QueueResult,
+    Resets,
     check_queue_arrays,
     check_queue_reference,
     queue_resets,
@@ -78,7 +77,7 @@ class QueueChecker:
             queue.findings, notes, n_elements > 0, {"elements": n_elements}, {"queue": queue}
         )
 
-    def _engine(self, inputs: RunInputs, resets: Any, slots: int | None) -> QueueResult:
+    def _engine(self, inputs: RunInputs, resets: Resets, slots: int | None) -> QueueResult:
         rule = inputs.after_abort
         if inputs.engine == "spark":
             from checkers.queue.spark import run_spark
