@@ -17,11 +17,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from checkers.findings import Finding, secs
-from checkers.run_files import read_cluster
+from checkers.observer_samples import MetadataInput
 
 RULES = {
     "lost-topic": (
@@ -280,13 +279,14 @@ def _cluster_ids(ops: list[AdminOp]) -> list[Finding]:
     ]
 
 
-def kraft_mode(run_dir: Path, samples: Any) -> bool | None:
-    """The cluster's mode: cluster.json's topology, else whether any node reported Raft state."""
-    topology = read_cluster(run_dir).get("topology")
+def kraft_mode(cluster: dict[str, Any], observed: MetadataInput) -> bool | None:
+    """The cluster's mode: `cluster` (cluster.json)'s topology, else whether any node reported
+    Raft state."""
+    topology = cluster.get("topology")
     if topology == "migration":
         return None  # ZooKeeper mode, then KRaft: neither mode's prefix rules hold all run long
     if isinstance(topology, str):
         return topology != "zk"
-    if any(s.raft("state") for s in getattr(samples, "samples", [])):
+    if any(s.raft("state") for s in observed.samples):
         return True
     return None

@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from checkers.findings import Finding
+from checkers.observer_samples import MetadataInput, Sample
 
 if TYPE_CHECKING:
-    from checkers.metadata import MetadataInput, Sample
     from checkers.metadata_log.parse import Record
 
 ORDER = ("ZK", "PRE_MIGRATION", "MIGRATION", "POST_MIGRATION")

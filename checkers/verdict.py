@@ -1,4 +1,10 @@
-"""From findings to a verdict: valid, invalid or unknown, with the exit code and the files."""
+"""From findings to a verdict: valid, invalid or unknown, with the exit code and the files.
+
+`decide` is the one place where the findings of every checker are combined into a verdict
+(Jepsen's `merge-valid`); whether a finding is tolerated was settled before, by kind in
+checkers/queue/policy.py (Jepsen's `allowed-error-types`; docs/checkers.md, "How the checks
+compose").
+"""
 
 from __future__ import annotations
 
@@ -81,6 +87,11 @@ class Verdict:
 
 
 def decide(findings: list[Finding], checked_anything: bool) -> str:
+    """The verdict over every checker's findings at once (Jepsen's merge-valid: invalid beats
+    unknown beats valid): invalid if any finding is neither tolerated nor unknown; else unknown
+    if no checker judged anything or any finding says it cannot tell; else valid. No checker
+    takes a verdict of its own, and nothing is tolerated here: a finding arrives tolerated or
+    not (queue/policy.py by kind, or the checker that holds the evidence)."""
     if any(f.tolerated is None and not f.unknown for f in findings):
         return INVALID
     if not checked_anything or any(f.unknown for f in findings):

@@ -33,18 +33,40 @@ def ops_of_values(op_rows: list[dict[str, Any]]) -> dict[int, int]:
     return out
 
 
-def check_run_data(run_dir: str | Path, op_rows: list[dict[str, Any]]) -> DataLogResult | None:
-    """None when the run has no `data/` directory; an unreadable log is one unknown finding."""
+@dataclass
+class DataLogRead:
+    """A run's `data/` as read: every broker's log, or why they could not be read."""
+
+    logs: dict[str, DataLog] = field(default_factory=dict)
+    error: DataLogError | None = None
+
+
+def read_run_data(run_dir: str | Path) -> DataLogRead | None:
+    """None when the run has no `data/` directory."""
     d = Path(run_dir) / DATA_LOGS_DIR
     if not d.is_dir():
         return None
     try:
-        logs = read_data_logs(d)
+        return DataLogRead(read_data_logs(d))
     except DataLogError as e:
+        return DataLogRead(error=e)
+
+
+def check_run_data(run_dir: str | Path, op_rows: list[dict[str, Any]]) -> DataLogResult | None:
+    """None when the run has no `data/` directory; an unreadable log is one unknown finding."""
+    read = read_run_data(run_dir)
+    return None if read is None else check_data_logs(read, op_rows)
+
+
+def check_data_logs(read: DataLogRead, op_rows: list[dict[str, Any]]) -> DataLogResult:
+    """`op_rows`: the history's send/txn op rows, every column (to name the ops of a batch)."""
+    if read.error is not None:
+        e = read.error
         return DataLogResult(
             findings=[Finding("data-log-unreadable", None, (), str(e), unknown=True)],
             notes=[str(e)],
         )
+    logs = read.logs
     result = DataLogResult(logs)
     for log in logs.values():
         result.notes.extend(log.notes)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.findings import Finding
-from checkers.metadata import MetadataInput, Sample
 from checkers.metadata_log.parse import MetadataLog
+from checkers.observer_samples import MetadataInput, Sample
 
 RULE = (
     'KIP-631: "Metadata changes need to be persisted to the __kafka_metadata log before we apply '

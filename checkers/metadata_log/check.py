@@ -9,7 +9,6 @@ from typing import Any
 from checkers.data_log.attribution import attribute, partition_leaders
 from checkers.data_log.parse import DataLog
 from checkers.findings import Finding
-from checkers.metadata import MetadataInput
 from checkers.metadata_log.applied import applied_beyond_commit, unjudged_note
 from checkers.metadata_log.committed import committed_log, majority_bound, with_watermark
 from checkers.metadata_log.fencing import deposed_leader_writes
@@ -24,6 +23,7 @@ from checkers.metadata_log.rules import (
     leader_epochs,
 )
 from checkers.migration import logged_migration_regressions, logged_migration_skips
+from checkers.observer_samples import MetadataInput
 from checkers.run_files import read_cluster
 from history.format import CLUSTER_JSON, METADATA_DIR, OBSERVERS_DIR
 
@@ -141,6 +141,30 @@ def check_logs(
     return result
 
 
+@dataclass
+class MetadataLogRead:
+    """A run's `metadata/` as read: the voters' and the observers' logs, or why they could not
+    be read."""
+
+    directory: Path
+    voters: dict[str, MetadataLog] = field(default_factory=dict)
+    observers: dict[str, MetadataLog] = field(default_factory=dict)
+    error: MetadataLogError | None = None
+
+
+def read_run_metadata(run_dir: str | Path) -> MetadataLogRead | None:
+    """None when the run has no `metadata/` directory."""
+    d = Path(run_dir) / METADATA_DIR
+    if not d.is_dir():
+        return None
+    try:
+        voters = read_metadata_logs(d)
+        observers = read_metadata_logs(d / OBSERVERS_DIR) if (d / OBSERVERS_DIR).is_dir() else {}
+    except MetadataLogError as e:
+        return MetadataLogRead(d, error=e)
+    return MetadataLogRead(d, voters, observers)
+
+
 def check_run_metadata(
     run_dir: str | Path,
     op_rows: list[dict[str, Any]],
@@ -150,25 +174,40 @@ def check_run_metadata(
     data_logs: dict[str, DataLog] | None = None,
 ) -> MetadataLogResult | None:
     """None when the run has no `metadata/` directory; an unreadable log is one unknown finding."""
-    d = Path(run_dir) / METADATA_DIR
-    if not d.is_dir():
+    read = read_run_metadata(run_dir)
+    if read is None:
         return None
-    try:
-        logs = read_metadata_logs(d)
-        observers = read_metadata_logs(d / OBSERVERS_DIR) if (d / OBSERVERS_DIR).is_dir() else {}
-    except MetadataLogError as e:
+    cluster = read_cluster(Path(run_dir))
+    return check_read_metadata(
+        read, cluster, op_rows, high_watermark, corroborated_ops, observed, data_logs
+    )
+
+
+def check_read_metadata(
+    read: MetadataLogRead,
+    cluster: dict[str, Any],
+    op_rows: list[dict[str, Any]],
+    high_watermark: int | None,
+    corroborated_ops: set[int],
+    observed: MetadataInput | None = None,
+    data_logs: dict[str, DataLog] | None = None,
+) -> MetadataLogResult:
+    """check_logs over a run's logs as read (an unreadable log: one unknown finding);
+    `cluster`: its cluster.json; `op_rows`: the send/txn op rows, every column."""
+    if read.error is not None:
+        e = read.error
         return MetadataLogResult(
             [Finding("metadata-log-unreadable", None, (), str(e), unknown=True)], [str(e)]
         )
-    if not logs:
-        return MetadataLogResult(notes=[f"{d}: no decoded metadata logs"])
+    if not read.voters:
+        return MetadataLogResult(notes=[f"{read.directory}: no decoded metadata logs"])
     return check_logs(
-        logs,
-        read_cluster(Path(run_dir)),
+        read.voters,
+        cluster,
         high_watermark,
         sends_with_walls(op_rows),
         corroborated_ops,
-        observers,
+        read.observers,
         observed,
         data_logs,
     )

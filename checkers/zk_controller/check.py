@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from checkers.findings import Finding
-from checkers.metadata import Sample
+from checkers.observer_samples import Sample
 from checkers.run_files import read_cluster
-from checkers.zk_controller.parse import read_logs
+from checkers.zk_controller.parse import Event, read_logs
 from checkers.zk_controller.rules import overlaps, reused_epochs, stale_epochs, summarize
 
 
@@ -22,10 +22,9 @@ class ZkResult:
     checked: bool = False
 
 
-def _brokers(run_dir: Path) -> list[str] | None:
+def zk_brokers(cluster: dict[str, Any]) -> list[str] | None:
     """The broker names of a run with ZooKeeper-mode brokers (zk, and a migration's ZooKeeper
-    phases); None for any other topology or no cluster.json."""
-    cluster = read_cluster(run_dir)
+    phases), from its cluster.json; None for any other topology or no cluster.json."""
     if cluster.get("topology") not in ("zk", "migration"):
         return None
     nodes = cluster.get("nodes") or []
@@ -72,10 +71,17 @@ def active_overlap_note(samples: list[Sample]) -> str | None:
 def check_run_zk(run_dir: str | Path, samples: list[Sample]) -> ZkResult | None:
     """None unless the run directory holds a ZooKeeper-mode cluster (cluster.json)."""
     d = Path(run_dir)
-    brokers = _brokers(d)
+    brokers = zk_brokers(read_cluster(d))
     if brokers is None:
         return None
-    by_node = read_logs(d, brokers)
+    return check_zk_logs(brokers, read_logs(d, brokers), samples)
+
+
+def check_zk_logs(
+    brokers: list[str], by_node: dict[str, list[Event]], samples: list[Sample]
+) -> ZkResult:
+    """`by_node`: the events of the brokers' logs (parse.read_logs), for the `brokers` that
+    cluster.json names."""
     result = ZkResult()
     missing = sorted(set(brokers) - set(by_node))
     if missing:

@@ -1,3 +1,5 @@
+import sys
+
 import pytest
 
 
@@ -9,3 +11,27 @@ def spark():
     session = spark_session("local[2]", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def kinds_are_listed(monkeypatch):
+    """Every finding checkers/ makes during a test has a kind checkers/kinds.py lists: the
+    checkers run over each test's histories, and a kind nobody listed fails that test."""
+    from checkers.findings import Finding
+    from checkers.kinds import BY_NAME
+
+    made: set[str] = set()
+    init = Finding.__init__
+
+    def recording(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        # Only what the checkers build: tests build findings of made-up kinds, and
+        # dataclasses.replace rebuilds a finding whose kind was seen when it was made.
+        if sys._getframe(1).f_globals.get("__name__", "").startswith("checkers."):
+            made.add(self.kind)
+
+    monkeypatch.setattr(Finding, "__init__", recording)
+    yield
+    unlisted = sorted(made - set(BY_NAME))
+    if unlisted:
+        pytest.fail(f"kinds reported but not listed in checkers/kinds.py: {unlisted}")

@@ -76,7 +76,7 @@ def test_checker_crash_exits_255_and_keeps_the_traceback(tmp_path, monkeypatch):
     def boom(*a, **kw):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr("checkers.api.find_cycles", boom)
+    monkeypatch.setattr("checkers.registry.find_cycles", boom)
     r = run(tmp_path)
     assert r.exit_code == 255
     assert "checker crashed: RuntimeError: bug" in r.output

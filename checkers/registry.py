@@ -1,0 +1,240 @@
+"""Every checker `kchaos check` runs, in order, and what each reads of the run.
+
+Each class adapts one family of pure checks (their own modules: queue/, cycles.py, metadata.py,
+migration.py, admin.py, data_log/, metadata_log/, zk_controller/) to the Checker protocol
+(checkers/checker.py): it declares its Needs and turns the family's answer into a CheckerResult.
+The order of REGISTRY is the order of findings and notes in results.json, and a checker that
+reads another's result comes after it:
+
+  queue -> cycles          the cycle search runs over the queue checker's edges
+  queue -> metadata-logs   queue failures corroborate sends of fenced brokers (lease-violation)
+
+The data logs are read once (RunInputs.data_logs) for both checkers that use them.
+"""
+
+from __future__ import annotations
+
+from checkers.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
+from checkers.checker import Checker
+from checkers.checker_result import CheckerResult
+from checkers.cycles import find_cycles
+from checkers.data_log.check import check_data_logs
+from checkers.inputs import (
+    BROKER_LOGS,
+    CLUSTER,
+    DATA_LOGS,
+    ELEMENTS,
+    HISTORY,
+    METADATA_LOGS,
+    OBSERVED,
+    PLAN,
+    Needs,
+    RunInputs,
+)
+from checkers.metadata import check_metadata
+from checkers.metadata_log.applied import unjudged_note
+from checkers.metadata_log.check import check_read_metadata
+from checkers.migration import migration_note
+from checkers.observer_samples import MetadataInput
+from checkers.queue.check import (
+    RESET_FS,
+    QueueResult,
+    Resets,
+    check_queue_arrays,
+    check_queue_reference,
+    queue_resets,
+)
+from checkers.queue.fencing import run_slots
+from checkers.zk_controller.check import check_zk_logs, zk_brokers
+from history.columnar import read_elements
+from history.format import DATA_LOGS_DIR, METADATA_DIR, MIGRATION
+
+SENDS = ("send", "txn")
+SUBSCRIBE_NOTE = "consumers subscribe: poll-skip and nonmonotonic-poll are tolerated"
+
+
+class QueueChecker:
+    """Jepsen's Kafka queue anomalies (checkers/queue/) on the engine asked for; its `outputs`
+    hold the QueueResult (edges for the cycle search)."""
+
+    name = "queue"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        # plan.json: run_slots reads it to say which processes shared a transactional.id.
+        return Needs(frozenset({HISTORY, ELEMENTS, PLAN}), fs=tuple(RESET_FS))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        slots, slots_note = run_slots(inputs.run_dir)
+        n_elements = inputs.history.n_elements
+        resets = queue_resets(
+            inputs.op_table(fs=RESET_FS), inputs.history.queue_ops, inputs.after_abort
+        )
+        queue = self._engine(inputs, resets, slots)
+        notes = [SUBSCRIBE_NOTE] if queue.subscribe else []
+        if slots_note and n_elements:
+            notes.append(slots_note)
+        return CheckerResult(
+            queue.findings, notes, n_elements > 0, {"elements": n_elements}, {"queue": queue}
+        )
+
+    def _engine(self, inputs: RunInputs, resets: Resets, slots: int | None) -> QueueResult:
+        rule = inputs.after_abort
+        if inputs.engine == "spark":
+            from checkers.queue.spark import run_spark
+
+            return run_spark(inputs.spark_session(), str(inputs.parquet), resets, slots, rule)
+        if inputs.engine == "reference":
+            return check_queue_reference(read_elements(inputs.parquet), resets, slots, rule)
+        return check_queue_arrays(inputs.take_elements(), resets, inputs.pool, slots, rule)
+
+
+class CyclesChecker:
+    """G0 and G1c, with their -process and -realtime variants (checkers/cycles.py)."""
+
+    name = "cycles"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({HISTORY}), after=("queue",))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        queue = inputs.result("queue")
+        edges: QueueResult = queue.outputs["queue"]
+        found = find_cycles(edges.edge_parts, inputs.history.queue_ops, edges.back_spans)
+        return CheckerResult(found, checked=queue.checked)
+
+
+class KraftMetadataChecker:
+    """KRaft safety and migration states from observer samples (checkers/metadata.py)."""
+
+    name = "kraft-metadata"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({OBSERVED}))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        samples = inputs.observed.samples
+        return CheckerResult(
+            check_metadata(inputs.observed),
+            checked=bool(samples),
+            stats={"observer_samples": len(samples)},
+        )
+
+
+class MigrationChecker:
+    """How far a ZooKeeper-to-KRaft migration got: a note, never a finding (migration.py)."""
+
+    name = "migration"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({HISTORY}), processes=(MIGRATION,))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        note = migration_note(inputs.op_rows(processes=(MIGRATION,)))
+        return CheckerResult(notes=[note] if note else [])
+
+
+class AdminChecker:
+    """Topics whose fate the brokers' final views contradict (checkers/admin.py)."""
+
+    name = "admin"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({HISTORY, OBSERVED, CLUSTER}), fs=ADMIN_FS)
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        ops = admin_ops(inputs.op_rows(fs=ADMIN_FS))
+        stats = {"admin_ops": len(ops)}
+        if not ops:
+            return CheckerResult(stats=stats)
+        findings, notes = check_admin(ops, kraft_mode(inputs.cluster, inputs.observed))
+        return CheckerResult(findings, notes, True, stats)
+
+
+class DataLogsChecker:
+    """Fenced producers' writes and commits in the brokers' final logs (checkers/data_log/)."""
+
+    name = "data-logs"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        if not inputs.has_dir(DATA_LOGS_DIR):
+            return Needs()
+        return Needs(frozenset({HISTORY, DATA_LOGS}), fs=SENDS)
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        if not inputs.has_dir(DATA_LOGS_DIR):
+            return CheckerResult()
+        read = inputs.data_logs
+        assert read is not None  # the directory is there
+        data = check_data_logs(read, inputs.op_rows(fs=SENDS))
+        return CheckerResult(data.findings, data.notes, bool(data.logs))
+
+
+class MetadataLogsChecker:
+    """KRaft safety from the decoded metadata logs (checkers/metadata_log/); without them, a
+    note on the brokers' applied offsets it could not judge."""
+
+    name = "metadata-logs"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        if not inputs.has_dir(METADATA_DIR):
+            return Needs(frozenset({OBSERVED}))
+        reads = {HISTORY, OBSERVED, CLUSTER, METADATA_LOGS, DATA_LOGS}
+        return Needs(frozenset(reads), fs=SENDS, after=("queue",))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        observed = inputs.observed
+        if not inputs.has_dir(METADATA_DIR):
+            if inputs.has_dir(DATA_LOGS_DIR):
+                return CheckerResult()
+            why = "the run has no decoded metadata logs (metadata/)"
+            return CheckerResult(notes=unjudged_note(observed, why))
+        read = inputs.metadata_logs
+        assert read is not None  # the directory is there
+        # A fenced broker's acknowledgement shows as a lost or misplaced write: such findings
+        # corroborate a send the history attributes to a fenced broker.
+        queue = inputs.result("queue").findings
+        failing = {i for f in queue if f.tolerated is None and not f.unknown for i in f.ops}
+        data = inputs.data_logs
+        result = check_read_metadata(
+            read,
+            inputs.cluster,
+            inputs.op_rows(fs=SENDS),
+            _highest_watermark(observed),
+            failing,
+            observed,
+            data.logs if data else None,
+        )
+        return CheckerResult(result.findings, result.notes, result.checked)
+
+
+def _highest_watermark(observed: MetadataInput) -> int | None:
+    marks = [s.raft("high_watermark") for s in observed.samples]
+    return max((m for m in marks if isinstance(m, int)), default=None)
+
+
+class ZkControllerChecker:
+    """ZooKeeper-mode controller epochs from the brokers' logs (checkers/zk_controller/)."""
+
+    name = "zk-controller"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({CLUSTER, OBSERVED, BROKER_LOGS}))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        brokers = zk_brokers(inputs.cluster)
+        if brokers is None:
+            return CheckerResult()
+        zk = check_zk_logs(brokers, inputs.broker_logs(brokers), inputs.observed.samples)
+        return CheckerResult(zk.findings, zk.notes, zk.checked, {"zk_controller": zk.stats})
+
+
+REGISTRY: tuple[Checker, ...] = (
+    QueueChecker(),
+    CyclesChecker(),
+    KraftMetadataChecker(),
+    MigrationChecker(),
+    AdminChecker(),
+    DataLogsChecker(),
+    MetadataLogsChecker(),
+    ZkControllerChecker(),
+)
