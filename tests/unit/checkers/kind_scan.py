@@ -30,6 +30,7 @@ class _Module:
     source: str
     parents: dict[ast.AST, ast.AST]
     constants: dict[str, str]  # module-level NAME = "literal"
+    sequences: dict[str, ast.expr]  # module-level NAME = ("literal", ...) or [...]
 
 
 def scan(root: Path = CHECKERS) -> Scan:
@@ -55,8 +56,15 @@ def _load(path: Path, root: Path) -> _Module:
         for t in n.targets
         if isinstance(t, ast.Name) and isinstance(n.value.value, str)
     }
+    sequences = {
+        t.id: n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, (ast.Tuple, ast.List))
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
     rel = f"checkers/{path.relative_to(root).as_posix()}"
-    return _Module(rel, tree, source, parents, constants)
+    return _Module(rel, tree, source, parents, constants, sequences)
 
 
 def _calls(tree: ast.AST, name: str) -> list[ast.Call]:
@@ -134,6 +142,9 @@ def _resolve_name(
             return True
     if name.id in m.constants:
         out.kinds.setdefault(m.constants[name.id], set()).add(m.path)
+        return True
+    if name.id in m.sequences:  # a tuple of kinds handed on whole (order.order_pair's `kinds`)
+        _resolve(m.sequences[name.id], m, modules, out, depth + 1)
         return True
     return False
 

@@ -42,17 +42,11 @@ ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).parent / "data"
 # Kinds built with f-strings in checkers/queue/describe.py (the queue engines' module; reported
 # to be spelled out whole): what each yields, for `kind` "poll" or "send".
-KNOWN_UNSPELLED = {
-    'f"int-{kind}-skip"': ("int-poll-skip", "int-send-skip"),
-    'f"int-nonmonotonic-{kind}"': ("int-nonmonotonic-poll", "int-nonmonotonic-send"),
-    'f"nonmonotonic-{kind}"': ("nonmonotonic-poll", "nonmonotonic-send"),
-}
 SCAN = scan()
 
 
 def _reported_in_source() -> set[str]:
-    spelled = set(SCAN.kinds) | set(SCAN.constants)
-    return spelled | {k for text in SCAN.unspelled for k in KNOWN_UNSPELLED.get(text, ())}
+    return set(SCAN.kinds) | set(SCAN.constants)
 
 
 def test_every_kind_the_source_reports_is_listed():
@@ -60,10 +54,8 @@ def test_every_kind_the_source_reports_is_listed():
     assert sorted(_reported_in_source() - set(BY_NAME)) == []
 
 
-def test_kinds_are_spelled_whole_except_the_known_queue_ones():
-    unknown = {t: files for t, files in SCAN.unspelled.items() if t not in KNOWN_UNSPELLED}
-    assert unknown == {}, "a kind built from pieces cannot be grepped: write it out whole"
-    assert all(f == {"checkers/queue/describe.py"} for f in SCAN.unspelled.values())
+def test_kinds_are_spelled_whole():
+    assert SCAN.unspelled == {}, "a kind built from pieces cannot be grepped: write it out whole"
 
 
 def test_every_listed_kind_is_reported_somewhere():
