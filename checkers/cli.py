@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from checkers.queue.dispatch import ENGINE_CHOICES
 from checkers.verdict import CRASHED_EXIT, UNKNOWN, Verdict
 from history.errors import HistoryError
 
@@ -28,7 +29,7 @@ def _out_dir(path: str) -> Path:
 @click.option("--spark-master", default=None, help="Spark master URL (default: local[*]).")
 @click.option(
     "--engine",
-    type=click.Choice(["auto", "local", "pandas", "spark", "reference"]),
+    type=click.Choice(ENGINE_CHOICES),
     default="auto",
     show_default=True,
     help="auto: Spark when --spark-master is given, else local (vectorised, this process; "

@@ -26,6 +26,7 @@ from checkers.load import Loaded, load
 from checkers.metadata_log.check import MetadataLogRead, read_run_metadata
 from checkers.observer_samples import MetadataInput, observe_samples_from_ops
 from checkers.queue.arrays import ElemArrays
+from checkers.queue.dispatch import ENGINE_CHOICES, engine_name
 from checkers.queue.vector import workers
 from checkers.run_files import read_cluster, read_generator
 from checkers.zk_controller.parse import Event, read_logs
@@ -59,10 +60,9 @@ INPUTS = (HISTORY, ELEMENTS, OBSERVED, CLUSTER, PLAN, METADATA_LOGS, DATA_LOGS, 
 # that may excuse what a sample says.
 OBSERVED_PROCESSES = (OBSERVER, NEMESIS, MIGRATION)
 
-# auto picks the local vectorised path unless a Spark master is named: on one machine it beats
-# local[*] Spark at every size (Spark's start alone costs 5.7 s, one shuffle of 10M rows more
-# than the whole local check); see docs/checkers.md.
-ENGINES = ("auto", "local", "pandas", "spark", "reference")
+# What `--engine` accepts; the queue engines' one dispatch resolves it (auto: local unless a
+# Spark master is named, docs/checkers.md).
+ENGINES = ENGINE_CHOICES
 
 
 @dataclass(frozen=True)
@@ -122,10 +122,7 @@ class RunInputs:
         Parquet form is (re)built from the JSONL when missing or older, and its header read.
         Raises HistoryError for a history that cannot be read, ValueError for an engine not in
         ENGINES."""
-        if engine not in ENGINES:
-            raise ValueError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
-        use_spark = engine == "spark" or (engine == "auto" and spark_master is not None)
-        chosen = "spark" if use_spark else "reference" if engine == "reference" else "local"
+        chosen = engine_name(engine, spark_master)
         run_dir, jsonl, parquet = _locate(path)
         inputs = cls(run_dir, jsonl, parquet, chosen, spark_master, spark)
         inputs.parquet = _parquet_for(jsonl, parquet, inputs.notes)

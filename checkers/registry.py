@@ -40,13 +40,12 @@ from checkers.queue.check import (
     RESET_FS,
     QueueResult,
     Resets,
-    check_queue_arrays,
-    check_queue_reference,
     queue_resets,
 )
+from checkers.queue.dispatch import run_engine
 from checkers.queue.fencing import run_slots
+from checkers.queue.source import ElementSource
 from checkers.zk_controller.check import check_zk_logs, zk_brokers
-from history.columnar import read_elements
 from history.format import DATA_LOGS_DIR, METADATA_DIR, MIGRATION
 
 SENDS = ("send", "txn")
@@ -78,14 +77,16 @@ class QueueChecker:
         )
 
     def _engine(self, inputs: RunInputs, resets: Resets, slots: int | None) -> QueueResult:
-        rule = inputs.after_abort
-        if inputs.engine == "spark":
-            from checkers.queue.spark import run_spark
-
-            return run_spark(inputs.spark_session(), str(inputs.parquet), resets, slots, rule)
-        if inputs.engine == "reference":
-            return check_queue_reference(read_elements(inputs.parquet), resets, slots, rule)
-        return check_queue_arrays(inputs.take_elements(), resets, inputs.pool, slots, rule)
+        # Each engine takes the form of the elements it works on: the decoded arrays (local,
+        # handed over so they are held once), the Parquet file (reference, Spark).
+        local = inputs.engine == "local"
+        source = ElementSource(
+            arrays=inputs.take_elements() if local else None,
+            parquet=inputs.parquet,
+            spark=inputs.spark_session() if inputs.engine == "spark" else None,
+            pool=inputs.pool,
+        )
+        return run_engine(inputs.engine, source, resets, slots, inputs.after_abort)
 
 
 class CyclesChecker:
