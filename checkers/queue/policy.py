@@ -26,24 +26,6 @@ SUBSCRIBE_TOLERATED = {
     for kind in ("poll-skip", "nonmonotonic-poll")
 }
 
-QUEUE_KINDS = (
-    "lost-write",
-    "duplicate",
-    "inconsistent-offsets",
-    "unseen",
-    "poll-skip",
-    "nonmonotonic-poll",
-    "nonmonotonic-send",
-    "int-poll-skip",
-    "int-nonmonotonic-poll",
-    "int-send-skip",
-    "int-nonmonotonic-send",
-    "G1a",
-    "precommitted-read",
-    "garbage-read",
-    "fenced-producer-read",
-)
-
 
 # Jepsen's verdicts where they differ from kchaos's, for histories Jepsen wrote (the writer's
 # rule is JEPSEN): docs/checkers.md, "kchaos and Jepsen".

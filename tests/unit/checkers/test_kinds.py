@@ -27,9 +27,9 @@ from checkers.kinds import (
 from checkers.queue.policy import (
     ALWAYS_TOLERATED,
     JEPSEN_TOLERATED,
-    QUEUE_KINDS,
     SUBSCRIBE_TOLERATED,
 )
+from checkers.queue.rules import RULES
 from checkers.registry import REGISTRY
 from history.columnar import to_table
 from tests.unit.checkers.histories import H, mixed_anomalies
@@ -80,8 +80,9 @@ def test_each_kind_names_registered_checkers():
 
 def test_tolerances_are_the_policys():
     """The table states what queue/policy.py and cycles.py decide; it decides nothing."""
-    assert {k.name for k in KINDS if "queue" in k.checkers} == set(QUEUE_KINDS)
-    for name in QUEUE_KINDS:
+    queue_kinds = {kind for rule in RULES for kind in rule.KINDS}
+    assert {k.name for k in KINDS if "queue" in k.checkers} == queue_kinds
+    for name in queue_kinds:
         t = BY_NAME[name].tolerance
         assert (t.kchaos == TOLERATED) == (name in ALWAYS_TOLERATED), name
         expected = name in ALWAYS_TOLERATED or name in SUBSCRIBE_TOLERATED
