@@ -1,14 +1,13 @@
 """The queue checks of a stored or in-memory history: which ops reset a consumer's position
 (`queue_resets`), then one engine by name (dispatch.run_engine, the single entry point).
 
-The functions below `queue_resets` are the entries older callers use (checkers/api.py, tests):
+The two functions below `queue_resets` check a stored or in-memory history whole (tests, bench):
 each names its engine and goes through dispatch.run_engine.
 """
 
 from __future__ import annotations
 
 import json
-from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ import numpy as np
 import pyarrow as pa
 
 from checkers.op_arrays import OpArrays
-from checkers.queue.arrays import ElemArrays
 from checkers.queue.context import Resets, abort_resets
 from checkers.queue.dispatch import run_engine
 from checkers.queue.result import QueueResult
@@ -30,10 +28,7 @@ __all__ = [
     "QueueResult",
     "Resets",
     "check_queue",
-    "check_queue_arrays",
-    "check_queue_reference",
     "check_queue_table",
-    "check_queue_vector",
     "queue_resets",
     "reset_ops",
 ]
@@ -58,15 +53,17 @@ def reset_ops(ops: pa.Table) -> Resets:
 def queue_resets(reset_rows: pa.Table, ops: OpArrays, after_abort: str) -> Resets:
     """Every op after which a process's consumer position may legitimately jump: the
     assign/subscribe/crash ops of `reset_rows`, and for histories whose writer did not say
-    where an aborted transaction leaves the consumer, every non-ok queue op of `ops`."""
+    where an aborted transaction leaves the consumer, every non-ok queue op of `ops`: in those
+    (UNDECLARED) histories a `fail` transaction recorded its invocation, not what its polls
+    returned, so after it the process's position on every key is unknown (no element shows such
+    a poll: it returned nothing the history holds)."""
+    resets = reset_ops(reset_rows)
+    if after_abort != UNDECLARED:
+        return resets
     codes = [i for i, name in enumerate(ops.type_names) if name in (FAIL, INFO)]
-    rows = np.flatnonzero(np.isin(ops.typ, codes)) if codes else np.zeros(0, dtype=np.int64)
-    return reset_ops(reset_rows) + abort_resets(
-        [str(ops.proc_names[p]) for p in ops.proc[rows].tolist()],
-        ops.index[rows].tolist(),
-        [str(ops.type_names[t]) for t in ops.typ[rows].tolist()],
-        after_abort,
-    )
+    rows = np.flatnonzero(np.isin(ops.typ, codes))
+    procs = [str(ops.proc_names[p]) for p in ops.proc[rows].tolist()]
+    return resets + abort_resets(procs, ops.index[rows].tolist())
 
 
 def check_queue(
@@ -101,36 +98,3 @@ def check_queue_table(
     resets = queue_resets(op_rows(table, RESET_FS), queue_ops_from_table(table), after_abort)
     source = ElementSource(elements=elements(table))
     return run_engine("reference" if reference else "local", source, resets, slots, after_abort)
-
-
-def check_queue_reference(
-    elems: pa.Table,
-    resets: Resets,
-    slots: int | None = None,
-    after_abort: str = UNDECLARED,
-) -> QueueResult:
-    """The reference engine on element rows."""
-    return run_engine("reference", ElementSource(elements=elems), resets, slots, after_abort)
-
-
-def check_queue_vector(
-    elems: pa.Table,
-    resets: Resets,
-    slots: int | None = None,
-    after_abort: str = UNDECLARED,
-) -> QueueResult:
-    """The local engine on element rows."""
-    return run_engine("local", ElementSource(elements=elems), resets, slots, after_abort)
-
-
-def check_queue_arrays(
-    arrays: ElemArrays,
-    resets: Resets,
-    pool: Executor | None = None,
-    slots: int | None = None,
-    after_abort: str = UNDECLARED,
-) -> QueueResult:
-    """The local engine on decoded elements (arrays.elem_arrays); batches of keys run in
-    `pool` if given."""
-    source = ElementSource(arrays=arrays, pool=pool)
-    return run_engine("local", source, resets, slots, after_abort)

@@ -132,17 +132,7 @@ def build_context(
     )
 
 
-def abort_resets(
-    processes: Iterable[str], indices: Iterable[int], types: Iterable[str], after_abort: str
-) -> Resets:
-    """Reset ops for the queue ops whose polls moved the consumer unseen: in UNDECLARED
-    histories a `fail` transaction recorded its invocation, not what its polls returned, so
-    after any non-ok queue op the process's position on every key is unknown. (Elements do not
-    show such a poll: it returned nothing the history holds.)"""
-    if after_abort != UNDECLARED:
-        return []
-    return [
-        (p, i, ABORT, None)
-        for p, i, t in zip(processes, indices, types, strict=True)
-        if t in (FAIL, INFO)
-    ]
+def abort_resets(processes: Iterable[str], indices: Iterable[int]) -> Resets:
+    """Reset ops for queue ops whose polls moved the consumer unseen (check.queue_resets says
+    which): they forget the consumer's position, not the process's send order."""
+    return [(p, i, ABORT, None) for p, i in zip(processes, indices, strict=True)]
