@@ -12,19 +12,16 @@ past 2^53.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import pyarrow as pa
 
 from checkers.queue.arrays import elem_arrays
-from checkers.queue.context import QueueContext, Resets
-from checkers.queue.engine import run
+from checkers.queue.context import QueueContext
 from checkers.queue.result import QueueResult, finish
 from checkers.queue.rows import ROW_DDL, ROW_SCHEMA, from_arrow, to_arrow
 from checkers.queue.source import ElementSource
 from checkers.queue.vector import check_arrays
 from history.columnar import ELEM_ROW, ELEMENT_CHECK_COLUMNS
-from history.format import UNDECLARED
 
 
 class SparkEngine:
@@ -87,17 +84,3 @@ def check_bucket(table: pa.Table, ctx: QueueContext) -> pa.Table:
     """Every finding and edge of the keys in one bucket (whole keys: a key is never split)."""
     findings, edges = check_arrays(elem_arrays(table), ctx)
     return to_arrow(findings, edges)
-
-
-def run_spark(
-    spark: Any,
-    parquet: str,
-    resets: Resets,
-    slots: int | None = None,
-    after_abort: str = UNDECLARED,
-) -> QueueResult:
-    """The Spark engine on a Parquet history: what dispatch.run_engine("spark", ...) does.
-    `slots`, `after_abort`: QueueContext's (shipped to every bucket with the other cross-key
-    facts)."""
-    engine = SparkEngine(ElementSource(parquet=parquet, spark=spark))
-    return run(engine, resets, slots, after_abort)
