@@ -27,7 +27,9 @@ TIMINGS = ("default", "fast")
 CONF_DIR = "/etc/kafka"
 DATA_DIR = "/var/lib/kafka/data"
 ZK_DATA_DIR = "/var/lib/zookeeper"
-LIBS_DIR = "/opt/kafka/libs"
+# Every assembled Kafka version, mounted read-only into every node: a rolling upgrade restarts a
+# node on another version's jars without recreating its container (same data, same id).
+DISTS_DIR = "/opt/kafka/dists"
 AGENTS_DIR = "/opt/kchaos/agents"
 # When this file exists in a node, the entrypoint starts the JVM under libfaketime with it.
 FAKETIME_ENV = "/etc/kafka/faketime.env"
@@ -79,8 +81,10 @@ def server_properties(
     timing: str,
     phase: str | None = None,
     version: str = "3.9",
+    ibp: str | None = None,
 ) -> dict[str, str]:
-    """A Kafka node's properties; ``phase`` (migration topology only) is its migration phase."""
+    """A Kafka node's properties; ``phase`` (migration topology only) is its migration phase;
+    ``ibp`` (ZooKeeper mode) the inter.broker.protocol.version if not the version's own."""
     check_timing(timing)
     replication = str(min(3, len(topo.brokers)))
     min_isr = str(min(2, len(topo.brokers)))
@@ -99,6 +103,9 @@ def server_properties(
     else:
         props["broker.id"] = str(node.node_id)
         props["zookeeper.connect"] = topo.zookeeper_connect()
+        # Pinned, as Kafka's ZooKeeper-mode upgrade notes ask: the software rolls first, the
+        # protocol is bumped in a second roll (harness/upgrade.py).
+        props["inter.broker.protocol.version"] = ibp or ".".join(version.split(".")[:2])
     if node.is_broker and not topo.migration:
         listeners.insert(0, f"PLAINTEXT://{node.ip}:{BROKER_PORT}")
         props["advertised.listeners"] = f"PLAINTEXT://{node.ip}:{BROKER_PORT}"
@@ -185,6 +192,11 @@ def jvm_options(dist: KafkaDist, heap_mb: int) -> list[str]:
     ]
 
 
+def node_classpath(dist: KafkaDist) -> str:
+    """The version's jars as a node sees them (clusters/docker_lifecycle.py mounts them)."""
+    return f"{DISTS_DIR}/{dist.version}/libs/*"
+
+
 def _entrypoint(node: NodeSpec, main: list[str], prepare: str) -> str:
     # The JVM must be PID 1 (exec) so that signals sent to the container reach Kafka itself.
     return f"""#!/bin/sh
@@ -203,12 +215,14 @@ def render_node(
     cluster_id: str,
     heap_mb: int = 256,
     phase: str | None = None,
+    ibp: str | None = None,
 ) -> NodeConfig:
-    """All files and the PID-1 command for one node (``phase``: its migration phase)."""
+    """All files and the PID-1 command for one node (``phase``: its migration phase; ``ibp``:
+    ZooKeeper mode's pinned inter.broker.protocol.version)."""
     files: dict[str, str] = {}
     logging_file = "log4j.properties" if dist.line.logging == "reload4j" else "log4j2.properties"
     files[f"{CONF_DIR}/{logging_file}"] = LOG4J1 if dist.line.logging == "reload4j" else LOG4J2
-    classpath = f"{LIBS_DIR}/*"
+    classpath = node_classpath(dist)
     if node.is_zookeeper:
         if not dist.line.zookeeper:
             raise ClusterError(f"Kafka {dist.version} has no ZooKeeper mode (removed in 4.0)")
@@ -223,7 +237,7 @@ def render_node(
         ]
         prepare = f"mkdir -p {ZK_DATA_DIR} && echo {node.node_id} > {ZK_DATA_DIR}/myid"
     else:
-        props = server_properties(topo, node, timing, phase, dist.version)
+        props = server_properties(topo, node, timing, phase, dist.version, ibp)
         files[f"{CONF_DIR}/server.properties"] = _props(props)
         main = [
             "java",

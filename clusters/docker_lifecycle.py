@@ -154,7 +154,7 @@ def _create_node(
     host_config = api.create_host_config(
         network_mode=net,
         binds={
-            str(dist.libs): {"bind": node_config.LIBS_DIR, "mode": "ro"},
+            str(dist.home.parent): {"bind": node_config.DISTS_DIR, "mode": "ro"},
             str(agents_dir()): {"bind": node_config.AGENTS_DIR, "mode": "ro"},
         },
         # Nemeses install iptables and tc rules inside the node's own network namespace.

@@ -323,3 +323,53 @@ def ensure_dist(requested: str = DEFAULT_VERSION) -> KafkaDist:
     """Resolves and assembles a Kafka version plus the JMX agent every node runs."""
     ensure_jolokia()
     return assemble(resolve_offline_first(requested))
+
+
+# Asks the version's own jars for its newest production metadata.version, by reflection because
+# the name moved (3.3 has ``latest()``, 3.7 on ``LATEST_PRODUCTION``, 4.x ``latestProduction()``).
+_MV_PROBE = """
+import java.lang.reflect.*;
+public class MvProbe {
+  public static void main(String[] a) throws Exception {
+    Class<?> c = Class.forName("org.apache.kafka.server.common.MetadataVersion");
+    Object mv = null;
+    try { mv = c.getField("LATEST_PRODUCTION").get(null); } catch (NoSuchFieldException e) {}
+    if (mv == null) {
+      for (String m : new String[] {"latestProduction", "latest"}) {
+        try { mv = c.getMethod(m).invoke(null); break; } catch (NoSuchMethodException e) {}
+      }
+    }
+    System.out.println(c.getMethod("featureLevel").invoke(mv) + " " + mv);
+  }
+}
+"""
+
+
+def metadata_version_level(dist: KafkaDist) -> tuple[int, str]:
+    """The newest production metadata.version of a release (its level and name, e.g.
+    ``(21, "3.9-IV0")``): what a safe downgrade to that release lowers the cluster to (KIP-778).
+    Asked of the release's own jars once and kept in its dist.json."""
+    manifest = dist.home / "dist.json"
+    data = json.loads(manifest.read_text()) if manifest.exists() else {}
+    known = data.get("metadata_version")
+    if known:
+        return int(known[0]), str(known[1])
+    if shutil.which("java") is None:
+        raise ClusterError("java is not installed: run the setup command from the README")
+    probe = dist.home / "MvProbe.java"
+    probe.write_text(_MV_PROBE)
+    result = subprocess.run(
+        ["java", "-cp", dist.host_classpath(), str(probe)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    words = result.stdout.split()
+    if result.returncode != 0 or len(words) != 2 or not words[0].isdigit():
+        detail = (result.stderr.strip() or result.stdout.strip())[-300:]
+        raise ClusterError(f"could not read Kafka {dist.version}'s metadata.version: {detail}")
+    level, name = int(words[0]), words[1]
+    if data:
+        data["metadata_version"] = [level, name]
+        manifest.write_text(json.dumps(data, indent=2))
+    return level, name

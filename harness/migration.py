@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ from clusters.node import DockerNode
 from clusters.status import quorum_view
 from clusters.topology import Topology, build_topology
 from harness.rundir import write_json
-from harness.timed import TimedSteps
+from harness.steps import RecordedSteps, StepFailed, StepUnsure
 from history.format import MIGRATION
 
 AWAIT_PRE, ENABLE, AWAIT_DUAL, KRAFT_BROKER, FINALIZE, AWAIT_FINAL = (
@@ -73,7 +73,6 @@ PHASES = {
 WINDOWS = {ENABLE: (0.03, 0.12), KRAFT_BROKER: (0.3, 0.4), FINALIZE: (0.55, 0.65)}
 # Bound on one step's readiness: a restarted JVM on busy cores plus a nemesis interval.
 STEP_TIMEOUT_S = 180.0
-POLL_S = 0.5
 STOP_TIMEOUT_S = 30.0
 
 
@@ -114,14 +113,6 @@ def migration_schedule(
     return steps
 
 
-class StepFailed(Exception):
-    """A step that changed nothing (``fail``), with the reason."""
-
-
-class StepUnsure(Exception):
-    """A step whose effect is unknown or unconfirmed (``info``), with the reason."""
-
-
 def _sample(node: DockerNode) -> dict[str, Any] | None:
     try:
         return sample_kafka(node.ip, node.spec.roles, timeout=2.0)
@@ -138,7 +129,7 @@ def active_state(controllers: list[DockerNode]) -> tuple[str | None, str | None]
     return None, None
 
 
-class MigrationDriver(TimedSteps):
+class MigrationDriver(RecordedSteps):
     """Carries out the plan's migration steps on its own thread, recording each one."""
 
     def __init__(
@@ -150,98 +141,21 @@ class MigrationDriver(TimedSteps):
         recorder: Any,
         step_timeout: float = STEP_TIMEOUT_S,
     ) -> None:
-        self.steps = steps
         self.info = info
         self.dist = dist
         self.nodes = nodes
-        self.recorder = recorder
-        self.step_timeout = step_timeout
-        self.done: list[dict[str, Any]] = []
-        self.ended: str | None = None  # why the migration stopped before its last step
-        super().__init__("migration")
+        super().__init__(MIGRATION, steps, recorder, step_timeout)
 
     @property
     def topology(self) -> Topology:
         return self.info.topology
 
-    def summary(self) -> dict[str, Any]:
-        last = next((d for d in reversed(self.done) if d["type"] == "ok"), None)
-        return {
-            "steps": self.done,
-            "completed": bool(self.steps)
-            and len(self.done) == len(self.steps)
-            and all(d["type"] == "ok" for d in self.done),
-            "last_ok": last and {k: last[k] for k in ("step", "node")},
-            "ended": self.ended,
-        }
-
-    # The loop ------------------------------------------------------------------------------------
-    def _loop(self) -> None:
-        for i, step in enumerate(self.steps):
-            if self._until_due(step.at_s):
-                self.ended = "the run's time limit came before this step"
-                self._give_up(self.steps[i:])
-                return
-            kind = self.run_step(step)
-            if kind != "ok":
-                self.ended = f"{step.step} {step.node or ''}".strip() + f" ended {kind}"
-                self._give_up(self.steps[i + 1 :])
-                return
-
-    def _give_up(self, rest: list[MigrationStep]) -> None:
-        for step in rest:
-            value = asdict(step)
-            self.recorder.invoke(step.step, value, MIGRATION, step.node)
-            why = f"not attempted: the migration ended earlier ({self.ended})"
-            self.recorder.fail(step.step, value, MIGRATION, why, step.node)
-            self.done.append({**value, "type": "fail", "error": why})
-
-    def run_step(self, step: MigrationStep) -> str:
-        """One step as an invoke and its completion; returns the completion's type."""
-        value = asdict(step)
-        self.recorder.invoke(step.step, value, MIGRATION, step.node)
-        t0 = time.monotonic()
-        try:
-            if step.step in AWAITED:
-                detail = self._await_state(AWAITED[step.step])
-            else:
-                detail = self._restart(step)
-        except StepFailed as exc:
-            return self._complete("fail", step, value, str(exc), t0)
-        except StepUnsure as exc:
-            return self._complete("info", step, value, str(exc), t0)
-        except Exception as exc:  # a driver bug must not stop the run before it heals
-            return self._complete("info", step, value, f"{type(exc).__name__}: {exc}", t0)
-        detail = {**value, **detail, "seconds": round(time.monotonic() - t0, 3)}
-        self.recorder.ok(step.step, detail, MIGRATION, step.node)
-        self.done.append({**detail, "type": "ok"})
-        return "ok"
-
-    def _complete(
-        self, kind: str, step: MigrationStep, value: dict[str, Any], error: str, t0: float
-    ) -> str:
-        self.recorder.record(kind, step.step, value, MIGRATION, step.node, error)
-        self.done.append(
-            {**value, "type": kind, "error": error, "seconds": round(time.monotonic() - t0, 3)}
-        )
-        return kind
+    def _do(self, step: Any, value: dict[str, Any]) -> dict[str, Any]:
+        if step.step in AWAITED:
+            return self._await_state(AWAITED[step.step])
+        return self._restart(step)
 
     # Steps ---------------------------------------------------------------------------------------
-    def _until(self, what: str, check: Callable[[], tuple[bool, Any]]) -> tuple[float, Any]:
-        """Polls ``check`` until it says yes; StepUnsure on timeout or when the run stops."""
-        t0 = time.monotonic()
-        seen: Any = None
-        while True:
-            ok, seen = check()
-            if ok:
-                return round(time.monotonic() - t0, 3), seen
-            if time.monotonic() - t0 > self.step_timeout:
-                raise StepUnsure(
-                    f"{what} not observed within {self.step_timeout:.0f} s; last seen: {seen}"
-                )
-            if self._stop.wait(POLL_S):
-                raise StepUnsure(f"the run's time limit came before {what}; last seen: {seen}")
-
     def _controllers(self) -> list[DockerNode]:
         return [self.nodes[n.name] for n in self.topology.controllers]
 
