@@ -26,7 +26,6 @@ every later step is recorded as ``fail`` with the reason, so the history says ho
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,6 @@ from typing import Any
 from clusters.config import CONF_DIR, render_node, server_properties
 from clusters.docker_cluster import ClusterInfo
 from clusters.errors import ClusterError
-from clusters.jmx import JmxUnavailable, sample_kafka
 from clusters.kafka_dist import KafkaDist
 from clusters.migration import (
     BROKER_KRAFT,
@@ -45,10 +43,16 @@ from clusters.migration import (
     CONTROLLER_MIGRATING,
 )
 from clusters.node import DockerNode
-from clusters.status import quorum_view
 from clusters.topology import Topology, build_topology
 from harness.rundir import write_json
-from harness.steps import RecordedSteps, StepFailed, StepUnsure
+from harness.steps import (
+    RecordedSteps,
+    StepFailed,
+    broker_running,
+    node_sample,
+    quorum_agreed,
+    restart,
+)
 from history.format import MIGRATION
 
 AWAIT_PRE, ENABLE, AWAIT_DUAL, KRAFT_BROKER, FINALIZE, AWAIT_FINAL = (
@@ -73,7 +77,6 @@ PHASES = {
 WINDOWS = {ENABLE: (0.03, 0.12), KRAFT_BROKER: (0.3, 0.4), FINALIZE: (0.55, 0.65)}
 # Bound on one step's readiness: a restarted JVM on busy cores plus a nemesis interval.
 STEP_TIMEOUT_S = 180.0
-STOP_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -113,17 +116,10 @@ def migration_schedule(
     return steps
 
 
-def _sample(node: DockerNode) -> dict[str, Any] | None:
-    try:
-        return sample_kafka(node.ip, node.spec.roles, timeout=2.0)
-    except JmxUnavailable:
-        return None
-
-
 def active_state(controllers: list[DockerNode]) -> tuple[str | None, str | None]:
     """(active controller, its ZkMigrationState), from each controller's own JMX."""
     for node in controllers:
-        seen = _sample(node)
+        seen = node_sample(node)
         if seen and seen.get("active_controller_count") == 1:
             return node.name, seen.get("zk_migration_state")
     return None, None
@@ -159,6 +155,16 @@ class MigrationDriver(RecordedSteps):
     def _controllers(self) -> list[DockerNode]:
         return [self.nodes[n.name] for n in self.topology.controllers]
 
+    def _ready(self, node: DockerNode) -> dict[str, Any]:
+        if node.spec.is_broker:
+            took, seen = self._until(f"{node.name} RUNNING", lambda: broker_running(node))
+        else:
+            controllers = self._controllers()
+            took, seen = self._until(
+                "the controllers agreeing on a leader", lambda: quorum_agreed(controllers)
+            )
+        return {"ready_after_s": took, "ready": seen}
+
     def _await_state(self, state: str) -> dict[str, Any]:
         def check() -> tuple[bool, Any]:
             active, seen = active_state(self._controllers())
@@ -190,38 +196,13 @@ class MigrationDriver(RecordedSteps):
             "set": {k: v for k, v in after.items() if before.get(k) != v},
             "removed": sorted(set(before) - set(after)),
         }
-        t0 = time.monotonic()
-        try:
-            was_running = node.is_running()
-            if was_running:
-                node.stop(timeout=STOP_TIMEOUT_S)
-            node.start()
-        except ClusterError as exc:
-            raise StepUnsure(f"config written ({change}), restart failed: {exc}") from None
-        restarted = {"was_running": was_running, "restart_s": round(time.monotonic() - t0, 3)}
-        if node.spec.is_broker:
-            took, seen = self._until(f"{node.name} RUNNING", lambda: self._broker_running(node))
-        else:
-            took, seen = self._until("the controllers agreeing on a leader", self._quorum_agreed)
-        return {"config": change, **restarted, "ready_after_s": took, "ready": seen}
+        restarted = restart(node, f"config written ({change})")
+        return {"config": change, **restarted, **self._ready(node)}
 
     def _properties(self, node: DockerNode, phase: str) -> dict[str, str]:
         return server_properties(
             self.topology, node.spec, self.info.timing, phase, self.dist.version
         )
-
-    def _broker_running(self, node: DockerNode) -> tuple[bool, Any]:
-        seen = _sample(node)
-        state = seen.get("broker_state") if seen else None
-        return state == "RUNNING", {"broker_state": state}
-
-    def _quorum_agreed(self) -> tuple[bool, Any]:
-        statuses = []
-        for node in self._controllers():
-            statuses.append({"name": node.name, "roles": ["controller"], "jmx": _sample(node)})
-        q = quorum_view(statuses)
-        view = {"leader": q["leader"], "epoch": q["epoch"], "active": q["active_controllers"]}
-        return q["agreed"] and len(q["active_controllers"]) == 1, view
 
 
 def stop_and_report(

@@ -16,9 +16,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any, Protocol
 
+from clusters.capabilities import Process
+from clusters.errors import ClusterError
+from clusters.jmx import JmxUnavailable, sample_kafka
+from clusters.node import DockerNode
+from clusters.status import quorum_view
 from harness.timed import TimedSteps
 
 POLL_S = 0.5
+STOP_TIMEOUT_S = 30.0
 
 
 class PlannedStep(Protocol):
@@ -151,3 +157,42 @@ class RecordedSteps(TimedSteps):
                 )
             if self._stop.wait(POLL_S):
                 raise StepUnsure(f"the run's time limit came before {what}; last seen: {seen}")
+
+
+# Readiness a step observes ----------------------------------------------------------------------
+def node_sample(node: DockerNode) -> dict[str, Any] | None:
+    """The node's own JMX view (clusters/jmx.py), or None when it does not answer."""
+    try:
+        return sample_kafka(node.ip, node.spec.roles, timeout=2.0)
+    except JmxUnavailable:
+        return None
+
+
+def broker_running(node: DockerNode) -> tuple[bool, Any]:
+    seen = node_sample(node)
+    state = seen.get("broker_state") if seen else None
+    return state == "RUNNING", {"broker_state": state}
+
+
+def quorum_agreed(controllers: list[DockerNode]) -> tuple[bool, Any]:
+    """Every controller names the same leader and exactly one is active."""
+    statuses = []
+    for node in controllers:
+        statuses.append({"name": node.name, "roles": ["controller"], "jmx": node_sample(node)})
+    q = quorum_view(statuses)
+    view = {"leader": q["leader"], "epoch": q["epoch"], "active": q["active_controllers"]}
+    return q["agreed"] and len(q["active_controllers"]) == 1, view
+
+
+def restart(node: Process, what: str) -> dict[str, Any]:
+    """Stops the node gracefully (if it runs) and starts it; StepUnsure, saying ``what`` was
+    already done, when Docker cannot."""
+    t0 = time.monotonic()
+    try:
+        was_running = node.is_running()
+        if was_running:
+            node.stop(timeout=STOP_TIMEOUT_S)
+        node.start()
+    except ClusterError as exc:
+        raise StepUnsure(f"{what}, restart failed: {exc}") from None
+    return {"was_running": was_running, "restart_s": round(time.monotonic() - t0, 3)}
