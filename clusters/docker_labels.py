@@ -41,6 +41,9 @@ class LabelledCluster:
     def __init__(self, client: docker.DockerClient, cluster: str = "kchaos"):
         self.client = client
         self.cluster = cluster
+        # The release whose tools read the cluster's files, when not the one it was created
+        # with: after a rolling upgrade, the newest release its nodes ran.
+        self.tools: KafkaDist | None = None
 
     def containers(self, all: bool = True) -> list:
         return self.client.containers.list(
@@ -96,6 +99,8 @@ class LabelledCluster:
         return {n.name: self.node(n) for n in info.topology.nodes}
 
     def dist(self, info: ClusterInfo) -> KafkaDist:
+        if self.tools is not None:
+            return self.tools
         dist = load_dist(info.version)
         if dist is None:
             dist = ensure_dist(info.version)

@@ -24,15 +24,18 @@ from typing import Any
 
 from clusters.docker_cluster import ClusterInfo, DockerCluster
 from clusters.engine import client as docker_client
+from clusters.kafka_dist import KafkaDist, ensure_dist, parse_version
 from clusters.topology import build_topology
 from harness.exit_codes import BAD_INPUT_EXIT, INTERRUPTED_EXIT
 from harness.faults import FaultDriver, heal, prepare
-from harness.migration import MigrationDriver, stop_and_report
+from harness.migration import MigrationDriver
 from harness.plan import PLAN_NAME, Plan
 from harness.progress import wait_out
 from harness.readiness import wait_observed_ready
 from harness.recorder import Recorder
 from harness.rundir import make_run_dir, point_latest, write_json
+from harness.steps import stop_and_report
+from harness.upgrade import UpgradeDriver
 from harness.workers import Clients, ProcessIds
 from harness.wrapup import check_run, collect_and_tear_down, keep_history, not_checked
 from history.format import JSONL_NAME
@@ -80,6 +83,7 @@ class Live:
     observer: Observer | None = None
     faults: FaultDriver | None = None
     migration: MigrationDriver | None = None
+    upgrade: UpgradeDriver | None = None
     clients: Clients | None = None
     healed: list[dict[str, Any]] | None = None
 
@@ -108,6 +112,7 @@ class Run:
         # Given nemeses replace the registry's (tests drive the interpreter with their own).
         self._given_nemeses = nemeses
         self.nemeses: dict[str, Nemesis] = {}
+        self.releases: dict[str, KafkaDist] = {}
 
     def prepare(self) -> Path:
         """The run directory with spec and plan, before anything touches a cluster."""
@@ -156,9 +161,16 @@ class Run:
         topo = build_topology(
             spec.topology, cluster=spec.cluster, subnet=spec.subnet, zookeepers=spec.zookeepers
         )
+        # Every release the run will roll to is assembled first: an unknown one is refused
+        # before any container exists.
+        self.releases = {v: ensure_dist(v) for v in spec.releases()}
         self.say(f"bringing up {spec.topology} cluster '{spec.cluster}' (Kafka {spec.version})")
         info = live.cluster.up(topo, spec.version, timing=spec.timing, say=self.say)
         self.summary["kafka_version"] = info.version
+        if len(self.releases) > 1:
+            self.summary["kafka_versions"] = {v: d.version for v, d in self.releases.items()}
+            # The newest release's tools read what every release wrote.
+            live.cluster.tools = max(self.releases.values(), key=lambda d: parse_version(d.version))
         ctx = FaultContext(topology=info.topology, nodes=live.cluster.nodes(info))
         header = self.workload_kind.HISTORY_HEADER
         live.up = Up(info, ctx, Recorder(live.run_dir / JSONL_NAME, self.run_id, header=header))
@@ -197,6 +209,14 @@ class Run:
             live.migration = MigrationDriver(self.plan.migration, up.info, dist, nodes, rec)
             self.say(f"migration: {len(self.plan.migration)} steps (see plan.json)")
             live.migration.start()
+        if self.plan.upgrade:
+            nodes = live.cluster.nodes(up.info)
+            dists = {**self.releases, **{d.version: d for d in self.releases.values()}}
+            live.upgrade = UpgradeDriver(
+                self.plan.upgrade, up.info, dists, nodes, rec, after=live.migration
+            )
+            self.say(f"upgrade: {len(self.plan.upgrade)} steps (see plan.json)")
+            live.upgrade.start()
         clients.start()
         wait_out(spec.time_limit, rec, faults, enabled=self.show_progress)
         self.stop.set()
@@ -225,6 +245,9 @@ class Run:
         """No fault or migration step begins after this; the migration says how far it got."""
         if live.faults is not None:
             live.faults.stop()
+        # The upgrade first: it may be waiting for the migration to finish.
+        if live.upgrade is not None and "upgrade" not in self.summary:
+            self.summary["upgrade"] = stop_and_report(live.upgrade, live.run_dir, self.say)
         if live.migration is not None and "migration" not in self.summary:
             self.summary["migration"] = stop_and_report(live.migration, live.run_dir, self.say)
 

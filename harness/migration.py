@@ -26,9 +26,7 @@ every later step is recorded as ``fail`` with the reason, so the history says ho
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from clusters.config import CONF_DIR, render_node, server_properties
@@ -44,7 +42,6 @@ from clusters.migration import (
 )
 from clusters.node import DockerNode
 from clusters.topology import Topology, build_topology
-from harness.rundir import write_json
 from harness.steps import (
     RecordedSteps,
     StepFailed,
@@ -203,18 +200,3 @@ class MigrationDriver(RecordedSteps):
         return server_properties(
             self.topology, node.spec, self.info.timing, phase, self.dist.version
         )
-
-
-def stop_and_report(
-    driver: MigrationDriver, run_dir: Path, say: Callable[[str], None]
-) -> dict[str, Any]:
-    """Ends the migration where it is (a waiting step ends ``info``), writes migration.json
-    with every step, and returns what run.json keeps: how far it got."""
-    driver.stop()
-    summary = driver.summary()
-    write_json(run_dir / "migration.json", summary)
-    say(
-        "migration: "
-        + ("completed" if summary["completed"] else f"ended early: {summary['ended']}")
-    )
-    return {k: summary[k] for k in ("completed", "last_ok", "ended")}

@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.migration import MigrationStep, migration_schedule
 from harness.spec import RunSpec, SpecError, spec_from_dict
+from harness.upgrade import UpgradeStep, load_steps, upgrade_schedule
 from history.format import PLAN_JSON
 from nemesis.api import FaultStep
 from nemesis.registry import MENUS
@@ -34,6 +35,8 @@ class Plan:
     faults: list[FaultStep] = field(default_factory=list)
     # The ZooKeeper-to-KRaft migration's steps (topology migration only).
     migration: list[MigrationStep] = field(default_factory=list)
+    # Rolling upgrades, downgrades and feature steps (only when the spec asks for them).
+    upgrade: list[UpgradeStep] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -46,6 +49,8 @@ class Plan:
         if self.migration:
             # Only present when there is a migration: every other plan file stays as it was.
             out["migration"] = [asdict(s) for s in self.migration]
+        if self.upgrade:
+            out["upgrade"] = [asdict(s) for s in self.upgrade]
         return out
 
     def to_json(self) -> str:
@@ -114,6 +119,14 @@ def build_plan(spec: RunSpec, seed: int) -> Plan:
         generator=generator_params(spec),
         faults=fault_schedule(spec, rng),
         migration=migration_schedule(spec.topology, spec.time_limit, seed, spec.zookeepers),
+        upgrade=upgrade_schedule(
+            spec.topology,
+            spec.time_limit,
+            seed,
+            spec.upgrade_to,
+            spec.downgrade_to,
+            spec.zookeepers,
+        ),
     )
 
 
@@ -133,12 +146,14 @@ def load_plan(path: str | Path) -> Plan:
     try:
         faults = [FaultStep(**s) for s in data["faults"]]
         migration = [MigrationStep(**s) for s in data.get("migration", [])]
+        upgrade = load_steps(data.get("upgrade", []))
         plan = Plan(
             seed=int(data["seed"]),
             spec=data["spec"],
             generator=data["generator"],
             faults=faults,
             migration=migration,
+            upgrade=upgrade,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SpecError(f"{p}: malformed plan ({exc})") from None

@@ -37,6 +37,8 @@ SPEC_OPTIONS = {
     "txn": "txn",
     "mode": "mode",
     "final_timeout": "final_timeout",
+    "upgrade_to": "upgrade_to",
+    "downgrade_to": "downgrade_to",
 }
 
 _D = RunSpec()
@@ -113,6 +115,18 @@ _D = RunSpec()
     default=_D.final_timeout,
     show_default=True,
     help="Bound on the final reads, seconds.",
+)
+@click.option(
+    "--upgrade-to",
+    default=None,
+    help="Roll every node to this Kafka release during the run, then finalize its feature "
+    "levels (docs/upgrades.md).",
+)
+@click.option(
+    "--downgrade-to",
+    default=None,
+    help="Lower metadata.version safely to this older release's, then roll every node back to "
+    "it (after --upgrade-to, if given).",
 )
 @click.option("--plan-only", is_flag=True, help="Print the plan and exit without running.")
 @click.pass_context

@@ -15,6 +15,7 @@ import yaml
 
 from clusters.errors import ClusterError
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, check_zookeeper_version
+from clusters.upgrade_paths import check_downgrade, check_upgrade
 
 TIMINGS = ("fast", "default")
 QUEUE_MODES = ("assign", "subscribe")
@@ -49,13 +50,29 @@ class RunSpec:
     txn: bool = False
     mode: str = "assign"
     final_timeout: float = 60.0
+    # Rolling software changes (harness/upgrade.py): the release to upgrade to after the start
+    # (and after a migration), and the release to roll back to after a safe feature downgrade.
+    upgrade_to: str | None = None
+    downgrade_to: str | None = None
 
     @property
     def run_name(self) -> str:
         return self.name or self.workload
 
+    def releases(self) -> list[str]:
+        """Every Kafka release the run starts on or rolls to, first the one it starts on."""
+        return [v for v in (self.version, self.upgrade_to, self.downgrade_to) if v]
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        # Options added later appear only when used, so every earlier plan.json stays the same.
+        for name in _LATER_OPTIONS:
+            if out[name] is None:
+                del out[name]
+        return out
+
+
+_LATER_OPTIONS = ("upgrade_to", "downgrade_to")
 
 
 def _known_nemeses() -> list[str]:
@@ -91,6 +108,10 @@ def validate(spec: RunSpec) -> RunSpec:
         raise SpecError(f"unknown topology '{spec.topology}': choose one of {choices}")
     try:
         check_zookeeper_version(spec.topology, spec.version)
+        if spec.upgrade_to:
+            check_upgrade(spec.topology, spec.version, spec.upgrade_to)
+        if spec.downgrade_to:
+            check_downgrade(spec.topology, spec.version, spec.downgrade_to, spec.upgrade_to)
     except ClusterError as exc:
         raise SpecError(str(exc)) from None
     if spec.zookeepers not in (1, 3):
@@ -117,7 +138,12 @@ def validate(spec: RunSpec) -> RunSpec:
 
 
 # Fields whose default is None, so their type cannot be read off the default.
-_OPTIONAL_KINDS: dict[str, type] = {"seed": int, "name": str}
+_OPTIONAL_KINDS: dict[str, type] = {
+    "seed": int,
+    "name": str,
+    "upgrade_to": str,
+    "downgrade_to": str,
+}
 
 
 def _coerce(name: str, value: Any, default: Any) -> Any:

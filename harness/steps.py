@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Protocol
 
 from clusters.capabilities import Process
@@ -21,6 +22,7 @@ from clusters.errors import ClusterError
 from clusters.jmx import JmxUnavailable, sample_kafka
 from clusters.node import DockerNode
 from clusters.status import quorum_view
+from harness.rundir import write_json
 from harness.timed import TimedSteps
 
 POLL_S = 0.5
@@ -196,3 +198,18 @@ def restart(node: Process, what: str) -> dict[str, Any]:
     except ClusterError as exc:
         raise StepUnsure(f"{what}, restart failed: {exc}") from None
     return {"was_running": was_running, "restart_s": round(time.monotonic() - t0, 3)}
+
+
+def stop_and_report(
+    driver: RecordedSteps, run_dir: Path, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """Ends the steps where they are (a waiting step ends ``info``), writes <process>.json with
+    every step, and returns what run.json keeps: how far they got."""
+    driver.stop()
+    summary = driver.summary()
+    write_json(run_dir / f"{driver.process}.json", summary)
+    say(
+        f"{driver.process}: "
+        + ("completed" if summary["completed"] else f"ended early: {summary['ended']}")
+    )
+    return {k: summary[k] for k in ("completed", "last_ok", "ended")}

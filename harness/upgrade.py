@@ -1,0 +1,425 @@
+"""Rolling upgrades and downgrades and feature-level changes as recorded steps of a run.
+
+``--upgrade-to B`` restarts every Kafka node, one at a time in a seeded order, on release B's
+jars (same container, data and id: clusters/config.py mounts every assembled release), then
+finalizes B's feature levels (KIP-584, KIP-778): a dry run of the ``metadata.version`` upgrade,
+the upgrade itself, then each other feature B supports, one feature per request. ZooKeeper-mode
+clusters have no ``metadata.version``: after the software roll their brokers roll again with
+``inter.broker.protocol.version`` raised to B, as Kafka's upgrade notes say. ``--downgrade-to C``
+first lowers ``metadata.version`` to C's newest level (a safe downgrade, which Kafka refuses when
+metadata would be lost), then rolls every node back to C. After a migration (topology
+``migration``) the upgrade begins once the migration has finished.
+
+Every step is one operation of the process ``upgrade`` (harness/steps.py): ok only when Kafka
+acknowledged it, fail when Kafka definitely refused it, info when the outcome is unknown. A
+feature step is carried out by Kafka's own tool (``kafka-features``), run inside a broker from
+the release that node runs, against every broker; its invocation names the exact levels, which
+the driver resolves from what the nodes say they support (ApiVersions, KIP-584) just before it.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from clusters.api_versions import FeaturesUnavailable, describe_features
+
+from clusters.config import CONF_DIR, node_classpath, render_node
+from clusters.docker_cluster import ClusterInfo
+from clusters.errors import ClusterError
+from clusters.kafka_dist import KafkaDist, metadata_version_level
+from clusters.migration import BROKER_KRAFT, CONTROLLER_FINALIZED, ibp
+from clusters.node import DockerNode
+from clusters.topology import BROKER_PORT, CONTROLLER_PORT, Topology, build_topology
+from harness.steps import (
+    PlannedStep,
+    RecordedSteps,
+    StepFailed,
+    StepUnsure,
+    broker_running,
+    quorum_agreed,
+    restart,
+)
+from history.format import UPGRADE
+
+ROLL, IBP, FEATURES = "roll", "ibp", "features"
+METADATA_VERSION = "metadata.version"
+# Changed by its own steps (controller membership, KIP-853), never by "every other feature".
+KRAFT_VERSION = "kraft.version"
+LATEST = "latest"  # the highest level every node that answers supports
+EVERY_OTHER = "*"  # each feature but metadata.version and kraft.version, one request each
+RELEASE = "release:"  # release:3.8 is 3.8's newest production metadata.version
+# Where in the time limit each phase may begin. A node's restart and readiness take 10-30 s on
+# two shared cores, so a three-node roll needs about a third of a two-minute run.
+WINDOWS = {"roll": (0.05, 0.1), "features": (0.45, 0.5), "downgrade": (0.6, 0.65)}
+# After a migration, whose finalization may begin as late as 0.65 of the time limit.
+AFTER_MIGRATION = {"roll": (0.7, 0.72), "features": (0.82, 0.85), "downgrade": (0.9, 0.92)}
+STEP_TIMEOUT_S = 180.0
+TOOL_TIMEOUT_S = 90.0
+DESCRIBE_TIMEOUT_S = 2.0
+# The controller's answers that say an update was refused and nothing was written
+# (FeatureControlManager's InvalidUpdateVersion and invalid metadata.version errors). Anything
+# else (a timeout, a lost connection, a controller change) leaves the outcome unknown.
+REFUSALS = (
+    "Invalid update version",
+    "Invalid metadata.version",
+    "Refusing to perform",
+    "Unable to modify",
+    "Unable to set",
+    "Unsafe metadata downgrade is not supported",
+    "Can't downgrade",
+    "cannot be less than",
+    "only supports versions",
+    "does not support",
+    "not supported",
+    "Unknown metadata.version",
+)
+
+
+@dataclass(frozen=True)
+class UpgradeStep:
+    at_s: float  # seconds into the run before which the step does not begin
+    step: str  # roll, ibp, features, or a step a handler adds (controller membership)
+    node: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def upgrade_schedule(
+    topology: str,
+    time_limit: float,
+    seed: int,
+    upgrade_to: str | None,
+    downgrade_to: str | None,
+    zookeepers: int = 1,
+) -> list[UpgradeStep]:
+    """The plan's upgrade steps; empty unless the spec asks for an upgrade or a downgrade.
+
+    Its own random stream, so adding it moved no other plan.
+    """
+    if not upgrade_to and not downgrade_to:
+        return []
+    rng = random.Random(f"kchaos/{seed}/upgrade")
+    topo = build_topology(topology, zookeepers=zookeepers)
+    kafka = [n.name for n in topo.nodes if not n.is_zookeeper]
+    brokers = [n.name for n in topo.brokers]
+    windows = AFTER_MIGRATION if topo.migration else WINDOWS
+
+    def start(phase: str) -> float:
+        low, high = windows[phase]
+        return round(time_limit * rng.uniform(low, high), 3)
+
+    def roll(to: str) -> list[UpgradeStep]:
+        at = start("roll")
+        return [UpgradeStep(at, ROLL, n, {"to": to}) for n in rng.sample(kafka, len(kafka))]
+
+    def features(at: float, action: str, feature: str, level: Any, **kw: Any) -> UpgradeStep:
+        params = {"action": action, "feature": feature, "level": level, "dry_run": False}
+        return UpgradeStep(at, FEATURES, rng.choice(brokers), {**params, **kw})
+
+    steps: list[UpgradeStep] = []
+    if upgrade_to:
+        steps += roll(upgrade_to)
+        at = start("features")
+        if topology == "zk":
+            line = ibp(upgrade_to)
+            steps += [
+                UpgradeStep(at, IBP, b, {"ibp": line}) for b in rng.sample(brokers, len(brokers))
+            ]
+        else:
+            steps.append(features(at, "upgrade", METADATA_VERSION, LATEST, dry_run=True))
+            steps.append(features(at, "upgrade", METADATA_VERSION, LATEST))
+            steps.append(features(at, "upgrade", EVERY_OTHER, LATEST))
+    if downgrade_to:
+        at = start("downgrade")
+        steps.append(features(at, "downgrade", METADATA_VERSION, RELEASE + downgrade_to))
+        steps += roll(downgrade_to)
+    return steps
+
+
+def load_steps(data: list[dict[str, Any]]) -> list[UpgradeStep]:
+    return [UpgradeStep(**s) for s in data]
+
+
+def feature_outcome(
+    exit_code: int, stdout: str, stderr: str, feature: str, level: int, dry_run: bool
+) -> tuple[str, str]:
+    """(ok|fail|info, what Kafka's tool said) for a one-feature ``kafka-features`` call."""
+    said = " ".join((stdout.strip() + " " + stderr.strip()).split())[-600:]
+    verb = "can be" if dry_run else "was"
+    done = re.search(rf"\b{re.escape(feature)} {verb} \w+d to {level}\.", stdout)
+    if exit_code == 0 and done:
+        return "ok", said
+    answered = re.search(rf"(Could|Can) not \w+ {re.escape(feature)} to {level}\. (.*)", stdout)
+    if answered and any(r in answered.group(2) for r in REFUSALS):
+        return "fail", said
+    if exit_code != 0 and "Command line error" in stderr + stdout:
+        return "fail", said  # the tool refused its arguments: nothing was sent
+    return "info", said or f"kafka-features exited {exit_code} and said nothing"
+
+
+Handler = Callable[["UpgradeDriver", UpgradeStep, dict[str, Any]], dict[str, Any]]
+
+
+class UpgradeDriver(RecordedSteps):
+    """Carries out the plan's upgrade steps on its own thread, recording each one."""
+
+    def __init__(
+        self,
+        steps: list[UpgradeStep],
+        info: ClusterInfo,
+        dists: Mapping[str, KafkaDist],
+        nodes: dict[str, DockerNode],
+        recorder: Any,
+        after: RecordedSteps | None = None,
+        handlers: Mapping[str, Handler] | None = None,
+        step_timeout: float = STEP_TIMEOUT_S,
+    ) -> None:
+        self.info = info
+        self.dists = dict(dists)
+        self.nodes = nodes
+        self.after = after
+        self.handlers = dict(handlers or {})
+        first = self.dists[info.version].version
+        self.versions = {n: first for n in nodes if not nodes[n].spec.is_zookeeper}
+        self.ibps = {n: ibp(first) for n in self.versions}
+        super().__init__(UPGRADE, steps, recorder, step_timeout)
+
+    @property
+    def topology(self) -> Topology:
+        return self.info.topology
+
+    def _blocked(self) -> str | None:
+        if self.after is None:
+            return None
+        while not self.after.finished.wait(0.5):
+            if self._stop.is_set():
+                return f"the run ended before the {self.after.process} finished"
+        if not self.after.completed():
+            return f"the {self.after.process} did not complete ({self.after.ended})"
+        return None
+
+    # Feature steps resolve their levels before they are invoked ----------------------------------
+    def run_step(self, step: PlannedStep) -> str:
+        if step.step != FEATURES:
+            return super().run_step(step)
+        assert isinstance(step, UpgradeStep)
+        try:
+            levels = self._resolve(step)
+        except StepFailed as exc:
+            value = self._value(step)
+            self.recorder.invoke(step.step, value, self.process, step.node)
+            self.recorder.fail(step.step, value, self.process, str(exc), step.node)
+            self.done.append({**value, "type": "fail", "error": str(exc)})
+            return "fail"
+        if not levels:
+            value = {**self._value(step), "levels": {}, "note": "every feature is at its latest"}
+            self.recorder.invoke(step.step, value, self.process, step.node)
+            self.recorder.ok(step.step, value, self.process, step.node)
+            self.done.append({**value, "type": "ok"})
+            return "ok"
+        kinds = [super(UpgradeDriver, self).run_step(_one(step, f, lv)) for f, lv in levels]
+        worst = [k for k in ("info", "fail") if k in kinds]
+        return worst[0] if worst else "ok"
+
+    def _value(self, step: PlannedStep) -> dict[str, Any]:
+        value = asdict(step)  # type: ignore[call-overload]
+        if isinstance(step, _Resolved):
+            value = {**asdict(step.step_), "params": {**step.step_.params, **step.resolved}}
+        return value
+
+    def _resolve(self, step: UpgradeStep) -> list[tuple[str, int]]:
+        feature, level = step.params["feature"], step.params["level"]
+        if isinstance(level, int):
+            return [(feature, level)]
+        if isinstance(level, str) and level.startswith(RELEASE):
+            release = level[len(RELEASE) :]
+            if release not in self.dists:
+                raise StepFailed(f"release {release} was not assembled for this run")
+            try:
+                return [(feature, metadata_version_level(self.dists[release])[0])]
+            except ClusterError as exc:
+                raise StepFailed(str(exc)) from None
+        if level != LATEST:
+            raise StepFailed(f"unknown feature level {level!r}")
+        views = self.describe()
+        if not views:
+            raise StepFailed("no Kafka node answered ApiVersions: no level to resolve")
+        latest = max(views.values(), key=lambda v: v["epoch"])["finalized"]
+        names = (
+            [feature]
+            if feature != EVERY_OTHER
+            else sorted(
+                {f for v in views.values() for f in v["supported"]}
+                - {METADATA_VERSION, KRAFT_VERSION}
+            )
+        )
+        out = []
+        for name in names:
+            # A node that does not list a feature supports only its level 0.
+            target = min(v["supported"].get(name, [0, 0])[1] for v in views.values())
+            if feature != EVERY_OTHER or target > latest.get(name, 0):
+                out.append((name, target))
+        return out
+
+    def describe(self) -> dict[str, dict[str, Any]]:
+        """What every Kafka node that answers says of its features now (KIP-584's ApiVersions)."""
+        views = {}
+        for name in self.versions:
+            spec = self.nodes[name].spec
+            port = BROKER_PORT if spec.is_broker else CONTROLLER_PORT
+            try:
+                views[name] = describe_features(spec.ip, port, DESCRIBE_TIMEOUT_S)
+            except FeaturesUnavailable:
+                continue
+        return views
+
+    # Steps ---------------------------------------------------------------------------------------
+    def _do(self, step: PlannedStep, value: dict[str, Any]) -> dict[str, Any]:
+        assert isinstance(step, (UpgradeStep, _Resolved))
+        if isinstance(step, _Resolved):
+            return self._features(step, value)
+        if step.step == ROLL:
+            return self._roll(step)
+        if step.step == IBP:
+            return self._ibp(step)
+        if step.step in self.handlers:
+            return self.handlers[step.step](self, step, value)
+        raise StepFailed(f"no driver for step '{step.step}'")
+
+    def _node(self, step: UpgradeStep) -> DockerNode:
+        if step.node is None or step.node not in self.versions:
+            raise StepFailed(f"{step.step} names no Kafka node ({step.node})")
+        return self.nodes[step.node]
+
+    def _roll(self, step: UpgradeStep) -> dict[str, Any]:
+        node = self._node(step)
+        to = step.params["to"]
+        if to not in self.dists:
+            raise StepFailed(f"release {to} was not assembled for this run")
+        dist = self.dists[to]
+        before = self.versions[node.name]
+        self._reconfigure(node, dist, self.ibps[node.name])
+        self.versions[node.name] = dist.version
+        restarted = restart(node, f"{node.name} set to start on Kafka {dist.version}")
+        return {"from": before, "version": dist.version, **restarted, **self._ready(node)}
+
+    def _ibp(self, step: UpgradeStep) -> dict[str, Any]:
+        node = self._node(step)
+        before, after = self.ibps[node.name], step.params["ibp"]
+        self._reconfigure(node, self.dists_for(node.name), after)
+        self.ibps[node.name] = after
+        restarted = restart(node, f"{node.name} set to inter.broker.protocol.version {after}")
+        return {"ibp_from": before, **restarted, **self._ready(node)}
+
+    def dists_for(self, name: str) -> KafkaDist:
+        """The release a node runs now."""
+        version = self.versions[name]
+        return next(d for d in self.dists.values() if d.version == version)
+
+    def _reconfigure(self, node: DockerNode, dist: KafkaDist, pinned: str) -> None:
+        """Writes the node's files for ``dist``: whoever starts it next (this step, or the kill
+        nemesis's restart) starts it on that release."""
+        phase = None
+        if self.topology.migration:
+            phase = CONTROLLER_FINALIZED if node.spec.is_controller else BROKER_KRAFT
+        cfg = render_node(
+            self.topology,
+            node.spec,
+            dist,
+            self.info.timing,
+            self.info.cluster_id,
+            phase=phase,
+            ibp=pinned if self.topology.kind == "zk" else None,
+        )
+        try:
+            node.put_files(cfg.files)
+        except ClusterError as exc:
+            raise StepFailed(f"could not write {node.name}'s configuration: {exc}") from None
+
+    def _ready(self, node: DockerNode) -> dict[str, Any]:
+        if node.spec.is_broker:
+            took, seen = self._until(f"{node.name} RUNNING", lambda: broker_running(node))
+        else:
+            controllers = [self.nodes[n.name] for n in self.topology.controllers]
+            took, seen = self._until(
+                "the controllers agreeing on a leader", lambda: quorum_agreed(controllers)
+            )
+        return {"ready_after_s": took, "ready": seen}
+
+    def _features(self, step: _Resolved, value: dict[str, Any]) -> dict[str, Any]:
+        params = value["params"]
+        ((feature, level),) = params["levels"].items()
+        runner = self._runner(step.node)
+        dist = self.dists_for(runner.name)
+        cmd = [
+            "java",
+            "-Xmx128m",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            f"-Dlog4j.configuration=file:{CONF_DIR}/log4j.properties",
+            f"-Dlog4j2.configurationFile={CONF_DIR}/log4j2.properties",
+            "-cp",
+            node_classpath(dist),
+            dist.classes["features"],
+            "--bootstrap-server",
+            self.topology.bootstrap_servers(),
+            params["action"],
+            "--feature",
+            f"{feature}={level}",
+        ]
+        if params.get("unsafe"):
+            cmd.append("--unsafe")
+        if params.get("dry_run"):
+            cmd.append("--dry-run")
+        try:
+            result = runner.exec(cmd, timeout=TOOL_TIMEOUT_S)
+        except ClusterError as exc:
+            raise StepUnsure(f"kafka-features could not be run in {runner.name}: {exc}") from None
+        kind, said = feature_outcome(
+            result.exit_code, result.stdout, result.stderr, feature, level, params["dry_run"]
+        )
+        if kind == "fail":
+            raise StepFailed(f"refused: {said}")
+        if kind == "info":
+            raise StepUnsure(f"outcome unknown: {said}")
+        return {"ran_in": runner.name, "tool": shlex.join(cmd[-6:]), "output": said}
+
+    def _runner(self, preferred: str | None) -> DockerNode:
+        """A running broker to run Kafka's tool in: the planned one, else the first running."""
+        names = [preferred] if preferred else []
+        names += [n.name for n in self.topology.brokers if n.name != preferred]
+        for name in names:
+            try:
+                if self.nodes[name].is_running():
+                    return self.nodes[name]
+            except ClusterError:
+                continue
+        raise StepFailed("no broker is running to run kafka-features in")
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """One feature of a feature step, with its level resolved: what is invoked."""
+
+    step_: UpgradeStep
+    resolved: dict[str, Any]
+
+    @property
+    def at_s(self) -> float:
+        return self.step_.at_s
+
+    @property
+    def step(self) -> str:
+        return self.step_.step
+
+    @property
+    def node(self) -> str | None:
+        return self.step_.node
+
+
+def _one(step: UpgradeStep, feature: str, level: int) -> _Resolved:
+    return _Resolved(step, {"levels": {feature: level}})
