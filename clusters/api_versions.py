@@ -2,16 +2,16 @@
 
 confluent-kafka has no DescribeFeatures, and DescribeFeatures goes to any broker, not the node we
 want to hear from; ApiVersions is answered by every listener of every node (brokers, KRaft
-controllers, ZooKeeper-mode brokers) and carries the same supported ranges, finalized levels and
-their epoch. The client is a few dozen lines over a plain socket: one request, one answer, one
-connection per call, bounded by one deadline.
+controllers, ZooKeeper-mode brokers), each with its own supported ranges, finalized levels and
+their epoch. The client is a few dozen lines over a plain socket: one connection per call,
+bounded by one deadline.
 
 Versions: v4 first, because below v4 a 3.9+ node leaves out every supported feature whose
-minimum is 0 (KAFKA-17492: kraft.version, group.version, transaction.version, ...), and a checker
-would read that as "not supported". A node that knows only v0-v3 (3.8 and older) answers v4 with
-UNSUPPORTED_VERSION in a v0 body listing the ApiVersions versions it has (KIP-511); we then ask
-again at v3 on the same connection, as Kafka's own clients do. The answer says which version it
-came from (`api_version`).
+minimum is 0 (KAFKA-17011, KAFKA-17492: kraft.version, group.version, transaction.version, ...),
+and a checker would read that as "not supported". A node that knows only v0-v3 (3.8 and older)
+answers v4 with UNSUPPORTED_VERSION in a v0 body listing the ApiVersions versions it has
+(KIP-511); we then ask again at v3 on the same connection, as Kafka's own clients do. The answer
+says which version it came from (`api_version`).
 
 Wire format (clients/src/main/resources/common/message/ApiVersions{Request,Response}.json):
 request header v2 (api key, api version, correlation id, int16-length nullable client id, tagged
@@ -74,7 +74,7 @@ def encode_compact_string(s: str | None) -> bytes:
 
 @dataclass
 class Reader:
-    """Reads Kafka's primitive types off a buffer; any read past its end is a FeaturesUnavailable."""
+    """Reads Kafka's primitive types off a buffer; a read past its end is FeaturesUnavailable."""
 
     buf: bytes
     pos: int = 0
@@ -165,7 +165,9 @@ class Unsupported:
     max_version: int
 
 
-def decode_response(frame: bytes, correlation_id: int, version: int) -> dict[str, Any] | Unsupported:
+def decode_response(
+    frame: bytes, correlation_id: int, version: int
+) -> dict[str, Any] | Unsupported:
     """One response frame (without its size prefix), asked at `version` (3 or 4)."""
     r = Reader(frame)
     got_id = r.int32()

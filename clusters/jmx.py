@@ -22,6 +22,11 @@ ACTIVE_BROKERS = "kafka.controller:type=KafkaController,name=ActiveBrokerCount"
 ZK_MIGRATION_STATE = "kafka.controller:type=KafkaController,name=ZkMigrationState"
 METADATA_VERSION = "kafka.server:type=MetadataLoader,name=CurrentMetadataVersion"
 CONTROLLER_METADATA_VERSION = "kafka.controller:type=KafkaController,name=MetadataVersion"
+# A pattern: Kafka registers `kafka.server:type=app-info,id=<node id>` (attribute `Version`) and,
+# from its metrics, `kafka.server:type=app-info` (attribute `version`); reading every match, with
+# no attribute list, finds whichever this node has.
+APP_INFO = "kafka.server:type=app-info,*"
+RUNTIME = "java.lang:type=Runtime"
 
 # Kafka's BrokerState enum values (server-common BrokerState.java).
 BROKER_STATES = {
@@ -91,6 +96,19 @@ def _gauge(value: Any) -> Any:
     return value.get("Value") if isinstance(value, dict) else None
 
 
+def _software_version(app_info: Any) -> str | None:
+    """The version from a pattern read of app-info: {mbean name: {attribute: value}}."""
+    if not isinstance(app_info, dict):
+        return None
+    for name in sorted(app_info):
+        attrs = app_info[name]
+        if isinstance(attrs, dict):
+            version = attrs.get("Version") or attrs.get("version")
+            if version:
+                return str(version)
+    return None
+
+
 def sample_kafka(host: str, roles: frozenset[str], timeout: float = 2.0) -> dict[str, Any]:
     """What a Kafka node says about the quorum and itself, in the history's observe shape."""
     reads: dict[str, tuple[str, list[str] | None]] = {
@@ -101,6 +119,8 @@ def sample_kafka(host: str, roles: frozenset[str], timeout: float = 2.0) -> dict
         "migration": (ZK_MIGRATION_STATE, ["Value"]),
         "mv": (METADATA_VERSION, ["Value"]),
         "controller_mv": (CONTROLLER_METADATA_VERSION, ["Value"]),
+        "app_info": (APP_INFO, None),
+        "runtime": (RUNTIME, ["StartTime"]),
     }
     if "controller" in roles or "broker" in roles:
         reads["raft"] = (RAFT, RAFT_ATTRS)
@@ -121,6 +141,7 @@ def sample_kafka(host: str, roles: frozenset[str], timeout: float = 2.0) -> dict
     state_code = _num(_gauge(got.get("broker_state")))
     migration = _num(_gauge(got.get("migration")))
     mv = _gauge(got.get("mv")) or _gauge(got.get("controller_mv"))
+    runtime = got.get("runtime")
     return {
         "roles": sorted(roles),
         "raft": raft_view,
@@ -138,4 +159,7 @@ def sample_kafka(host: str, roles: frozenset[str], timeout: float = 2.0) -> dict
         else None,
         "metadata_version": str(mv) if mv is not None else None,
         "quorum": None,
+        "version": _software_version(got.get("app_info")),
+        # The JVM's start: the same value across samples means the same process lifetime.
+        "started_ms": _num(runtime.get("StartTime")) if isinstance(runtime, dict) else None,
     }

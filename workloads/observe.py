@@ -11,6 +11,14 @@ chunked answers meet Nagle on the JVM side and delayed ACKs on ours, and a sampl
 instead of ~5 ms (bench/bench_observer.py, measured on a 3-node cluster).
 
 A sample that times out is `info`; a node that refuses the connection is `fail`.
+
+After the JMX read, the same sample asks the node's Kafka listener for its features
+(ApiVersions: supported ranges, finalized levels and their epoch; brokers on the broker port,
+controller-only nodes on the controller port) within what is left of the sample's timeout, so
+the two together stay inside the node's share of the round. Features are an addition to the
+sample, not its outcome: a node whose JMX answered but whose listener did not is still `ok`, with
+`features: null` and `features_error` saying why. A node whose last features call failed gets a
+probe's timeout for the next one, as for JMX.
 """
 
 from __future__ import annotations
@@ -19,8 +27,9 @@ import threading
 import time
 from typing import Any
 
+from clusters.api_versions import FeaturesUnavailable, describe_features
 from clusters.jmx import JmxUnavailable, sample_kafka
-from clusters.topology import NodeSpec, Topology
+from clusters.topology import BROKER_PORT, CONTROLLER_PORT, NodeSpec, Topology
 from history.format import OBSERVER
 
 # Below the 250 ms the issue asks for, so that scheduling jitter stays within it.
@@ -40,6 +49,8 @@ class Observer:
         self.samples = 0
         # Nodes whose last sample did not answer (fail or info): probed last, briefly.
         self.silent: set[str] = set()
+        # Nodes whose last features call did not answer: asked next time with a probe's timeout.
+        self.features_silent: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="observer", daemon=True)
 
@@ -54,6 +65,7 @@ class Observer:
     def sample(self, spec: NodeSpec, timeout: float = SAMPLE_TIMEOUT_S) -> bool:
         """One invoke/completion pair for one node; True when the node answered."""
         self.recorder.invoke("observe", None, OBSERVER, spec.name)
+        deadline = time.monotonic() + timeout
         try:
             value = sample_kafka(spec.ip, spec.roles, timeout=timeout)
         except JmxUnavailable as exc:
@@ -63,10 +75,27 @@ class Observer:
             self.recorder.record(kind, "observe", None, OBSERVER, spec.name, text)
             self.silent.add(spec.name)
             return False
+        value.update(self.features(spec, deadline))
         self.recorder.ok("observe", value, OBSERVER, spec.name)
         self.silent.discard(spec.name)
         self.samples += 1
         return True
+
+    def features(self, spec: NodeSpec, deadline: float) -> dict[str, Any]:
+        """`features` and `features_error` for the sample, asked before `deadline`."""
+        port = BROKER_PORT if spec.is_broker else CONTROLLER_PORT
+        left = deadline - time.monotonic()
+        if spec.name in self.features_silent:
+            left = min(left, PROBE_TIMEOUT_S)
+        try:
+            if left <= 0:
+                raise FeaturesUnavailable("no time left: the JMX read used the whole timeout")
+            features = describe_features(spec.ip, port, left)
+        except FeaturesUnavailable as exc:
+            self.features_silent.add(spec.name)
+            return {"features": None, "features_error": str(exc)}
+        self.features_silent.discard(spec.name)
+        return {"features": features, "features_error": None}
 
     def round_order(self) -> list[NodeSpec]:
         """Nodes that answered first (in topology order), then the silent ones."""

@@ -7,6 +7,7 @@ import time
 import pytest
 
 import workloads.observe as observe
+from clusters.api_versions import FeaturesUnavailable
 from clusters.jmx import JmxUnavailable
 from clusters.topology import build_topology
 from workloads.observe import PROBE_TIMEOUT_S, SAMPLE_TIMEOUT_S, Observer
@@ -24,6 +25,16 @@ class ListRecorder:
 
     def ok(self, f, value, process, node=None):
         self.record("ok", f, value, process, node)
+        self.ops[-1]["value"] = value
+
+
+FEATURES = {
+    "supported": {"metadata.version": [1, 21]},
+    "finalized": {"metadata.version": 21},
+    "epoch": 5,
+    "mode": "kraft",
+    "api_version": 4,
+}
 
 
 @pytest.fixture
@@ -41,6 +52,7 @@ def observer(monkeypatch):
         return {"roles": sorted(roles)}
 
     monkeypatch.setattr(observe, "sample_kafka", fake_sample)
+    monkeypatch.setattr(observe, "describe_features", lambda ip, port, timeout: dict(FEATURES))
     return obs, asked
 
 
@@ -76,3 +88,95 @@ def test_a_node_that_answers_again_is_no_longer_silent(observer, monkeypatch):
     monkeypatch.setattr(observe, "sample_kafka", lambda ip, roles, timeout: {})
     obs.run_round(time.monotonic() + 0.2)
     assert obs.silent == set()
+
+
+def features_asked(monkeypatch, obs, fail: set[str]) -> list[tuple[str, int, float]]:
+    """Replaces describe_features: records (node, port, timeout); nodes in `fail` time out."""
+    asked: list[tuple[str, int, float]] = []
+
+    def fake(ip, port, timeout):
+        name = next(n.name for n in obs.nodes if n.ip == ip)
+        asked.append((name, port, timeout))
+        if name in fail:
+            raise FeaturesUnavailable(f"{ip}:{port}: timed out after {timeout:.3f} s")
+        return dict(FEATURES)
+
+    monkeypatch.setattr(observe, "describe_features", fake)
+    return asked
+
+
+def test_an_answering_node_s_sample_carries_its_features(observer):
+    obs, _ = observer
+    obs.run_round(time.monotonic() + 0.2)
+    n1 = next(op for op in obs.recorder.ops if op["node"] == "n1" and op["type"] == "ok")
+    assert n1["value"] == {
+        "roles": ["broker", "controller"],
+        "features": FEATURES,
+        "features_error": None,
+    }
+
+
+def test_features_that_do_not_answer_leave_the_sample_ok(observer, monkeypatch):
+    obs, _ = observer
+    asked = features_asked(monkeypatch, obs, fail={"n3"})
+    obs.run_round(time.monotonic() + 0.2)
+    n3 = [op for op in obs.recorder.ops if op["node"] == "n3" and op["type"] != "invoke"]
+    assert [op["type"] for op in n3] == ["ok"]
+    assert n3[0]["value"]["features"] is None
+    assert "timed out" in n3[0]["value"]["features_error"]
+    assert "n3" not in obs.silent and obs.features_silent == {"n3"}
+    # The JMX-silent node is not asked for features at all.
+    assert [n for n, _, _ in asked] == ["n1", "n3"]
+
+
+def test_features_share_the_sample_s_timeout_and_a_silent_listener_gets_a_probe(
+    observer, monkeypatch
+):
+    obs, jmx_asked = observer
+    asked = features_asked(monkeypatch, obs, fail={"n3"})
+    obs.run_round(time.monotonic() + 0.2)
+    jmx_timeout = dict(jmx_asked)
+    assert all(t <= jmx_timeout[n] for n, _, t in asked)
+    asked.clear()
+    obs.run_round(time.monotonic() + 0.2)
+    assert dict((n, t) for n, _, t in asked)["n3"] <= PROBE_TIMEOUT_S
+    assert dict((n, t) for n, _, t in asked)["n1"] > PROBE_TIMEOUT_S
+
+
+def test_a_node_whose_features_answer_again_is_no_longer_features_silent(observer, monkeypatch):
+    obs, _ = observer
+    features_asked(monkeypatch, obs, fail={"n3"})
+    obs.run_round(time.monotonic() + 0.2)
+    features_asked(monkeypatch, obs, fail=set())
+    obs.run_round(time.monotonic() + 0.2)
+    assert obs.features_silent == set()
+
+
+def test_brokers_are_asked_on_the_broker_port_and_controllers_on_the_controller_port(
+    monkeypatch,
+):
+    topo = build_topology("kraft", cluster="adm-unit", subnet="10.213.80.0/24", brokers=1)
+    obs = Observer(topo, ListRecorder())
+    monkeypatch.setattr(observe, "sample_kafka", lambda ip, roles, timeout: {})
+    asked = features_asked(monkeypatch, obs, fail=set())
+    obs.run_round(time.monotonic() + 0.2)
+    assert {(n, port) for n, port, _ in asked} == {
+        ("c1", 9093),
+        ("c2", 9093),
+        ("c3", 9093),
+        ("b1", 9092),
+    }
+
+
+def test_no_time_left_after_jmx_is_a_features_error_not_a_call(observer, monkeypatch):
+    obs, _ = observer
+    asked = features_asked(monkeypatch, obs, fail=set())
+
+    def slow_sample(ip, roles, timeout):
+        time.sleep(timeout)
+        return {}
+
+    monkeypatch.setattr(observe, "sample_kafka", slow_sample)
+    assert obs.sample(obs.nodes[0], timeout=0.01)
+    assert asked == []
+    assert "no time left" in obs.recorder.ops[-1]["value"]["features_error"]
