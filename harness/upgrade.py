@@ -27,8 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from clusters.api_versions import FeaturesUnavailable, describe_features
-
-from clusters.config import CONF_DIR, node_classpath, render_node
+from clusters.config import TOOLS_LOGGING, node_classpath, render_node
 from clusters.docker_cluster import ClusterInfo
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist, metadata_version_level
@@ -41,6 +40,7 @@ from harness.steps import (
     StepFailed,
     StepUnsure,
     broker_running,
+    node_sample,
     quorum_agreed,
     restart,
 )
@@ -216,7 +216,12 @@ class UpgradeDriver(RecordedSteps):
             self.done.append({**value, "type": "fail", "error": str(exc)})
             return "fail"
         if not levels:
-            value = {**self._value(step), "levels": {}, "note": "every feature is at its latest"}
+            value = self._value(step)
+            value = {
+                **value,
+                "params": {**value["params"], "levels": {}},
+                "note": "every feature is already at the highest level every node supports",
+            }
             self.recorder.invoke(step.step, value, self.process, step.node)
             self.recorder.ok(step.step, value, self.process, step.node)
             self.done.append({**value, "type": "ok"})
@@ -305,7 +310,8 @@ class UpgradeDriver(RecordedSteps):
         self._reconfigure(node, dist, self.ibps[node.name])
         self.versions[node.name] = dist.version
         restarted = restart(node, f"{node.name} set to start on Kafka {dist.version}")
-        return {"from": before, "version": dist.version, **restarted, **self._ready(node)}
+        ready = self._ready(node, dist.version)
+        return {"from": before, "version": dist.version, **restarted, **ready}
 
     def _ibp(self, step: UpgradeStep) -> dict[str, Any]:
         node = self._node(step)
@@ -313,7 +319,7 @@ class UpgradeDriver(RecordedSteps):
         self._reconfigure(node, self.dists_for(node.name), after)
         self.ibps[node.name] = after
         restarted = restart(node, f"{node.name} set to inter.broker.protocol.version {after}")
-        return {"ibp_from": before, **restarted, **self._ready(node)}
+        return {"ibp_from": before, **restarted, **self._ready(node, self.versions[node.name])}
 
     def dists_for(self, name: str) -> KafkaDist:
         """The release a node runs now."""
@@ -340,14 +346,26 @@ class UpgradeDriver(RecordedSteps):
         except ClusterError as exc:
             raise StepFailed(f"could not write {node.name}'s configuration: {exc}") from None
 
-    def _ready(self, node: DockerNode) -> dict[str, Any]:
-        if node.spec.is_broker:
-            took, seen = self._until(f"{node.name} RUNNING", lambda: broker_running(node))
-        else:
-            controllers = [self.nodes[n.name] for n in self.topology.controllers]
-            took, seen = self._until(
-                "the controllers agreeing on a leader", lambda: quorum_agreed(controllers)
-            )
+    def _ready(self, node: DockerNode, version: str) -> dict[str, Any]:
+        """The restarted node runs ``version`` by its own account (JMX app-info), and is RUNNING
+        (a broker) or the controllers agree on a leader (a controller)."""
+        controllers = [self.nodes[n.name] for n in self.topology.controllers]
+
+        def check() -> tuple[bool, Any]:
+            seen = node_sample(node)
+            running = seen.get("version") if seen else None
+            if running != version:
+                return False, {"version": running}
+            if node.spec.is_broker:
+                ok, view = broker_running(node)
+            else:
+                ok, view = quorum_agreed(controllers)
+            return ok, {"version": running, **view}
+
+        what = f"{node.name} on Kafka {version} and " + (
+            "RUNNING" if node.spec.is_broker else "the controllers agreeing on a leader"
+        )
+        took, seen = self._until(what, check)
         return {"ready_after_s": took, "ready": seen}
 
     def _features(self, step: _Resolved, value: dict[str, Any]) -> dict[str, Any]:
@@ -360,8 +378,7 @@ class UpgradeDriver(RecordedSteps):
             "-Xmx128m",
             "-XX:TieredStopAtLevel=1",
             "-XX:+UseSerialGC",
-            f"-Dlog4j.configuration=file:{CONF_DIR}/log4j.properties",
-            f"-Dlog4j2.configurationFile={CONF_DIR}/log4j2.properties",
+            *TOOLS_LOGGING,
             "-cp",
             node_classpath(dist),
             dist.classes["features"],
