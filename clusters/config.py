@@ -82,9 +82,11 @@ def server_properties(
     phase: str | None = None,
     version: str = "3.9",
     ibp: str | None = None,
+    extra: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """A Kafka node's properties; ``phase`` (migration topology only) is its migration phase;
-    ``ibp`` (ZooKeeper mode) the inter.broker.protocol.version if not the version's own."""
+    ``ibp`` (ZooKeeper mode) the inter.broker.protocol.version if not the version's own;
+    ``extra`` what a run's steps need beyond these (harness/upgrade.py)."""
     check_timing(timing)
     replication = str(min(3, len(topo.brokers)))
     min_isr = str(min(2, len(topo.brokers)))
@@ -135,6 +137,7 @@ def server_properties(
             props.update(FAST_KRAFT)
         if topo.zookeepers:
             props.update(FAST_ZK)
+    props.update(extra or {})
     return props
 
 
@@ -239,6 +242,7 @@ def render_node(
     heap_mb: int = 256,
     phase: str | None = None,
     ibp: str | None = None,
+    extra: dict[str, str] | None = None,
 ) -> NodeConfig:
     """All files and the PID-1 command for one node (``phase``: its migration phase; ``ibp``:
     ZooKeeper mode's pinned inter.broker.protocol.version)."""
@@ -262,7 +266,7 @@ def render_node(
         ]
         prepare = f"mkdir -p {ZK_DATA_DIR} && echo {node.node_id} > {ZK_DATA_DIR}/myid"
     else:
-        props = server_properties(topo, node, timing, phase, dist.version, ibp)
+        props = server_properties(topo, node, timing, phase, dist.version, ibp, extra)
         files[f"{CONF_DIR}/server.properties"] = _props(props)
         main = [
             "java",

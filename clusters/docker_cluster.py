@@ -45,9 +45,12 @@ class DockerCluster(LabelledCluster):
         say: Callable[[str], None] = print,
         wait: bool = True,
         ready_timeout: float = READY_TIMEOUT_S,
+        extra_props: dict[str, str] | None = None,
     ) -> ClusterInfo:
         """Creates network and nodes, starts them, and waits until the cluster is ready."""
-        return docker_lifecycle.up(self, topo, version, timing, heap_mb, say, wait, ready_timeout)
+        return docker_lifecycle.up(
+            self, topo, version, timing, heap_mb, say, wait, ready_timeout, extra_props
+        )
 
     def down(self, collect: Path | None = None, say: Callable[[str], None] = print) -> int:
         """Collects into ``collect`` (if given and anything is left), then removes everything."""

@@ -37,8 +37,10 @@ def up(
     say: Callable[[str], None] = print,
     wait: bool = True,
     ready_timeout: float = READY_TIMEOUT_S,
+    extra_props: dict[str, str] | None = None,
 ) -> ClusterInfo:
-    """Creates network and nodes, starts them, and waits until the cluster is ready."""
+    """Creates network and nodes, starts them, and waits until the cluster is ready;
+    ``extra_props`` go into every Kafka node's server.properties."""
     node_config.check_timing(timing)
     if cluster.exists():
         raise ClusterError(
@@ -57,7 +59,9 @@ def up(
     try:
         _create_network(cluster, topo)
         configs = {
-            n.name: node_config.render_node(topo, n, dist, timing, info.cluster_id, heap_mb)
+            n.name: node_config.render_node(
+                topo, n, dist, timing, info.cluster_id, heap_mb, extra=extra_props
+            )
             for n in topo.nodes
         }
         # A migration's brokers must find the controllers' cluster id in ZooKeeper at their

@@ -35,7 +35,7 @@ from harness.readiness import wait_observed_ready
 from harness.recorder import Recorder
 from harness.rundir import make_run_dir, point_latest, write_json
 from harness.steps import stop_and_report
-from harness.upgrade import UpgradeDriver
+from harness.upgrade import UpgradeDriver, node_properties
 from harness.workers import Clients, ProcessIds
 from harness.wrapup import check_run, collect_and_tear_down, keep_history, not_checked
 from history.format import JSONL_NAME
@@ -165,7 +165,13 @@ class Run:
         # before any container exists.
         self.releases = {v: ensure_dist(v) for v in spec.releases()}
         self.say(f"bringing up {spec.topology} cluster '{spec.cluster}' (Kafka {spec.version})")
-        info = live.cluster.up(topo, spec.version, timing=spec.timing, say=self.say)
+        info = live.cluster.up(
+            topo,
+            spec.version,
+            timing=spec.timing,
+            say=self.say,
+            extra_props=node_properties(self.plan.upgrade) or None,
+        )
         self.summary["kafka_version"] = info.version
         if len(self.releases) > 1:
             self.summary["kafka_versions"] = {v: d.version for v, d in self.releases.items()}

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from clusters.api_versions import FeaturesUnavailable, describe_features
-from clusters.config import TOOLS_LOGGING, node_classpath, render_node
+from clusters.config import DATA_DIR, TOOLS_LOGGING, node_classpath, render_node
 from clusters.docker_cluster import ClusterInfo
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist, metadata_version_level
@@ -46,7 +46,14 @@ from harness.steps import (
 )
 from history.format import UPGRADE
 
-ROLL, IBP, FEATURES = "roll", "ibp", "features"
+ROLL, IBP, FEATURES, AWAIT_SNAPSHOT = "roll", "ibp", "features", "await-snapshot"
+# KIP-778: "Once the downgrade snapshot has been loaded by all nodes, a software downgrade is now
+# possible." Kafka writes no snapshot on a downgrade (KIP-1155), so a run that rolls back asks
+# for frequent ones, and waits until every node holds one past the downgrade's record: an older
+# release replaying the log from before it meets a metadata.version it cannot read and
+# terminates.
+SNAPSHOT_PROPS = {"metadata.log.max.snapshot.interval.ms": "5000"}
+METADATA_LOG_DIR = f"{DATA_DIR}/__cluster_metadata-0"
 METADATA_VERSION = "metadata.version"
 # Changed by its own steps (controller membership, KIP-853), never by "every other feature".
 KRAFT_VERSION = "kraft.version"
@@ -135,9 +142,17 @@ def upgrade_schedule(
             steps.append(features(at, "upgrade", EVERY_OTHER, LATEST))
     if downgrade_to:
         at = start("downgrade")
-        steps.append(features(at, "downgrade", METADATA_VERSION, RELEASE + downgrade_to))
+        target = RELEASE + downgrade_to
+        steps.append(features(at, "downgrade", METADATA_VERSION, target, dry_run=True))
+        steps.append(features(at, "downgrade", METADATA_VERSION, target))
+        steps.append(UpgradeStep(at, AWAIT_SNAPSHOT))
         steps += roll(downgrade_to)
     return steps
+
+
+def node_properties(steps: list[UpgradeStep]) -> dict[str, str]:
+    """What every Kafka node's configuration needs from the start for these steps."""
+    return dict(SNAPSHOT_PROPS) if any(s.step == AWAIT_SNAPSHOT for s in steps) else {}
 
 
 def load_steps(data: list[dict[str, Any]]) -> list[UpgradeStep]:
@@ -179,6 +194,7 @@ class UpgradeDriver(RecordedSteps):
         step_timeout: float = STEP_TIMEOUT_S,
     ) -> None:
         self.info = info
+        self.extra = node_properties(steps)
         self.dists = dict(dists)
         self.nodes = nodes
         self.after = after
@@ -270,14 +286,17 @@ class UpgradeDriver(RecordedSteps):
                 out.append((name, target))
         return out
 
-    def describe(self) -> dict[str, dict[str, Any]]:
-        """What every Kafka node that answers says of its features now (KIP-584's ApiVersions)."""
+    def describe(
+        self, port: int | None = None, names: list[str] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """What every Kafka node that answers says of its features now (KIP-584's ApiVersions),
+        on ``port`` (default: the broker listener, or a controller's own)."""
         views = {}
-        for name in self.versions:
+        for name in names if names is not None else list(self.versions):
             spec = self.nodes[name].spec
-            port = BROKER_PORT if spec.is_broker else CONTROLLER_PORT
+            listener = port or (BROKER_PORT if spec.is_broker else CONTROLLER_PORT)
             try:
-                views[name] = describe_features(spec.ip, port, DESCRIBE_TIMEOUT_S)
+                views[name] = describe_features(spec.ip, listener, DESCRIBE_TIMEOUT_S)
             except FeaturesUnavailable:
                 continue
         return views
@@ -291,6 +310,8 @@ class UpgradeDriver(RecordedSteps):
             return self._roll(step)
         if step.step == IBP:
             return self._ibp(step)
+        if step.step == AWAIT_SNAPSHOT:
+            return self._await_snapshot()
         if step.step in self.handlers:
             return self.handlers[step.step](self, step, value)
         raise StepFailed(f"no driver for step '{step.step}'")
@@ -340,6 +361,7 @@ class UpgradeDriver(RecordedSteps):
             self.info.cluster_id,
             phase=phase,
             ibp=pinned if self.topology.kind == "zk" else None,
+            extra=self.extra,
         )
         try:
             node.put_files(cfg.files)
@@ -367,6 +389,32 @@ class UpgradeDriver(RecordedSteps):
         )
         took, seen = self._until(what, check)
         return {"ready_after_s": took, "ready": seen}
+
+    def _await_snapshot(self) -> dict[str, Any]:
+        """Every Kafka node holds a metadata snapshot that ends after the last feature change
+        (a controller's ApiVersions epoch is the offset of its last feature change)."""
+        controllers = [n.name for n in self.topology.controllers]
+
+        def check() -> tuple[bool, Any]:
+            views = self.describe(port=CONTROLLER_PORT, names=controllers)
+            if not views:
+                return False, {"feature_change_offset": None}
+            change = max(v["epoch"] for v in views.values())
+            ends = {name: self._snapshot_end(name) for name in self.versions}
+            behind = sorted(n for n, end in ends.items() if end is None or end <= change)
+            return not behind, {"feature_change_offset": change, "snapshot_ends": ends}
+
+        took, seen = self._until("a metadata snapshot past the downgrade on every node", check)
+        return {"observed_after_s": took, **seen}
+
+    def _snapshot_end(self, name: str) -> int | None:
+        """The end offset of the node's newest metadata snapshot (its file name), if any."""
+        try:
+            listing = self.nodes[name].exec(["ls", METADATA_LOG_DIR], timeout=10)
+        except ClusterError:
+            return None
+        ends = [int(f.split("-")[0]) for f in listing.stdout.split() if f.endswith(".checkpoint")]
+        return max(ends) if ends else None
 
     def _features(self, step: _Resolved, value: dict[str, Any]) -> dict[str, Any]:
         params = value["params"]

@@ -19,6 +19,7 @@ from harness.upgrade import (
     UpgradeDriver,
     UpgradeStep,
     feature_outcome,
+    node_properties,
     upgrade_schedule,
 )
 from history.reader import read_history
@@ -72,9 +73,15 @@ def test_zookeeper_mode_bumps_the_protocol_version_instead_of_feature_levels():
 
 def test_a_downgrade_lowers_metadata_version_before_rolling_back():
     steps = upgrade_schedule("kraft-combined", 120, 2, None, "3.8")
-    assert steps[0].step == FEATURES and steps[0].params["action"] == "downgrade"
-    assert steps[0].params["level"] == "release:3.8"
-    assert [s.step for s in steps[1:]] == [ROLL] * 3
+    assert [(s.step, s.params["action"], s.params["dry_run"]) for s in steps[:2]] == [
+        (FEATURES, "downgrade", True),
+        (FEATURES, "downgrade", False),
+    ]
+    assert {s.params["level"] for s in steps[:2]} == {"release:3.8"}
+    # KIP-778: the software downgrade only once every node holds the downgrade snapshot.
+    assert steps[2].step == "await-snapshot" and node_properties(steps)
+    assert [s.step for s in steps[3:]] == [ROLL] * 3
+    assert node_properties(upgrade_schedule("kraft-combined", 120, 2, "3.9", None)) == {}
 
 
 def test_after_a_migration_the_upgrade_comes_after_its_finalization_window():

@@ -1,0 +1,117 @@
+"""`kchaos run --upgrade-to` and `--downgrade-to`: a rolling software change and the feature
+levels that follow it, carried out step by step while the queue workload runs and the kill
+nemesis strikes, then checked.
+
+The upgrade goes 3.8 -> 3.9 (Kafka documents every 3.3+ -> 3.9 KRaft path) and then finalizes
+metadata.version 3.9-IV0 (21). The downgrade goes 3.9 -> 3.8 after lowering metadata.version to
+3.8-IV0 (20), which Kafka allows as a safe downgrade because 3.9-IV0 changed no metadata
+(MetadataVersion.IBP_3_9_IV0's didMetadataChange is false). Both runs must be valid, and every
+step acknowledged: on these releases each step should succeed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.upgrade import FEATURES, ROLL
+from history.format import OBSERVER, UPGRADE
+from history.reader import read_history
+from tests.integration.runs import quiet_run
+
+SEED = 3
+
+
+def _run(docker_client, tmp_path_factory, name, subnet, **fields):
+    done = quiet_run(
+        docker_client,
+        name,
+        subnet,
+        SEED,
+        tmp_path_factory.mktemp("results"),
+        time_limit=120,
+        nemesis=["kill"],
+        nemesis_interval=10,
+        rate=20,
+        **fields,
+    )
+    assert done.left_behind == [], f"the run left {done.left_behind}"
+    return done.result, done.plan
+
+
+@pytest.fixture(scope="module")
+def upgraded(docker_client, tmp_path_factory):
+    return _run(
+        docker_client, tmp_path_factory, "upg1", "10.213.131.0/24", version="3.8", upgrade_to="3.9"
+    )
+
+
+@pytest.fixture(scope="module")
+def downgraded(docker_client, tmp_path_factory):
+    return _run(
+        docker_client,
+        tmp_path_factory,
+        "dwn1",
+        "10.213.132.0/24",
+        version="3.9",
+        downgrade_to="3.8",
+    )
+
+
+def _ops(result, process):
+    return [
+        op for op in read_history(result.run_dir / "history.jsonl").ops if op["process"] == process
+    ]
+
+
+def _last_samples(result):
+    """Each node's last observe sample that carried its features."""
+    last = {}
+    for op in _ops(result, OBSERVER):
+        if op["type"] == "ok" and (op.get("value") or {}).get("features"):
+            last[op["node"]] = op["value"]
+    return last
+
+
+def test_the_upgrade_rolls_every_node_and_finalizes_the_new_metadata_version(upgraded):
+    result, plan = upgraded
+    done = [op for op in _ops(result, UPGRADE) if op["type"] != "invoke"]
+    assert [op["f"] for op in done if op["f"] == ROLL] == [
+        s.step for s in plan.upgrade if s.step == ROLL
+    ]
+    assert all(op["type"] == "ok" for op in done), [op.get("error") for op in done]
+    assert {op["value"]["version"] for op in done if op["f"] == ROLL} == {"3.9.2"}
+    mv = [
+        op
+        for op in done
+        if op["f"] == FEATURES
+        and "metadata.version" in op["value"]["params"].get("levels", {})
+        and not op["value"]["params"]["dry_run"]
+    ]
+    assert mv and mv[0]["value"]["params"]["levels"] == {"metadata.version": 21}
+    last = _last_samples(result)
+    assert set(last) == {"n1", "n2", "n3"}
+    assert {v["version"] for v in last.values()} == {"3.9.2"}
+    assert {v["features"]["finalized"]["metadata.version"] for v in last.values()} == {21}
+
+
+def test_the_upgraded_run_is_valid_and_reads_back_every_acknowledged_send(upgraded):
+    result, _ = upgraded
+    assert result.summary["check"]["status"] == "valid", result.summary["check"]
+    final = result.summary["final_reads"]
+    assert final["complete"] and final["read_acknowledged"] == final["acknowledged"]
+    assert result.exit_code == 0
+
+
+def test_the_safe_downgrade_lowers_metadata_version_then_rolls_back(downgraded):
+    result, _ = downgraded
+    done = [op for op in _ops(result, UPGRADE) if op["type"] != "invoke"]
+    assert all(op["type"] == "ok" for op in done), [op.get("error") for op in done]
+    assert [op["f"] for op in done[:2]] == [FEATURES, FEATURES]
+    assert [op["value"]["params"]["dry_run"] for op in done[:2]] == [True, False]
+    assert done[1]["value"]["params"]["levels"] == {"metadata.version": 20}
+    assert {op["value"]["version"] for op in done if op["f"] == ROLL} == {"3.8.1"}
+    last = _last_samples(result)
+    assert {v["version"] for v in last.values()} == {"3.8.1"}
+    assert {v["features"]["finalized"]["metadata.version"] for v in last.values()} == {20}
+    assert result.summary["check"]["status"] == "valid", result.summary["check"]
+    assert result.exit_code == 0
