@@ -62,9 +62,14 @@ EVERY_OTHER = "*"  # each feature but metadata.version and kraft.version, one re
 RELEASE = "release:"  # release:3.8 is 3.8's newest production metadata.version
 # Where in the time limit each phase may begin. A node's restart and readiness take 10-30 s on
 # two shared cores, so a three-node roll needs about a third of a two-minute run.
-WINDOWS = {"roll": (0.05, 0.1), "features": (0.45, 0.5), "downgrade": (0.6, 0.65)}
+WINDOWS = {
+    "roll": (0.05, 0.1),
+    "features": (0.35, 0.4),
+    "downgrade": (0.5, 0.55),
+    "downgrade-alone": (0.2, 0.25),
+}
 # After a migration, whose finalization may begin as late as 0.65 of the time limit.
-AFTER_MIGRATION = {"roll": (0.7, 0.72), "features": (0.82, 0.85), "downgrade": (0.9, 0.92)}
+AFTER_MIGRATION = {"roll": (0.7, 0.72), "features": (0.82, 0.85)}
 STEP_TIMEOUT_S = 180.0
 TOOL_TIMEOUT_S = 90.0
 DESCRIBE_TIMEOUT_S = 2.0
@@ -119,8 +124,7 @@ def upgrade_schedule(
         low, high = windows[phase]
         return round(time_limit * rng.uniform(low, high), 3)
 
-    def roll(to: str) -> list[UpgradeStep]:
-        at = start("roll")
+    def roll(to: str, at: float) -> list[UpgradeStep]:
         return [UpgradeStep(at, ROLL, n, {"to": to}) for n in rng.sample(kafka, len(kafka))]
 
     def features(at: float, action: str, feature: str, level: Any, **kw: Any) -> UpgradeStep:
@@ -129,7 +133,7 @@ def upgrade_schedule(
 
     steps: list[UpgradeStep] = []
     if upgrade_to:
-        steps += roll(upgrade_to)
+        steps += roll(upgrade_to, start("roll"))
         at = start("features")
         if topology == "zk":
             line = ibp(upgrade_to)
@@ -141,12 +145,12 @@ def upgrade_schedule(
             steps.append(features(at, "upgrade", METADATA_VERSION, LATEST))
             steps.append(features(at, "upgrade", EVERY_OTHER, LATEST))
     if downgrade_to:
-        at = start("downgrade")
+        at = start("downgrade" if upgrade_to else "downgrade-alone")
         target = RELEASE + downgrade_to
         steps.append(features(at, "downgrade", METADATA_VERSION, target, dry_run=True))
         steps.append(features(at, "downgrade", METADATA_VERSION, target))
         steps.append(UpgradeStep(at, AWAIT_SNAPSHOT))
-        steps += roll(downgrade_to)
+        steps += roll(downgrade_to, at)
     return steps
 
 
