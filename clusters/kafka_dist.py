@@ -373,3 +373,28 @@ def metadata_version_level(dist: KafkaDist) -> tuple[int, str]:
         data["metadata_version"] = [level, name]
         manifest.write_text(json.dumps(data, indent=2))
     return level, name
+
+
+def run_tool(dist: KafkaDist, tool: str, args: list[str], timeout: float) -> tuple[int, str, str]:
+    """One of Kafka's own tools (TOOL_CLASSES) from this release's jars, run on this host against
+    the cluster's nodes, so that no node has to be alive to run it: (exit code, stdout, stderr),
+    with exit code -1 and a sentence when it did not finish within ``timeout``. Its logging goes
+    nowhere, so stdout is the tool's answer."""
+    cmd = [
+        "java",
+        "-Xmx128m",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:+UseSerialGC",
+        "-Dlog4j.configuration=file:/dev/null",
+        "-Dlog4j2.configurationFile=/dev/null",
+        "-cp",
+        dist.host_classpath(),
+        dist.classes[tool],
+        *args,
+    ]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
+        return -1, out, f"{tool} did not finish within {timeout:.0f} s"
+    return done.returncode, done.stdout, done.stderr

@@ -27,10 +27,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from clusters.api_versions import FeaturesUnavailable, describe_features
-from clusters.config import DATA_DIR, TOOLS_LOGGING, node_classpath, render_node
+from clusters.config import DATA_DIR, render_node
 from clusters.docker_cluster import ClusterInfo
 from clusters.errors import ClusterError
-from clusters.kafka_dist import KafkaDist, metadata_version_level
+from clusters.kafka_dist import KafkaDist, metadata_version_level, parse_version, run_tool
 from clusters.migration import BROKER_KRAFT, CONTROLLER_FINALIZED, ibp
 from clusters.node import DockerNode
 from clusters.topology import BROKER_PORT, CONTROLLER_PORT, Topology, build_topology
@@ -421,19 +421,12 @@ class UpgradeDriver(RecordedSteps):
         return max(ends) if ends else None
 
     def _features(self, step: _Resolved, value: dict[str, Any]) -> dict[str, Any]:
+        """Kafka's kafka-features from the newest release any node runs, on this host against
+        every broker (a node the nemesis kills mid-step would otherwise take the tool with it)."""
         params = value["params"]
         ((feature, level),) = params["levels"].items()
-        runner = self._runner(step.node)
-        dist = self.dists_for(runner.name)
-        cmd = [
-            "java",
-            "-Xmx128m",
-            "-XX:TieredStopAtLevel=1",
-            "-XX:+UseSerialGC",
-            *TOOLS_LOGGING,
-            "-cp",
-            node_classpath(dist),
-            dist.classes["features"],
+        dist = self.newest_dist()
+        args = [
             "--bootstrap-server",
             self.topology.bootstrap_servers(),
             params["action"],
@@ -441,33 +434,21 @@ class UpgradeDriver(RecordedSteps):
             f"{feature}={level}",
         ]
         if params.get("unsafe"):
-            cmd.append("--unsafe")
+            args.append("--unsafe")
         if params.get("dry_run"):
-            cmd.append("--dry-run")
-        try:
-            result = runner.exec(cmd, timeout=TOOL_TIMEOUT_S)
-        except ClusterError as exc:
-            raise StepUnsure(f"kafka-features could not be run in {runner.name}: {exc}") from None
-        kind, said = feature_outcome(
-            result.exit_code, result.stdout, result.stderr, feature, level, params["dry_run"]
-        )
+            args.append("--dry-run")
+        code, out, err = run_tool(dist, "features", args, TOOL_TIMEOUT_S)
+        kind, said = feature_outcome(code, out, err, feature, level, params["dry_run"])
         if kind == "fail":
             raise StepFailed(f"refused: {said}")
         if kind == "info":
             raise StepUnsure(f"outcome unknown: {said}")
-        return {"ran_in": runner.name, "tool": shlex.join(cmd[-6:]), "output": said}
+        return {"tool": f"kafka-features {dist.version} " + shlex.join(args), "output": said}
 
-    def _runner(self, preferred: str | None) -> DockerNode:
-        """A running broker to run Kafka's tool in: the planned one, else the first running."""
-        names = [preferred] if preferred else []
-        names += [n.name for n in self.topology.brokers if n.name != preferred]
-        for name in names:
-            try:
-                if self.nodes[name].is_running():
-                    return self.nodes[name]
-            except ClusterError:
-                continue
-        raise StepFailed("no broker is running to run kafka-features in")
+    def newest_dist(self) -> KafkaDist:
+        """The newest release any node runs: its tools know every feature the cluster has."""
+        running = {self.dists_for(n).version: self.dists_for(n) for n in self.versions}
+        return max(running.values(), key=lambda d: parse_version(d.version))
 
 
 @dataclass(frozen=True)
