@@ -67,8 +67,10 @@ NEMESIS = "nemesis"
 OBSERVER = "observer"
 # The ZooKeeper-to-KRaft migration's steps (harness/migration.py), one at a time.
 MIGRATION = "migration"
+# Upgrade steps (rolls, controller changes, KIP-584 feature updates), one at a time.
+UPGRADE = "upgrade"
 # Processes that are not clients: their operations are the run's own acts and observations.
-SPECIAL_PROCESSES = (NEMESIS, OBSERVER, MIGRATION)
+SPECIAL_PROCESSES = (NEMESIS, OBSERVER, MIGRATION, UPGRADE)
 
 REQUIRED_FIELDS: dict[str, tuple[type, ...]] = {
     "index": (int,),
