@@ -96,7 +96,7 @@ def check_features(observed: MetadataInput, upgrade_rows: list[dict[str, Any]]) 
     findings += _never_shown(steps, views, losses, quiet, reported)
     findings += _refused_effects(steps, views, losses)
     findings += _partial_updates(steps, views, losses, quiet)
-    findings += _unsupported(views)
+    findings += _unsupported(views, observed)
     return sorted(findings, key=Finding.sort_key)
 
 
@@ -536,9 +536,11 @@ def _unsupported_levels(v: View) -> dict[str, str]:
     return out
 
 
-def _unsupported(views: list[View]) -> list[Finding]:
+def _unsupported(views: list[View], observed: MetadataInput) -> list[Finding]:
     """A node serving, for longer than GRACE_NS in one JVM lifetime, a finalized level outside
-    its own supported range (brokers only while RUNNING)."""
+    its own supported range (brokers only while RUNNING). A fault, pause or silence of the node
+    in between starts the time afresh: a stopped or cut-off node may not have run long enough
+    to notice."""
     out = []
     runs: dict[tuple[str, str], list[View]] = {}  # (node, feature) -> the samples of a run
 
@@ -552,7 +554,11 @@ def _unsupported(views: list[View]) -> list[Finding]:
         for key in [k for k in runs if k[0] == v.node]:
             run = runs[key]
             same = run[0].started_ms == v.started_ms and key[1] in bad
-            if same and run[0].finalized[key[1]] == v.finalized[key[1]]:
+            if same and _undisturbed(observed, v.node, run[-1].time, v.invoke_time):
+                same = run[0].finalized[key[1]] == v.finalized[key[1]]
+            else:
+                same = False
+            if same:
                 run.append(v)
             else:
                 close(key)
@@ -561,6 +567,15 @@ def _unsupported(views: list[View]) -> list[Finding]:
     for key in list(runs):
         close(key)
     return out
+
+
+def _undisturbed(observed: MetadataInput, node: str, start: int, end: int) -> bool:
+    if observed.disrupted(node, start, end, data_loss=False):
+        return False
+    return not any(
+        f.covers(node) and f.start <= end and (f.end is None or f.end >= start)
+        for f in observed.freezes
+    )
 
 
 def _unsupported_finding(feature: str, run: list[View]) -> Finding:

@@ -417,6 +417,10 @@ def test_fenced_brief_restarting_or_filtered_answers_are_not_served_levels():
     _serving(r, "b2", 5.05, 12, 700, finalized={MV: 21}, started_ms=9000)  # restarted
     # ApiVersions < v4 leaves features from level 0 out: share.version's absence proves nothing.
     _serving(r, "b3", 1.1, 7, 800, finalized={MV: 21, "share.version": 1}, supported={MV: [1, 21]})
+    # Paused half way: it had not run 5 s with the level when it answered last.
+    _serving(r, "b4", 1.2, 4, 900, finalized={MV: 22})
+    r.nemesis(4.1, "start-pause", {"frozen": ["b4"]}).nemesis(6, "stop-pause", {"resumed": True})
+    _serving(r, "b4", 6.2, 8, 900, finalized={MV: 22})
     # A starting 4.0 controller's placeholder (metadata.version 1) at epoch -1.
     r.sample("c1", 1.15, -1, {MV: 1}, roles=("controller",), version="4.0.0",
              supported=SUPPORTED_40)  # fmt: skip
