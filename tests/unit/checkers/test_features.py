@@ -548,12 +548,12 @@ def test_healthy_runs_yield_no_finding(seed):
 
 def test_the_generated_runs_can_fail_the_rules():
     """The generator reaches the rules: with a lost record or dry runs that apply, they find it."""
-    lost = [healthy_run(seed, "lose") for seed in range(40)]
+    lost = [healthy_run(seed, "lose") for seed in range(30)]
     found = [{f.kind for f in r.findings()} for r in lost]
     assert sum("feature-update-lost" in k for k in found) >= 5
     assert all(k == set() for r, k in zip(lost, found, strict=True) if not r.injected)
-    dry = [{f.kind for f in healthy_run(seed, "dry").findings()} for seed in range(40)]
-    assert sum("feature-refused-took-effect" in k for k in dry) >= 15
+    dry = [{f.kind for f in healthy_run(seed, "dry").findings()} for seed in range(30)]
+    assert sum("feature-refused-took-effect" in k for k in dry) >= 10
 
 
 # -- end to end, and the new special process ------------------------------------------------
@@ -564,6 +564,7 @@ def test_kchaos_check_judges_feature_levels_in_a_run_directory(tmp_path):
     steady(r, 5)
     r.step(5, {MV: 21})
     r.sample("b1", 6, 40, {MV: 21}).sample("b2", 7, 50, {MV: 20})
+    r.roll(7.5, "b2")  # another kind of upgrade step: not judged, not a client op
     # Client ops beside them: the queue checks skip process "upgrade" like any special one.
     lines = r.lines()
     n = len(lines)
@@ -587,6 +588,7 @@ def test_kchaos_check_judges_feature_levels_in_a_run_directory(tmp_path):
     assert [f.kind for f in verdict.findings] == ["feature-update-lost"]
     results = json.loads((run / "results.json").read_text())
     assert results["stats"]["feature_steps"] == 1
+    assert (run / "report.html").exists()
     result = CliRunner().invoke(check_command, [str(run)])
     assert result.exit_code == 1, result.output
     assert "feature-update-lost" in result.output
