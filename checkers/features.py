@@ -79,6 +79,7 @@ SETTLE_NS = 5_000_000_000
 # ApiVersions first ("eventually die as soon as it discovers", KIP-584).
 GRACE_NS = 5_000_000_000
 RUNNING = "RUNNING"
+NEVER_SETTLED = 2**62
 
 
 def check_features(observed: MetadataInput, upgrade_rows: list[dict[str, Any]]) -> list[Finding]:
@@ -114,7 +115,8 @@ def _quiet_since(observed: MetadataInput, upgrade_rows: list[dict[str, Any]]) ->
     """The last time anything could have held a node's view back (see SETTLE_NS)."""
     times = [d.time for d in observed.disruptions]  # faults, heals, migration steps, silences
     times += [s.time for s in unanswered(observed.samples)]
-    times += [f.end if f.end is not None else f.start for f in observed.freezes]
+    # A pause never resumed in the history: nothing after it counts as settled.
+    times += [f.end if f.end is not None else NEVER_SETTLED for f in observed.freezes]
     # Rolls and other upgrade steps restart nodes; feature steps themselves are judged.
     times += [r["time"] for r in upgrade_rows if r.get("f") != FEATURES_F]
     return max(times, default=0)
