@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checkers import admin, metadata, migration
+from checkers import admin, features, metadata, migration
 from checkers.data_log import fencing as data_fencing
 from checkers.metadata_log import applied, lease, observers, rules
 from checkers.metadata_log import fencing as log_fencing
@@ -56,6 +56,7 @@ class Kind:
 
 QUEUE, CYCLES, KRAFT = ("queue",), ("cycles",), ("kraft-metadata",)
 LOGS, DATA, ADMIN, ZK = ("metadata-logs",), ("data-logs",), ("admin",), ("zk-controller",)
+FEATURES = ("feature-levels",)
 JEPSEN_KAFKA = "jepsen.tests.kafka/"
 
 KINDS: tuple[Kind, ...] = (
@@ -345,6 +346,43 @@ KINDS: tuple[Kind, ...] = (
         "logs: controller epochs cannot be judged",
         "kchaos",
         CANNOT_TELL,
+    ),
+    # -- KIP-584/KIP-778 feature levels (checkers/features.py) -------------------------------
+    Kind(
+        "feature-epoch-regressed",
+        FEATURES,
+        features.RULES["feature-epoch-regressed"],
+        "KIP-584",
+        NEVER,
+    ),
+    Kind(
+        "feature-levels-diverged",
+        FEATURES,
+        features.RULES["feature-levels-diverged"],
+        "KIP-584",
+        NEVER,
+    ),
+    Kind("feature-update-lost", FEATURES, features.RULES["feature-update-lost"], "KIP-584", NEVER),
+    Kind(
+        "feature-refused-took-effect",
+        FEATURES,
+        features.RULES["feature-refused-took-effect"],
+        "KIP-584, KIP-778",
+        NEVER,
+    ),
+    Kind(
+        "feature-update-partial",
+        FEATURES,
+        features.RULES["feature-update-partial"],
+        "KIP-584; KAFKA-16308 (Kafka 4.0)",
+        NEVER,
+    ),
+    Kind(
+        "unsupported-level-served",
+        FEATURES,
+        features.RULES["unsupported-level-served"],
+        "KIP-778, KIP-584",
+        NEVER,
     ),
 )
 

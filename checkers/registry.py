@@ -19,6 +19,7 @@ from checkers.checker import Checker
 from checkers.checker_result import CheckerResult
 from checkers.cycles import find_cycles
 from checkers.data_log.check import check_data_logs
+from checkers.features import check_features
 from checkers.inputs import (
     BROKER_LOGS,
     CLUSTER,
@@ -46,7 +47,7 @@ from checkers.queue.dispatch import run_engine
 from checkers.queue.fencing import run_slots
 from checkers.queue.source import ElementSource
 from checkers.zk_controller.check import check_zk_logs, zk_brokers
-from history.format import DATA_LOGS_DIR, METADATA_DIR, MIGRATION
+from history.format import DATA_LOGS_DIR, METADATA_DIR, MIGRATION, UPGRADE
 
 SENDS = ("send", "txn")
 SUBSCRIBE_NOTE = "consumers subscribe: poll-skip and nonmonotonic-poll are tolerated"
@@ -229,6 +230,33 @@ class ZkControllerChecker:
         return CheckerResult(zk.findings, zk.notes, zk.checked, {"zk_controller": zk.stats})
 
 
+class FeatureLevelsChecker:
+    """KIP-584/KIP-778 finalized feature levels from observer samples and the feature steps of
+    process "upgrade" (checkers/features.py)."""
+
+    name = "feature-levels"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({HISTORY, OBSERVED}), processes=(UPGRADE,))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        observed = inputs.observed
+        rows = inputs.op_rows(processes=(UPGRADE,))
+        n_samples = sum(isinstance(s.value.get("features"), dict) for s in observed.samples)
+        n_steps = sum(1 for r in rows if r["f"] == "features" and r["type"] == "invoke")
+        # Runs without features (before the observer read them) keep their results.json as it was.
+        stats = (
+            {"feature_samples": n_samples, "feature_steps": n_steps} if n_samples or n_steps else {}
+        )
+        notes = []
+        if n_steps and not n_samples:
+            notes.append(
+                f"feature levels: {n_steps} feature steps, but no observer sample carries the "
+                "nodes' features: not judged"
+            )
+        return CheckerResult(check_features(observed, rows), notes, n_samples > 0, stats)
+
+
 REGISTRY: tuple[Checker, ...] = (
     QueueChecker(),
     CyclesChecker(),
@@ -238,4 +266,5 @@ REGISTRY: tuple[Checker, ...] = (
     DataLogsChecker(),
     MetadataLogsChecker(),
     ZkControllerChecker(),
+    FeatureLevelsChecker(),
 )
