@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 KCHAOS := $(VENV)/bin/kchaos
 DEMO := demo
 
-.PHONY: setup demo test unit lint bench lock
+.PHONY: setup demo test nightly unit lint bench lock
 
 # Every night installs the same thing: the exact versions and hashes in requirements.lock, then
 # the project itself without its dependencies and with the build backend the lock pinned.
@@ -32,7 +32,11 @@ demo: setup
 	@echo "report: results/latest/report.html"
 
 test: setup
-	$(PY) -m pytest --hypothesis-profile ci
+	$(PY) -m pytest --hypothesis-profile ci -m "not slow"
+
+# Long real-cluster scenarios (marked slow): what a nightly campaign adds to `make test`.
+nightly: setup
+	$(PY) -m pytest --hypothesis-profile ci -m slow
 
 unit: $(VENV)/.installed
 	$(PY) -m pytest -m "not docker"

@@ -1,6 +1,5 @@
 """The Spark path must find exactly what the per-key reference path finds."""
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -11,8 +10,6 @@ from checkers.queue.spark import SparkEngine
 from checkers.queue.vector import LocalEngine
 from tests.unit.checkers.histories import mixed_anomalies
 from tests.unit.checkers.model import CONCURRENCY, INJECTIONS, KEYS, action_lists, run_model
-
-pytestmark = pytest.mark.slow
 
 
 def as_dicts(result):
