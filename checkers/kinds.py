@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checkers import admin, metadata, migration
+from checkers import admin, metadata, migration, quorum_membership
 from checkers.data_log import fencing as data_fencing
 from checkers.metadata_log import applied, lease, observers, rules
 from checkers.metadata_log import fencing as log_fencing
@@ -56,6 +56,7 @@ class Kind:
 
 QUEUE, CYCLES, KRAFT = ("queue",), ("cycles",), ("kraft-metadata",)
 LOGS, DATA, ADMIN, ZK = ("metadata-logs",), ("data-logs",), ("admin",), ("zk-controller",)
+QUORUM = ("quorum-membership",)
 JEPSEN_KAFKA = "jepsen.tests.kafka/"
 
 KINDS: tuple[Kind, ...] = (
@@ -345,6 +346,21 @@ KINDS: tuple[Kind, ...] = (
         "logs: controller epochs cannot be judged",
         "kchaos",
         CANNOT_TELL,
+    ),
+    # -- controller membership (checkers/quorum_membership.py) -------------------------------
+    Kind(
+        "removed-voter-led",
+        QUORUM,
+        quorum_membership.RULES["removed-voter-led"],
+        "KIP-853",
+        NEVER,
+    ),
+    Kind(
+        "membership-change-lost",
+        QUORUM,
+        quorum_membership.RULES["membership-change-lost"],
+        "KIP-853, KIP-595",
+        NEVER,
     ),
 )
 
