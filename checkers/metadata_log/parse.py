@@ -19,11 +19,12 @@ _BATCH = re.compile(
     r"^baseOffset: (-?\d+) lastOffset: (-?\d+) count: (\d+) .*?partitionLeaderEpoch: (-?\d+)"
 )
 _RECORD = re.compile(r"^\| offset: (-?\d+) CreateTime: (-?\d+) .*?(payload|controlType): (.*)$")
-# KRaft's own control records, which DumpLogSegments names and prints as JSON (3.9+): a dynamic
-# quorum's kraft.version and voter set (KIP-853), and a snapshot's header and footer.
+# KRaft's own control records, which DumpLogSegments names and prints as JSON: a dynamic
+# quorum's kraft.version and voter set (KIP-853, 3.9+), a snapshot's header and footer, and from
+# 4.1 on the leader change (earlier lines print it as `controlType: LEADER_CHANGE(2)`).
 _KRAFT_CONTROL = re.compile(
     r"^\| offset: (-?\d+) CreateTime: (-?\d+) .*? "
-    r"((?:KRaftVersion|KRaftVoters|SnapshotHeader|SnapshotFooter) \{.*)$"
+    r"((?:KRaftVersion|KRaftVoters|SnapshotHeader|SnapshotFooter|LeaderChange:) \{.*)$"
 )
 # Lines the tool prints that carry nothing to check.
 _IGNORED = ("Dumping ", "Starting offset:", "Snapshot end offset")

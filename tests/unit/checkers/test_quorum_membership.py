@@ -227,3 +227,9 @@ def test_a_dynamic_quorums_control_records_are_read():
     log = parse_metadata_log(text, "c1")
     assert [r.control for r in log.records.values()] == [True, True, True]
     assert log.records[2].type.startswith("CONTROL KRaftVoters")
+    # Kafka 4.1+ prints the leader change as JSON too.
+    text = text.replace(
+        "controlType: LEADER_CHANGE(2)", 'LeaderChange: {"version":0,"leaderId":3,"voters":[]}'
+    )
+    log = parse_metadata_log(text, "c1")
+    assert log.records[0].control and log.records[0].type.startswith("CONTROL LeaderChange:")
