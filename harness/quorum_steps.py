@@ -421,13 +421,18 @@ def _attempts(
         seen.append(outcome)
         return outcome.kind in ("ok", "refused"), outcome.said
 
-    unknown = lambda: [o.said for o in seen if o.kind == "unknown"]  # noqa: E731
+    def unknown() -> list[str]:
+        return [o.said for o in seen if o.kind == "unknown"]
+
     try:
         driver.until(what, attempt)
     except StepUnsure as exc:
         if unknown():
             raise StepUnsure(f"{exc}; an attempt's outcome is unknown: {unknown()[-1]}") from None
-        raise StepFailed(f"every attempt was refused before anything was appended: {exc}") from None
+        raise StepFailed(
+            "no attempt can have made the change (each was refused before anything was "
+            f"appended, or never ran): {exc}"
+        ) from None
     last = seen[-1]
     if last.kind == "refused":
         if unknown():
