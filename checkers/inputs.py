@@ -38,6 +38,7 @@ from history.format import (
     NEMESIS,
     OBSERVER,
     PARQUET_NAME,
+    UPGRADE,
     after_abort_rule,
 )
 from history.names import Names
@@ -56,9 +57,9 @@ DATA_LOGS = "data/"  # the brokers' decoded partition logs
 BROKER_LOGS = "logs/"  # the nodes' stdout.log
 INPUTS = (HISTORY, ELEMENTS, OBSERVED, CLUSTER, PLAN, METADATA_LOGS, DATA_LOGS, BROKER_LOGS)
 
-# The op rows observer samples are made of: the samples, and the faults and migration steps
-# that may excuse what a sample says.
-OBSERVED_PROCESSES = (OBSERVER, NEMESIS, MIGRATION)
+# The op rows observer samples are made of: the samples, and the faults, migration and upgrade
+# steps that may excuse what a sample says.
+OBSERVED_PROCESSES = (OBSERVER, NEMESIS, MIGRATION, UPGRADE)
 
 # What `--engine` accepts; the queue engines' one dispatch resolves it (auto: local unless a
 # Spark master is named, docs/checkers.md).

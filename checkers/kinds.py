@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checkers import admin, features, metadata, migration
+from checkers import admin, features, metadata, migration, quorum_membership
 from checkers.data_log import fencing as data_fencing
 from checkers.metadata_log import applied, lease, observers, rules
 from checkers.metadata_log import fencing as log_fencing
@@ -57,6 +57,7 @@ class Kind:
 QUEUE, CYCLES, KRAFT = ("queue",), ("cycles",), ("kraft-metadata",)
 LOGS, DATA, ADMIN, ZK = ("metadata-logs",), ("data-logs",), ("admin",), ("zk-controller",)
 FEATURES = ("feature-levels",)
+QUORUM = ("quorum-membership",)
 JEPSEN_KAFKA = "jepsen.tests.kafka/"
 
 KINDS: tuple[Kind, ...] = (
@@ -382,6 +383,21 @@ KINDS: tuple[Kind, ...] = (
         FEATURES,
         features.RULES["unsupported-level-served"],
         "KIP-778, KIP-584",
+        NEVER,
+    ),
+    # -- controller membership (checkers/quorum_membership.py) -------------------------------
+    Kind(
+        "removed-voter-led",
+        QUORUM,
+        quorum_membership.RULES["removed-voter-led"],
+        "KIP-853",
+        NEVER,
+    ),
+    Kind(
+        "membership-change-lost",
+        QUORUM,
+        quorum_membership.RULES["membership-change-lost"],
+        "KIP-853, KIP-595",
         NEVER,
     ),
 )

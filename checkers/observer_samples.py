@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.findings import secs
-from history.format import MIGRATION, NEMESIS, OBSERVER
+from history.format import MIGRATION, NEMESIS, OBSERVER, UPGRADE
 
 # Faults that may legitimately erase a node's persisted Raft state.
 DATA_LOSS_WORDS = ("wipe", "lose", "delete", "corrupt", "truncate")
@@ -91,8 +91,9 @@ def observe_samples_from_ops(rows: list[dict[str, Any]]) -> MetadataInput:
             else:  # the node did not answer: it may have been down and restarted
                 hit = frozenset({r["node"]}) if r.get("node") else None
                 out.disruptions.append(Disruption(r["index"], r["time"], hit, False))
-        elif r["process"] in (NEMESIS, MIGRATION):
-            # A migration step restarts its node with a new config: a disruption like a kill.
+        elif r["process"] in (NEMESIS, MIGRATION, UPGRADE):
+            # A migration or upgrade step restarts its node with a new config: a disruption like
+            # a kill; a controller re-provisioned to join a dynamic quorum restarts wiped.
             text = (r.get("value_json") or "") + r["f"]
             hit = frozenset(n for n in nodes if f'"{n}"' in text) or None
             loss = any(w in text.lower() for w in DATA_LOSS_WORDS)

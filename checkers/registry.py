@@ -1,8 +1,9 @@
 """Every checker `kchaos check` runs, in order, and what each reads of the run.
 
 Each class adapts one family of pure checks (their own modules: queue/, cycles.py, metadata.py,
-migration.py, admin.py, data_log/, metadata_log/, zk_controller/) to the Checker protocol
-(checkers/checker.py): it declares its Needs and turns the family's answer into a CheckerResult.
+migration.py, admin.py, data_log/, metadata_log/, zk_controller/, quorum_membership.py) to the
+Checker protocol (checkers/checker.py): it declares its Needs and turns the family's answer into
+a CheckerResult.
 The order of REGISTRY is the order of findings and notes in results.json, and a checker that
 reads another's result comes after it:
 
@@ -46,6 +47,7 @@ from checkers.queue.check import (
 from checkers.queue.dispatch import run_engine
 from checkers.queue.fencing import run_slots
 from checkers.queue.source import ElementSource
+from checkers.quorum_membership import check_membership, membership_input
 from checkers.zk_controller.check import check_zk_logs, zk_brokers
 from history.format import DATA_LOGS_DIR, METADATA_DIR, MIGRATION, UPGRADE
 
@@ -257,6 +259,24 @@ class FeatureLevelsChecker:
         return CheckerResult(check_features(observed, rows), notes, n_samples > 0, stats)
 
 
+class QuorumMembershipChecker:
+    """Controller membership changes (KIP-853) against the voter sets and leaders observed
+    after them (checkers/quorum_membership.py)."""
+
+    name = "quorum-membership"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({HISTORY, OBSERVED}), processes=(UPGRADE,))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        samples = inputs.observed.samples
+        data = membership_input(inputs.op_rows(processes=(UPGRADE,)), samples)
+        stats = {"membership_changes": len(data.changes)}
+        if not data.changes:
+            return CheckerResult(stats=stats)
+        return CheckerResult(check_membership(data, samples), checked=True, stats=stats)
+
+
 REGISTRY: tuple[Checker, ...] = (
     QueueChecker(),
     CyclesChecker(),
@@ -267,4 +287,5 @@ REGISTRY: tuple[Checker, ...] = (
     MetadataLogsChecker(),
     ZkControllerChecker(),
     FeatureLevelsChecker(),
+    QuorumMembershipChecker(),
 )

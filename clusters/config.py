@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from clusters.errors import ClusterError
 from clusters.kafka_dist import JOLOKIA_JAR, KafkaDist
 from clusters.migration import initial_phase, migration_properties
+from clusters.quorum import configured_dynamic, format_options, quorum_properties
 from clusters.topology import (
     BROKER_PORT,
     CONTROLLER_PORT,
@@ -33,6 +34,9 @@ DISTS_DIR = "/opt/kafka/dists"
 AGENTS_DIR = "/opt/kchaos/agents"
 # When this file exists in a node, the entrypoint starts the JVM under libfaketime with it.
 FAKETIME_ENV = "/etc/kafka/faketime.env"
+# When this file exists in a re-provisioned controller, its next start empties its data
+# directory first (harness/quorum_steps.py): a new disk, hence a new directory id (KIP-853).
+WIPE_MARKER = "/etc/kafka/wipe-data"
 
 # Short heartbeats, sessions and elections, so fault tests see failover in seconds, not minutes.
 FAST_KRAFT = {
@@ -83,10 +87,12 @@ def server_properties(
     version: str = "3.9",
     ibp: str | None = None,
     extra: dict[str, str] | None = None,
+    dynamic: bool | None = None,
 ) -> dict[str, str]:
     """A Kafka node's properties; ``phase`` (migration topology only) is its migration phase;
     ``ibp`` (ZooKeeper mode) the inter.broker.protocol.version if not the version's own;
-    ``extra`` what a run's steps need beyond these (harness/upgrade.py)."""
+    ``extra`` what a run's steps need beyond these (harness/upgrade.py); ``dynamic`` whether it
+    finds a dynamic quorum (KIP-853; default: as the topology starts)."""
     check_timing(timing)
     replication = str(min(3, len(topo.brokers)))
     min_isr = str(min(2, len(topo.brokers)))
@@ -97,7 +103,8 @@ def server_properties(
     elif topo.kraft:
         props["process.roles"] = ",".join(r for r in ("broker", "controller") if r in node.roles)
         props["node.id"] = str(node.node_id)
-        props["controller.quorum.voters"] = topo.quorum_voters()
+        dynamic = configured_dynamic(topo) if dynamic is None else dynamic
+        props.update(quorum_properties(topo, dynamic))
         props["controller.listener.names"] = "CONTROLLER"
         if node.is_controller:
             listeners.append(f"CONTROLLER://{node.ip}:{CONTROLLER_PORT}")
@@ -243,9 +250,13 @@ def render_node(
     phase: str | None = None,
     ibp: str | None = None,
     extra: dict[str, str] | None = None,
+    dynamic: bool | None = None,
+    fresh: bool = False,
 ) -> NodeConfig:
     """All files and the PID-1 command for one node (``phase``: its migration phase; ``ibp``:
-    ZooKeeper mode's pinned inter.broker.protocol.version)."""
+    ZooKeeper mode's pinned inter.broker.protocol.version; ``dynamic``: configured for a dynamic
+    quorum, by default as the topology starts; ``fresh``: a controller re-provisioned to join a
+    dynamic quorum, whose next start wipes its data if WIPE_MARKER is there)."""
     files: dict[str, str] = {}
     logging_file = "log4j.properties" if dist.line.logging == "reload4j" else "log4j2.properties"
     files[f"{CONF_DIR}/{logging_file}"] = LOG4J1 if dist.line.logging == "reload4j" else LOG4J2
@@ -266,7 +277,8 @@ def render_node(
         ]
         prepare = f"mkdir -p {ZK_DATA_DIR} && echo {node.node_id} > {ZK_DATA_DIR}/myid"
     else:
-        props = server_properties(topo, node, timing, phase, dist.version, ibp, extra)
+        dynamic = configured_dynamic(topo) if dynamic is None else dynamic
+        props = server_properties(topo, node, timing, phase, dist.version, ibp, extra, dynamic)
         files[f"{CONF_DIR}/server.properties"] = _props(props)
         main = [
             "java",
@@ -296,7 +308,12 @@ def render_node(
                 "-c",
                 f"{CONF_DIR}/server.properties",
                 "--ignore-formatted",
+                *format_options(topo, node, cluster_id, dynamic, fresh),
             ]
+            if fresh:
+                prepare = (
+                    f"if [ -f {WIPE_MARKER} ]; then rm -rf {DATA_DIR} {WIPE_MARKER}; fi\n" + prepare
+                )
             prepare += f"\nif [ ! -f {DATA_DIR}/meta.properties ]; then {shlex.join(fmt)}; fi"
     files[f"{CONF_DIR}/entrypoint.sh"] = _entrypoint(node, main, prepare)
     return NodeConfig(files=files, command=["/bin/sh", f"{CONF_DIR}/entrypoint.sh"])

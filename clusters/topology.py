@@ -55,6 +55,9 @@ class Topology:
     cluster: str
     subnet: str
     nodes: tuple[NodeSpec, ...] = field(default_factory=tuple)
+    # How the controllers know each other (clusters/quorum.py): "static" (controller.quorum.voters),
+    # "dynamic" (KIP-853), or "static-to-dynamic" (static, until a run's steps change it).
+    quorum: str = "static"
 
     @property
     def brokers(self) -> list[NodeSpec]:
@@ -92,6 +95,11 @@ class Topology:
     def quorum_voters(self) -> str:
         return ",".join(f"{n.node_id}@{n.ip}:{CONTROLLER_PORT}" for n in self.controllers)
 
+    def controller_endpoints(self) -> str:
+        """host:port of every controller: controller.quorum.bootstrap.servers (KIP-853) and the
+        tools' --bootstrap-controller."""
+        return ",".join(f"{n.ip}:{CONTROLLER_PORT}" for n in self.controllers)
+
     def zookeeper_connect(self) -> str:
         return ",".join(f"{n.ip}:{ZK_CLIENT_PORT}" for n in self.zookeepers)
 
@@ -113,6 +121,7 @@ def build_topology(
     controllers: int = 3,
     zookeepers: int = 1,
     subnet: str = DEFAULT_SUBNET,
+    quorum: str = "static",
 ) -> Topology:
     """Lays out nodes with stable names: n1.. (combined), c1../b1.. (kraft), z1../b1.. (zk),
     z1../c1../b1.. (migration: controllers 3001.., brokers keep ids 1.. across the migration)."""
@@ -149,4 +158,4 @@ def build_topology(
         NodeSpec(name=name, roles=roles, node_id=node_id, ip=str(hosts[FIRST_HOST - 1 + i]))
         for i, (name, roles, node_id) in enumerate(specs)
     )
-    return Topology(kind=kind, cluster=cluster, subnet=str(net), nodes=nodes)
+    return Topology(kind=kind, cluster=cluster, subnet=str(net), nodes=nodes, quorum=quorum)

@@ -25,12 +25,14 @@ from typing import Any
 from clusters.docker_cluster import ClusterInfo, DockerCluster
 from clusters.engine import client as docker_client
 from clusters.kafka_dist import KafkaDist, ensure_dist, parse_version
+from clusters.quorum import STATIC
 from clusters.topology import build_topology
 from harness.exit_codes import BAD_INPUT_EXIT, INTERRUPTED_EXIT
 from harness.faults import FaultDriver, heal, prepare
 from harness.migration import MigrationDriver
 from harness.plan import PLAN_NAME, Plan
 from harness.progress import wait_out
+from harness.quorum_steps import QuorumSteps, final_observation
 from harness.readiness import wait_observed_ready
 from harness.recorder import Recorder
 from harness.rundir import make_run_dir, point_latest, write_json
@@ -159,7 +161,11 @@ class Run:
     def _bring_up(self, live: Live) -> Up:
         spec = self.spec
         topo = build_topology(
-            spec.topology, cluster=spec.cluster, subnet=spec.subnet, zookeepers=spec.zookeepers
+            spec.topology,
+            cluster=spec.cluster,
+            subnet=spec.subnet,
+            zookeepers=spec.zookeepers,
+            quorum=spec.quorum_mode,
         )
         # Every release the run will roll to is assembled first: an unknown one is refused
         # before any container exists.
@@ -218,8 +224,10 @@ class Run:
         if self.plan.upgrade:
             nodes = live.cluster.nodes(up.info)
             dists = {**self.releases, **{d.version: d for d in self.releases.values()}}
+            # Controller membership steps (harness/quorum_steps.py) are carried out by handlers.
+            handlers = QuorumSteps(up.info).handlers()
             live.upgrade = UpgradeDriver(
-                self.plan.upgrade, up.info, dists, nodes, rec, after=live.migration
+                self.plan.upgrade, up.info, dists, nodes, rec, live.migration, handlers
             )
             self.say(f"upgrade: {len(self.plan.upgrade)} steps (see plan.json)")
             live.upgrade.start()
@@ -235,6 +243,9 @@ class Run:
         """Everything healed and the cluster ready again, then the workload's final reads."""
         self._heal(live)
         self._wait_ready(live.cluster, up.info, "after healing", QUIESCE_TIMEOUT_S)
+        if live.upgrade is not None and self.spec.quorum_mode != STATIC:
+            # The voter set once every fault is healed: what acknowledged changes must match.
+            self.summary["quorum"] = final_observation(live.upgrade)
         self.say(self.workload_kind.FINAL_SAYS)
         self.summary[self.workload_kind.FINAL_KEY] = workload.final(
             self.processes.fresh, up.recorder.record, self.spec.final_timeout

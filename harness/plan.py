@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.migration import MigrationStep, migration_schedule
+from harness.quorum_steps import quorum_schedule
 from harness.spec import RunSpec, SpecError, spec_from_dict
 from harness.upgrade import UpgradeStep, load_steps, upgrade_schedule
 from history.format import PLAN_JSON
@@ -35,7 +36,8 @@ class Plan:
     faults: list[FaultStep] = field(default_factory=list)
     # The ZooKeeper-to-KRaft migration's steps (topology migration only).
     migration: list[MigrationStep] = field(default_factory=list)
-    # Rolling upgrades, downgrades and feature steps (only when the spec asks for them).
+    # Rolling upgrades, downgrades and feature steps, then controller membership steps (only
+    # when the spec asks for them).
     upgrade: list[UpgradeStep] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,6 +121,7 @@ def build_plan(spec: RunSpec, seed: int) -> Plan:
         generator=generator_params(spec),
         faults=fault_schedule(spec, rng),
         migration=migration_schedule(spec.topology, spec.time_limit, seed, spec.zookeepers),
+        # The quorum steps come after any upgrade's: one driver carries them out in list order.
         upgrade=upgrade_schedule(
             spec.topology,
             spec.time_limit,
@@ -126,7 +129,8 @@ def build_plan(spec: RunSpec, seed: int) -> Plan:
             spec.upgrade_to,
             spec.downgrade_to,
             spec.zookeepers,
-        ),
+        )
+        + quorum_schedule(spec.topology, spec.time_limit, seed, spec.quorum),
     )
 
 

@@ -10,6 +10,7 @@ import click
 from click.core import ParameterSource
 
 from clusters.kafka_dist import DEFAULT_VERSION
+from clusters.quorum import QUORUMS
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
 from harness.console import console, say
 from harness.plan import build_plan, load_plan, new_seed
@@ -39,6 +40,7 @@ SPEC_OPTIONS = {
     "final_timeout": "final_timeout",
     "upgrade_to": "upgrade_to",
     "downgrade_to": "downgrade_to",
+    "quorum": "quorum",
 }
 
 _D = RunSpec()
@@ -127,6 +129,14 @@ _D = RunSpec()
     default=None,
     help="Lower metadata.version safely to this older release's, then roll every node back to "
     "it (after --upgrade-to, if given).",
+)
+@click.option(
+    "--quorum",
+    type=click.Choice(QUORUMS),
+    default=None,
+    help="The controller quorum: static (controller.quorum.voters, the default), dynamic "
+    "(KIP-853, Kafka 3.9+: a controller is removed and added back during the run), or "
+    "static-to-dynamic (Kafka 4.1+: kraft.version raised to 1 first; docs/upgrades.md).",
 )
 @click.option("--plan-only", is_flag=True, help="Print the plan and exit without running.")
 @click.pass_context

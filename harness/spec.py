@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from clusters.errors import ClusterError
+from clusters.quorum import STATIC, check_quorum
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, check_zookeeper_version
 from clusters.upgrade_paths import check_downgrade, check_upgrade
 
@@ -54,6 +55,9 @@ class RunSpec:
     # (and after a migration), and the release to roll back to after a safe feature downgrade.
     upgrade_to: str | None = None
     downgrade_to: str | None = None
+    # The controller quorum (clusters/quorum.py): static (None), dynamic (KIP-853, with
+    # controller membership steps, harness/quorum_steps.py), or static-to-dynamic (4.1+).
+    quorum: str | None = None
 
     @property
     def run_name(self) -> str:
@@ -69,10 +73,17 @@ class RunSpec:
         for name in _LATER_OPTIONS:
             if out[name] is None:
                 del out[name]
+        # Asking for the static quorum is asking for what every earlier run had.
+        if out.get("quorum") == STATIC:
+            del out["quorum"]
         return out
 
+    @property
+    def quorum_mode(self) -> str:
+        return self.quorum or STATIC
 
-_LATER_OPTIONS = ("upgrade_to", "downgrade_to")
+
+_LATER_OPTIONS = ("upgrade_to", "downgrade_to", "quorum")
 
 
 def _known_nemeses() -> list[str]:
@@ -112,6 +123,8 @@ def validate(spec: RunSpec) -> RunSpec:
             check_upgrade(spec.topology, spec.version, spec.upgrade_to)
         if spec.downgrade_to:
             check_downgrade(spec.topology, spec.version, spec.downgrade_to, spec.upgrade_to)
+        if spec.quorum is not None:
+            check_quorum(spec.quorum, spec.topology, spec.releases())
     except ClusterError as exc:
         raise SpecError(str(exc)) from None
     if spec.zookeepers not in (1, 3):
@@ -143,6 +156,7 @@ _OPTIONAL_KINDS: dict[str, type] = {
     "name": str,
     "upgrade_to": str,
     "downgrade_to": str,
+    "quorum": str,
 }
 
 

@@ -145,6 +145,10 @@ class RecordedSteps(TimedSteps):
         )
         return kind
 
+    def until(self, what: str, check: Callable[[], tuple[bool, Any]]) -> tuple[float, Any]:
+        """``_until`` for the step handlers other modules give a driver (harness/quorum_steps)."""
+        return self._until(what, check)
+
     def _until(self, what: str, check: Callable[[], tuple[bool, Any]]) -> tuple[float, Any]:
         """Polls ``check`` until it says yes; StepUnsure on timeout or when the run stops."""
         t0 = time.monotonic()

@@ -19,6 +19,13 @@ _BATCH = re.compile(
     r"^baseOffset: (-?\d+) lastOffset: (-?\d+) count: (\d+) .*?partitionLeaderEpoch: (-?\d+)"
 )
 _RECORD = re.compile(r"^\| offset: (-?\d+) CreateTime: (-?\d+) .*?(payload|controlType): (.*)$")
+# KRaft's own control records, which DumpLogSegments names and prints as JSON: a dynamic
+# quorum's kraft.version and voter set (KIP-853, 3.9+), a snapshot's header and footer, and from
+# 4.1 on the leader change (earlier lines print it as `controlType: LEADER_CHANGE(2)`).
+_KRAFT_CONTROL = re.compile(
+    r"^\| offset: (-?\d+) CreateTime: (-?\d+) .*? "
+    r"((?:KRaftVersion|KRaftVoters|SnapshotHeader|SnapshotFooter|LeaderChange:) \{.*)$"
+)
 # Lines the tool prints that carry nothing to check.
 _IGNORED = ("Dumping ", "Starting offset:", "Snapshot end offset")
 _SEGMENT = re.compile(r"^Log starting offset: (\d+)\s*$")
@@ -115,11 +122,14 @@ def parse_metadata_log(text: str, node: str, path: str | Path | None = None) -> 
             batch, seen_in_batch = (base, last, epoch, lineno), 0
             continue
         m = _RECORD.match(line)
-        if m is None:
+        if m is not None:
+            offset, create_ms, kind, body = int(m[1]), int(m[2]), m[3], m[4].strip()
+        elif c := _KRAFT_CONTROL.match(line):
+            offset, create_ms, kind, body = int(c[1]), int(c[2]), "controlType", c[3].strip()
+        else:
             raise MetadataLogError(name, lineno, f"not a DumpLogSegments line: {line[:80]!r}")
         if batch is None:
             raise MetadataLogError(name, lineno, "record line before any batch header")
-        offset, create_ms, kind, body = int(m[1]), int(m[2]), m[3], m[4].strip()
         if not batch[0] <= offset <= batch[1]:
             raise MetadataLogError(
                 name, lineno, f"offset {offset} outside its batch {batch[0]}..{batch[1]}"
