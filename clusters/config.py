@@ -184,29 +184,6 @@ rootLogger.appenderRef.stdout.ref = STDOUT
 """
 
 
-# Kafka's tools run inside nodes (harness/upgrade.py): warnings only, to stderr, so that what a
-# tool prints on stdout is its answer.
-TOOLS_LOG4J1 = """log4j.rootLogger=WARN, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.Target=System.err
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
-"""
-TOOLS_LOG4J2 = """status = error
-appender.console.type = Console
-appender.console.name = STDERR
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = warn
-rootLogger.appenderRef.stderr.ref = STDERR
-"""
-TOOLS_LOGGING = [
-    f"-Dlog4j.configuration=file:{CONF_DIR}/tools-log4j.properties",
-    f"-Dlog4j2.configurationFile={CONF_DIR}/tools-log4j2.properties",
-]
-
-
 def jvm_options(dist: KafkaDist, heap_mb: int) -> list[str]:
     if dist.line.logging == "reload4j":
         logging = f"-Dlog4j.configuration=file:{CONF_DIR}/log4j.properties"
@@ -260,8 +237,6 @@ def render_node(
     files: dict[str, str] = {}
     logging_file = "log4j.properties" if dist.line.logging == "reload4j" else "log4j2.properties"
     files[f"{CONF_DIR}/{logging_file}"] = LOG4J1 if dist.line.logging == "reload4j" else LOG4J2
-    files[f"{CONF_DIR}/tools-log4j.properties"] = TOOLS_LOG4J1
-    files[f"{CONF_DIR}/tools-log4j2.properties"] = TOOLS_LOG4J2
     classpath = node_classpath(dist)
     if node.is_zookeeper:
         if not dist.line.zookeeper:
