@@ -243,9 +243,10 @@ class QuorumMembershipChecker:
     def check(self, inputs: RunInputs) -> CheckerResult:
         samples = inputs.observed.samples
         data = membership_input(inputs.op_rows(processes=(UPGRADE,)), samples)
-        stats = {"membership_changes": len(data.changes)}
         if not data.changes:
-            return CheckerResult(stats=stats)
+            # Nothing to judge, and results.json of a run without membership changes unchanged.
+            return CheckerResult()
+        stats = {"membership_changes": len(data.changes)}
         return CheckerResult(check_membership(data, samples), checked=True, stats=stats)
 
 
