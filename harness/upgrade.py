@@ -19,6 +19,7 @@ the driver resolves from what the nodes say they support (ApiVersions, KIP-584) 
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import shlex
@@ -270,7 +271,7 @@ class UpgradeDriver(RecordedSteps):
                 raise StepFailed(str(exc)) from None
         if level != LATEST:
             raise StepFailed(f"unknown feature level {level!r}")
-        views = self.describe()
+        views = self._views_of_all()
         if not views:
             raise StepFailed("no Kafka node answered ApiVersions: no level to resolve")
         latest = max(views.values(), key=lambda v: v["epoch"])["finalized"]
@@ -289,6 +290,23 @@ class UpgradeDriver(RecordedSteps):
             if feature != EVERY_OTHER or target > latest.get(name, 0):
                 out.append((name, target))
         return out
+
+    def _views_of_all(self) -> dict[str, dict[str, Any]]:
+        """Every Kafka node's ApiVersions answer, waiting (bounded) until all answer: a node
+        restarting after a fault would otherwise be left out of the levels every node supports.
+        What answered by the bound (or when the run stops) is what there is."""
+        best: dict[str, dict[str, Any]] = {}
+
+        def check() -> tuple[bool, Any]:
+            nonlocal best
+            views = self.describe()
+            if len(views) >= len(best):
+                best = views
+            return len(views) == len(self.versions), {"answered": sorted(views)}
+
+        with contextlib.suppress(StepUnsure):
+            self._until("every Kafka node answering ApiVersions", check)
+        return best
 
     def describe(
         self, port: int | None = None, names: list[str] | None = None

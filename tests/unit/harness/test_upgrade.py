@@ -186,7 +186,10 @@ class Scripted(UpgradeDriver):
 
     def __init__(self, recorder, steps, views, outcome=None, after=None):
         nodes = {n: _Node(n) for n in ("n1", "n2")}
-        super().__init__(steps, _Info(), {"3.8.1": _Dist()}, nodes, recorder, after=after)  # type: ignore[arg-type]
+        # A short bound: a node that never answers must not hold a unit test for minutes.
+        super().__init__(
+            steps, _Info(), {"3.8.1": _Dist()}, nodes, recorder, after=after, step_timeout=1.0
+        )  # type: ignore[arg-type]
         self.views, self.outcome = views, outcome or {}
 
     def describe(self):
@@ -314,3 +317,37 @@ def test_an_upgrade_after_an_unfinished_migration_is_not_attempted(tmp_path):
     rec = Recorder(tmp_path / "history.jsonl", "test")
     ops = _run(tmp_path, Scripted(rec, steps, VIEWS, after=Ended()))
     assert ops[0]["type"] == "fail" and "migration did not complete" in ops[0]["error"]
+
+
+def test_a_level_is_resolved_once_every_node_answers_not_while_they_restart(tmp_path):
+    class Restarting(Scripted):
+        """Nobody answers, then one node, then both (the cluster after a kill of every node)."""
+
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            self.answers = [{}, {"n1": VIEWS["n1"]}, VIEWS]
+
+        def describe(self):
+            return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+    steps = [
+        UpgradeStep(
+            0.0,
+            FEATURES,
+            "n1",
+            {
+                "action": "upgrade",
+                "feature": "metadata.version",
+                "level": "latest",
+                "dry_run": False,
+            },
+        )
+    ]
+    rec = Recorder(tmp_path / "history.jsonl", "test")
+    driver = Restarting(rec, steps, VIEWS)
+    driver.step_timeout = 30.0
+    ops = _run(tmp_path, driver)
+    assert ops[0]["type"] == "ok" and ops[0]["value"]["params"]["levels"] == {
+        "metadata.version": 21
+    }
+    assert driver.answers == [VIEWS]
