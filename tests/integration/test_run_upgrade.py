@@ -64,20 +64,29 @@ def test_the_upgrade_rolls_every_node_and_finalizes_the_new_metadata_version(upg
     assert [op["f"] for op in done if op["f"] == ROLL] == [
         s.step for s in plan.upgrade if s.step == ROLL
     ]
-    assert all(op["type"] == "ok" for op in done), [op.get("error") for op in done]
-    assert {op["value"]["version"] for op in done if op["f"] == ROLL} == {"3.9.2"}
+    rolls = [op for op in done if op["f"] == ROLL]
+    # A roll waits (bounded) for the node to come back on the new release, whatever is killed.
+    assert all(op["type"] == "ok" for op in rolls), [op.get("error") for op in rolls]
+    assert {op["value"]["version"] for op in rolls} == {"3.9.2"}
+    feats = [op for op in done if op["f"] == FEATURES]
+    # The plan kills every node around the feature steps: a request in flight then may end
+    # unknown (info), but Kafka never refuses it on these releases (fail).
+    assert feats and all(op["type"] in ("ok", "info") for op in feats), feats
     mv = [
         op
-        for op in done
-        if op["f"] == FEATURES
-        and "metadata.version" in op["value"]["params"].get("levels", {})
+        for op in feats
+        if "metadata.version" in op["value"]["params"].get("levels", {})
         and not op["value"]["params"]["dry_run"]
     ]
     assert mv and mv[0]["value"]["params"]["levels"] == {"metadata.version": 21}
     last = _last_samples(result)
     assert set(last) == {"n1", "n2", "n3"}
     assert {v["version"] for v in last.values()} == {"3.9.2"}
-    assert {v["features"]["finalized"]["metadata.version"] for v in last.values()} == {21}
+    finalized = {v["features"]["finalized"]["metadata.version"] for v in last.values()}
+    assert (
+        finalized == ({21} if mv[0]["type"] == "ok" else finalized & {20, 21})
+        and len(finalized) == 1
+    )
 
 
 def test_the_upgraded_run_is_valid_and_reads_back_every_acknowledged_send(upgraded):
