@@ -45,10 +45,10 @@ from clusters.topology import Topology, build_topology
 from harness.steps import (
     RecordedSteps,
     StepFailed,
-    broker_running,
     node_sample,
-    quorum_agreed,
     restart,
+    role_readiness,
+    role_ready,
 )
 from history.format import MIGRATION
 
@@ -153,13 +153,9 @@ class MigrationDriver(RecordedSteps):
         return [self.nodes[n.name] for n in self.topology.controllers]
 
     def _ready(self, node: DockerNode) -> dict[str, Any]:
-        if node.spec.is_broker:
-            took, seen = self._until(f"{node.name} RUNNING", lambda: broker_running(node))
-        else:
-            controllers = self._controllers()
-            took, seen = self._until(
-                "the controllers agreeing on a leader", lambda: quorum_agreed(controllers)
-            )
+        controllers = self._controllers()
+        what = f"{node.name} RUNNING" if node.spec.is_broker else role_readiness(node)
+        took, seen = self._until(what, lambda: role_ready(node, controllers))
         return {"ready_after_s": took, "ready": seen}
 
     def _await_state(self, state: str) -> dict[str, Any]:

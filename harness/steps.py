@@ -190,6 +190,17 @@ def quorum_agreed(controllers: list[DockerNode]) -> tuple[bool, Any]:
     return q["agreed"] and len(q["active_controllers"]) == 1, view
 
 
+def role_ready(node: DockerNode, controllers: list[DockerNode]) -> tuple[bool, Any]:
+    """A restarted node's readiness by its role: a broker RUNNING, a controller's quorum
+    agreeing on one active leader."""
+    return broker_running(node) if node.spec.is_broker else quorum_agreed(controllers)
+
+
+def role_readiness(node: DockerNode) -> str:
+    """What ``role_ready`` waits for, in words."""
+    return "RUNNING" if node.spec.is_broker else "the controllers agreeing on a leader"
+
+
 def restart(node: Process, what: str) -> dict[str, Any]:
     """Stops the node gracefully (if it runs) and starts it; StepUnsure, saying ``what`` was
     already done, when Docker cannot."""

@@ -24,7 +24,7 @@ import random
 import re
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusters.api_versions import FeaturesUnavailable, describe_features
@@ -40,10 +40,10 @@ from harness.steps import (
     RecordedSteps,
     StepFailed,
     StepUnsure,
-    broker_running,
     node_sample,
-    quorum_agreed,
     restart,
+    role_readiness,
+    role_ready,
 )
 from history.format import UPGRADE
 
@@ -247,15 +247,15 @@ class UpgradeDriver(RecordedSteps):
             self.recorder.ok(step.step, value, self.process, step.node)
             self.done.append({**value, "type": "ok"})
             return "ok"
-        kinds = [super(UpgradeDriver, self).run_step(_one(step, f, lv)) for f, lv in levels]
+        # One operation per feature, its level resolved in the invocation's params.
+        kinds = [
+            super(UpgradeDriver, self).run_step(
+                replace(step, params={**step.params, "levels": {f: lv}})
+            )
+            for f, lv in levels
+        ]
         worst = [k for k in ("info", "fail") if k in kinds]
         return worst[0] if worst else "ok"
-
-    def _value(self, step: PlannedStep) -> dict[str, Any]:
-        value = asdict(step)  # type: ignore[call-overload]
-        if isinstance(step, _Resolved):
-            value = {**asdict(step.step_), "params": {**step.step_.params, **step.resolved}}
-        return value
 
     def _resolve(self, step: UpgradeStep) -> list[tuple[str, int]]:
         feature, level = step.params["feature"], step.params["level"]
@@ -325,9 +325,9 @@ class UpgradeDriver(RecordedSteps):
 
     # Steps ---------------------------------------------------------------------------------------
     def _do(self, step: PlannedStep, value: dict[str, Any]) -> dict[str, Any]:
-        assert isinstance(step, (UpgradeStep, _Resolved))
-        if isinstance(step, _Resolved):
-            return self._features(step, value)
+        assert isinstance(step, UpgradeStep)
+        if step.step == FEATURES:  # only ever with its levels resolved (run_step)
+            return self._features(value)
         if step.step == ROLL:
             return self._roll(step)
         if step.step == IBP:
@@ -400,15 +400,10 @@ class UpgradeDriver(RecordedSteps):
             running = seen.get("version") if seen else None
             if running != version:
                 return False, {"version": running}
-            if node.spec.is_broker:
-                ok, view = broker_running(node)
-            else:
-                ok, view = quorum_agreed(controllers)
+            ok, view = role_ready(node, controllers)
             return ok, {"version": running, **view}
 
-        what = f"{node.name} on Kafka {version} and " + (
-            "RUNNING" if node.spec.is_broker else "the controllers agreeing on a leader"
-        )
+        what = f"{node.name} on Kafka {version} and " + role_readiness(node)
         took, seen = self._until(what, check)
         return {"ready_after_s": took, "ready": seen}
 
@@ -438,7 +433,7 @@ class UpgradeDriver(RecordedSteps):
         ends = [int(f.split("-")[0]) for f in listing.stdout.split() if f.endswith(".checkpoint")]
         return max(ends) if ends else None
 
-    def _features(self, step: _Resolved, value: dict[str, Any]) -> dict[str, Any]:
+    def _features(self, value: dict[str, Any]) -> dict[str, Any]:
         """Kafka's kafka-features from the newest release any node runs, on this host against
         every broker (a node the nemesis kills mid-step would otherwise take the tool with it)."""
         params = value["params"]
@@ -465,29 +460,6 @@ class UpgradeDriver(RecordedSteps):
 
     def newest_dist(self) -> KafkaDist:
         """The newest release any node runs: its tools know every feature the cluster has."""
-        running = {self.dists_for(n).version: self.dists_for(n) for n in self.versions}
-        return max(running.values(), key=lambda d: parse_version(d.version))
-
-
-@dataclass(frozen=True)
-class _Resolved:
-    """One feature of a feature step, with its level resolved: what is invoked."""
-
-    step_: UpgradeStep
-    resolved: dict[str, Any]
-
-    @property
-    def at_s(self) -> float:
-        return self.step_.at_s
-
-    @property
-    def step(self) -> str:
-        return self.step_.step
-
-    @property
-    def node(self) -> str | None:
-        return self.step_.node
-
-
-def _one(step: UpgradeStep, feature: str, level: int) -> _Resolved:
-    return _Resolved(step, {"levels": {feature: level}})
+        return max(
+            (self.dists_for(n) for n in self.versions), key=lambda d: parse_version(d.version)
+        )
