@@ -13,9 +13,14 @@ T = TypeVar("T")
 
 
 def wait_until(
-    what: str, probe: Callable[[], T | None], timeout: float = 120, every: float = 0.25
+    what: str,
+    probe: Callable[[], T | None],
+    timeout: float = 120,
+    every: float = 0.25,
+    explain: Callable[[], str] | None = None,
 ) -> T:
-    """Polls ``probe`` until it returns something truthy; on timeout names ``what``."""
+    """Polls ``probe`` until it returns something truthy; on timeout names ``what`` and adds what
+    ``explain`` says (CI keeps no cluster to look at afterwards)."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -23,7 +28,8 @@ def wait_until(
         if last:
             return last
         time.sleep(every)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+    why = f"\n{explain()}" if explain else ""
+    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r}){why}")
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 3, replication: int = 3) -> None:

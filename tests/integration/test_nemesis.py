@@ -65,7 +65,24 @@ def healthy(cluster):
         brokers_ok = all(n.get("registered") and n.get("fenced") is False for n in st["nodes"])
         return st["quorum"] if st["quorum"]["agreed"] and brokers_ok else None
 
-    return wait_until("every node to agree on one leader and be unfenced", probe, timeout=120)
+    return wait_until(
+        "every node to agree on one leader and be unfenced",
+        probe,
+        timeout=120,
+        explain=lambda: node_states(dc, info),
+    )
+
+
+def node_states(dc, info) -> str:
+    """Each node's container state, and the log tail of any that is not running."""
+    out = []
+    for name, node in dc.nodes(info).items():
+        st = node.state()
+        exit_code, oom = st.get("ExitCode"), st.get("OOMKilled")
+        out.append(f"{name}: {st.get('Status')} exit={exit_code} oom={oom}")
+        if not st.get("Running"):
+            out.append(node.logs(tail=40))
+    return "\n".join(out)
 
 
 def leader_node(cluster, ctx):
