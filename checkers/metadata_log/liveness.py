@@ -478,7 +478,6 @@ def _excuse(faults: Faults, nodes: Nodes, node: str, lo: float, hi: float) -> st
             continue
         if span.package == "partition":
             hit = span.nodes is None or any(span.separated(node, c) for c in nodes.controllers)
-            hit = hit or (span.nodes is not None and node in span.nodes)
         elif span.package in ("packet", "clock"):
             hit = span.nodes is None or node in span.nodes or bool(span.nodes & nodes.controllers)
         else:
