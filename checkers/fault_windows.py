@@ -19,6 +19,7 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from history.format import MIGRATION, NEMESIS, UPGRADE
@@ -31,6 +32,13 @@ KEEPS_FAULTS = ("start-kill", "start-pause", "start-partition", "start-packet")
 # The value key each signal fault names its acted-on nodes by (nemesis/process.py took_key).
 ACTED_KEY = {"kill": "exited_after_s", "pause": "stopped_after_s"}
 FAULT_PROCESSES = (NEMESIS, UPGRADE, MIGRATION)
+
+
+def utc(wall: float) -> str:
+    """A wall time as the nodes' logs print it (they run in UTC), to the millisecond."""
+    if math.isinf(wall):
+        return "never"
+    return datetime.fromtimestamp(wall, UTC).strftime("%H:%M:%S.%f")[:-3] + " UTC"
 
 
 @dataclass(frozen=True)
@@ -47,8 +55,10 @@ class OpSpan:
     value: Any  # the completion's value, else the invocation's
 
     def cite(self) -> str:
-        done = "never completed" if math.isinf(self.end) else f"{self.type} at {self.end:.3f}"
-        return f"op {self.invoke_index}-{self.index} {self.f} (invoked at {self.start:.3f}, {done})"
+        done = "never completed" if math.isinf(self.end) else f"{self.type} at {utc(self.end)}"
+        return (
+            f"op {self.invoke_index}-{self.index} {self.f} (invoked at {utc(self.start)}, {done})"
+        )
 
     def overlaps(self, lo: float, hi: float) -> bool:
         return self.start <= hi and self.end >= lo

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.fault_windows import Faults, FaultSpan, fault_windows, op_spans
+from checkers.fault_windows import Faults, FaultSpan, fault_windows, op_spans, utc
 from checkers.findings import Finding
 from checkers.metadata_log.parse import MetadataLog, Record
 from history.format import LOGS_DIR, NODE_LOG, OBSERVER, PLAN_JSON
@@ -257,7 +257,7 @@ class Sample:
 
     def cite(self) -> str:
         state = self.value.get("broker_state") if self.type == "ok" else self.type
-        return f"op {self.index} ({self.node} {self.start:.3f}-{self.end:.3f}: {state})"
+        return f"op {self.index} ({self.node} at {utc(self.end)}: {state})"
 
 
 def samples_of(rows: list[dict[str, Any]]) -> list[Sample] | None:
@@ -425,15 +425,15 @@ def _dead_finding(
         else "no committed record changes it after that"
     )
     if run.start <= o.since:
-        fresh = f"epoch {run.epoch} was led from {run.start:.3f} ({run.first.cite()})"
+        fresh = f"epoch {run.epoch} was led from {utc(run.start)} ({run.first.cite()})"
     elif run.resumed:
         fresh = (
-            f"epoch {run.epoch}'s leader appended again at {run.start:.3f} ({run.first.cite()}) "
+            f"epoch {run.epoch}'s leader appended again at {utc(run.start)} ({run.first.cite()}) "
             f"after more than {SILENCE_MS / 1000:g} s of silence, so the clock starts there"
         )
     else:
         fresh = (
-            f"epoch {run.epoch} began at {run.start:.3f} with {run.first.cite()}, and a new "
+            f"epoch {run.epoch} began at {utc(run.start)} with {run.first.cite()}, and a new "
             "active controller grants every broker a fresh lease, so the clock starts there"
         )
     ended = f"until {end.cite()} was invoked" if end is not None else "until the history ended"
@@ -443,13 +443,13 @@ def _dead_finding(
         "dead-broker-not-fenced",
         None,
         ops,
-        f"broker {o.broker} (node {o.node}) was {o.how} by {start.cite()} from {o.since:.3f}, "
-        f"{ended} at {o.until:.3f}; it was unfenced in the committed log then"
+        f"broker {o.broker} (node {o.node}) was {o.how} by {start.cite()} from {utc(o.since)}, "
+        f"{ended} at {utc(o.until)}; it was unfenced in the committed log then"
         + (f" ({unfenced.cite()})" if unfenced else "")
         + f". A living controller other than {o.node} led: {fresh}, and its committed records "
-        f"run to {run.end:.3f} ({run.last.cite()}). Its lease ran out by {deadline:.3f} (the "
+        f"run to {utc(run.end)} ({run.last.cite()}). Its lease ran out by {utc(deadline)} (the "
         f"{timeout_ms / 1000:g} s session timeout + a {ALLOWANCE_MS / 1000:g} s allowance for "
-        f"the controller's periodic stale-broker check after {max(o.since, run.start):.3f}), "
+        f"the controller's periodic stale-broker check after {utc(max(o.since, run.start))}), "
         f"yet no committed record fenced or unregistered broker {o.broker} by then; {fenced}. "
         f"Rule: {DEAD_RULE}",
         {
@@ -574,9 +574,9 @@ def _spurious_finding(
         "spurious-fence",
         None,
         tuple(s.index for s in ok[:10]),
-        f"broker {broker} (node {node}) was fenced by a committed record at {f:.3f} "
+        f"broker {broker} (node {node}) was fenced by a committed record at {utc(f)} "
         f"({fence.cite()}), yet in the {timeout_ms / 1000:g} s session timeout + "
-        f"{ALLOWANCE_MS / 1000:g} s before it ({lo:.3f}-{f:.3f}) no fault, heal, upgrade or "
+        f"{ALLOWANCE_MS / 1000:g} s before it ({utc(lo)}-{utc(f)}) no fault, heal, upgrade or "
         f"migration step touched {node} or its links to the controllers, and every observer "
         f"sample of {node} there answered broker_state RUNNING ({shown}), from the JVM that "
         "registered the fenced epoch"
@@ -646,7 +646,7 @@ def attempt_notes(
             )
             notes.append(
                 f"lease: {log.node} wrote a fence of broker {broker} at "
-                f"{r.create_ms / 1000:.3f} ({r.cite()}) that was never committed: {fate}"
+                f"{utc(r.create_ms / 1000)} ({r.cite()}) that was never committed: {fate}"
             )
     fences = [(r, b) for r in committed if (b := is_fence(r)) is not None]
     attempts = []
@@ -662,7 +662,7 @@ def attempt_notes(
         )
         fate = f"committed ({match.cite()})" if match else "not in the committed log"
         attempts.append(
-            f"{line.node} at {line.wall:.3f} fenced broker {line.broker} for a session timeout "
+            f"{line.node} at {utc(line.wall)} fenced broker {line.broker} for a session timeout "
             f"({line.cite()}): {fate}"
         )
         if match is None:
