@@ -32,6 +32,7 @@ KEEPS_FAULTS = ("start-kill", "start-pause", "start-partition", "start-packet")
 # The value key each signal fault names its acted-on nodes by (nemesis/process.py took_key).
 ACTED_KEY = {"kill": "exited_after_s", "pause": "stopped_after_s"}
 FAULT_PROCESSES = (NEMESIS, UPGRADE, MIGRATION)
+RESTARTED_KEY = {"stop-kill": "restarted", "stop-pause": "resumed"}
 
 
 def utc(wall: float) -> str:
@@ -98,8 +99,9 @@ class FaultSpan:
 @dataclass
 class Faults:
     spans: list[FaultSpan] = field(default_factory=list)
-    # Ops that are no fault's start or stop: heals, upgrade and migration steps, and ops of
-    # packages this module cannot pair, each with the nodes it names (None: any).
+    # Ops that start no fault and end none only: heals, kill and pause stops (what they
+    # restarted or resumed), upgrade and migration steps, each with the nodes it names (None:
+    # any).
     others: list[tuple[OpSpan, frozenset[str] | None]] = field(default_factory=list)
     walls: bool = True  # False: some op has no wall clock, so nothing here is placed in time
 
@@ -197,9 +199,16 @@ def fault_windows(rows: Iterable[dict[str, Any]], names: Iterable[str]) -> Fault
         if s.process != NEMESIS:
             out.others.append((s, None))  # a restart, a new config, a feature level: any node
             continue
-        if not s.f.startswith("start-"):
-            if s.f == "heal" or not s.f.startswith("stop-"):
-                out.others.append((s, None if s.f == "heal" else named(s.value, names)))
+        if s.f == "heal" or not s.f.startswith(("start-", "stop-")):
+            out.others.append((s, None if s.f == "heal" else named(s.value, names)))
+            continue
+        if s.f in ("stop-kill", "stop-pause"):
+            # A stop ends the spans below (to its completion); these two also start or resume
+            # any other stopped JVM, whatever stopped it, and list each.
+            acted = s.value.get(RESTARTED_KEY[s.f]) if isinstance(s.value, dict) else None
+            out.others.append((s, named(acted, names) or frozenset()))
+            continue
+        if s.f.startswith("stop-"):
             continue
         if s.type == "fail":  # a fault step that failed changed nothing (docs/history.md)
             continue

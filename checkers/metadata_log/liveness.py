@@ -35,7 +35,7 @@ from typing import Any
 from checkers.fault_windows import Faults, FaultSpan, fault_windows, op_spans, utc
 from checkers.findings import Finding
 from checkers.metadata_log.parse import MetadataLog, Record
-from history.format import LOGS_DIR, NODE_LOG, OBSERVER, PLAN_JSON
+from history.format import LOGS_DIR, NEMESIS, NODE_LOG, OBSERVER, PLAN_JSON
 
 DEAD_RULE = (
     'KIP-631: "A broker cannot continue using a lease indefinitely after sending a single '
@@ -346,19 +346,12 @@ def _interferes(faults: Faults, nodes: Nodes, lo: float, hi: float) -> str | Non
         a, b = span.outer
         if b < lo or a > hi or span.package in ("kill", "pause", "partition"):
             continue
-        if (
-            span.nodes is None
-            or span.nodes & nodes.controllers
-            or span.package
-            not in (
-                "packet",
-                "clock",
-                "jvm",
-            )
-        ):
+        known = span.package in ("packet", "clock", "jvm")
+        if not known or span.nodes is None or span.nodes & nodes.controllers:
             return f"{span.package} fault {span.start.cite()}"
     for op, _ in faults.others:
-        if op.overlaps(lo, hi) and op.f != "heal":
+        ends_a_fault = op.process == NEMESIS and (op.f == "heal" or op.f.startswith("stop-"))
+        if op.overlaps(lo, hi) and not ends_a_fault:
             return f"{op.process} op {op.cite()}"
     return None
 
@@ -370,12 +363,13 @@ def dead_brokers(
     committed: list[Record],
     leaders: dict[int, int],
     timeout_ms: int,
-) -> tuple[list[Finding], int, int]:
-    """Findings, obligations judged, obligations met."""
+) -> tuple[list[Finding], int, int, list[str]]:
+    """Findings, obligations judged, obligations met, and what was left unjudged and why."""
     states = BrokerStates.of(committed)
     runs = leader_runs(committed)
     owed = (timeout_ms + ALLOWANCE_MS) / 1000
     out: list[Finding] = []
+    unjudged: list[str] = []
     judged = met = 0
     for o in ob:
         state, since_record = states.at(o.broker, o.since)
@@ -398,6 +392,7 @@ def dead_brokers(
         deadline, run = best
         why = _interferes(faults, nodes, o.since, deadline)
         if why is not None:
+            unjudged.append(f"broker {o.broker} {o.how} from {utc(o.since)} ({why} overlaps)")
             continue
         judged += 1
         moved = states.changes(o.broker, o.since, deadline)
@@ -405,7 +400,7 @@ def dead_brokers(
             met += 1
             continue
         out.append(_dead_finding(o, run, deadline, since_record, states, timeout_ms))
-    return out, judged, met
+    return out, judged, met, unjudged
 
 
 def _dead_finding(
@@ -716,10 +711,15 @@ def lease_liveness(
     walls = [r["wall"] for r in given.rows if r.get("wall") is not None]
     history_end = max(walls, default=-math.inf)
     leaders = epoch_leaders(committed, samples)
-    found, judged, met = dead_brokers(
+    found, judged, met, unjudged = dead_brokers(
         obligations(faults, nodes), faults, nodes, committed, leaders, timeout_ms
     )
     result.findings += found
+    if unjudged:
+        result.notes.append(
+            f"lease liveness: {len(unjudged)} broker fault(s) long enough to owe a fence not "
+            "judged, another fault or step may have delayed the controller: " + "; ".join(unjudged)
+        )
     spurious, fences = spurious_fences(
         committed, faults, nodes, samples, timeout_ms, history_end, given.availability
     )

@@ -328,7 +328,10 @@ def test_a_packet_fault_on_a_controller_leaves_the_obligation_unjudged():
     run = Run().kill("n3", 5.0, 15.0)
     run.fault(4.0, "start-packet", {"kind": "loss", "targets": ["n1"], "percent": 50})
     run.nemesis.sort(key=lambda x: x[0])
-    assert liveness(run).stats["lease_obligations"] == 0
+    result = liveness(run)
+    assert result.stats["lease_obligations"] == 0 and result.findings == []
+    (note,) = [n for n in result.notes if "not judged" in n]
+    assert "broker 3 killed (SIGKILL)" in note and "packet fault op" in note
 
 
 # -- spurious-fence --------------------------------------------------------------------------
