@@ -61,10 +61,10 @@ AVAILABILITY = ("report", "fail")
 # partition changes), then the fence and the partition changes it brings are appended and
 # committed by a majority. A new active controller first has to catch up and activate after its
 # LEADER_CHANGE record, which is when it grants its fresh leases. On six real 3.9 runs (fast
-# timing, 3 nodes sharing 2 cores, 24 kills and pauses) the fence came 1.8-2.9 s after a kill
-# when the leader stayed (the last heartbeat came up to 0.5 s before it), and 3.04-3.76 s after
-# a new leader's LEADER_CHANGE: at most 0.76 s past the lease. 2 s covers that with room, and
-# still lets the check fire within an 8 s fault at fast timing.
+# timing, 3 nodes sharing 2 cores) the fence came 1.8-2.9 s after a kill or pause when the
+# leader stayed (the last heartbeat came up to 0.5 s before it), and 3.04-3.76 s after a new
+# leader's LEADER_CHANGE: at most 0.76 s past the lease. 2 s covers that with room, and still
+# lets the check fire within an 8 s fault at fast timing.
 ALLOWANCE_MS = 2000
 # An active controller appends a NoOpRecord every 500 ms (metadata.max.idle.interval.ms). A
 # longer silence in one epoch's committed records means its leader was stalled (paused, its
