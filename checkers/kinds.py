@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from checkers import admin, features, metadata, migration, quorum_membership
 from checkers.data_log import fencing as data_fencing
-from checkers.metadata_log import applied, lease, observers, rules
+from checkers.metadata_log import applied, lease, liveness, observers, rules
 from checkers.metadata_log import fencing as log_fencing
 from checkers.zk_controller import rules as zk_rules
 
@@ -399,6 +399,22 @@ KINDS: tuple[Kind, ...] = (
         quorum_membership.RULES["membership-change-lost"],
         "KIP-853, KIP-595",
         NEVER,
+    ),
+    # -- lease liveness (checkers/metadata_log/liveness.py) ----------------------------------
+    Kind("dead-broker-not-fenced", LOGS, liveness.DEAD_RULE, "KIP-631", NEVER),
+    Kind(
+        "spurious-fence",
+        LOGS,
+        liveness.SPURIOUS_RULE,
+        "KIP-631",
+        Tolerance(
+            DEPENDS,
+            DEPENDS,
+            DEPENDS,
+            "tolerated (an availability finding: Kafka kept its safety) unless the run's "
+            "plan.json spec has availability: fail (run option --availability fail), then a "
+            "failure; metadata_log/liveness.py SPURIOUS_TOLERATED",
+        ),
     ),
 )
 

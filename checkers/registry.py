@@ -36,6 +36,7 @@ from checkers.inputs import (
 from checkers.metadata import check_metadata
 from checkers.metadata_log.applied import unjudged_note
 from checkers.metadata_log.check import check_read_metadata
+from checkers.metadata_log.liveness import LivenessInput, logged_fences, read_availability
 from checkers.migration import migration_note
 from checkers.observer_samples import MetadataInput
 from checkers.queue.check import (
@@ -49,9 +50,11 @@ from checkers.queue.fencing import run_slots
 from checkers.queue.source import ElementSource
 from checkers.quorum_membership import check_membership, membership_input
 from checkers.zk_controller.check import check_zk_logs, zk_brokers
-from history.format import DATA_LOGS_DIR, METADATA_DIR, MIGRATION, UPGRADE
+from history.format import DATA_LOGS_DIR, METADATA_DIR, MIGRATION, NEMESIS, OBSERVER, UPGRADE
 
 SENDS = ("send", "txn")
+# The lease liveness rules' ops (metadata_log/liveness.py): faults, steps and observer samples.
+LIVENESS_PROCESSES = (NEMESIS, OBSERVER, UPGRADE, MIGRATION)
 SUBSCRIBE_NOTE = "consumers subscribe: poll-skip and nonmonotonic-poll are tolerated"
 
 
@@ -174,16 +177,18 @@ class DataLogsChecker:
 
 
 class MetadataLogsChecker:
-    """KRaft safety from the decoded metadata logs (checkers/metadata_log/); without them, a
-    note on the brokers' applied offsets it could not judge."""
+    """KRaft safety from the decoded metadata logs (checkers/metadata_log/), and the lease
+    liveness rules over them, the faults, observer samples, the plan's availability option and
+    the controllers' logs; without the metadata logs, a note on the brokers' applied offsets it
+    could not judge."""
 
     name = "metadata-logs"
 
     def needs(self, inputs: RunInputs) -> Needs:
         if not inputs.has_dir(METADATA_DIR):
             return Needs(frozenset({OBSERVED}))
-        reads = {HISTORY, OBSERVED, CLUSTER, METADATA_LOGS, DATA_LOGS}
-        return Needs(frozenset(reads), fs=SENDS, after=("queue",))
+        reads = {HISTORY, OBSERVED, CLUSTER, METADATA_LOGS, DATA_LOGS, PLAN, BROKER_LOGS}
+        return Needs(frozenset(reads), fs=SENDS, processes=LIVENESS_PROCESSES, after=("queue",))
 
     def check(self, inputs: RunInputs) -> CheckerResult:
         observed = inputs.observed
@@ -207,8 +212,22 @@ class MetadataLogsChecker:
             failing,
             observed,
             data.logs if data else None,
+            _liveness(inputs),
         )
-        return CheckerResult(result.findings, result.notes, result.checked)
+        return CheckerResult(result.findings, result.notes, result.checked, result.stats)
+
+
+def _liveness(inputs: RunInputs) -> LivenessInput:
+    controllers = [
+        n["name"]
+        for n in inputs.cluster.get("nodes") or []
+        if "controller" in (n.get("roles") or []) and "name" in n
+    ]
+    return LivenessInput(
+        inputs.op_rows(processes=LIVENESS_PROCESSES),
+        read_availability(inputs.run_dir),
+        logged_fences(inputs.run_dir, controllers),
+    )
 
 
 def _highest_watermark(observed: MetadataInput) -> int | None:

@@ -14,7 +14,7 @@ from clusters.quorum import QUORUMS
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
 from harness.console import console, say
 from harness.plan import build_plan, load_plan, new_seed
-from harness.spec import RunSpec, load_spec_file, spec_from_dict
+from harness.spec import AVAILABILITY, RunSpec, load_spec_file, spec_from_dict
 
 # CLI option name -> spec field, for options that may also come from a spec file.
 SPEC_OPTIONS = {
@@ -41,6 +41,7 @@ SPEC_OPTIONS = {
     "upgrade_to": "upgrade_to",
     "downgrade_to": "downgrade_to",
     "quorum": "quorum",
+    "availability": "availability",
 }
 
 _D = RunSpec()
@@ -137,6 +138,13 @@ _D = RunSpec()
     help="The controller quorum: static (controller.quorum.voters, the default), dynamic "
     "(KIP-853, Kafka 3.9+: a controller is removed and added back during the run), or "
     "static-to-dynamic (Kafka 4.1+: kraft.version raised to 1 first; docs/upgrades.md).",
+)
+@click.option(
+    "--availability",
+    type=click.Choice(AVAILABILITY),
+    default=None,
+    help="What a spurious fence of a healthy broker does to the verdict: report it, tolerated "
+    "(the default), or fail the run (docs/checkers.md, lease liveness).",
 )
 @click.option("--plan-only", is_flag=True, help="Print the plan and exit without running.")
 @click.pass_context

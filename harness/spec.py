@@ -20,6 +20,7 @@ from clusters.upgrade_paths import check_downgrade, check_upgrade
 
 TIMINGS = ("fast", "default")
 QUEUE_MODES = ("assign", "subscribe")
+AVAILABILITY = ("report", "fail")  # the first is what a run without the option does
 
 
 class SpecError(Exception):
@@ -58,6 +59,9 @@ class RunSpec:
     # The controller quorum (clusters/quorum.py): static (None), dynamic (KIP-853, with
     # controller membership steps, harness/quorum_steps.py), or static-to-dynamic (4.1+).
     quorum: str | None = None
+    # What a spurious fence of a healthy broker does to the verdict (checkers/metadata_log/
+    # liveness.py): reported and tolerated (None, "report"), or a failure ("fail").
+    availability: str | None = None
 
     @property
     def run_name(self) -> str:
@@ -76,6 +80,9 @@ class RunSpec:
         # Asking for the static quorum is asking for what every earlier run had.
         if out.get("quorum") == STATIC:
             del out["quorum"]
+        # The same for availability findings reported, as every earlier run had them.
+        if out.get("availability") == AVAILABILITY[0]:
+            del out["availability"]
         return out
 
     @property
@@ -83,7 +90,7 @@ class RunSpec:
         return self.quorum or STATIC
 
 
-_LATER_OPTIONS = ("upgrade_to", "downgrade_to", "quorum")
+_LATER_OPTIONS = ("upgrade_to", "downgrade_to", "quorum", "availability")
 
 
 def _known_nemeses() -> list[str]:
@@ -127,6 +134,10 @@ def validate(spec: RunSpec) -> RunSpec:
             check_quorum(spec.quorum, spec.topology, spec.releases())
     except ClusterError as exc:
         raise SpecError(str(exc)) from None
+    if spec.availability is not None and spec.availability not in AVAILABILITY:
+        raise SpecError(
+            f"unknown availability '{spec.availability}': choose one of {', '.join(AVAILABILITY)}"
+        )
     if spec.zookeepers not in (1, 3):
         raise SpecError(f"zookeepers must be 1 or 3, not {spec.zookeepers}")
     if spec.timing not in TIMINGS:
@@ -157,6 +168,7 @@ _OPTIONAL_KINDS: dict[str, type] = {
     "upgrade_to": str,
     "downgrade_to": str,
     "quorum": str,
+    "availability": str,
 }
 
 

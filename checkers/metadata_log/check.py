@@ -13,6 +13,7 @@ from checkers.metadata_log.applied import applied_beyond_commit, unjudged_note
 from checkers.metadata_log.committed import committed_log, majority_bound, with_watermark
 from checkers.metadata_log.fencing import deposed_leader_writes
 from checkers.metadata_log.lease import SESSION_TIMEOUT_MS, lease_violations
+from checkers.metadata_log.liveness import LivenessInput, lease_liveness
 from checkers.metadata_log.observers import observer_divergence
 from checkers.metadata_log.parse import MetadataLog, MetadataLogError, read_metadata_logs
 from checkers.metadata_log.rules import (
@@ -33,6 +34,7 @@ class MetadataLogResult:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     checked: bool = False
+    stats: dict[str, int] = field(default_factory=dict)
 
 
 def sends_with_walls(op_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -54,9 +56,11 @@ def check_logs(
     observers: dict[str, MetadataLog] | None = None,
     observed: MetadataInput | None = None,
     data_logs: dict[str, DataLog] | None = None,
+    liveness: LivenessInput | None = None,
 ) -> MetadataLogResult:
     """`logs`: the voters' decoded logs; `observers`: broker-only nodes' (never counted toward a
-    majority); `observed`: the observer samples, for the brokers' applied offsets."""
+    majority); `observed`: the observer samples, for the brokers' applied offsets; `liveness`:
+    the fault, observer and controller-log evidence for the lease liveness rules (liveness.py)."""
     result = MetadataLogResult()
     observers = dict(observers or {})
     nodes = cluster.get("nodes") or []
@@ -104,13 +108,18 @@ def check_logs(
     result.findings += logged_migration_regressions(committed_entries)
     result.findings += logged_migration_skips(committed_entries)
     result.findings += observer_divergence(observers, logs, majority, result.notes)
+    timeout = SESSION_TIMEOUT_MS.get(cluster.get("timing", "default"), 9000)
+    if liveness is not None:
+        live = lease_liveness(committed_entries, logs, cluster, liveness, timeout)
+        result.findings += live.findings
+        result.notes += live.notes
+        result.stats.update(live.stats)
     if observed is not None:
         found, notes = applied_beyond_commit(observed, logs, controllers, bound.last)
         result.findings += found
         result.notes += notes
     node_ids = {n["name"]: n["node_id"] for n in nodes if "name" in n and "node_id" in n}
     if sends and node_ids:
-        timeout = SESSION_TIMEOUT_MS.get(cluster.get("timing", "default"), 9000)
         attributed = None
         topic = next((d.topic for d in (data_logs or {}).values() if d.topic), None)
         if data_logs and topic:
@@ -172,6 +181,7 @@ def check_run_metadata(
     corroborated_ops: set[int],
     observed: MetadataInput | None = None,
     data_logs: dict[str, DataLog] | None = None,
+    liveness: LivenessInput | None = None,
 ) -> MetadataLogResult | None:
     """None when the run has no `metadata/` directory; an unreadable log is one unknown finding."""
     read = read_run_metadata(run_dir)
@@ -179,7 +189,7 @@ def check_run_metadata(
         return None
     cluster = read_cluster(Path(run_dir))
     return check_read_metadata(
-        read, cluster, op_rows, high_watermark, corroborated_ops, observed, data_logs
+        read, cluster, op_rows, high_watermark, corroborated_ops, observed, data_logs, liveness
     )
 
 
@@ -191,6 +201,7 @@ def check_read_metadata(
     corroborated_ops: set[int],
     observed: MetadataInput | None = None,
     data_logs: dict[str, DataLog] | None = None,
+    liveness: LivenessInput | None = None,
 ) -> MetadataLogResult:
     """check_logs over a run's logs as read (an unreadable log: one unknown finding);
     `cluster`: its cluster.json; `op_rows`: the send/txn op rows, every column."""
@@ -210,4 +221,5 @@ def check_read_metadata(
         read.observers,
         observed,
         data_logs,
+        liveness,
     )
