@@ -63,13 +63,14 @@ AVAILABILITY = ("report", "fail")
 # LEADER_CHANGE record, which is when it grants its fresh leases. On six real 3.9 runs (fast
 # timing, 3 nodes sharing 2 cores) the fence came 1.8-2.9 s after a kill or pause when the
 # leader stayed (the last heartbeat came up to 0.5 s before it), and 3.04-3.76 s after a new
-# leader's LEADER_CHANGE: at most 0.76 s past the lease. 2 s covers that with room, and still
-# lets the check fire within an 8 s fault at fast timing.
-ALLOWANCE_MS = 2000
+# leader's LEADER_CHANGE: at most 0.76 s past the lease. 3 s covers that four times over, for a
+# nightly box busier than those runs' (a false alarm is the worst finding), and still lets the
+# check fire within a 12 s fault at fast timing, a new leader's election included.
+ALLOWANCE_MS = 3000
 # An active controller appends a NoOpRecord every 500 ms (metadata.max.idle.interval.ms). A
 # longer silence in one epoch's committed records means its leader was stalled (paused, its
 # queue blocked, cut off): its clock restarts there, as a new controller's would.
-SILENCE_MS = ALLOWANCE_MS
+SILENCE_MS = 2000
 SHOWN = 20  # notes listed one by one; the rest are counted
 
 
