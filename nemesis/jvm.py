@@ -50,6 +50,8 @@ PREFIX = "kchaos "
 FSYNC_MARKER = "kchaos fsync-error"
 # How long fsync-error's start watches for what the node does (bounded by the fault's length).
 WATCH_S = 15.0
+# A JVM opens its listener in the agent's premain, moments after its process starts.
+LISTENER_WAIT_S = 5.0
 # After Kafka has logged the injected exception, how long a halt may take to show as an exit.
 EXIT_GRACE_S = 5.0
 
@@ -395,10 +397,26 @@ def _version(node: Exec) -> str:
 
 
 def _ask_listener(node: Rules) -> None:
+    """The JVM's listener answers; one that is not up yet (a JVM a moment after its start, as
+    a kill's stop leaves it) is given LISTENER_WAIT_S to open its port."""
+    refused: list[BytemanError] = []
+
+    def answers() -> bool:
+        try:
+            node.loaded_rules()
+            return True
+        except NoListener as exc:
+            refused[:] = [exc]
+            return False
+        except BytemanError as exc:
+            raise NemesisError(f"node {node.name}: {exc}") from None
+
     try:
-        node.loaded_rules()
-    except BytemanError as exc:
-        raise NemesisError(f"node {node.name}: {exc}") from None
+        wait_for(f"{node.name}'s Byteman listener", answers, LISTENER_WAIT_S, every=0.25)
+    except NemesisError:
+        if refused:
+            raise NemesisError(f"node {node.name}: {refused[0]}") from None
+        raise
 
 
 def _load(node: Rules, rules: list[Rule]) -> list[str]:
@@ -484,7 +502,7 @@ def _unload(node: Rules) -> list[str]:
     """Unloads this package's rules (named ``kchaos ...``) from one JVM; those it unloaded."""
     try:
         ours = [r.name for r in node.loaded_rules() if r.name.startswith(PREFIX)]
-        return node.delete_rules(ours) if ours else []
+        return sorted(node.delete_rules(ours)) if ours else []
     except NoListener:
         return []  # no listener, no rules: a JVM restarted since holds none
     except BytemanError as exc:

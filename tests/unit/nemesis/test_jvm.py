@@ -298,12 +298,30 @@ def test_a_target_that_runs_no_hooked_code_is_not_applied_and_touches_nothing():
     assert not any(n.rules for n in ctx.nodes.values())
 
 
-def test_a_jvm_without_the_agent_fails_the_step_before_any_rule_is_loaded():
+def test_a_jvm_without_the_agent_fails_the_step_before_any_rule_is_loaded(monkeypatch):
+    monkeypatch.setattr(jvm, "LISTENER_WAIT_S", 0.3)
     ctx = context()
     ctx.nodes["n3"].listener = False
     with pytest.raises(NotApplied, match="node n3: no Byteman listener"):
         jvm.JvmNemesis().start(ctx, step("slow-disk", target="all"))
     assert not any(n.rules for n in ctx.nodes.values())
+
+
+def test_a_listener_that_opens_a_moment_late_is_waited_for():
+    ctx = context()
+    node = ctx.nodes["n1"]
+    node.listener = False
+    asked = []
+    real = node.loaded_rules
+
+    def late():
+        asked.append(1)
+        node.listener = len(asked) > 2
+        return real()
+
+    node.loaded_rules = late
+    got = jvm.JvmNemesis().start(ctx, step("slow-disk", target="all", for_s=3))
+    assert "n1" in got["rules"] and len(asked) >= 3
 
 
 def test_a_node_kind_without_rules_is_refused_by_name():
