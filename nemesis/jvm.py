@@ -29,7 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from clusters.byteman import BytemanError, NoListener, Rule
-from clusters.capabilities import Controllable, Exec, Logs, MissingCapability, Rules, require
+from clusters.capabilities import (
+    Controllable,
+    Exec,
+    Frozen,
+    Logs,
+    MissingCapability,
+    Rules,
+    require,
+)
 from clusters.classfile import declared_methods
 from clusters.config import running_version
 from clusters.errors import ClusterError
@@ -335,11 +343,14 @@ class JvmNemesis:
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         # Every kchaos rule on every node, not only this step's targets: stop means heal.
-        unloaded = on_each(_rule_nodes(ctx), _unload)
+        nodes, frozen = _rule_nodes(ctx)
+        unloaded = on_each(nodes, _unload)
         out: dict[str, Any] = {
             "kind": step.kind,
             "unloaded": {n: names for n, names in sorted(unloaded.items()) if names},
         }
+        if frozen:
+            out["frozen"] = frozen
         if step.kind == "fsync-error":
             tag = f"{step.seed:08x}"
             did = {}
@@ -358,7 +369,9 @@ class JvmNemesis:
         rule from every running Kafka JVM. Nodes without ``Rules`` are left as they are: no rule
         can have been loaded into them."""
         done = [f"{n}: started exited node" for n in restart_exited(ctx)]
-        for name, result in sorted(on_each(_rule_nodes(ctx), _delete_all).items()):
+        nodes, frozen = _rule_nodes(ctx)
+        done += [f"{n}: frozen, any Byteman rules left to their deadline" for n in frozen]
+        for name, result in sorted(on_each(nodes, _delete_all).items()):
             if isinstance(result, str):
                 done.append(f"{name}: {result}")
             elif result:
@@ -485,17 +498,23 @@ def _logged(node: Logs, tag: str) -> bool:
     return f"{FSYNC_MARKER} {tag}" in node.logs(tail=500)
 
 
-def _rule_nodes(ctx: FaultContext) -> list[Any]:
-    out = []
+def _rule_nodes(ctx: FaultContext) -> tuple[list[Any], list[str]]:
+    """The running Kafka nodes with ``Rules``, and the names of those frozen from outside
+    (``docker pause``), whose listener cannot answer: their rules end at their deadline."""
+    out, frozen = [], []
     for node in ctx.nodes.values():
         if node.spec.is_zookeeper or not isinstance(node, Rules):
             continue
         try:
-            if node.is_running():
+            if not node.is_running():
+                continue  # an exited JVM took its rules with it
+            if isinstance(node, Frozen) and node.is_frozen():
+                frozen.append(node.name)
+            else:
                 out.append(node)
         except ClusterError:
             continue  # a node that is gone holds no rules
-    return out
+    return out, sorted(frozen)
 
 
 def _unload(node: Rules) -> list[str]:

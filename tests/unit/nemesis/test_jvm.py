@@ -392,3 +392,22 @@ def test_heal_cluster_order_reaches_the_jvm_package_on_nodes_without_rules():
     ctx = FaultContext(topology=topo, nodes={n.name: FakeNode(n) for n in topo.nodes})
     for name in HEAL_ORDER:
         assert build([name])[name].heal_all(ctx) == []
+
+
+def test_a_frozen_node_is_not_asked_and_says_so():
+    ctx = context()
+    frozen = ctx.nodes["n2"]
+    frozen.rules = {"kchaos slow-disk 1 append": None}
+    frozen.is_frozen = lambda: True
+
+    def hang():
+        raise AssertionError("a frozen JVM's listener cannot answer: it must not be asked")
+
+    frozen.loaded_rules = frozen.delete_all_rules = hang
+    for name in ("n1", "n3"):
+        ctx.nodes[name].is_frozen = lambda: False
+    assert jvm.JvmNemesis().heal_all(ctx) == [
+        "n2: frozen, any Byteman rules left to their deadline"
+    ]
+    stopped = jvm.JvmNemesis().stop(ctx, step("slow-disk", action="stop"))
+    assert stopped == {"kind": "slow-disk", "unloaded": {}, "frozen": ["n2"]}
