@@ -12,11 +12,12 @@ Nothing here touches Docker.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from clusters.byteman import LoadedRule, Rule
 from clusters.errors import ClusterError
 from clusters.topology import NodeSpec
 
@@ -102,6 +103,24 @@ class Frozen(Node, Protocol):
     frozen by hand would otherwise look running and merely silent."""
 
     def is_frozen(self) -> bool: ...
+
+
+@runtime_checkable
+class Rules(Node, Protocol):
+    """Loads and unloads fault-injection rules in the node's running JVM (Byteman's listener,
+    clusters/byteman.py). A JVM restarted holds none: rules live only as long as the process."""
+
+    def load_rules(self, rules: Sequence[Rule]) -> list[str]:
+        """Loads or redefines (by name) the rules; the names loaded. Raises ClusterError (its
+        subclass ``NoListener`` when the JVM runs no listener)."""
+        ...
+
+    def delete_rules(self, names: Iterable[str]) -> list[str]:
+        """Unloads the named rules (a name not loaded is no failure); the names unloaded."""
+        ...
+
+    def delete_all_rules(self) -> list[str]: ...
+    def loaded_rules(self) -> list[LoadedRule]: ...
 
 
 # Capabilities taken together, for callers that use several. Python has no intersection types:

@@ -7,12 +7,14 @@ image stays generic and a config can be unit-tested without Docker.
 from __future__ import annotations
 
 import base64
+import re
 import shlex
 import uuid
 from dataclasses import dataclass
 
+from clusters.byteman import BYTEMAN_PORT
 from clusters.errors import ClusterError
-from clusters.kafka_dist import JOLOKIA_JAR, KafkaDist
+from clusters.kafka_dist import BYTEMAN_JAR, JOLOKIA_JAR, KafkaDist
 from clusters.migration import initial_phase, migration_properties
 from clusters.quorum import configured_dynamic, format_options, quorum_properties
 from clusters.topology import (
@@ -202,9 +204,26 @@ def jvm_options(dist: KafkaDist, heap_mb: int) -> list[str]:
     ]
 
 
+def byteman_agent(node: NodeSpec) -> str:
+    """Byteman's agent with its rule listener on the node's own cluster address only (never
+    0.0.0.0): the harness host and the nodes reach it, nothing outside the network does.
+    Kafka JVMs only: no fault kind hooks ZooKeeper."""
+    return (
+        f"-javaagent:{AGENTS_DIR}/{BYTEMAN_JAR}=listener:true,address:{node.ip},port:{BYTEMAN_PORT}"
+    )
+
+
 def node_classpath(dist: KafkaDist) -> str:
     """The version's jars as a node sees them (clusters/docker_lifecycle.py mounts them)."""
     return f"{DISTS_DIR}/{dist.version}/libs/*"
+
+
+def running_version(cmdline: str) -> str | None:
+    """The Kafka version a node's JVM runs, from its command line (``/proc/1/cmdline``, NUL- or
+    space-separated): the version directory of its classpath, which an upgrade roll changes
+    node by node. None for a command line without one."""
+    found = re.search(rf"{re.escape(DISTS_DIR)}/([^/\s\x00]+)/libs/", cmdline)
+    return found.group(1) if found else None
 
 
 def _entrypoint(node: NodeSpec, main: list[str], prepare: str) -> str:
@@ -258,6 +277,7 @@ def render_node(
         main = [
             "java",
             *jvm_options(dist, heap_mb),
+            byteman_agent(node),
             "-cp",
             classpath,
             dist.classes["kafka"],

@@ -1,6 +1,7 @@
 """Docker's node kind: a container whose PID 1 is the Kafka (or ZooKeeper) JVM.
 
-Implements every capability in clusters/capabilities.py, plus what only Docker's own machinery
+Implements every capability in clusters/capabilities.py (``Rules`` through the Byteman
+listener every Kafka JVM starts with, clusters/byteman.py), plus what only Docker's own machinery
 uses (``put_files`` writes into a created, not yet started container; ``state`` is Docker's).
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 import docker
 import docker.errors
 
+from clusters.byteman import ListenerRules
 from clusters.capabilities import ExecResult
 from clusters.errors import ClusterError
 from clusters.topology import NodeSpec
@@ -43,7 +45,7 @@ class _ChunkReader(io.RawIOBase):
         return n
 
 
-class DockerNode:
+class DockerNode(ListenerRules):
     """A node in a Docker container whose PID 1 is the Kafka (or ZooKeeper) JVM."""
 
     def __init__(self, client: docker.DockerClient, container_name: str, spec: NodeSpec):

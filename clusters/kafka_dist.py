@@ -28,6 +28,10 @@ DEFAULT_VERSION = "3.9"
 MAVEN_REPO = os.environ.get("KCHAOS_MAVEN_REPO", "https://repo.maven.apache.org/maven2")
 JOLOKIA = "org.jolokia:jolokia-agent-jvm:2.6.0:jar:javaagent"
 JOLOKIA_JAR = "jolokia-agent-jvm-2.6.0-javaagent.jar"
+# Byteman's agent injects the jvm package's faults into named Kafka methods (nemesis/jvm.py);
+# one jar: its ASM is repackaged under org.jboss.byteman, so it cannot clash with Kafka's jars.
+BYTEMAN = "org.jboss.byteman:byteman:4.0.27"
+BYTEMAN_JAR = "byteman-4.0.27.jar"
 # Kafka 4 logs through log4j2 but ships no slf4j binding as a library dependency.
 LOG4J2_VERSION = "2.25.4"
 RELOAD4J_BINDING = "org.slf4j:slf4j-reload4j:1.7.36"
@@ -305,23 +309,38 @@ def agents_dir() -> Path:
     return cache_dir() / "agents"
 
 
-def ensure_jolokia() -> Path:
-    """The Jolokia JVM agent that gives the harness JMX over HTTP on every node."""
-    target = agents_dir() / JOLOKIA_JAR
+def _ensure_agent(artifact: str, jar: str, what: str) -> Path:
+    target = agents_dir() / jar
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     _mvn(
-        ["dependency:copy", f"-Dartifact={JOLOKIA}", f"-DoutputDirectory={target.parent}"],
+        ["dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={target.parent}"],
         target.parent,
-        "the Jolokia JMX agent",
+        what,
     )
     return target
 
 
+def ensure_jolokia() -> Path:
+    """The Jolokia JVM agent that gives the harness JMX over HTTP on every node."""
+    return _ensure_agent(JOLOKIA, JOLOKIA_JAR, "the Jolokia JMX agent")
+
+
+def ensure_byteman() -> Path:
+    """Byteman's agent, which every Kafka JVM starts with (clusters/config.py): a JVM whose
+    ``-javaagent`` jar is missing does not start at all, so every node start needs it here."""
+    return _ensure_agent(BYTEMAN, BYTEMAN_JAR, "the Byteman agent")
+
+
+def ensure_agents() -> list[Path]:
+    """Every JVM agent the nodes are started with, fetched once (idempotent)."""
+    return [ensure_jolokia(), ensure_byteman()]
+
+
 def ensure_dist(requested: str = DEFAULT_VERSION) -> KafkaDist:
-    """Resolves and assembles a Kafka version plus the JMX agent every node runs."""
-    ensure_jolokia()
+    """Resolves and assembles a Kafka version plus the agents every node runs."""
+    ensure_agents()
     return assemble(resolve_offline_first(requested))
 
 

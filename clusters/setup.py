@@ -6,13 +6,15 @@ from collections.abc import Callable
 
 from clusters.engine import ensure_engine, ensure_packages, prove_engine
 from clusters.image import ensure_image
-from clusters.kafka_dist import ensure_dist
+from clusters.kafka_dist import ensure_agents, ensure_dist
 
 
 def run_setup(versions: list[str], say: Callable[[str], None] = print) -> None:
     ensure_packages(say=say)
     client = ensure_engine(say=say)
     say(f"Docker engine {client.version().get('Version', '?')} answers")
+    for jar in ensure_agents():
+        say(f"JVM agent {jar.name} in {jar.parent}")
     for requested in versions:
         dist = ensure_dist(requested)
         say(f"Kafka {dist.version} assembled from Maven Central in {dist.home}")

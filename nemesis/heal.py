@@ -12,7 +12,7 @@ def heal_cluster(cluster: Cluster[Controllable]) -> list[str]:
     """Heals all nodes of ``cluster`` and says what was undone; an empty list means clean.
 
     Idempotent: each package looks for its own traces (chain, qdisc, stopped JVM, preload,
-    exited node) and touches nothing else.
+    exited node, Byteman rules) and touches nothing else.
     """
     info = cluster.info()
     ctx = FaultContext(topology=info.topology, nodes=cluster.nodes(info))
