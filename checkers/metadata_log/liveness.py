@@ -461,13 +461,23 @@ def _dead_finding(
 
 # -- spurious-fence --------------------------------------------------------------------------
 
+# JVM fault kinds (nemesis/jvm.py) that act on the controller's event queue alone: the broker
+# on the same combined node goes on heartbeating, so they excuse no fence of it.
+CONTROLLER_SIDE_JVM = frozenset({"controller-stall"})
+
+
+def _jvm_kind(span: FaultSpan) -> str | None:
+    value = span.start.value
+    return value.get("kind") if isinstance(value, dict) else None
+
 
 def _excuse(faults: Faults, nodes: Nodes, node: str, lo: float, hi: float) -> str | None:
     """A fault or step that may have kept `node` from heartbeating within [lo, hi]: one on the
     node itself, a partition separating it from a controller, a packet or clock fault on it or
     on a controller (its links; a controller's skewed clock stamps the fence), any heal,
     upgrade or migration step, or an op naming no node. A JVM fault on a controller alone
-    does not excuse: a healthy broker's lease outlives a stalled controller queue."""
+    does not excuse: a healthy broker's lease outlives a stalled controller queue, on a combined
+    node too (its broker heartbeats from threads of its own)."""
     for span in faults.spans:
         a, b = span.outer
         if b < lo or a > hi:
@@ -476,6 +486,8 @@ def _excuse(faults: Faults, nodes: Nodes, node: str, lo: float, hi: float) -> st
             hit = span.nodes is None or any(span.separated(node, c) for c in nodes.controllers)
         elif span.package in ("packet", "clock"):
             hit = span.nodes is None or node in span.nodes or bool(span.nodes & nodes.controllers)
+        elif span.package == "jvm" and _jvm_kind(span) in CONTROLLER_SIDE_JVM:
+            continue
         else:
             hit = span.touches(node)
         if hit:
@@ -549,7 +561,17 @@ def spurious_fences(
         )
         if restarted or len(started) > 1:
             continue  # the JVM answering is not the one whose registration was fenced
-        out.append(_spurious_finding(r, broker, node, ok, lo, reg, timeout_ms, availability))
+        stalls = [
+            span
+            for span in faults.spans
+            if span.package == "jvm"
+            and _jvm_kind(span) in CONTROLLER_SIDE_JVM
+            and span.outer[0] <= f
+            and span.outer[1] >= lo
+        ]
+        out.append(
+            _spurious_finding(r, broker, node, ok, lo, reg, timeout_ms, availability, stalls)
+        )
     return out, judged
 
 
@@ -562,21 +584,31 @@ def _spurious_finding(
     reg: Record | None,
     timeout_ms: int,
     availability: str,
+    stalls: list[FaultSpan],
 ) -> Finding:
     f = fence.create_ms / 1000
+    # Said outright, so nobody reads "no fault" as "nothing happened to the controllers".
+    stalled = "".join(
+        f"; a {_jvm_kind(span)} of {', '.join(sorted(span.nodes or ())) or 'a controller'} "
+        f"({span.start.cite()}) held a controller's event queue then, which does not stop a "
+        "broker's heartbeats (they are sent from the broker's own threads)"
+        for span in stalls
+    )
     shown = ", ".join(s.cite() for s in ok[:5]) + (f" and {len(ok) - 5} more" if ok[5:] else "")
     records = [fence.cite()] + ([reg.cite()] if reg else [])
     return Finding(
         "spurious-fence",
         None,
-        tuple(s.index for s in ok[:10]),
+        tuple(sorted({s.index for s in ok[:10]} | {span.start.index for span in stalls})),
         f"broker {broker} (node {node}) was fenced by a committed record at {utc(f)} "
         f"({fence.cite()}), yet in the {timeout_ms / 1000:g} s session timeout + "
         f"{ALLOWANCE_MS / 1000:g} s before it ({utc(lo)}-{utc(f)}) no fault, heal, upgrade or "
-        f"migration step touched {node} or its links to the controllers, and every observer "
+        f"migration step touched the broker on {node} or its links to the controllers, and every "
+        "observer "
         f"sample of {node} there answered broker_state RUNNING ({shown}), from the JVM that "
         "registered the fenced epoch"
         + (f" ({reg.cite()})" if reg else "")
+        + stalled
         + "; no controlled shutdown preceded the fence. "
         f"Rule: {SPURIOUS_RULE}",
         {"rule": SPURIOUS_RULE, "records": records, "broker": broker, "node": node},

@@ -376,14 +376,35 @@ def test_a_partition_of_the_brokers_links_excuses_the_fence():
 
 def test_a_jvm_fault_on_a_controller_does_not_excuse_but_one_on_the_broker_does():
     run = Run(cluster=dedicated())
-    run.fault(16.0, "start-jvm", {"kind": "stall-queue", "targets": ["c1"]})
-    run.fault(19.0, "stop-jvm", {"kind": "stall-queue"})
+    run.fault(16.0, "start-jvm", {"kind": "controller-stall", "targets": ["c1"]})
+    run.fault(19.0, "stop-jvm", {"kind": "controller-stall"})
     run.records.append((20.0, fence(5)))
     assert kinds(liveness(run).findings) == ["spurious-fence"]
     run = Run(cluster=dedicated())
     run.fault(16.0, "start-jvm", {"kind": "heartbeat-delay", "targets": ["b5"]})
     run.fault(19.0, "stop-jvm", {"kind": "heartbeat-delay"})
     run.records.append((20.0, fence(5)))
+    assert kinds(liveness(run).findings) == []
+
+
+def test_a_controller_stall_on_the_brokers_own_combined_node_does_not_excuse_its_fence():
+    # As on a real 3.9.2 run: the stalled active controller, once its queue ran again, fenced
+    # the broker beside it on its own node, whose heartbeats had been sent all along.
+    run = Run()
+    run.fault(10.0, "start-jvm", {"kind": "controller-stall", "targets": ["n2"]})
+    run.fault(19.0, "stop-jvm", {"kind": "controller-stall"})
+    run.records.append((19.5, fence(2)))
+    (f,) = liveness(run).findings
+    assert f.kind == "spurious-fence"
+    assert "a controller-stall of n2" in f.explanation and "own threads" in f.explanation
+    ops = run.ops()
+    stall = next(i for i, op in enumerate(ops) if op["f"] == "start-jvm" and op["type"] == "ok")
+    assert stall in f.ops
+    # The broker's own heartbeats delayed on that node excuse it.
+    run = Run()
+    run.fault(10.0, "start-jvm", {"kind": "heartbeat-delay", "targets": ["n2"]})
+    run.fault(19.0, "stop-jvm", {"kind": "heartbeat-delay"})
+    run.records.append((19.5, fence(2)))
     assert kinds(liveness(run).findings) == []
 
 
