@@ -1,5 +1,6 @@
 """Fault injection: network partitions, process kills and pauses, clock skew, packet faults and
-faults inside the JVM (Byteman rules), expressed as operations on node handles from clusters/ and recorded in the history.
+faults inside the JVM (Byteman rules), expressed as operations on node handles from clusters/
+and recorded in the history.
 
 Knows node handles, not Docker. Knows nothing about checkers or Kafka clients.
 
