@@ -17,6 +17,7 @@ from clusters.errors import ClusterError
 from clusters.quorum import STATIC, check_quorum
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, check_zookeeper_version
 from clusters.upgrade_paths import check_downgrade, check_upgrade
+from harness.nemesis_items import ItemError, parse_items
 
 TIMINGS = ("fast", "default")
 QUEUE_MODES = ("assign", "subscribe")
@@ -93,12 +94,6 @@ class RunSpec:
 _LATER_OPTIONS = ("upgrade_to", "downgrade_to", "quorum", "availability")
 
 
-def _known_nemeses() -> list[str]:
-    from nemesis.registry import NEMESES
-
-    return sorted(NEMESES)
-
-
 def _known_workloads() -> list[str]:
     from workloads.registry import WORKLOADS
 
@@ -112,18 +107,13 @@ def validate(spec: RunSpec) -> RunSpec:
         raise SpecError(
             f"unknown workload '{spec.workload}': valid workloads are {', '.join(workloads)}"
         )
-    valid = _known_nemeses()
-    unknown = [n for n in spec.nemesis if n not in valid]
-    if unknown:
-        raise SpecError(
-            f"unknown nemesis {', '.join(repr(n) for n in unknown)}: valid nemeses are "
-            f"{', '.join(valid)}"
-        )
-    if len(set(spec.nemesis)) != len(spec.nemesis):
-        raise SpecError(f"nemesis {spec.nemesis} names a package twice")
     if spec.topology not in TOPOLOGIES:
         choices = ", ".join(TOPOLOGIES)
         raise SpecError(f"unknown topology '{spec.topology}': choose one of {choices}")
+    try:
+        parse_items(spec.nemesis, spec.topology, spec.zookeepers)
+    except ItemError as exc:
+        raise SpecError(str(exc)) from None
     try:
         check_zookeeper_version(spec.topology, spec.version)
         if spec.upgrade_to:
