@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from clusters.errors import ClusterError
+from clusters.kafka_dist import parse_version, resolve_version
 from clusters.quorum import STATIC, check_quorum
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, check_zookeeper_version
 from clusters.upgrade_paths import check_downgrade, check_upgrade
@@ -94,6 +95,16 @@ class RunSpec:
 _LATER_OPTIONS = ("upgrade_to", "downgrade_to", "quorum", "availability")
 
 
+def check_release(version: str) -> None:
+    """Refuses, without a network, what a run's version resolution would refuse of ``version``
+    itself: a spelling that is no version, or a release older than kchaos supports, in the
+    run's own words. Which release a line such as 3.9 means, and whether Maven Central has
+    it, only the run finds out (clusters/kafka_dist.py resolve_offline_first)."""
+    parts = parse_version(version)
+    # Given the one release the request could mean, resolve_version refuses only the request.
+    resolve_version(version, [".".join(map(str, (*parts, 0, 0)[:3]))])
+
+
 def _known_workloads() -> list[str]:
     from workloads.registry import WORKLOADS
 
@@ -115,6 +126,8 @@ def validate(spec: RunSpec) -> RunSpec:
     except ItemError as exc:
         raise SpecError(str(exc)) from None
     try:
+        for release in spec.releases():
+            check_release(release)
         check_zookeeper_version(spec.topology, spec.version)
         if spec.upgrade_to:
             check_upgrade(spec.topology, spec.version, spec.upgrade_to)
