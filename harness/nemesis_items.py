@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from clusters.topology import Topology, build_topology
+from clusters.topology import TOPOLOGIES, Topology, build_topology
 from nemesis.api import TARGETS
 from nemesis.jvm import can_hook
 from nemesis.menu import Menu
@@ -165,6 +165,21 @@ class _Checker:
         if target is None:
             return Item(text, package, tuple(kinds), None)
         return Item(text, package, self.target(menu, kinds, target, text), target)
+
+
+def targets_on(package: str, kind: str, topology: str) -> list[str]:
+    """The targets a spec may name for ``package:kind`` on ``topology`` (``kchaos nemeses``)."""
+    menu = MENUS[package]
+    if not menu.kind(kind).applies_to(topology):
+        return []
+    if menu.kind_is_target:
+        return [kind]
+    return _Checker(topology, 3).targets(menu, kind)
+
+
+def aimed_on(selector: str) -> list[str]:
+    """The topologies a plan may aim ``selector`` on."""
+    return [t for t in TOPOLOGIES if _aimed_on(selector, t)]
 
 
 def parse_items(texts: list[str], topology: str, zookeepers: int = 1) -> list[Item]:

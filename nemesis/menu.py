@@ -185,8 +185,11 @@ class Menu:
             "fault": self.fault,
             "meaning": self.meaning,
             "targets": targets,
-            # The kinds a spec may aim at a target it names (package:kind@target).
-            "target_kinds": [k.name for k in self.kinds if self.takes_target(k.name)],
+            # The kinds a spec may aim at a target it names (package:kind@target); none for
+            # kill and pause, whose kind is the target.
+            "target_kinds": []
+            if self.kind_is_target
+            else [k.name for k in self.kinds if self.takes_target(k.name)],
             "kinds": [
                 {
                     "kind": k.name,
