@@ -79,3 +79,34 @@ def test_the_help_gives_the_item_syntax_with_an_example():
     assert "package:kind@target" in out
     assert "partition:isolate-active-controller,kill@active-controller,clock:strobe" in out
     assert "kchaos nemeses" in out
+
+
+def test_a_run_says_at_its_start_which_items_get_no_window(monkeypatch):
+    import harness.interpreter
+
+    class Started(Exception):
+        pass
+
+    def started(*a, **k):
+        raise Started
+
+    monkeypatch.setattr(harness.interpreter, "Run", started)
+    r = run("--nemesis", "partition,kill,pause,clock", "--seed", "42", "--time-limit", "60")
+    assert isinstance(r.exception, Started)
+    assert "kill got none; --time-limit 80 fits them all" in flat(r)
+
+
+def test_a_yaml_spec_names_items_as_a_string_or_a_list(tmp_path):
+    for text in (
+        "nemesis: partition:isolate-one@majority,kill@one\n",
+        "nemesis: [partition:isolate-one@majority, kill@one]\n",
+        "nemesis:\n  - partition:isolate-one@majority\n  - kill@one\n",
+    ):
+        path = tmp_path / "spec.yaml"
+        path.write_text(text + "time-limit: 60\n")
+        r = run("--spec", str(path), "--seed", "2", "--plan-only")
+        assert r.exit_code == 0, r.output
+        plan = json.loads(r.output)
+        assert plan["spec"]["nemesis"] == ["partition:isolate-one@majority", "kill@one"]
+        starts = {(f["fault"], f["kind"], f["target"]) for f in plan["faults"][::2]}
+        assert starts == {("partition", "isolate-one", "majority"), ("kill", "one", "one")}
