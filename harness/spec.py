@@ -16,7 +16,7 @@ import yaml
 from clusters.errors import ClusterError
 from clusters.kafka_dist import parse_version, resolve_version
 from clusters.quorum import STATIC, check_quorum
-from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, check_zookeeper_version
+from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
 from clusters.upgrade_paths import check_downgrade, check_upgrade
 from harness.nemesis_items import ItemError, parse_items
 
@@ -161,6 +161,14 @@ def validate(spec: RunSpec) -> RunSpec:
         raise SpecError(f"rate must be 0 (unlimited) or positive, not {spec.rate}")
     if spec.seed is not None and not 0 <= spec.seed < 2**63:
         raise SpecError(f"seed must be between 0 and 2^63-1, not {spec.seed}")
+    try:
+        # The cluster's layout is pure data: a subnet that cannot hold it is refused here, as
+        # the run would refuse it, and not after the run directory exists.
+        build_topology(
+            spec.topology, cluster=spec.cluster, zookeepers=spec.zookeepers, subnet=spec.subnet
+        )
+    except ClusterError as exc:
+        raise SpecError(str(exc)) from None
     return spec
 
 

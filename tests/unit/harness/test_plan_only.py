@@ -110,3 +110,13 @@ def test_a_yaml_spec_names_items_as_a_string_or_a_list(tmp_path):
         assert plan["spec"]["nemesis"] == ["partition:isolate-one@majority", "kill@one"]
         starts = {(f["fault"], f["kind"], f["target"]) for f in plan["faults"][::2]}
         assert starts == {("partition", "isolate-one", "majority"), ("kill", "one", "one")}
+
+
+@pytest.mark.parametrize(
+    ("subnet", "says"),
+    [("banana", "bad subnet 'banana'"), ("10.0.0.0/30", "is too small for 3 nodes")],
+)
+def test_plan_only_refuses_a_subnet_the_cluster_cannot_be_laid_out_in(subnet, says):
+    r = run("--subnet", subnet, "--plan-only")
+    assert r.exit_code == BAD_INPUT_EXIT, r.output
+    assert says in flat(r)
