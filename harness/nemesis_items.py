@@ -122,15 +122,16 @@ class _Checker:
         raise ItemError(f"{item}: {why}: its {these} on {self.topology} are {_listed(on)}")
 
     def target(self, menu: Menu, kinds: list[str], target: str, item: str) -> tuple[str, ...]:
-        """The kinds among ``kinds`` a step may aim at ``target``; refuses none."""
+        """The kinds among ``kinds`` a step may aim at ``target``; an error when there is none."""
         fits = tuple(k for k in kinds if target in self.targets(menu, k))
         if fits:
             return fits
         takers = [k for k in kinds if menu.takes_target(k)]
         if not takers:
             aimed = [k for k in self.kinds(menu) if menu.takes_target(k)]
+            which = f"kind '{kinds[0]}' takes" if len(kinds) == 1 else "kinds take"
             raise ItemError(
-                f"{item}: {menu.fault} kind '{kinds[0]}' takes no target (the kind says who); "
+                f"{item}: {menu.fault} {which} no target (the kind says who); "
                 f"the {menu.fault} kinds that do on {self.topology} are {_listed(aimed)}"
             )
         valid = sorted({t for k in takers for t in self.targets(menu, k)}, key=TARGETS.index)
