@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from checkers.analyze.cli import analyze_command
 from checkers.cli import check_command
@@ -50,7 +51,10 @@ class KchaosGroup(click.Group):
         try:
             return super().invoke(ctx)
         except USER_ERRORS as exc:
-            err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+            # The message is plain text: "kill:one:" must not become an emoji, nor "[x]" markup.
+            err_console.print(
+                f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, emoji=False
+            )
             sys.exit(BAD_INPUT_EXIT)
         except KeyboardInterrupt:
             err_console.print("[yellow]interrupted[/yellow]")

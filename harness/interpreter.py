@@ -30,6 +30,7 @@ from clusters.topology import build_topology
 from harness.exit_codes import BAD_INPUT_EXIT, INTERRUPTED_EXIT
 from harness.faults import FaultDriver, heal, prepare
 from harness.migration import MigrationDriver
+from harness.nemesis_items import packages
 from harness.plan import PLAN_NAME, Plan
 from harness.progress import wait_out
 from harness.quorum_steps import QuorumSteps, final_observation
@@ -120,7 +121,7 @@ class Run:
         """The run directory with spec and plan, before anything touches a cluster."""
         # An unknown package fails here, before any Docker work.
         given = self._given_nemeses
-        self.nemeses = given if given is not None else build(self.spec.nemesis)
+        self.nemeses = given if given is not None else build(packages(self.spec.nemesis))
         run_dir = make_run_dir(self.spec.results_dir, self.spec.run_name, self.plan.seed)
         self.run_dir = run_dir
         self.run_id = f"{self.spec.run_name}/{run_dir.name}"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.migration import MigrationStep, migration_schedule
+from harness.nemesis_items import Item, parse_items
 from harness.quorum_steps import quorum_schedule
 from harness.spec import RunSpec, SpecError, spec_from_dict
 from harness.upgrade import UpgradeStep, load_steps, upgrade_schedule
@@ -39,6 +40,9 @@ class Plan:
     # Rolling upgrades, downgrades and feature steps, then controller membership steps (only
     # when the spec asks for them).
     upgrade: list[UpgradeStep] = field(default_factory=list)
+    # What the plan tells before a run and is not part of plan.json: the items of --nemesis
+    # the time limit left without a fault window (a stored plan, replayed, tells nothing).
+    notes: list[str] = field(default_factory=list, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -76,26 +80,70 @@ def client_rng(seed: int, process: int) -> random.Random:
     return random.Random(f"kchaos/{seed}/client/{process}")
 
 
+def fault_windows(spec: RunSpec) -> list[tuple[float, float | None]]:
+    """When faults are on: from each start, the interval, then off for as long, until the time
+    limit. A window whose stop would reach the limit has none: the interpreter heals at the end.
+    """
+    interval = spec.nemesis_interval
+    windows: list[tuple[float, float | None]] = []
+    t = interval
+    # Compare the times as written to plan.json (rounded), or a step could land on the limit.
+    while round(t, 3) < spec.time_limit:
+        stop = round(t + interval, 3)
+        windows.append((round(t, 3), stop if stop < spec.time_limit else None))
+        t += 2 * interval
+    return windows
+
+
+def fault_turns(spec: RunSpec, rng: random.Random) -> tuple[list[FaultStep], list[Item]]:
+    """The fault steps, and the item of ``--nemesis`` each window was given to.
+
+    One fault at a time, and every item has its turn before any has a second: each window draws
+    one of the items whose turn has not come yet in this round, in the order of their names,
+    then the item's menu draws the fault. With one item that is the one draw a window always
+    made, so a plan of one package is the same as before items could name kinds.
+    """
+    steps: list[FaultStep] = []
+    turns: list[Item] = []
+    if not spec.nemesis:
+        return steps, turns
+    items = sorted(parse_items(spec.nemesis, spec.topology, spec.zookeepers), key=lambda i: i.text)
+    waiting: list[Item] = []
+    for start, stop in fault_windows(spec):
+        # When, and whose turn, is decided here; what the fault is, the package's menu says.
+        waiting = waiting or list(items)
+        item = rng.choice(waiting)
+        waiting.remove(item)
+        turns.append(item)
+        menu = MENUS[item.package]
+        steps += menu.draw(
+            rng, spec.topology, spec.nemesis_interval, start, stop, item.kinds, item.target
+        )
+    return steps, turns
+
+
 def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
     """One fault at a time: on for an interval, off for an interval, until the time limit.
 
     Whatever is still on at the end is healed by the interpreter, so no stop is needed past it.
     """
-    steps: list[FaultStep] = []
-    if not spec.nemesis:
-        return steps
-    interval = spec.nemesis_interval
-    t = interval
-    # Compare the times as written to plan.json (rounded), or a step could land on the limit.
-    while round(t, 3) < spec.time_limit:
-        # When, and which package, is decided here; what the fault is, the package's menu says.
-        menu = MENUS[rng.choice(sorted(spec.nemesis))]
-        stop = round(t + interval, 3)
-        steps += menu.draw(
-            rng, spec.topology, interval, round(t, 3), stop if stop < spec.time_limit else None
-        )
-        t += 2 * interval
-    return steps
+    return fault_turns(spec, rng)[0]
+
+
+def without_window(spec: RunSpec, turns: list[Item]) -> str | None:
+    """A sentence naming the items of ``--nemesis`` that got no fault window, and the time limit
+    that fits them all; None when each got one."""
+    given = {i.text for i in turns}
+    missed = [t for t in spec.nemesis if t not in given]
+    if not missed:
+        return None
+    windows = len(turns)
+    fits = 2 * len(spec.nemesis) * spec.nemesis_interval
+    return (
+        f"--time-limit {spec.time_limit:g} s with --nemesis-interval {spec.nemesis_interval:g} s "
+        f"has {windows} fault window{'s' if windows != 1 else ''} for {len(spec.nemesis)} "
+        f"nemesis items: {', '.join(missed)} got none; --time-limit {fits:g} fits them all"
+    )
 
 
 def generator_params(spec: RunSpec) -> dict[str, Any]:
@@ -115,11 +163,13 @@ def build_plan(spec: RunSpec, seed: int) -> Plan:
     rng = random.Random(f"kchaos/{seed}/plan")
     spec_data = spec.to_dict()
     spec_data["seed"] = seed
+    faults, turns = fault_turns(spec, rng)
+    short = without_window(spec, turns)
     return Plan(
         seed=seed,
         spec=spec_data,
         generator=generator_params(spec),
-        faults=fault_schedule(spec, rng),
+        faults=faults,
         migration=migration_schedule(spec.topology, spec.time_limit, seed, spec.zookeepers),
         # The quorum steps come after any upgrade's: one driver carries them out in list order.
         upgrade=upgrade_schedule(
@@ -131,6 +181,7 @@ def build_plan(spec: RunSpec, seed: int) -> Plan:
             spec.zookeepers,
         )
         + quorum_schedule(spec.topology, spec.time_limit, seed, spec.quorum),
+        notes=[short] if short else [],
     )
 
 

@@ -8,11 +8,13 @@ from typing import Any
 
 import click
 from click.core import ParameterSource
+from rich.markup import escape
 
 from clusters.kafka_dist import DEFAULT_VERSION
 from clusters.quorum import QUORUMS
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
-from harness.console import console, say
+from harness.console import console, err_console, say
+from harness.nemesis_items import EXAMPLE, SYNTAX
 from harness.plan import build_plan, load_plan, new_seed
 from harness.spec import AVAILABILITY, RunSpec, load_spec_file, spec_from_dict
 
@@ -75,7 +77,14 @@ _D = RunSpec()
     help=f"Kafka version or line (newest of the line; e.g. {DEFAULT_VERSION}).",
 )
 @click.option("--workload", default=_D.workload, show_default=True)
-@click.option("--nemesis", default="", help="Comma-separated fault packages, e.g. partition,kill.")
+@click.option(
+    "--nemesis",
+    default="",
+    help=f"Faults, comma-separated: each item is {SYNTAX}. A package draws any of its kinds, "
+    "a kind only itself, a target fixes whom it hits (kill and pause: the kind is the target). "
+    "Every item gets a fault window before any gets a second; `kchaos nemeses` lists every "
+    f"package, kind, target and parameter.\n\n\b\ne.g. partition,kill\n     {EXAMPLE}",
+)
 @click.option(
     "--time-limit",
     type=float,
@@ -146,7 +155,13 @@ _D = RunSpec()
     help="What a spurious fence of a healthy broker does to the verdict: report it, tolerated "
     "(the default), or fail the run (docs/checkers.md, lease liveness).",
 )
-@click.option("--plan-only", is_flag=True, help="Print the plan and exit without running.")
+@click.option(
+    "--plan-only",
+    is_flag=True,
+    help="Print the plan and exit without running. Checks all a run checks without a network "
+    "(the spec, the nemesis items on the topology, the Kafka versions' spelling and range); "
+    "which release a line such as 3.9 means, and that Maven Central has it, the run finds out.",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -173,7 +188,14 @@ def run(
         plan = build_plan(spec, seed)
     if plan_only:
         click.echo(plan.to_json(), nl=False)
+        # On stderr: stdout is the plan, byte for byte.
+        for note in plan.notes:
+            err_console.print(
+                f"[yellow]note:[/yellow] {escape(note)}", highlight=False, emoji=False
+            )
         return
+    for note in plan.notes:
+        say(escape(note))
     run = Run(plan, say=say, replay_of=str(replay_dir) if replay_dir else None)
     result = run.execute()
     check = result.summary.get("check") or {}

@@ -14,9 +14,11 @@ from typing import Any
 import yaml
 
 from clusters.errors import ClusterError
+from clusters.kafka_dist import parse_version, resolve_version
 from clusters.quorum import STATIC, check_quorum
-from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, check_zookeeper_version
+from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
 from clusters.upgrade_paths import check_downgrade, check_upgrade
+from harness.nemesis_items import ItemError, parse_items
 
 TIMINGS = ("fast", "default")
 QUEUE_MODES = ("assign", "subscribe")
@@ -93,10 +95,14 @@ class RunSpec:
 _LATER_OPTIONS = ("upgrade_to", "downgrade_to", "quorum", "availability")
 
 
-def _known_nemeses() -> list[str]:
-    from nemesis.registry import NEMESES
-
-    return sorted(NEMESES)
+def check_release(version: str) -> None:
+    """Refuses, without a network, what a run's version resolution would refuse of ``version``
+    itself: a spelling that is no version, or a release older than kchaos supports, in the
+    run's own words. Which release a line such as 3.9 means, and whether Maven Central has
+    it, only the run finds out (clusters/kafka_dist.py resolve_offline_first)."""
+    parts = parse_version(version)
+    # Given the one release the request could mean, resolve_version refuses only the request.
+    resolve_version(version, [".".join(map(str, (*parts, 0, 0)[:3]))])
 
 
 def _known_workloads() -> list[str]:
@@ -112,19 +118,16 @@ def validate(spec: RunSpec) -> RunSpec:
         raise SpecError(
             f"unknown workload '{spec.workload}': valid workloads are {', '.join(workloads)}"
         )
-    valid = _known_nemeses()
-    unknown = [n for n in spec.nemesis if n not in valid]
-    if unknown:
-        raise SpecError(
-            f"unknown nemesis {', '.join(repr(n) for n in unknown)}: valid nemeses are "
-            f"{', '.join(valid)}"
-        )
-    if len(set(spec.nemesis)) != len(spec.nemesis):
-        raise SpecError(f"nemesis {spec.nemesis} names a package twice")
     if spec.topology not in TOPOLOGIES:
         choices = ", ".join(TOPOLOGIES)
         raise SpecError(f"unknown topology '{spec.topology}': choose one of {choices}")
     try:
+        parse_items(spec.nemesis, spec.topology, spec.zookeepers)
+    except ItemError as exc:
+        raise SpecError(str(exc)) from None
+    try:
+        for release in spec.releases():
+            check_release(release)
         check_zookeeper_version(spec.topology, spec.version)
         if spec.upgrade_to:
             check_upgrade(spec.topology, spec.version, spec.upgrade_to)
@@ -158,6 +161,14 @@ def validate(spec: RunSpec) -> RunSpec:
         raise SpecError(f"rate must be 0 (unlimited) or positive, not {spec.rate}")
     if spec.seed is not None and not 0 <= spec.seed < 2**63:
         raise SpecError(f"seed must be between 0 and 2^63-1, not {spec.seed}")
+    try:
+        # The cluster's layout is pure data: a subnet that cannot hold it is refused here, as
+        # the run would refuse it, and not after the run directory exists.
+        build_topology(
+            spec.topology, cluster=spec.cluster, zookeepers=spec.zookeepers, subnet=spec.subnet
+        )
+    except ClusterError as exc:
+        raise SpecError(str(exc)) from None
     return spec
 
 

@@ -98,6 +98,8 @@ MENU = Menu(
         ),
     ),
     targets=("one", "minority", "all"),
+    # reset sets every faked node back to 0, whatever the step's target.
+    target_kinds=("bump", "strobe", "restart-skewed"),
 )
 
 

@@ -101,6 +101,9 @@ class Menu:
     targets: tuple[str, ...] = ()
     # Where the target comes from when a step has none, for the listing.
     targets_note: str = ""
+    # The kinds that read a step's target, so that a spec may name one (``clock:bump@all``);
+    # None: every kind. Kill and pause need none: their kind is the target.
+    target_kinds: tuple[str, ...] | None = None
 
     def kind_names(self) -> tuple[str, ...]:
         return tuple(k.name for k in self.kinds)
@@ -117,6 +120,11 @@ class Menu:
         """The kinds a plan may choose on ``topology``, in the menu's order."""
         return [k for k in self.kinds if k.applies_to(topology)]
 
+    def takes_target(self, kind: str) -> bool:
+        """Whether a step of ``kind`` reads a target a spec may name (kill and pause: the kind
+        is the target, so ``kill@one`` names the kind)."""
+        return self.kind_is_target or self.target_kinds is None or kind in self.target_kinds
+
     def draw(
         self,
         rng: random.Random,
@@ -124,19 +132,26 @@ class Menu:
         interval: float,
         start_s: float,
         stop_s: float | None,
+        kinds: tuple[str, ...] | None = None,
+        target: str | None = None,
     ) -> list[FaultStep]:
         """One fault on ``topology``: its start step, and its stop step unless ``stop_s`` is None.
 
         Draws, in this order: the kind, the target (when the plan chooses one), the step's seed
-        (which resolves the target at fault time), then the kind's parameters.
+        (which resolves the target at fault time), then the kind's parameters. A spec that named
+        ``kinds`` (the run's topology's, checked by the caller) draws among those only, and no
+        draw for a single one; a named ``target`` is the step's target, not drawn.
         """
-        kind = rng.choice(self.kinds_for(topology))
-        if self.kind_is_target:
-            target: str | None = kind.name
-        elif self.targets:
-            target = rng.choice(self.targets)
+        if kinds is None:
+            kind = rng.choice(self.kinds_for(topology))
+        elif len(kinds) == 1:
+            kind = self.kind(kinds[0])
         else:
-            target = None
+            kind = rng.choice([self.kind(k) for k in kinds])
+        if target is None and self.kind_is_target:
+            target = kind.name
+        elif target is None and self.targets:
+            target = rng.choice(self.targets)
         seed = rng.getrandbits(32)
         params = {d.param: d.draw(rng, interval) for d in kind.draws}
         steps = [FaultStep(start_s, "start", self.fault, kind.name, target, seed, params)]
@@ -170,6 +185,11 @@ class Menu:
             "fault": self.fault,
             "meaning": self.meaning,
             "targets": targets,
+            # The kinds a spec may aim at a target it names (package:kind@target); none for
+            # kill and pause, whose kind is the target.
+            "target_kinds": []
+            if self.kind_is_target
+            else [k.name for k in self.kinds if self.takes_target(k.name)],
             "kinds": [
                 {
                     "kind": k.name,

@@ -42,6 +42,7 @@ MENU = Menu(
     ),
     meaning="DROP rules in each node's own namespace; stop removes them all",
     targets_note="none: the kind says who (isolate-one reads the step's target, default one)",
+    target_kinds=("isolate-one",),
 )
 
 

@@ -50,3 +50,46 @@ def test_a_step_of_another_package_is_refused():
 
     with pytest.raises(NemesisError, match="the clock package cannot carry out a kill step"):
         MENUS["clock"].check_keys(FaultStep(0, "start", "kill", "one"))
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+@pytest.mark.parametrize("name", list(NEMESES))
+def test_a_named_kind_and_target_are_drawn_as_named_and_pass_the_check(name, topology):
+    from nemesis.api import TARGETS
+
+    menu, nemesis = MENUS[name], build([name])[name]
+    rng = random.Random(f"menus/named/{name}/{topology}")
+    for kind in menu.kinds_for(topology):
+        targets = [None] if menu.kind_is_target or not menu.takes_target(kind.name) else TARGETS
+        for target in targets:
+            start, stop = menu.draw(rng, topology, 5.0, 1.0, 2.0, (kind.name,), target)
+            assert start.kind == stop.kind == kind.name
+            assert start.target == stop.target
+            if menu.kind_is_target:
+                assert start.target == kind.name
+            elif target is None:  # drawn as without a name: one of the menu's, or none
+                assert start.target in (menu.targets or (None,))
+            else:
+                assert start.target == target
+            nemesis.check(start)
+
+
+def test_a_single_named_kind_takes_no_draw_and_several_draw_among_themselves():
+    menu = MENUS["clock"]
+    a, b = random.Random(1), random.Random(1)
+    menu.draw(a, "kraft", 5.0, 1.0, None, ("bump",), "all")
+    b.getrandbits(32)  # the step's seed
+    b.choice((-300, -30, -5, 5, 30, 300))  # delta_s
+    assert a.random() == b.random()
+    rng = random.Random(2)
+    kinds = {menu.draw(rng, "kraft", 5.0, 1.0, None, ("bump", "strobe"))[0].kind for _ in range(50)}
+    assert kinds == {"bump", "strobe"}
+
+
+def test_the_kinds_that_read_a_named_target():
+    assert [k for k in MENUS["partition"].kind_names() if MENUS["partition"].takes_target(k)] == [
+        "isolate-one"
+    ]
+    assert not MENUS["clock"].takes_target("reset")
+    assert all(MENUS["jvm"].takes_target(k) for k in MENUS["jvm"].kind_names())
+    assert all(MENUS["packet"].takes_target(k) for k in MENUS["packet"].kind_names())
