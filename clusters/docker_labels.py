@@ -9,6 +9,8 @@ are typed against; bringing a cluster up is clusters/docker_lifecycle.py's.
 
 from __future__ import annotations
 
+import time
+
 import docker
 import docker.errors
 
@@ -19,6 +21,8 @@ from clusters.kafka_dist import KafkaDist, ensure_dist, load_dist
 from clusters.topology import NodeSpec, Topology
 
 LABEL = "kchaos"
+# How long a removal begun by another process (a run's teardown, `kchaos cluster down`) may take.
+OTHERS_REMOVAL_S = 60.0
 
 
 def container_name(cluster: str, node: str) -> str:
@@ -115,6 +119,12 @@ class LabelledCluster:
                 removed += 1
             except docker.errors.NotFound:
                 pass
+            except docker.errors.APIError as exc:
+                # 409 "removal of container … is already in progress": another process is
+                # removing it. Its network can go only once it has, so wait for that.
+                if exc.status_code != 409:
+                    raise
+                self._wait_removed(c)
         for net in self.networks():
             try:
                 net.remove()
@@ -122,6 +132,18 @@ class LabelledCluster:
             except docker.errors.NotFound:
                 pass
         return removed
+
+    def _wait_removed(self, container) -> None:
+        deadline = time.monotonic() + OTHERS_REMOVAL_S
+        while time.monotonic() < deadline:
+            try:
+                container.reload()
+            except docker.errors.NotFound:
+                return
+            time.sleep(0.2)
+        raise ClusterError(
+            f"container {container.name} is still being removed after {OTHERS_REMOVAL_S:.0f} s"
+        )
 
 
 def list_clusters(client: docker.DockerClient) -> list[str]:
