@@ -16,9 +16,10 @@ from rich.markup import escape
 from checkers.analyze.cli import analyze_command
 from checkers.cli import check_command
 from clusters.errors import ClusterError
+from clusters.hold import ClusterRemoved
 from harness.cluster_cli import cluster
 from harness.console import console, err_console, say
-from harness.exit_codes import BAD_INPUT_EXIT, INTERRUPTED_EXIT
+from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED_EXIT
 from harness.nemeses_cli import nemeses
 from harness.run_cli import heal, run
 from harness.spec import SpecError
@@ -55,7 +56,7 @@ class KchaosGroup(click.Group):
             err_console.print(
                 f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, emoji=False
             )
-            sys.exit(BAD_INPUT_EXIT)
+            sys.exit(CLUSTER_REMOVED_EXIT if isinstance(exc, ClusterRemoved) else BAD_INPUT_EXIT)
         except KeyboardInterrupt:
             err_console.print("[yellow]interrupted[/yellow]")
             sys.exit(INTERRUPTED_EXIT)

@@ -7,3 +7,6 @@ tells "Kafka broke its promise" from "the job is misconfigured".
 
 BAD_INPUT_EXIT = 254
 INTERRUPTED_EXIT = 130
+# A run whose cluster was removed while it ran (`kchaos cluster down --force`, or by hand): not
+# Kafka's verdict and not bad input. Its history and run.json are kept, unchecked.
+CLUSTER_REMOVED_EXIT = 252

@@ -22,12 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusters.docker_cluster import ClusterInfo, DockerCluster
+import docker.errors
+
+from clusters.docker_cluster import LABEL, ClusterInfo, DockerCluster
 from clusters.engine import client as docker_client
+from clusters.errors import ClusterError
+from clusters.hold import ClusterRemoved, Hold, holding
 from clusters.kafka_dist import KafkaDist, ensure_dist, parse_version
 from clusters.quorum import STATIC
 from clusters.topology import build_topology
-from harness.exit_codes import BAD_INPUT_EXIT, INTERRUPTED_EXIT
+from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED_EXIT
 from harness.faults import FaultDriver, heal, prepare
 from harness.migration import MigrationDriver
 from harness.nemesis_items import packages
@@ -89,6 +93,8 @@ class Live:
     upgrade: UpgradeDriver | None = None
     clients: Clients | None = None
     healed: list[dict[str, Any]] | None = None
+    # Whether the cluster under the run's name is the run's own to tear down: not one it found.
+    made: bool = False
 
 
 class Run:
@@ -101,6 +107,7 @@ class Run:
         show_progress: bool = True,
         replay_of: str | None = None,
         nemeses: dict[str, Any] | None = None,
+        force: bool = False,
     ) -> None:
         self.plan = plan
         self.spec = plan.run_spec()
@@ -116,6 +123,9 @@ class Run:
         self._given_nemeses = nemeses
         self.nemeses: dict[str, Nemesis] = {}
         self.releases: dict[str, KafkaDist] = {}
+        # The cluster's hold (clusters/hold.py); --force runs without it when another has it.
+        self.force = force
+        self.hold: Hold | None = None
 
     def prepare(self) -> Path:
         """The run directory with spec and plan, before anything touches a cluster."""
@@ -131,7 +141,17 @@ class Run:
         return run_dir
 
     def execute(self) -> RunResult:
+        """The run, holding its cluster from before anything touches it until it is torn down:
+        another run, `cluster down`, `cluster up` or `heal` on it is refused meanwhile."""
+        does = "run on it anyway"
+        with holding(self.spec.cluster, "kchaos run", self.force, does, self.say) as hold:
+            self.hold = hold
+            return self._execute()
+
+    def _execute(self) -> RunResult:
         run_dir = self.run_dir or self.prepare()
+        if self.hold is not None:
+            self.hold.note_run_dir(run_dir)
         self.say(f"seed {self.plan.seed}; run directory {run_dir}")
         live = Live(run_dir, DockerCluster(docker_client(), self.spec.cluster))
         interrupted = False
@@ -148,6 +168,8 @@ class Run:
         except BaseException as exc:
             error = exc
         finally:
+            if not interrupted:
+                error = self._removal(live, error)
             with _second_interrupt_waits(self.say):
                 self._finish(live, finished=not interrupted and error is None)
         self.summary["seconds"] = round(time.monotonic() - started, 1)
@@ -171,6 +193,13 @@ class Run:
         # Every release the run will roll to is assembled first: an unknown one is refused
         # before any container exists.
         self.releases = {v: ensure_dist(v) for v in spec.releases()}
+        if live.cluster.exists():
+            # Someone else's (held or not): refused here so that the ending leaves it alone.
+            raise ClusterError(
+                f"a cluster named '{spec.cluster}' already exists: 'kchaos cluster down --name "
+                f"{spec.cluster}' removes it, or choose another --cluster"
+            )
+        live.made = True
         self.say(f"bringing up {spec.topology} cluster '{spec.cluster}' (Kafka {spec.version})")
         info = live.cluster.up(
             topo,
@@ -298,7 +327,7 @@ class Run:
             )
         if live.up is not None:
             self.summary["ops"] = keep_history(live.up.recorder, run_dir, self.say)
-        if live.up is not None or live.cluster.exists():
+        if live.up is not None or (live.made and live.cluster.exists()):
             keep = self.spec.keep_cluster
             collect_and_tear_down(live.cluster, self.spec.cluster, keep, run_dir, self.say)
         checked = finished and live.up is not None
@@ -307,11 +336,53 @@ class Run:
     def _exit_code(self, interrupted: bool, error: BaseException | None) -> int:
         if interrupted:
             return INTERRUPTED_EXIT
+        if isinstance(error, ClusterRemoved):
+            return CLUSTER_REMOVED_EXIT
         if error is not None:
             return BAD_INPUT_EXIT
         if not (self.summary.get(self.workload_kind.FINAL_KEY) or {}).get("complete", False):
             return 1
         return int(self.summary.get("check", {}).get("exit_code", 0) or 0)
+
+    # A cluster removed under the run -------------------------------------------------------------
+    def _removal(self, live: Live, error: BaseException | None) -> BaseException | None:
+        """``ClusterRemoved`` in place of ``error`` when the cluster was removed under the run
+        (whatever that did to the step that noticed); ``error`` otherwise. Asked before the
+        ending, whose teardown removes the cluster itself."""
+        why = self._removed_why(live, error)
+        if why is None:
+            return error
+        if live.up is not None:
+            kept = f"what it recorded is kept in {live.run_dir}, not checked"
+        else:
+            kept = f"it recorded nothing; {live.run_dir}/run.json says so"
+        removed = ClusterRemoved(self.spec.cluster, why, kept)
+        removed.__cause__ = error
+        self.summary["cluster_removed"] = {
+            "why": why,
+            "error": f"{type(error).__name__}: {error}" if error is not None else None,
+            "history_kept": live.up is not None,
+        }
+        return removed
+
+    def _removed_why(self, live: Live, error: BaseException | None) -> str | None:
+        note = self.hold.removed_by() if self.hold is not None else None
+        by = f"by pid {note['pid']}, {note['command']}, at {note['at']}" if note else None
+        gone = _gone(live.cluster, live.up.info) if live.up is not None else None
+        if gone is None and live.up is None and _docker_says_gone(error):
+            gone = f"Docker: {getattr(error, 'explanation', None) or error}"
+        if by is None and gone is None:
+            return None
+        return "; ".join(w for w in (by, gone, f"noticed {self._phase(live)}") if w)
+
+    def _phase(self, live: Live) -> str:
+        if live.up is None:
+            return "while bringing it up"
+        if live.clients is None:
+            return "during setup"
+        if not self.stop.is_set():
+            return "during the workload"
+        return "after the time limit (healing, final reads)"
 
     def _worker(self, workload: Workload, rec: Recorder, slot: int) -> None:
         """One client slot's loop (bench/bench_run.py drives it without a cluster run)."""
@@ -319,6 +390,25 @@ class Run:
         Clients(
             workload, rec, self.plan.seed, spec.concurrency, spec.rate, self.processes, self.stop
         ).run_slot(slot)
+
+
+def _gone(dc: DockerCluster, info: ClusterInfo) -> str | None:
+    """What of the cluster as it came up is no longer there (None: all of it is)."""
+    try:
+        present = {c.labels.get(f"{LABEL}.node") for c in dc.containers()}
+        network = bool(dc.networks())
+    except docker.errors.DockerException:
+        return None  # the engine itself is away: not a removal this can prove
+    missing = [n.name for n in info.topology.nodes if n.name not in present]
+    what = [f"containers of {', '.join(missing)} gone"] if missing else []
+    if not network:
+        what.append("its network gone")
+    return ", ".join(what) or None
+
+
+def _docker_says_gone(error: BaseException | None) -> bool:
+    """Docker's answers for a container that is gone (404) or being removed (409)."""
+    return isinstance(error, docker.errors.APIError) and error.status_code in (404, 409)
 
 
 @contextmanager
