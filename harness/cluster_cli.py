@@ -13,12 +13,18 @@ from rich.table import Table
 
 from clusters.docker_cluster import DockerCluster, list_clusters
 from clusters.engine import client
+from clusters.hold import Holder, holding, note_forced_removal
 from clusters.kafka_dist import DEFAULT_VERSION
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology
 from harness.console import console, print_json, say
 
 name_option = click.option(
     "--name", default="kchaos", show_default=True, help="Cluster name (several can coexist)."
+)
+force_option = click.option(
+    "--force",
+    is_flag=True,
+    help="Go ahead even if a run (or another command) holds the cluster (docs/clusters.md).",
 )
 
 
@@ -51,6 +57,7 @@ def cluster() -> None:
 @click.option(
     "--no-wait", is_flag=True, help="Return once containers start, without waiting for readiness."
 )
+@force_option
 def up(
     name: str,
     topology: str,
@@ -61,13 +68,17 @@ def up(
     subnet: str,
     heap_mb: int,
     no_wait: bool,
+    force: bool,
 ) -> None:
     """Creates a cluster and waits until it is ready (leader elected, brokers unfenced)."""
     topo = build_topology(
         topology, cluster=name, brokers=brokers, zookeepers=int(zookeepers), subnet=subnet
     )
     started = time.monotonic()
-    with console.status(f"bringing up {topology} cluster '{name}'"):
+    with (
+        holding(name, "kchaos cluster up", force, "bring it up anyway", say),
+        console.status(f"bringing up {topology} cluster '{name}'"),
+    ):
         DockerCluster(client(), name).up(
             topo, version, timing=timing, heap_mb=heap_mb, say=say, wait=not no_wait
         )
@@ -85,9 +96,18 @@ def up(
     type=click.Path(file_okay=False, path_type=Path),
     help="First copy node logs and decoded metadata logs into this directory.",
 )
-def down(name: str, collect: Path | None) -> None:
-    """Removes every container and network of the cluster (after collecting, if asked)."""
-    removed = DockerCluster(client(), name).down(collect=collect, say=say)
+@force_option
+def down(name: str, collect: Path | None, force: bool) -> None:
+    """Removes every container and network of the cluster (after collecting, if asked).
+
+    Refused while a run uses the cluster, unless --force (the run then ends with an error)."""
+
+    def tell_holder(holder: Holder | None) -> None:
+        note_forced_removal(name, holder, "kchaos cluster down --force")
+
+    does = "remove it anyway (the run on it then ends with an error)"
+    with holding(name, "kchaos cluster down", force, does, say, tell_holder):
+        removed = DockerCluster(client(), name).down(collect=collect, say=say)
     console.print(f"cluster '{name}': removed {removed} containers and networks")
 
 

@@ -162,12 +162,19 @@ _D = RunSpec()
     "(the spec, the nemesis items on the topology, the Kafka versions' spelling and range); "
     "which release a line such as 3.9 means, and that Maven Central has it, the run finds out.",
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Run even if another run (or command) holds --cluster; refused otherwise "
+    "(docs/clusters.md, the hold).",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
     spec_file: Path | None,
     replay_dir: Path | None,
     plan_only: bool,
+    force: bool,
     **options: Any,
 ) -> None:
     """Runs a workload against a fresh cluster while nemeses break it; records a history."""
@@ -196,7 +203,7 @@ def run(
         return
     for note in plan.notes:
         say(escape(note))
-    run = Run(plan, say=say, replay_of=str(replay_dir) if replay_dir else None)
+    run = Run(plan, say=say, replay_of=str(replay_dir) if replay_dir else None, force=force)
     result = run.execute()
     check = result.summary.get("check") or {}
     kind = run.workload_kind
@@ -213,13 +220,22 @@ def run(
 @click.option(
     "--name", "cluster", default=_D.cluster, show_default=True, help="Docker cluster name."
 )
-def heal(cluster: str) -> None:
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Heal even while a run holds the cluster (it heals itself as it ends; undoing its "
+    "faults early makes its history say faults were on that were not).",
+)
+def heal(cluster: str, force: bool) -> None:
     """Undoes every fault any nemesis could have left on a cluster (after a crashed run)."""
     from clusters.docker_cluster import DockerCluster
     from clusters.engine import client
+    from clusters.hold import holding
     from nemesis.heal import heal_cluster
 
-    done = heal_cluster(DockerCluster(client(), cluster))
+    does = "heal it anyway (the run's history then shows faults on that were already undone)"
+    with holding(cluster, "kchaos heal", force, does, say):
+        done = heal_cluster(DockerCluster(client(), cluster))
     for action in done:
         say(action)
     what = f"{len(done)} fault(s) undone" if done else "no fault was in place"
