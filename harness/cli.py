@@ -1,7 +1,8 @@
 """The ``kchaos`` command line.
 
 Every failure a user can cause or fix ends as one line on stderr and exit code 254 (Jepsen's code
-for bad arguments), so scripts can tell it from a verdict (0 valid, 1 invalid, 2 unknown);
+for bad arguments), so scripts can tell it from a verdict (0 valid, 1 invalid, 2 unknown); a run
+whose cluster was removed under it ends the same way with 252 (harness/exit_codes.py);
 tracebacks are for kchaos's own bugs only.
 """
 
