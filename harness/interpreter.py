@@ -407,8 +407,13 @@ def _gone(dc: DockerCluster, info: ClusterInfo) -> str | None:
 
 
 def _docker_says_gone(error: BaseException | None) -> bool:
-    """Docker's answers for a container that is gone (404) or being removed (409)."""
-    return isinstance(error, docker.errors.APIError) and error.status_code in (404, 409)
+    """Docker's answers for a container that is gone (404) or being removed (409; a 409 for a
+    name already in use is no removal)."""
+    if not isinstance(error, docker.errors.APIError):
+        return False
+    return error.status_code == 404 or (
+        error.status_code == 409 and "remov" in str(error.explanation or "")
+    )
 
 
 @contextmanager
