@@ -88,4 +88,17 @@ def test_killing_the_active_controller_elects_a_new_leader_and_the_node_rejoins(
         node = next(n for n in st["nodes"] if n["name"] == victim.name)
         return len(pairs) == 1 and all(views.values()) and node.get("fenced") is False
 
-    wait_until(f"{victim.name} to rejoin as an unfenced broker that agrees on the leader", rejoined)
+    def states() -> str:
+        # CI keeps no cluster to look at: say what each container did, and the victim's last log.
+        lines = []
+        for name, node in dc.nodes(info).items():
+            st = node.state()
+            lines.append(f"{name}: {st.get('Status')} exit={st.get('ExitCode')}")
+        lines.append(dc.nodes(info)[victim.name].logs(tail=60))
+        return "\n".join(lines)
+
+    wait_until(
+        f"{victim.name} to rejoin as an unfenced broker that agrees on the leader",
+        rejoined,
+        explain=states,
+    )

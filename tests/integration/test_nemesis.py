@@ -193,7 +193,16 @@ def test_clock_bump_is_seen_by_the_running_jvm_and_reset_undoes_it(cluster, ctx)
     assert again["targets"] == [node.name] and again["restarted"] == []
     wait_until("JVM clock -10 min", lambda: abs((jvm_skew_s(node) or 0) + 600) < 3, timeout=30)
     assert nemesis.stop(ctx, step("stop", "clock", "bump"))["reset"] == [node.name]
-    wait_until("JVM clock back", lambda: abs(jvm_skew_s(node) or 99) < 3, timeout=30)
+    wait_until(
+        "JVM clock back",
+        lambda: abs(jvm_skew_s(node) or 99) < 3,
+        timeout=30,
+        explain=lambda: (
+            f"skew now {jvm_skew_s(node)}; {node.name} faketime file: "
+            f"{node.exec(['cat', FAKETIME_ENV]).stdout!r}\n{node_states(*cluster)}\n"
+            f"{node.logs(tail=30)}"
+        ),
+    )
     strobe = nemesis.start(
         ctx, step("start", "clock", "strobe", "one", delta_s=3600, period_s=2, duration_s=16)
     )
