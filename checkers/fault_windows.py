@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from checkers.op_rows import row_value
 from history.format import MIGRATION, NEMESIS, UPGRADE
 
 # Fault starts that leave any earlier fault in place: none of them starts a stopped or exited
@@ -106,13 +107,6 @@ class Faults:
     walls: bool = True  # False: some op has no wall clock, so nothing here is placed in time
 
 
-def _value(r: dict[str, Any]) -> Any:
-    try:
-        return json.loads(r["value_json"]) if r.get("value_json") else None
-    except ValueError:
-        return None
-
-
 def op_spans(rows: Iterable[dict[str, Any]], processes: tuple[str, ...]) -> list[OpSpan] | None:
     """Invocation-completion pairs of `processes`, in invocation order; None when some row has
     no wall clock (a history written before `wall`, or a hand-made one)."""
@@ -139,7 +133,7 @@ def op_spans(rows: Iterable[dict[str, Any]], processes: tuple[str, ...]) -> list
                 c["type"] if c else "invoke",
                 float(inv["wall"]),
                 float(c["wall"]) if c else math.inf,
-                _value(c) if c and c.get("value_json") else _value(inv),
+                row_value(c) if c and c.get("value_json") else row_value(inv),
             )
         )
     return out

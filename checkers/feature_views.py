@@ -23,13 +23,13 @@ A sample's `features` is the node's ApiVersions answer: `supported` ({name: [min
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from checkers.findings import secs
 from checkers.observer_samples import Sample
+from checkers.op_rows import row_value
 from history.format import UPGRADE
 
 METADATA_VERSION = "metadata.version"
@@ -215,13 +215,6 @@ class Step:
         )
 
 
-def _value(r: dict[str, Any]) -> Any:
-    try:
-        return json.loads(r["value_json"]) if r.get("value_json") else None
-    except ValueError:
-        return None
-
-
 def steps_of(rows: list[dict[str, Any]], views: list[View] | None = None) -> list[Step]:
     """Feature steps from op rows (columnar, with value_json) of process "upgrade"; `views`
     tell whether every controller ran Kafka 4.0+ while a step was answered (`Step.atomic`)."""
@@ -234,7 +227,7 @@ def steps_of(rows: list[dict[str, Any]], views: list[View] | None = None) -> lis
     for r in rows:
         if r["type"] != "invoke" or r.get("process") != UPGRADE or r["f"] != FEATURES_F:
             continue
-        value = _value(r)
+        value = row_value(r)
         params = value.get("params") if isinstance(value, dict) else None
         if not isinstance(params, dict):
             continue
@@ -243,7 +236,7 @@ def steps_of(rows: list[dict[str, Any]], views: list[View] | None = None) -> lis
             str(k): v for k, v in (levels or {}).items() if _int(v) is not None
         } if isinstance(levels, dict) else {}  # fmt: skip
         end = done.get(r["index"])
-        end_value = _value(end) if end else None
+        end_value = row_value(end) if end else None
         text = " ".join(
             str(t)
             for t in (

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.findings import secs
+from checkers.op_rows import row_value
 from history.format import MIGRATION, NEMESIS, OBSERVER, UPGRADE
 
 # Faults that may legitimately erase a node's persisted Raft state.
@@ -103,16 +104,9 @@ def observe_samples_from_ops(rows: list[dict[str, Any]]) -> MetadataInput:
     return out
 
 
-def _value(r: dict[str, Any]) -> Any:
-    try:
-        return json.loads(r["value_json"]) if r.get("value_json") else None
-    except ValueError:
-        return None
-
-
 def _frozen_nodes(r: dict[str, Any]) -> frozenset[str] | None:
     """The nodes a pause stopped; None (any node) unless it completed ok and named them."""
-    value = _value(r)
+    value = row_value(r)
     if r["type"] != "ok" or not isinstance(value, dict):
         return None
     named = value.get("frozen") or value.get("stopped_after_s")
@@ -124,7 +118,7 @@ def _resumes(r: dict[str, Any]) -> bool:
         return False
     if r["f"] == "stop-pause":
         return True
-    value = _value(r)
+    value = row_value(r)
     return r["f"] == "heal" and isinstance(value, dict) and value.get("by") == "pause"
 
 

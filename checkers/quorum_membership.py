@@ -32,12 +32,12 @@ epoch had.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from checkers.findings import Finding, secs
 from checkers.observer_samples import Sample
+from checkers.op_rows import row_value
 
 REMOVE, ADD, DESCRIBE = "remove-controller", "add-controller", "describe-quorum"
 CHANGES = (REMOVE, ADD)
@@ -118,13 +118,6 @@ class MembershipInput:
     attempts: list[Attempt]
 
 
-def _value(row: dict[str, Any]) -> Any:
-    try:
-        return json.loads(row["value_json"]) if row.get("value_json") else None
-    except ValueError:
-        return None
-
-
 def _epochs(value: dict[str, Any]) -> list[tuple[int, str]]:
     out = []
     for node_id, view in (value.get("at_ack") or {}).items():
@@ -142,7 +135,7 @@ def membership_input(rows: list[dict[str, Any]], samples: list[Sample]) -> Membe
             continue
         inv = invokes.get(r.get("invoke_index"))
         start = inv["time"] if inv else r["time"]
-        value = _value(r)
+        value = row_value(r)
         value = value if isinstance(value, dict) else {}
         if r["f"] in CHANGES:
             ok = r["type"] == "ok"
