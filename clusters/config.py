@@ -137,6 +137,11 @@ def server_properties(
             "transaction.state.log.num.partitions": "5",
             "unclean.leader.election.enable": "false",
             "group.initial.rebalance.delay.ms": "0",
+            # The log cleaner allocates its dedupe buffer (default 128 MiB) as one heap array
+            # when it starts; on a node's small heap, right after log recovery, that failed now
+            # and then with "OutOfMemoryError: Java heap space" and a restarted node exited.
+            # Only the internal compacted topics use the cleaner here: 16 MiB is ample.
+            "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
         }
     )
     if timing == "fast":
