@@ -76,9 +76,14 @@ class ClusterRemoved(ClusterError):
     def __init__(self, cluster: str, why: str, kept: str) -> None:
         self.cluster = cluster
         self.why = why
+        self.kept = kept
         super().__init__(
             f"cluster '{cluster}' was removed while the run was using it ({why}); {kept}"
         )
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        # A supervised run raises it in its child process and the supervisor raises it again.
+        return (type(self), (self.cluster, self.why, self.kept))
 
 
 def check_name(cluster: str) -> None:

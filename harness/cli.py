@@ -2,7 +2,8 @@
 
 Every failure a user can cause or fix ends as one line on stderr and exit code 254 (Jepsen's code
 for bad arguments), so scripts can tell it from a verdict (0 valid, 1 invalid, 2 unknown); a run
-whose cluster was removed under it ends the same way with 252 (harness/exit_codes.py);
+whose cluster was removed under it ends the same way with 252, and one whose client host
+crashed with 253 after healing and checking what it recorded (harness/exit_codes.py);
 tracebacks are for kchaos's own bugs only.
 """
 

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED
 from harness.faults import FaultDriver, heal, prepare
 from harness.migration import MigrationDriver
 from harness.nemesis_items import packages
+from harness.outcome import RunResult
 from harness.plan import PLAN_NAME, Plan
 from harness.progress import wait_out
 from harness.quorum_steps import QuorumSteps, final_observation
@@ -42,6 +43,7 @@ from harness.readiness import wait_observed_ready
 from harness.recorder import Recorder
 from harness.rundir import make_run_dir, point_latest, write_json
 from harness.steps import stop_and_report
+from harness.supervisor import run_supervised
 from harness.upgrade import UpgradeDriver, node_properties
 from harness.workers import Clients, ProcessIds
 from harness.wrapup import check_run, collect_and_tear_down, keep_history, not_checked
@@ -59,14 +61,16 @@ QUIESCE_TIMEOUT_S = 120.0
 PREPARE_READY_TIMEOUT_S = 300.0
 # A worker finishing its last operation after the time limit is bounded by the client timeouts.
 WORKER_JOIN_S = 40.0
-
-
-@dataclass
-class RunResult:
-    run_dir: Path
-    seed: int
-    exit_code: int
-    summary: dict[str, Any] = field(default_factory=dict)
+# What each phase may take before the supervisor (harness/supervisor.py) takes the client host
+# for hung, kills it and ends the run itself. Generous: they catch a hang, not a slow cluster.
+BRING_UP_BUDGET_S = 1200.0
+SETUP_BUDGET_S = PREPARE_READY_TIMEOUT_S + 600.0
+# Stopping the migration or upgrade driver waits for the step in flight (a restart and its
+# readiness) to finish.
+STEPS_STOP_BUDGET_S = 900.0
+FINAL_BUDGET_S = QUIESCE_TIMEOUT_S + 600.0
+# Collection decodes metadata logs in the containers; a large history may be checked on Spark.
+ENDING_BUDGET_S = 3600.0
 
 
 @dataclass
@@ -108,6 +112,7 @@ class Run:
         replay_of: str | None = None,
         nemeses: dict[str, Any] | None = None,
         force: bool = False,
+        supervise: bool = True,
     ) -> None:
         self.plan = plan
         self.spec = plan.run_spec()
@@ -126,6 +131,13 @@ class Run:
         # The cluster's hold (clusters/hold.py); --force runs without it when another has it.
         self.force = force
         self.hold: Hold | None = None
+        # The run proper in a supervised child process (harness/supervisor.py), so that a
+        # native crash or hang of the client libraries still ends in a healed, checked run.
+        # In-process only where a test drives the interpreter's own steps.
+        self.supervise = supervise
+        # Where the run is, for the supervisor: phase, its budget, and what exists so far.
+        self.on_state: Callable[[dict[str, Any]], None] | None = None
+        self._facts: dict[str, Any] = {}
 
     def prepare(self) -> Path:
         """The run directory with spec and plan, before anything touches a cluster."""
@@ -146,9 +158,12 @@ class Run:
         does = "run on it anyway"
         with holding(self.spec.cluster, "kchaos run", self.force, does, self.say) as hold:
             self.hold = hold
-            return self._execute()
+            if self.supervise:
+                return run_supervised(self)
+            return self.run_here()
 
-    def _execute(self) -> RunResult:
+    def run_here(self) -> RunResult:
+        """The run in this process (the supervised child's body)."""
         run_dir = self.run_dir or self.prepare()
         if self.hold is not None:
             self.hold.note_run_dir(run_dir)
@@ -157,6 +172,7 @@ class Run:
         interrupted = False
         error: BaseException | None = None
         started = time.monotonic()
+        self._note(phase="bring-up", budget_s=BRING_UP_BUDGET_S)
         try:
             up = self._bring_up(live)
             workload = self._set_up(live, up)
@@ -200,6 +216,7 @@ class Run:
                 f"{spec.cluster}' removes it, or choose another --cluster"
             )
         live.made = True
+        self._note(made=True)
         self.say(f"bringing up {spec.topology} cluster '{spec.cluster}' (Kafka {spec.version})")
         info = live.cluster.up(
             topo,
@@ -216,10 +233,12 @@ class Run:
         ctx = FaultContext(topology=info.topology, nodes=live.cluster.nodes(info))
         header = self.workload_kind.HISTORY_HEADER
         live.up = Up(info, ctx, Recorder(live.run_dir / JSONL_NAME, self.run_id, header=header))
+        self._note(history=True)
         return live.up
 
     def _set_up(self, live: Live, up: Up) -> Workload:
         """The nemeses' preparation, then the workload's setup, before any client starts."""
+        self._note(phase="setup", budget_s=SETUP_BUDGET_S)
         workload = self.workload_kind(
             self.plan.generator, up.info.topology, self.plan.seed, self.run_id
         )
@@ -237,6 +256,8 @@ class Run:
         """Observer, faults, migration and clients for the time limit; then no new step begins
         and every client finishes its operation in flight. The observer goes on."""
         spec, rec = self.spec, up.recorder
+        budget = spec.time_limit + WORKER_JOIN_S + STEPS_STOP_BUDGET_S
+        self._note(phase="workload", budget_s=budget)
         observer = live.observer = Observer(up.info.topology, rec)
         faults = live.faults = FaultDriver(
             self.plan.faults, self.nemeses, up.ctx, rec, workload.hints
@@ -271,6 +292,7 @@ class Run:
 
     def _read_back(self, live: Live, up: Up, workload: Workload, observer: Observer) -> None:
         """Everything healed and the cluster ready again, then the workload's final reads."""
+        self._note(phase="final reads", budget_s=FINAL_BUDGET_S + self.spec.final_timeout)
         self._heal(live)
         self._wait_ready(live.cluster, up.info, "after healing", QUIESCE_TIMEOUT_S)
         if live.upgrade is not None and self.spec.quorum_mode != STATIC:
@@ -305,9 +327,11 @@ class Run:
             return
         live.healed = heal(self.nemeses, live.up.ctx, live.up.recorder, live.cluster)
         self.summary["healed"] = live.healed
+        self._note(healed=True)
 
     def _finish(self, live: Live, finished: bool) -> None:
         run_dir = live.run_dir
+        self._note(phase="ending", budget_s=ENDING_BUDGET_S)
         self.stop.set()
         # No new fault once the run is ending: a step due while clients finish would be undone
         # by the heal anyway, and would only blur what the history shows.
@@ -327,11 +351,20 @@ class Run:
             )
         if live.up is not None:
             self.summary["ops"] = keep_history(live.up.recorder, run_dir, self.say)
+            self._note(history_kept=True)
         if live.up is not None or (live.made and live.cluster.exists()):
             keep = self.spec.keep_cluster
             collect_and_tear_down(live.cluster, self.spec.cluster, keep, run_dir, self.say)
+            self._note(torn_down=True)
         checked = finished and live.up is not None
         self.summary["check"] = check_run(run_dir, self.say) if checked else not_checked(run_dir)
+        self._note(checked=True)
+
+    def _note(self, **facts: Any) -> None:
+        """Tells the supervisor where the run is (no-op in a run without one)."""
+        self._facts.update(facts)
+        if self.on_state is not None:
+            self.on_state({**self._facts, "summary": self.summary})
 
     def _exit_code(self, interrupted: bool, error: BaseException | None) -> int:
         if interrupted:

@@ -208,6 +208,10 @@ def run(
     check = result.summary.get("check") or {}
     kind = run.workload_kind
     ending = kind.final_sentence(result.summary.get(kind.FINAL_KEY) or {})
+    if "crashed" in result.summary:
+        ending = (
+            f"no final reads (the client host crashed during {result.summary['crashed']['where']})"
+        )
     console.print(
         f"run {result.run_dir}: seed {result.seed}, ops {result.summary.get('ops', {})}, "
         f"{ending}, check: {check.get('status', 'not checked')}",

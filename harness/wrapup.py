@@ -7,6 +7,7 @@ it has, since the history is the record of the run and must outlive any of them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from clusters.docker_cluster import DockerCluster
 from harness.recorder import Recorder
 from harness.rundir import write_json
 from history.columnar import write_parquet
-from history.format import JSONL_NAME, PARQUET_NAME
+from history.errors import HistoryError
+from history.format import INVOKE, JSONL_NAME, PARQUET_NAME, SPECIAL_PROCESSES
 from history.reader import read_history
 
 Say = Callable[[str], None]
@@ -30,6 +32,27 @@ def keep_history(rec: Recorder, run_dir: Path, say: Say) -> dict[str, int]:
     except Exception as exc:  # the JSONL is the record; Parquet can be rebuilt from it
         say(f"warning: no Parquet copy: {exc}")
     return counts
+
+
+def keep_history_file(run_dir: Path, say: Say) -> dict[str, int]:
+    """``keep_history`` for a history whose writer died with its process (a crashed client
+    host): the file as it is, its torn last line left to the readers' note; the client
+    operations' counts as a Recorder keeps them."""
+    try:
+        history = read_history(run_dir / JSONL_NAME)
+    except HistoryError as exc:
+        say(f"warning: the recorded history cannot be read: {exc}")
+        return {}
+    counts = Counter(
+        op["type"]
+        for op in history.ops
+        if op["type"] != INVOKE and op["process"] not in SPECIAL_PROCESSES
+    )
+    try:
+        write_parquet(history, run_dir / PARQUET_NAME)
+    except Exception as exc:  # the JSONL is the record; Parquet can be rebuilt from it
+        say(f"warning: no Parquet copy: {exc}")
+    return dict(counts)
 
 
 def collect_and_tear_down(

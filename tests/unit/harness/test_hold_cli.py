@@ -15,6 +15,7 @@ import harness.cluster_cli
 import nemesis.heal
 from clusters import hold
 from clusters.errors import ClusterError
+from harness import interpreter
 from harness.cli import main
 from harness.interpreter import Run
 
@@ -146,7 +147,9 @@ def test_a_run_holds_its_cluster_and_a_forced_one_goes_ahead_without(tmp_path, m
         seen.append((self.hold.holder if self.hold else None, _held_by("c1")))
         raise ClusterError("reached the run")
 
-    monkeypatch.setattr(Run, "_execute", execute)
+    monkeypatch.setattr(Run, "run_here", execute)
+    # In this process, so that `seen` is this test's list (a supervised run is a forked child).
+    monkeypatch.setattr(interpreter, "run_supervised", lambda run: run.run_here())
     alone = kchaos(*_run_args(tmp_path))
     with _a_run_holds():
         forced = kchaos(*_run_args(tmp_path), "--force")

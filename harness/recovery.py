@@ -1,0 +1,84 @@
+"""The supervisor's ending of a run whose client host died or hung (harness/supervisor.py).
+
+It does what the child did not get to, told by the child's last state: heal every fault any
+nemesis could have left (what `kchaos heal` does: the child's fault objects died with it), keep
+the history recorded so far (its torn last line, if any, is what readers ignore and note), collect
+logs and metadata and tear down the cluster the run made (unless --keep-cluster), check, and
+write run.json with ``crashed``. Nothing here raises for a failure of its own: each step says what
+went wrong and the next one still runs, since what was recorded must outlive the crash.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+
+from clusters.docker_cluster import DockerCluster
+from clusters.engine import client as docker_client
+from clusters.errors import ClusterError
+from harness.exit_codes import CRASHED_RUN_EXIT
+from harness.outcome import RunResult
+from harness.rundir import write_json
+from harness.wrapup import check_run, collect_and_tear_down, keep_history_file, not_checked
+from nemesis.heal import heal_cluster
+
+
+def recover(
+    run: Any, run_dir: Path, facts: dict[str, Any], crashed: dict[str, Any], seconds: float
+) -> RunResult:
+    """The ending of ``run`` (harness/supervisor.py's Supervisable) after its client host ended
+    as ``crashed`` says, from the child's last ``facts``."""
+    say, spec = run.say, run.spec
+    say(f"{describe(crashed)}: healing, collecting and checking what it recorded")
+    summary: dict[str, Any] = dict(facts.get("summary") or run.summary)
+    summary["crashed"] = crashed
+    made, history = bool(facts.get("made")), bool(facts.get("history"))
+    cluster = _cluster(spec.cluster, say) if made else None
+    if cluster is not None and not facts.get("healed"):
+        summary["healed"] = _heal(cluster, say)
+    if history and not facts.get("history_kept"):
+        summary["ops"] = keep_history_file(run_dir, say)
+    if cluster is not None and not facts.get("torn_down"):
+        collect_and_tear_down(cluster, spec.cluster, spec.keep_cluster, run_dir, say)
+    if history and not facts.get("checked"):
+        summary["check"] = check_run(run_dir, say)
+    elif not history:
+        summary["check"] = not_checked(run_dir)
+    summary["seconds"] = round(seconds, 1)
+    summary["exit_code"] = CRASHED_RUN_EXIT
+    write_json(run_dir / "run.json", summary)
+    say(f'run.json says how the client host ended ("crashed"); exit code {CRASHED_RUN_EXIT}')
+    return RunResult(run_dir, run.plan.seed, CRASHED_RUN_EXIT, summary)
+
+
+def describe(crashed: dict[str, Any]) -> str:
+    """One line for the user: how the client host ended and where."""
+    if "hang" in crashed:
+        how = f"hung past its {crashed['hang']['budget_s']:.0f} s budget and was killed"
+    elif "signal" in crashed:
+        how = f"died of {crashed['signal']}"
+    else:
+        how = f"exited with code {crashed.get('exit')} before reporting a result"
+    return f"the client host {how} during {crashed['where']}"
+
+
+def _cluster(name: str, say: Any) -> DockerCluster | None:
+    try:
+        cluster = DockerCluster(docker_client(), name)
+        return cluster if cluster.exists() else None
+    except (ClusterError, docker.errors.DockerException) as exc:
+        say(f"warning: cannot reach the cluster to heal and tear it down: {exc}")
+        return None
+
+
+def _heal(cluster: DockerCluster, say: Any) -> list[str] | dict[str, str]:
+    try:
+        done = heal_cluster(cluster)
+    except Exception as exc:  # the teardown still runs; `kchaos heal` can be tried again
+        say(f"warning: healing failed: {exc}; retry: kchaos heal --name {cluster.cluster}")
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    for action in done:
+        say(f"healed: {action}")
+    return done
