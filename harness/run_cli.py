@@ -208,7 +208,7 @@ def run(
     check = result.summary.get("check") or {}
     kind = run.workload_kind
     ending = kind.final_sentence(result.summary.get(kind.FINAL_KEY) or {})
-    if "crashed" in result.summary:
+    if "crashed" in result.summary and kind.FINAL_KEY not in result.summary:
         ending = (
             f"no final reads (the client host crashed during {result.summary['crashed']['where']})"
         )
