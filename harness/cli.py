@@ -19,6 +19,7 @@ from checkers.analyze.cli import analyze_command
 from checkers.cli import check_command
 from clusters.errors import ClusterError
 from clusters.hold import ClusterRemoved
+from harness.campaign_cli import campaign
 from harness.cluster_cli import cluster
 from harness.console import console, err_console, say
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED_EXIT
@@ -88,6 +89,7 @@ def setup(versions: tuple[str, ...]) -> None:
 
 main.add_command(cluster)
 main.add_command(run)
+main.add_command(campaign)
 main.add_command(heal)
 main.add_command(nemeses)
 main.add_command(check_command)

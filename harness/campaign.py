@@ -1,0 +1,200 @@
+"""A campaign spec and its matrix: Jepsen's `test-all`, as plain data.
+
+A campaign spec names run options every cell shares (``base``), axes whose product is the
+matrix, cells to leave out (``exclude``), and seeds. Each cell is one `kchaos run` spec, checked
+here without a network exactly as `kchaos run --plan-only` checks it, so that a bad cell is
+refused before the night starts.
+
+    name: nightly                 # results/<name>/<UTC timestamp>/
+    base: {time_limit: 60, timing: fast}
+    axes:
+      version: ["3.9", "4.1"]
+      topology: [kraft-combined, migration]
+      workload: [queue, admin]
+      nemesis: ["partition,kill", "partition:isolate-active-controller"]
+    exclude:
+      - {topology: migration, version: "4.1"}   # every key given must match
+    seeds: 2                      # seeds 1..N, or a list
+    cell_timeout: 900             # wall seconds one cell may take (default: time limit + 900)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+from harness.plan import build_plan
+from harness.spec import RunSpec, SpecError, load_spec_file, spec_from_dict
+
+# Options a campaign sets for every cell itself: where the run writes and which cluster it uses.
+OWNED = ("results_dir", "name", "cluster", "subnet", "seed")
+DEFAULT_CLUSTER = "kchaos-campaign"
+DEFAULT_SUBNET = "10.213.220.0/24"
+# Beyond its time limit a cell brings a cluster up, heals, reads back, collects and checks.
+CELL_SLACK_S = 900.0
+KEYS = ("name", "base", "axes", "exclude", "seeds", "cell_timeout", "cluster", "subnet")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the matrix: its scenario (the options that vary, without the seed) and seed."""
+
+    index: int
+    scenario: str
+    options: dict[str, Any]
+    seed: int
+
+    @property
+    def id(self) -> str:
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", self.scenario).strip("-")
+        return f"{self.index:03d}-{slug}-s{self.seed}"
+
+    def run_spec(self, results_dir: Path, cluster: str, subnet: str) -> dict[str, Any]:
+        """The cell's `kchaos run --spec` file content."""
+        return {
+            **self.options,
+            "seed": self.seed,
+            "name": self.id,
+            "results_dir": str(results_dir),
+            "cluster": cluster,
+            "subnet": subnet,
+        }
+
+
+@dataclass
+class Campaign:
+    name: str
+    cells: list[Cell]
+    cell_timeout: float
+    cluster: str = DEFAULT_CLUSTER
+    subnet: str = DEFAULT_SUBNET
+    raw: dict[str, Any] = field(default_factory=dict)
+    axes: list[str] = field(default_factory=list)
+
+
+def scenario_name(options: dict[str, Any], axes: list[str]) -> str:
+    """What varies between cells, in the axes' order: ``queue / kraft-combined / 3.9 /
+    partition,kill``. The same name across nights is the same scenario."""
+    parts = []
+    for axis in axes:
+        value = options.get(axis)
+        if isinstance(value, list):
+            value = ",".join(str(v) for v in value) or "none"
+        parts.append(str(value))
+    return " / ".join(parts) or "run"
+
+
+def load_campaign(path: str | Path, overrides: dict[str, Any] | None = None) -> Campaign:
+    """The campaign of a spec file, every cell checked; SpecError names the first bad one."""
+    raw = load_spec_file(path)
+    return expand(raw, where=str(path), overrides=overrides)
+
+
+def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None = None) -> Campaign:
+    unknown = sorted(set(raw) - set(KEYS))
+    if unknown:
+        raise SpecError(
+            f"{where}: unknown key(s) {', '.join(unknown)}: a campaign has {', '.join(KEYS)}"
+        )
+    name = str(raw.get("name") or Path(where).stem)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise SpecError(f"{where}: name '{name}' must be letters, digits, '_', '.', '-'")
+    base = _mapping(raw.get("base") or {}, f"{where}: base")
+    base.update(overrides or {})
+    owned = sorted(k for k in base if k.replace("-", "_") in OWNED)
+    if owned:
+        raise SpecError(f"{where}: base sets {', '.join(owned)}: the campaign sets those per cell")
+    axes = _mapping(raw.get("axes") or {}, f"{where}: axes")
+    clash = sorted(set(overrides or {}) & set(axes))
+    if clash:
+        raise SpecError(f"--set {', '.join(clash)}: an axis of this campaign; edit its axes")
+    for axis, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise SpecError(f"{where}: axis '{axis}' must be a non-empty list")
+        if axis.replace("-", "_") in OWNED:
+            raise SpecError(f"{where}: '{axis}' cannot be an axis: the campaign sets it per cell")
+    excludes = raw.get("exclude") or []
+    if not isinstance(excludes, list) or not all(isinstance(e, dict) for e in excludes):
+        raise SpecError(f"{where}: exclude must be a list of mappings")
+    seeds = _seeds(raw.get("seeds", 1), where)
+    names = list(axes)
+    combos = [dict(zip(names, values, strict=True)) for values in product(*axes.values())]
+    kept = [c for c in combos if not any(_matches(c, e) for e in excludes)]
+    if not kept:
+        raise SpecError(f"{where}: every cell of the matrix is excluded")
+    cells = []
+    for combo in kept:
+        options = {**base, **combo}
+        scenario = scenario_name(options, names)
+        spec = _checked(options, f"{where}: cell {scenario}")
+        for seed in seeds:
+            # Checked as `kchaos run --plan-only` checks (plan included), before anything runs.
+            build_plan(_with_seed(spec, seed), seed)
+            cells.append(Cell(len(cells) + 1, scenario, options, seed))
+    limit = max(float(c.options.get("time_limit", RunSpec().time_limit)) for c in cells)
+    timeout = raw.get("cell_timeout", limit + CELL_SLACK_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise SpecError(f"{where}: cell_timeout must be a positive number of seconds")
+    return Campaign(
+        name=name,
+        cells=cells,
+        cell_timeout=float(timeout),
+        cluster=str(raw.get("cluster") or DEFAULT_CLUSTER),
+        subnet=str(raw.get("subnet") or DEFAULT_SUBNET),
+        raw=raw,
+        axes=names,
+    )
+
+
+def _checked(options: dict[str, Any], where: str) -> RunSpec:
+    return spec_from_dict(dict(options), where=where)
+
+
+def _with_seed(spec: RunSpec, seed: int) -> RunSpec:
+    from dataclasses import replace
+
+    return replace(spec, seed=seed)
+
+
+def _matches(combo: dict[str, Any], exclude: dict[str, Any]) -> bool:
+    return all(str(combo.get(k)) == str(v) for k, v in exclude.items())
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SpecError(f"{where} must be a mapping, found {type(value).__name__}")
+    return {str(k).replace("-", "_"): v for k, v in value.items()}
+
+
+def _seeds(value: Any, where: str) -> list[int]:
+    if isinstance(value, bool):
+        raise SpecError(f"{where}: seeds must be a count or a list of seeds")
+    if isinstance(value, int):
+        if value < 1:
+            raise SpecError(f"{where}: seeds must be at least 1")
+        return list(range(1, value + 1))
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(s, int) and not isinstance(s, bool) for s in value)
+    ):
+        if len(set(value)) != len(value):
+            raise SpecError(f"{where}: seeds repeat")
+        return list(value)
+    raise SpecError(f"{where}: seeds must be a count or a non-empty list of whole numbers")
+
+
+def parse_overrides(items: tuple[str, ...]) -> dict[str, Any]:
+    """``--set key=value`` (YAML values: ``--set time_limit=20``) into base options."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"--set {item!r}: expected KEY=VALUE")
+        out[key.strip().replace("-", "_")] = yaml.safe_load(value)
+    return out

@@ -1,0 +1,383 @@
+"""Runs a campaign's cells one after another (or a few at once), each a `kchaos run` process.
+
+A cell is its own `kchaos run --spec` process in its own session: whatever one run does (a
+native crash, a hang, a cluster that never comes up) is that cell's outcome, and the campaign
+goes on. Each cell's wall time is bounded: past ``cell_timeout`` the run is asked to stop
+(SIGTERM: it heals, collects and keeps its history), then killed, and its cluster is removed.
+Ctrl-C stops the campaign the same way after telling the running cells; ``--resume`` finishes
+what is left. The record is written again after every cell (harness/campaign_report.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from clusters.hold import ClusterHeld, take
+from harness.campaign import Campaign, Cell
+from harness.campaign_report import (
+    CRASHED,
+    ERROR,
+    FAILING,
+    FINAL,
+    INTERRUPTED,
+    INVALID,
+    PENDING,
+    RUNNING,
+    TIMEOUT,
+    UNKNOWN,
+    VALID,
+    write_all,
+)
+from harness.exit_codes import CRASHED_RUN_EXIT, INTERRUPTED_EXIT
+from harness.spec import SpecError
+
+Say = Callable[[str], None]
+RECORD = "campaign.json"
+# After SIGTERM a run heals, collects and checks; past this it is killed.
+STOP_GRACE_S = 180.0
+STATUS_OF_EXIT = {0: VALID, 1: INVALID, 2: UNKNOWN, CRASHED_RUN_EXIT: CRASHED}
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Slot:
+    """Where one cell at a time runs: its own cluster name and subnet."""
+
+    cluster: str
+    subnet: str
+
+
+def slots(campaign: Campaign, parallel: int) -> list[Slot]:
+    if parallel == 1:
+        return [Slot(campaign.cluster, campaign.subnet)]
+    a, b, c, _ = campaign.subnet.split("/")[0].split(".")
+    mask = campaign.subnet.split("/")[1]
+    return [
+        Slot(f"{campaign.cluster}-{i}", f"{a}.{b}.{int(c) + i}.0/{mask}") for i in range(parallel)
+    ]
+
+
+def new_record(campaign: Campaign, spec_file: str) -> dict[str, Any]:
+    return {
+        "campaign": campaign.name,
+        "spec_file": spec_file,
+        "spec": campaign.raw,
+        "started": _now(),
+        "finished": None,
+        "cell_timeout_s": campaign.cell_timeout,
+        "cells": [
+            {
+                "id": c.id,
+                "scenario": c.scenario,
+                "seed": c.seed,
+                "options": c.options,
+                "status": PENDING,
+            }
+            for c in campaign.cells
+        ],
+    }
+
+
+def resumed_record(campaign: Campaign, directory: Path) -> dict[str, Any]:
+    """An earlier campaign's record, to finish: its cells must be this spec's cells."""
+    try:
+        record = json.loads((directory / RECORD).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SpecError(f"--resume {directory}: no readable {RECORD} ({exc})") from None
+    if [c["id"] for c in record["cells"]] != [c.id for c in campaign.cells]:
+        raise SpecError(
+            f"--resume {directory}: its cells are not this spec's cells (was the spec changed?)"
+        )
+    for cell in record["cells"]:
+        if cell["status"] not in FINAL:
+            cell["status"] = PENDING
+    record["finished"] = None
+    return record
+
+
+class Runner:
+    def __init__(
+        self,
+        campaign: Campaign,
+        directory: Path,
+        record: dict[str, Any],
+        parallel: int = 1,
+        deflake: int = 0,
+        say: Say = print,
+        on_cell: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.campaign = campaign
+        self.directory = directory
+        self.record = record
+        self.slots = slots(campaign, parallel)
+        self.deflake = deflake
+        self.say = say
+        self.on_cell = on_cell
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._procs: dict[str, subprocess.Popen] = {}
+        self.cells = {c.id: c for c in campaign.cells}
+
+    # The campaign ----------------------------------------------------------------------------
+    def run(self) -> int:
+        self._write()
+        todo = [c for c in self.record["cells"] if c["status"] not in FINAL]
+        free = list(self.slots)
+        running: dict[Future, tuple[dict[str, Any], Slot]] = {}
+        with ThreadPoolExecutor(max_workers=len(self.slots)) as pool, self._interruptible():
+            while (todo or running) and not (self.stopping.is_set() and not running):
+                while todo and free and not self.stopping.is_set():
+                    cell, slot = todo.pop(0), free.pop(0)
+                    running[pool.submit(self._cell, cell, slot)] = (cell, slot)
+                done, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in done:
+                    cell, slot = running.pop(future)
+                    free.append(slot)
+                    future.result()
+        if not self.stopping.is_set():
+            self.record["finished"] = _now()
+        self._write()
+        if self.stopping.is_set():
+            return INTERRUPTED_EXIT
+        return self.record["exit_code"]
+
+    def _cell(self, cell: dict[str, Any], slot: Slot) -> None:
+        outcome = self._attempt(self.cells[cell["id"]], slot, cell)
+        attempts = [outcome]
+        # Deflaking: a failing cell again with its own seed, to say how often it reproduces.
+        while (
+            outcome["status"] in FAILING
+            and len(attempts) <= self.deflake
+            and not self.stopping.is_set()
+        ):
+            attempts.append(self._attempt(self.cells[cell["id"]], slot, cell))
+        if len(attempts) > 1:
+            failed = [a for a in attempts if a["status"] in FAILING]
+            cell["attempts"] = attempts
+            cell["reproduced"] = f"{len(failed)}/{len(attempts)}"
+            cell["flaky"] = len(failed) < len(attempts)
+            # The cell keeps its first failure: a finding seen once is reported, not hidden.
+            first = failed[0]
+            outcome = {**first, "seconds": sum(a.get("seconds") or 0 for a in attempts)}
+        with self._lock:
+            cell.update({k: v for k, v in outcome.items() if k != "attempt"})
+            self._write()
+        if self.on_cell is not None:
+            self.on_cell(cell)
+
+    def _attempt(self, cell: Cell, slot: Slot, entry: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            entry["status"] = RUNNING
+            self._write()
+        self._wait_for_cluster(slot)
+        base = self.directory / "runs" / cell.id
+        base.mkdir(parents=True, exist_ok=True)
+        n = len([p for p in base.glob("attempt-*.json")]) + 1
+        spec_path = base / f"attempt-{n}.json"
+        spec_path.write_text(
+            json.dumps(cell.run_spec(self.directory / "runs", slot.cluster, slot.subnet), indent=1)
+        )
+        before = set(_run_dirs(base))
+        started = time.monotonic()
+        self.say(f"cell {cell.id}: {cell.scenario}, seed {cell.seed} (attempt {n})")
+        why = None
+        with open(base / f"attempt-{n}.log", "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.cli", "run", "--spec", str(spec_path)],
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            with self._lock:
+                self._procs[cell.id] = proc
+            try:
+                code: int | None = proc.wait(timeout=self.campaign.cell_timeout)
+            except subprocess.TimeoutExpired:
+                why = f"over its {self.campaign.cell_timeout:.0f} s bound: stopped"
+                code = _stop(proc)
+                self._remove_cluster(slot)
+            finally:
+                with self._lock:
+                    self._procs.pop(cell.id, None)
+        seconds = time.monotonic() - started
+        run_dirs = [d for d in _run_dirs(base) if d not in before]
+        run_dir = run_dirs[-1] if run_dirs else None
+        outcome = _outcome(code, run_dir, why)
+        if self.stopping.is_set() and code == INTERRUPTED_EXIT:
+            outcome["status"] = INTERRUPTED
+        limit = float(cell.options.get("time_limit", 30.0))
+        outcome.update(
+            {
+                "attempt": n,
+                "exit_code": code,
+                "seconds": round(seconds, 1),
+                "overhead_s": round(seconds - limit, 1),
+                "log": str((base / f"attempt-{n}.log").relative_to(self.directory)),
+            }
+        )
+        if run_dir is not None:
+            outcome["run_dir"] = str(run_dir.relative_to(self.directory))
+            if (run_dir / "report.html").is_file():
+                outcome["report"] = str((run_dir / "report.html").relative_to(self.directory))
+        return outcome
+
+    # Clusters between cells -------------------------------------------------------------------
+    def _wait_for_cluster(self, slot: Slot) -> None:
+        """A run left over from a killed campaign may still hold the slot's cluster: it ends
+        by itself (its time limit), so wait for it; a cluster nobody holds is removed."""
+        deadline = time.monotonic() + self.campaign.cell_timeout
+        said = False
+        while True:
+            try:
+                with take(slot.cluster, "kchaos campaign", "run the cell anyway"):
+                    self._remove_cluster(slot)
+                    return
+            except ClusterHeld as exc:
+                if time.monotonic() > deadline or self.stopping.is_set():
+                    raise SpecError(str(exc)) from None
+                if not said:
+                    self.say(f"waiting for cluster '{slot.cluster}': {exc}")
+                    said = True
+                time.sleep(2.0)
+
+    def _remove_cluster(self, slot: Slot) -> None:
+        from clusters.docker_cluster import DockerCluster
+        from clusters.engine import client
+
+        with contextlib.suppress(Exception):
+            cluster = DockerCluster(client(), slot.cluster)
+            if cluster.exists():
+                self.say(f"removing cluster '{slot.cluster}' left by an earlier run")
+                cluster.remove()
+
+    # Ctrl-C and SIGTERM ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _interruptible(self):
+        """The first Ctrl-C (or SIGTERM) stops the running cells the way Ctrl-C stops a run,
+        and no new cell starts; the record says which cells are left for --resume."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def stop(signum: int, _frame: Any) -> None:
+            if not self.stopping.is_set():
+                self.say("stopping: the running cells heal and end; --resume finishes the rest")
+            self.stopping.set()
+            with self._lock:
+                procs = list(self._procs.values())
+            for proc in procs:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGINT)
+
+        before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, handler in before.items():
+                signal.signal(s, handler)
+
+    def _write(self) -> None:
+        write_all(self.directory, self.record)
+
+
+def _stop(proc: subprocess.Popen) -> int | None:
+    """SIGTERM (the run ends as on Ctrl-C), then SIGKILL of its whole session."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return proc.wait()
+
+
+def _run_dirs(base: Path) -> list[Path]:
+    """The run directories under a cell's results folder, oldest first (named by UTC time)."""
+    return sorted(p.parent for p in base.glob("*/run.json"))
+
+
+def _outcome(code: int | None, run_dir: Path | None, why: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if why is not None:
+        out["status"] = TIMEOUT
+        out["why"] = why
+    else:
+        out["status"] = STATUS_OF_EXIT.get(code, ERROR)
+        if out["status"] == ERROR:
+            out["why"] = f"kchaos run exited {code}: see its log"
+    if run_dir is None:
+        return out
+    results = _json(run_dir / "results.json")
+    run = _json(run_dir / "run.json")
+    if run.get("crashed"):
+        crashed = run["crashed"]
+        how = crashed.get("signal") or f"exit {crashed.get('exit')}"
+        out["why"] = f"client host {how} during {crashed.get('where')}"
+    findings = [
+        f
+        for f in results.get("findings", [])
+        if f.get("tolerated") is None and not f.get("unknown")
+    ]
+    kinds = sorted({f["kind"] for f in findings})
+    out["findings"] = kinds
+    out["summaries"] = [f"[{f['kind']}] {f.get('explanation', '')}" for f in findings[:10]]
+    if out["status"] == UNKNOWN and not findings:
+        unknown = sorted({f["kind"] for f in results.get("findings", []) if f.get("unknown")})
+        out["why"] = "unknown: " + (", ".join(unknown) or results.get("status", "not checked"))
+    out["kafka_version"] = run.get("kafka_version")
+    return out
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def campaign_dir(results: Path, name: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    d = results / name / stamp
+    d.mkdir(parents=True, exist_ok=False)
+    return d
+
+
+def keep_last(results: Path, name: str, n: int, say: Say) -> list[Path]:
+    """Retention: only the newest ``n`` campaigns of this name stay."""
+    olds = sorted(p for p in (results / name).iterdir() if (p / RECORD).is_file())[:-n]
+    for old in olds:
+        shutil.rmtree(old, ignore_errors=True)
+        say(f"removed {old} (--keep-last {n})")
+    return olds
+
+
+def failed_cells(directory: Path) -> list[str]:
+    """The ids of an earlier campaign's cells that did not end valid."""
+    try:
+        record = json.loads((directory / RECORD).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SpecError(f"--rerun-failed {directory}: no readable {RECORD} ({exc})") from None
+    return [c["id"] for c in record["cells"] if c["status"] != VALID]
+
+
+__all__ = ["CRASHED", "ERROR", "Runner", "campaign_dir", "failed_cells", "keep_last"]

@@ -1,0 +1,184 @@
+"""Campaign specs, their matrix, and what a campaign writes (no cluster: the cells' outcomes
+are run directories written here the way `kchaos run` writes them). A real campaign runs in
+tests/integration/test_campaign.py."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.campaign import expand, load_campaign
+from harness.campaign_report import exit_code, junit_xml, write_all
+from harness.campaign_runner import _outcome, new_record, resumed_record
+from harness.cli import main
+from harness.spec import SpecError
+
+REPO = Path(__file__).parents[3]
+EXAMPLE = REPO / "examples" / "campaigns" / "example.yaml"
+
+
+def test_the_example_campaign_expands_to_four_checked_cells():
+    camp = load_campaign(EXAMPLE)
+    assert len(camp.cells) == 4
+    assert {c.scenario for c in camp.cells} == {
+        "queue / partition / 3.9 / kraft-combined",
+        "queue / kill@active-controller / 3.9 / kraft-combined",
+        "admin / partition / 3.9 / kraft-combined",
+        "admin / kill@active-controller / 3.9 / kraft-combined",
+    }
+    assert len({c.id for c in camp.cells}) == 4
+
+
+def test_plan_only_lists_the_cells_and_a_bad_cell_is_refused_naming_it(tmp_path):
+    ok = CliRunner().invoke(main, ["campaign", str(EXAMPLE), "--plan-only"])
+    assert ok.exit_code == 0, ok.output
+    assert "4 cells" in ok.output
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(
+        "name: bad\naxes:\n  version: ['3.9', banana]\n  nemesis: [partition]\nseeds: 2\n"
+    )
+    bad = CliRunner().invoke(main, ["campaign", str(spec), "--plan-only"])
+    assert bad.exit_code == 254
+    assert "cell banana / partition" in " ".join(bad.output.split())
+
+
+def test_exclude_seeds_and_owned_options():
+    raw = {
+        "axes": {"topology": ["kraft-combined", "zk"], "version": ["3.9", "4.1"]},
+        "exclude": [{"topology": "zk", "version": "4.1"}],
+        "seeds": [5, 9],
+    }
+    camp = expand(raw)
+    assert sorted({c.scenario for c in camp.cells}) == [
+        "kraft-combined / 3.9",
+        "kraft-combined / 4.1",
+        "zk / 3.9",
+    ]
+    assert sorted({c.seed for c in camp.cells}) == [5, 9] and len(camp.cells) == 6
+    with pytest.raises(SpecError, match="the campaign sets those per cell"):
+        expand({"base": {"cluster": "x"}, "axes": {"workload": ["queue"]}})
+    with pytest.raises(SpecError, match="every cell of the matrix is excluded"):
+        expand({"axes": {"workload": ["queue"]}, "exclude": [{"workload": "queue"}]})
+    with pytest.raises(SpecError, match="unknown key"):
+        expand({"axis": {}})
+
+
+def _cell(status: str, **extra) -> dict:
+    return {"id": f"00{len(extra)}-x", "scenario": "queue / 3.9", "seed": 1, "status": status,
+            **extra}  # fmt: skip
+
+
+def test_exit_code_is_the_worst_cell():
+    assert exit_code([_cell("valid"), _cell("valid")]) == 0
+    assert exit_code([_cell("valid"), _cell("crashed")]) == 2
+    assert exit_code([_cell("unknown"), _cell("invalid")]) == 1
+    assert exit_code([_cell("valid"), _cell("pending")]) == 2
+
+
+ALLOWED = {
+    "testsuites": {"testsuite"},
+    "testsuite": {"testsuite", "properties", "testcase", "system-out", "system-err"},
+    "properties": {"property"},
+    "testcase": {"skipped", "error", "failure", "system-out", "system-err"},
+}
+REQUIRED = {
+    "testsuite": {"name", "tests", "failures", "errors"},
+    "testcase": {"name"},
+    "property": {"name", "value"},
+}
+
+
+def _schema_errors(element: ET.Element) -> list[str]:
+    """junit-10.xsd's rules (Jenkins xunit, what CI servers read) for the elements we write."""
+    errors = [
+        f"<{element.tag}> lacks {a}"
+        for a in REQUIRED.get(element.tag, ())
+        if a not in element.attrib
+    ]
+    for child in element:
+        if child.tag not in ALLOWED.get(element.tag, set()):
+            errors.append(f"<{child.tag}> may not be inside <{element.tag}>")
+        errors += _schema_errors(child)
+    return errors
+
+
+def test_junit_xml_has_a_testcase_per_run_the_findings_and_the_run_dirs():
+    record = {
+        "campaign": "nightly",
+        "started": "2026-11-24T01:00:00+00:00",
+        "cells": [
+            _cell("valid", run_dir="runs/001/a"),
+            {
+                **_cell("invalid"),
+                "id": "002-x",
+                "seed": 2,
+                "run_dir": "runs/002/b",
+                "summaries": ["[lost-write] op 12 sent 5 to key 1 at offset 3; no poll read it"],
+                "reproduced": "1/4",
+            },
+            {
+                **_cell("crashed"),
+                "id": "003-x",
+                "seed": 3,
+                "why": "client host SIGABRT during workload",
+            },
+            {**_cell("pending"), "id": "004-x", "seed": 4},
+        ],
+    }
+    text = junit_xml(record)
+    root = ET.fromstring(text)
+    assert _schema_errors(root) == []
+    cases = root.findall("testsuite/testcase")
+    assert len(cases) == 4 and {c.get("classname") for c in cases} == {"queue / 3_9"}
+    failure = cases[1].find("failure")
+    assert failure is not None and failure.get("message", "").startswith("[seen in 1/4 runs")
+    assert "lost-write" in failure.get("message", "")
+    error = cases[2].find("error")
+    assert error is not None and "SIGABRT" in error.get("message", "")
+    assert cases[3].find("skipped") is not None
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["run_dir 002-x"] == "runs/002/b"
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "1", "1")
+
+
+def _run_dir(tmp_path: Path, run: dict, results: dict | None) -> Path:
+    d = tmp_path / "runs" / "001" / "20261124T010000-1"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps(run))
+    if results is not None:
+        (d / "results.json").write_text(json.dumps(results))
+    return d
+
+
+def test_a_cells_outcome_comes_from_the_run_exit_code_and_its_files(tmp_path):
+    finding = {"kind": "lost-write", "explanation": "op 7 was never read", "tolerated": None}
+    tolerated = {"kind": "duplicate", "explanation": "x", "tolerated": "retries"}
+    d = _run_dir(tmp_path, {"kafka_version": "3.9.2"}, {"findings": [finding, tolerated]})
+    out = _outcome(1, d, None)
+    assert out["status"] == "invalid" and out["findings"] == ["lost-write"]
+    assert out["summaries"] == ["[lost-write] op 7 was never read"]
+    crashed = _outcome(253, d, None)
+    assert crashed["status"] == "crashed"
+    timed_out = _outcome(None, None, "over its 100 s bound: stopped")
+    assert timed_out["status"] == "timeout" and "100 s" in timed_out["why"]
+    assert _outcome(254, None, None)["status"] == "error"
+
+
+def test_write_all_leaves_a_record_a_resume_finishes(tmp_path):
+    camp = load_campaign(EXAMPLE)
+    record = new_record(camp, str(EXAMPLE))
+    record["cells"][0].update(status="valid", seconds=70.0, overhead_s=10.0)
+    record["cells"][1].update(status="running")
+    write_all(tmp_path, record)
+    for name in ("campaign.json", "junit.xml", "summary.txt", "campaign.html"):
+        assert (tmp_path / name).is_file(), name
+    assert "overhead beyond the time limit: median 10 s" in (tmp_path / "summary.txt").read_text()
+    again = resumed_record(camp, tmp_path)
+    assert [c["status"] for c in again["cells"]] == ["valid", "pending", "pending", "pending"]
+    other = expand({"name": "other", "axes": {"workload": ["queue"]}})
+    with pytest.raises(SpecError, match="not this spec's cells"):
+        resumed_record(other, tmp_path)
