@@ -1,0 +1,93 @@
+"""The example campaign (examples/campaigns/example.yaml, 4 cells) run short for real: stopped
+with Ctrl-C while its second cell runs, then finished with --resume. Its junit.xml, campaign.json
+and campaign.html say what every cell did, each linked to its run directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from clusters.docker_cluster import DockerCluster
+from harness.exit_codes import INTERRUPTED_EXIT
+from tests.integration.kafka_io import wait_until
+from tests.integration.run_process import REPO
+
+EXAMPLE = REPO / "examples" / "campaigns" / "example.yaml"
+CLUSTER = "kchaos-example"  # the example's own cluster and subnet (10.213.221.0/24)
+
+
+def _campaign(*args: str) -> list[str]:
+    return [sys.executable, "-m", "harness.cli", "campaign", *args, "--no-progress"]
+
+
+def _record(results: Path) -> dict | None:
+    found = list(results.glob("example/*/campaign.json"))
+    return json.loads(found[0].read_text()) if found else None
+
+
+def test_the_example_campaign_stopped_mid_cell_and_resumed_finishes_every_cell(
+    docker_client, tmp_path
+):
+    DockerCluster(docker_client, CLUSTER).remove()
+    short = ["--set", "time_limit=12", "--results-dir", str(tmp_path)]
+    first = subprocess.Popen(
+        _campaign(str(EXAMPLE), *short),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+
+        def second_cell_running() -> bool:
+            record = _record(tmp_path)
+            statuses = [c["status"] for c in record["cells"]] if record else []
+            return statuses[:2] == ["valid", "running"] or first.poll() is not None
+
+        wait_until("the second cell running", second_cell_running, timeout=400)
+        assert first.poll() is None, first.communicate()[0]
+        os.kill(first.pid, signal.SIGINT)
+        out, _ = first.communicate(timeout=400)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == INTERRUPTED_EXIT, out
+    directory = next(tmp_path.glob("example/*"))
+    stopped = json.loads((directory / "campaign.json").read_text())
+    assert [c["status"] for c in stopped["cells"]][:1] == ["valid"]
+    assert stopped["cells"][1]["status"] in ("interrupted", "pending"), stopped["cells"][1]
+    assert stopped["finished"] is None
+    assert ET.parse(directory / "junit.xml").getroot().get("tests") == "4"
+
+    resumed = subprocess.run(
+        _campaign(str(EXAMPLE), *short, "--resume", str(directory)),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    DockerCluster(docker_client, CLUSTER).remove()
+    record = json.loads((directory / "campaign.json").read_text())
+    statuses = [c["status"] for c in record["cells"]]
+    assert all(s in ("valid", "invalid", "unknown") for s in statuses), (statuses, resumed.stdout)
+    expected = 1 if "invalid" in statuses else 2 if "unknown" in statuses else 0
+    assert resumed.returncode == record["exit_code"] == expected, resumed.stdout
+    assert record["finished"] is not None
+    # The first cell was not run again: one attempt of it only.
+    assert len(list((directory / "runs" / record["cells"][0]["id"]).glob("attempt-*.json"))) == 1
+    for cell in record["cells"]:
+        run_dir = directory / cell["run_dir"]
+        assert (run_dir / "run.json").is_file() and (run_dir / "results.json").is_file()
+        assert cell["overhead_s"] > 0 and cell["kafka_version"].startswith("3.9.")
+    root = ET.parse(directory / "junit.xml").getroot()
+    cases = root.findall("testsuite/testcase")
+    assert len(cases) == 4
+    html = (directory / "campaign.html").read_text()
+    assert all(cell["report"] in html for cell in record["cells"])
+    assert not DockerCluster(docker_client, CLUSTER).containers()
