@@ -23,6 +23,26 @@ from clusters.kafka_dist import KafkaDist
 from history.format import CLUSTER_JSON, LOGS_DIR, METADATA_DIR, NODE_LOG, OBSERVERS_DIR
 
 METADATA_PARTITION = "__cluster_metadata-0"
+# Kafka preallocates the active segment's offset and time indexes (10 MB each by default, zero
+# filled) and rebuilds both from the `.log` when it loads a segment without them; DumpLogSegments
+# reads the `.log` alone. Kept, they were 90% of a run directory.
+REBUILDABLE_SUFFIXES = frozenset({".index", ".timeindex"})
+
+
+def kept_raw_file(name: str) -> bool:
+    """Whether a file of a copied log directory stays in the run directory: everything but the
+    rebuildable indexes (also when Kafka renamed them `.deleted`, `.cleaned` or `.swap`), so the
+    segments, KRaft snapshots (`.checkpoint`), producer snapshots, `quorum-state` and
+    `leader-epoch-checkpoint` remain for a person or a later decoder."""
+    return not REBUILDABLE_SUFFIXES.intersection(Path(name).suffixes)
+
+
+def keep_raw_files(src: Path, dest: Path) -> None:
+    """Copies the files of log directory `src` that ``kept_raw_file`` keeps into `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in sorted(src.iterdir()):
+        if path.is_file() and kept_raw_file(path.name):
+            shutil.copy2(path, dest / path.name)
 
 
 def decode_metadata_log(dist: KafkaDist, partition_dir: Path) -> str:
@@ -37,7 +57,8 @@ def decode_metadata_log(dist: KafkaDist, partition_dir: Path) -> str:
 def collect_cluster(
     cluster: Cluster[Collectable], dest: Path, say: Callable[[str], None] = print
 ) -> None:
-    """Writes ``logs/<node>/``, ``metadata/[observers/]<node>.txt`` and ``cluster.json``.
+    """Writes ``logs/<node>/``, ``metadata/[observers/]<node>.txt`` (with the node's log
+    directory beside it in ``<node>-raw/``, less its rebuildable indexes) and ``cluster.json``.
 
     Needs ``Files`` and ``Logs`` of every node: a cluster with a node lacking either is refused
     before anything is written, since a run directory missing one node's metadata log would
@@ -84,8 +105,7 @@ def collect_cluster(
             decoded = decode_metadata_log(dist, Path(tmp) / METADATA_PARTITION)
             out.mkdir(parents=True, exist_ok=True)
             (out / f"{name}.txt").write_text(decoded)
-            raw = out / f"{name}-raw"
-            shutil.copytree(Path(tmp) / METADATA_PARTITION, raw, dirs_exist_ok=True)
+            keep_raw_files(Path(tmp) / METADATA_PARTITION, out / f"{name}-raw")
     collect_data_logs(cluster, info, dest, say)
     # ZooKeeper mode has no KRaft controllers, hence no metadata log to decode.
     what = "logs and metadata logs" if (dest / METADATA_DIR).is_dir() else "logs"
