@@ -46,11 +46,13 @@ def keep_raw_files(src: Path, dest: Path) -> None:
 
 
 def decode_metadata_log(dist: KafkaDist, partition_dir: Path) -> str:
-    """The metadata log segments of one node, decoded record by record."""
+    """The metadata log segments of one node, decoded record by record; its `Dumping` lines name
+    the segments by file name, as kept in the run directory's `<node>-raw/` (not the temporary
+    directory they were decoded in)."""
     segments = sorted(partition_dir.glob("*.log"))
     if not segments:
         return ""
-    files = ",".join(str(s) for s in segments)
+    files = ",".join(s.name for s in segments)
     return run_dump_log(dist, ["--cluster-metadata-decoder", "--files", files], partition_dir)
 
 

@@ -61,3 +61,13 @@ def test_collection_keeps_the_segments_and_snapshots_and_decodes_as_before(tmp_p
         raw = tmp_path / METADATA_DIR / f"{node}-raw"
         assert sorted(p.name for p in raw.iterdir()) == KEPT
         assert (raw / f"{SEGMENT}.log").read_bytes() == b"batch"
+
+
+def test_decoding_names_segments_as_the_run_directory_keeps_them(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(collect, "run_dump_log", lambda dist, args, cwd: calls.append((args, cwd)))
+    for name in ("00000000000000000042.log", f"{SEGMENT}.log", f"{SEGMENT}.index"):
+        (tmp_path / name).write_bytes(b"")
+    collect.decode_metadata_log(None, tmp_path)  # type: ignore[arg-type]
+    files = f"{SEGMENT}.log,00000000000000000042.log"
+    assert calls == [(["--cluster-metadata-decoder", "--files", files], tmp_path)]
