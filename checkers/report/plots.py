@@ -110,14 +110,15 @@ def rates_figure(data: ReportData) -> plt.Figure:
     edges, qs = latency_quantiles(data.ops, data.end_s, bins)
     mid = (edges[:-1] + edges[1:]) / 2
     ok = data.ops[data.ops["type"] == "ok"]
+    drawn = list(qs.values())
     if len(ok) <= PER_OP_LIMIT:
-        lat.scatter(
-            ok["start_s"], (ok["end_s"] - ok["start_s"]) * 1000, s=2, color="#888", label="ok op"
-        )
+        ms = ((ok["end_s"] - ok["start_s"]) * 1000).to_numpy(dtype=float)
+        lat.scatter(ok["start_s"], ms, s=2, color="#888", label="ok op")
+        drawn.append(ms)  # the limits hold every dot, not only the quantile lines
     for q, style in zip(qs, ("-", "--", ":"), strict=True):
         lat.plot(mid, qs[q], style, color="#1f4e79", label=f"p{int(q * 100)}" if q < 1 else "max")
     # Log scale with a margin: equal latencies otherwise zoom into float noise.
-    finite = np.concatenate([v[np.isfinite(v)] for v in qs.values()] or [np.array([])])
+    finite = np.concatenate([v[np.isfinite(v)] for v in drawn] or [np.array([])])
     finite = finite[finite > 0]
     if len(finite):
         # Limits first: a single latency would otherwise give log scale identical limits.
