@@ -23,21 +23,44 @@ from clusters.kafka_dist import KafkaDist
 from history.format import CLUSTER_JSON, LOGS_DIR, METADATA_DIR, NODE_LOG, OBSERVERS_DIR
 
 METADATA_PARTITION = "__cluster_metadata-0"
+# Kafka preallocates the active segment's offset and time indexes (10 MB each by default, zero
+# filled) and rebuilds both from the `.log` when it loads a segment without them; DumpLogSegments
+# reads the `.log` alone. Kept, they were 90% of a run directory.
+REBUILDABLE_SUFFIXES = frozenset({".index", ".timeindex"})
+
+
+def kept_raw_file(name: str) -> bool:
+    """Whether a file of a copied log directory stays in the run directory: everything but the
+    rebuildable indexes (also when Kafka renamed them `.deleted`, `.cleaned` or `.swap`), so the
+    segments, KRaft snapshots (`.checkpoint`), producer snapshots, `quorum-state` and
+    `leader-epoch-checkpoint` remain for a person or a later decoder."""
+    return not REBUILDABLE_SUFFIXES.intersection(Path(name).suffixes)
+
+
+def keep_raw_files(src: Path, dest: Path) -> None:
+    """Copies the files of log directory `src` that ``kept_raw_file`` keeps into `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in sorted(src.iterdir()):
+        if path.is_file() and kept_raw_file(path.name):
+            shutil.copy2(path, dest / path.name)
 
 
 def decode_metadata_log(dist: KafkaDist, partition_dir: Path) -> str:
-    """The metadata log segments of one node, decoded record by record."""
+    """The metadata log segments of one node, decoded record by record; its `Dumping` lines name
+    the segments by file name, as kept in the run directory's `<node>-raw/` (not the temporary
+    directory they were decoded in)."""
     segments = sorted(partition_dir.glob("*.log"))
     if not segments:
         return ""
-    files = ",".join(str(s) for s in segments)
+    files = ",".join(s.name for s in segments)
     return run_dump_log(dist, ["--cluster-metadata-decoder", "--files", files], partition_dir)
 
 
 def collect_cluster(
     cluster: Cluster[Collectable], dest: Path, say: Callable[[str], None] = print
 ) -> None:
-    """Writes ``logs/<node>/``, ``metadata/[observers/]<node>.txt`` and ``cluster.json``.
+    """Writes ``logs/<node>/``, ``metadata/[observers/]<node>.txt`` (with the node's log
+    directory beside it in ``<node>-raw/``, less its rebuildable indexes) and ``cluster.json``.
 
     Needs ``Files`` and ``Logs`` of every node: a cluster with a node lacking either is refused
     before anything is written, since a run directory missing one node's metadata log would
@@ -84,8 +107,7 @@ def collect_cluster(
             decoded = decode_metadata_log(dist, Path(tmp) / METADATA_PARTITION)
             out.mkdir(parents=True, exist_ok=True)
             (out / f"{name}.txt").write_text(decoded)
-            raw = out / f"{name}-raw"
-            shutil.copytree(Path(tmp) / METADATA_PARTITION, raw, dirs_exist_ok=True)
+            keep_raw_files(Path(tmp) / METADATA_PARTITION, out / f"{name}-raw")
     collect_data_logs(cluster, info, dest, say)
     # ZooKeeper mode has no KRaft controllers, hence no metadata log to decode.
     what = "logs and metadata logs" if (dest / METADATA_DIR).is_dir() else "logs"

@@ -12,6 +12,7 @@ matplotlib.use("Agg")  # no display on a test runner or a CI box
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from checkers.report.data import Fault, ReportData, Sample, latency_quantiles, throughput
 
@@ -27,6 +28,12 @@ def _png(fig: plt.Figure) -> str:
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _legend(ax: plt.Axes) -> None:
+    """The legend beside the axes, right of them: inside, it hid the ops, latencies or epochs
+    drawn under it (a busy run fills every corner)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1), borderaxespad=0, fontsize=8)
 
 
 def _shade(ax: plt.Axes, faults: list[Fault]) -> None:
@@ -54,6 +61,10 @@ def binned(data: ReportData) -> bool:
 
 
 def timeline(data: ReportData) -> str:
+    return _png(timeline_figure(data))
+
+
+def timeline_figure(data: ReportData) -> plt.Figure:
     ops = data.ops
     fig, ax = plt.subplots(figsize=(12, 4))
     lanes, n_lanes = _lanes(ops) if len(ops) else (np.array([]), 0)
@@ -85,41 +96,46 @@ def timeline(data: ReportData) -> str:
         procs = sorted(ops["process"].unique(), key=lambda p: (len(p), p))
         ax.set_yticks(range(n_lanes), procs)
     ax.set_ylabel("process" if n_lanes < MAX_LANES else "process (grouped)")
-    ax.legend(loc="upper right", fontsize=8, ncol=4)
-    return _png(fig)
+    _legend(ax)
+    return fig
 
 
 def rates(data: ReportData) -> str:
+    return _png(rates_figure(data))
+
+
+def rates_figure(data: ReportData) -> plt.Figure:
     fig, (lat, thr) = plt.subplots(2, 1, figsize=(12, 6), sharex=True)
     bins = min(BINS, max(10, int(data.end_s)))
     edges, qs = latency_quantiles(data.ops, data.end_s, bins)
     mid = (edges[:-1] + edges[1:]) / 2
     ok = data.ops[data.ops["type"] == "ok"]
+    drawn = list(qs.values())
     if len(ok) <= PER_OP_LIMIT:
-        lat.scatter(
-            ok["start_s"], (ok["end_s"] - ok["start_s"]) * 1000, s=2, color="#888", label="ok op"
-        )
+        ms = ((ok["end_s"] - ok["start_s"]) * 1000).to_numpy(dtype=float)
+        lat.scatter(ok["start_s"], ms, s=2, color="#888", label="ok op")
+        drawn.append(ms)  # the limits hold every dot, not only the quantile lines
     for q, style in zip(qs, ("-", "--", ":"), strict=True):
         lat.plot(mid, qs[q], style, color="#1f4e79", label=f"p{int(q * 100)}" if q < 1 else "max")
     # Log scale with a margin: equal latencies otherwise zoom into float noise.
-    finite = np.concatenate([v[np.isfinite(v)] for v in qs.values()] or [np.array([])])
+    finite = np.concatenate([v[np.isfinite(v)] for v in drawn] or [np.array([])])
     finite = finite[finite > 0]
     if len(finite):
         # Limits first: a single latency would otherwise give log scale identical limits.
         lat.set_ylim(finite.min() / 2, finite.max() * 2)
         lat.set_yscale("log")
     lat.set_ylabel("latency of ok ops (ms)")
-    lat.legend(loc="upper right", fontsize=8, ncol=4)
+    _legend(lat)
     edges, per_type = throughput(data.ops, data.end_s, bins)
     for t, y in per_type.items():
         thr.step(edges[:-1], y, where="post", color=COLORS[t], label=t)
     thr.set_ylabel("completions / s")
     thr.set_xlabel("run time (s)")
-    thr.legend(loc="upper right", fontsize=8, ncol=3)
+    _legend(thr)
     for ax in (lat, thr):
         _shade(ax, data.faults)
     thr.set_xlim(0, max(data.end_s, 1e-9))
-    return _png(fig)
+    return fig
 
 
 def has_epochs(samples: list[Sample]) -> bool:
@@ -142,6 +158,10 @@ def _bars(ax: plt.Axes, samples: list[Sample], nodes: list[str], end_s: float, o
 
 
 def quorum(samples: list[Sample], faults: list[Fault], end_s: float) -> str:
+    return _png(quorum_figure(samples, faults, end_s))
+
+
+def quorum_figure(samples: list[Sample], faults: list[Fault], end_s: float) -> plt.Figure:
     nodes = sorted({s.node for s in samples})
     if not has_epochs(samples):
         fig, lead = plt.subplots(1, 1, figsize=(12, 2.5))
@@ -150,7 +170,7 @@ def quorum(samples: list[Sample], faults: list[Fault], end_s: float) -> str:
         lead.set_xlabel("run time (s)")
         _shade(lead, faults)
         lead.set_xlim(0, max(end_s, 1e-9))
-        return _png(fig)
+        return fig
     fig, (ep, lead) = plt.subplots(2, 1, figsize=(12, 4.5), sharex=True)
     palette = plt.get_cmap("tab10")
     for i, node in enumerate(nodes):
@@ -160,10 +180,12 @@ def quorum(samples: list[Sample], faults: list[Fault], end_s: float) -> str:
                 color=palette(i % 10), label=node)  # fmt: skip
     _bars(lead, samples, nodes, end_s, lambda s: s.state == "leader")
     ep.set_ylabel("Raft epoch")
-    ep.legend(loc="upper left", fontsize=8, ncol=len(nodes) or 1)
+    # Epochs are whole numbers: a steady epoch 4 otherwise gets ticks 3.8, 3.9, ... 4.2.
+    ep.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    _legend(ep)
     lead.set_ylabel("leader (own view)")
     lead.set_xlabel("run time (s)")
     for ax in (ep, lead):
         _shade(ax, faults)
     lead.set_xlim(0, max(end_s, 1e-9))
-    return _png(fig)
+    return fig

@@ -38,26 +38,28 @@ img { max-width: 100%; }
 <p><code>{{ history }}</code> · {{ n_ops }} client operations · {{ faults | length }} fault
 periods · engine {{ engine }}</p>
 <h2>Counts</h2>
-<table><tr><th>kind</th><th>failing</th><th>tolerated</th><th>unknown</th></tr>
-{% for kind, c in counts.items() %}<tr><td>{{ kind }}</td><td>{{ c.get("failing", "") }}</td>
-<td>{{ c.get("tolerated", "") }}</td><td>{{ c.get("unknown", "") }}</td></tr>{% endfor %}
-</table>
+{% if counts %}<table><tr><th>kind</th><th>failing</th><th>tolerated</th><th>unknown</th></tr>
+{% for kind, c in counts.items() %}<tr><td><a href="#{{ kind }}">{{ kind }}</a></td>
+<td>{{ c.get("failing", "") }}</td><td>{{ c.get("tolerated", "") }}</td>
+<td>{{ c.get("unknown", "") }}</td></tr>{% endfor %}
+</table>{% else %}<p>No findings of any kind.</p>{% endif %}
 {% for n in notes %}<p>note: {{ n }}</p>{% endfor %}
 <h2>Timeline</h2><img alt="timeline" src="data:image/png;base64,{{ timeline }}">
 <p>{{ "Aggregated: each cell is the worst outcome of the ops that ended in it." if binned
 else "One line per operation, from invocation to completion." }}</p>
 <h2>Latency and throughput</h2>
 <img alt="latency and throughput" src="data:image/png;base64,{{ rates }}">
-<p>Shaded: fault periods, from a start-* invocation to its stop-* completion.</p>
+{% if faults %}<p>Shaded: fault periods, from a start-* invocation to its stop-* completion.</p>
+{% endif %}
 {% if quorum %}<h2>Controller quorum (observer samples)</h2>
 <img alt="leaders and epochs" src="data:image/png;base64,{{ quorum }}">
 {% if not raft %}<p>ZooKeeper mode: each broker's ActiveControllerCount; controller epochs are
 judged from the brokers' logs (notes above).</p>{% endif %}{% endif %}
 <h2>Faults</h2>
-<table><tr><th>fault</th><th>from (s)</th><th>to (s)</th><th>ops</th></tr>
+{% if faults %}<table><tr><th>fault</th><th>from (s)</th><th>to (s)</th><th>ops</th></tr>
 {% for f in faults %}<tr><td>{{ f.name }}</td><td>{{ "%.3f" % f.start_s }}</td>
 <td>{{ "%.3f" % f.end_s }}</td><td>{{ f.start_index }}–{{ f.end_index if f.end_index is not none
-else "end" }}</td></tr>{% endfor %}</table>
+else "end" }}</td></tr>{% endfor %}</table>{% else %}<p>No faults in this history.</p>{% endif %}
 {% if migration %}<h2>Migration steps</h2>
 <table><tr><th>step</th><th>from (s)</th><th>to (s)</th><th>ops</th></tr>
 {% for f in migration %}<tr><td>{{ f.name }}</td><td>{{ "%.3f" % f.start_s }}</td>

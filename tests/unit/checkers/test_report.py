@@ -91,3 +91,109 @@ def test_migration_steps_are_listed_with_their_outcome_and_ops(tmp_path):
     ]
     # Steps are the run's own acts, not client operations.
     assert set(data.ops["process"]) == {"0"}
+
+
+def test_a_valid_run_says_it_has_no_findings_instead_of_an_empty_table(tmp_path):
+    H().send(0, 0, 1, 0).poll(1, {0: [(0, 1)]}).write(tmp_path)
+    verdict = check(tmp_path, engine="local")
+    html = (tmp_path / "report.html").read_text()
+    assert verdict.status == "valid" and not verdict.counts()
+    counts = html.split("<h2>Counts</h2>")[1].split("<h2>")[0]
+    assert "No findings of any kind." in counts and "<table>" not in counts
+
+
+def test_counts_link_each_kind_to_its_findings(tmp_path):
+    run = make_run(tmp_path / "run", lose_write=True)
+    check(run, engine="pandas")
+    html = (run / "report.html").read_text()
+    assert '<td><a href="#lost-write">lost-write</a></td>' in html
+    assert '<h3 id="lost-write">' in html
+
+
+def test_a_history_without_faults_says_so_instead_of_an_empty_table(tmp_path):
+    h = H().send(0, 0, 1, 0).poll(1, {0: [(0, 1)]})
+    h.write(tmp_path)
+    check(tmp_path, engine="local")
+    html = (tmp_path / "report.html").read_text()
+    faults = html.split("<h2>Faults</h2>")[1].split("<h2>")[0]
+    assert "No faults in this history." in faults and "<table>" not in faults
+    assert "Shaded: fault periods" not in html
+
+
+def _overlaps(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_legends_sit_beside_the_plots_not_on_their_data(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from checkers.report import plots
+
+    run = make_run(tmp_path / "run")
+    check(run, engine="pandas", write=False)
+    data = load(run / "history.parquet")
+    figures = [
+        plots.timeline_figure(data),
+        plots.rates_figure(data),
+        plots.quorum_figure(data.samples, data.faults, data.end_s),
+    ]
+    legends = 0
+    for fig in figures:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            if ax.get_legend() is not None:
+                legends += 1
+                box = ax.get_legend().get_window_extent(renderer)
+                assert not any(_overlaps(box, a.get_window_extent(renderer)) for a in fig.axes)
+        plt.close(fig)
+    assert legends == 4  # timeline, latency, throughput, Raft epochs
+
+
+def test_raft_epoch_ticks_are_whole_numbers(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from checkers.report import plots
+
+    run = make_run(tmp_path / "run")
+    check(run, engine="pandas", write=False)
+    data = load(run / "history.parquet")
+    # One steady epoch: matplotlib's default ticks were 3.8, 3.9, ... 4.2 around it.
+    steady = [s for s in data.samples if s.epoch == 2] or data.samples
+    for samples in (data.samples, steady):
+        fig = plots.quorum_figure(samples, data.faults, data.end_s)
+        fig.canvas.draw()
+        epochs = fig.axes[0]
+        low, high = epochs.get_ylim()
+        ticks = [t for t in epochs.get_yticks() if low <= t <= high]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+        plt.close(fig)
+
+
+def test_every_ok_latency_dot_is_inside_the_latency_axis(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from checkers.report import plots
+    from tests.unit.checkers.histories import SEC
+
+    # Each round: one fast send and three slow ones, so every quantile line sits near the slow
+    # ones, far above the fast dots, which the limits once cut off (39 of 634 dots in a real
+    # 60 s run).
+    h, offset = H(), 0
+    for _ in range(12):
+        for p in range(4):
+            h.invoke(p, "send", [["send", 0, offset + p]])
+        h.complete(0, "send", "ok", [["send", 0, [offset, offset]]])
+        h.clock += 5 * SEC
+        for p in range(1, 4):
+            h.complete(p, "send", "ok", [["send", 0, [offset + p, offset + p]]])
+        offset += 4
+    h.write(tmp_path)
+    check(tmp_path, engine="local", write=False)
+    data = load(tmp_path / "history.parquet")
+    ok = data.ops[data.ops["type"] == "ok"]
+    ms = (ok["end_s"] - ok["start_s"]) * 1000
+    fig = plots.rates_figure(data)
+    low, high = fig.axes[0].get_ylim()
+    plt.close(fig)
+    assert ms.min() > 0 and low <= ms.min() and ms.max() <= high
