@@ -19,7 +19,7 @@ def _svg(fig: object) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")  # type: ignore[attr-defined]
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})  # type: ignore[attr-defined]
     plt.close(fig)  # type: ignore[arg-type]
     text = buf.getvalue()
     return text[text.index("<svg") :]  # the XML prolog is not allowed inside HTML

@@ -141,7 +141,10 @@ def runs_frame(runs: list[RunInfo], stats: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return df
     df = df.merge(stats, on="path", how="left")
-    return df.fillna({"ok": 0, "fail": 0, "info": 0, "faults": 0, "seconds": 0.0})
+    for column in ("ok", "fail", "info", "faults", "seconds"):
+        # Object-typed when Spark read no history: numbers, 0 for a run without one.
+        df[column] = pd.to_numeric(df[column]).fillna(0)
+    return df
 
 
 def _table(df: pd.DataFrame, empty: str) -> str:
