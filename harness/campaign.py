@@ -26,6 +26,7 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
+from checkers.analyze.scenario import scenario
 from harness.plan import build_plan
 from harness.spec import RunSpec, SpecError, load_spec_file, spec_from_dict
 
@@ -40,16 +41,18 @@ KEYS = ("name", "base", "axes", "exclude", "seeds", "cell_timeout", "cluster", "
 
 @dataclass(frozen=True)
 class Cell:
-    """One run of the matrix: its scenario (the options that vary, without the seed) and seed."""
+    """One run of the matrix: its scenario (what it tests, without the seed: the name `kchaos
+    analyze` trends over, checkers/analyze/scenario.py), the axes' values, and its seed."""
 
     index: int
     scenario: str
     options: dict[str, Any]
     seed: int
+    label: str = ""
 
     @property
     def id(self) -> str:
-        slug = re.sub(r"[^A-Za-z0-9]+", "-", self.scenario).strip("-")
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", self.label or self.scenario).strip("-")
         return f"{self.index:03d}-{slug}-s{self.seed}"
 
     def run_spec(self, results_dir: Path, cluster: str, subnet: str) -> dict[str, Any]:
@@ -75,9 +78,9 @@ class Campaign:
     axes: list[str] = field(default_factory=list)
 
 
-def scenario_name(options: dict[str, Any], axes: list[str]) -> str:
+def axes_label(options: dict[str, Any], axes: list[str]) -> str:
     """What varies between cells, in the axes' order: ``queue / kraft-combined / 3.9 /
-    partition,kill``. The same name across nights is the same scenario."""
+    partition,kill`` (cell ids and the matrix's rows)."""
     parts = []
     for axis in axes:
         value = options.get(axis)
@@ -128,12 +131,13 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
     cells = []
     for combo in kept:
         options = {**base, **combo}
-        scenario = scenario_name(options, names)
-        spec = _checked(options, f"{where}: cell {scenario}")
+        label = axes_label(options, names)
+        spec = _checked(options, f"{where}: cell {label}")
+        name = scenario(spec.to_dict())
         for seed in seeds:
             # Checked as `kchaos run --plan-only` checks (plan included), before anything runs.
             build_plan(_with_seed(spec, seed), seed)
-            cells.append(Cell(len(cells) + 1, scenario, options, seed))
+            cells.append(Cell(len(cells) + 1, name, options, seed, label))
     limit = max(float(c.options.get("time_limit", RunSpec().time_limit)) for c in cells)
     timeout = raw.get("cell_timeout", limit + CELL_SLACK_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:

@@ -121,7 +121,7 @@ def campaign(
         source = spec_file
     if plan_only:
         for c in camp.cells:
-            click.echo(f"{c.id}\t{c.scenario}\tseed {c.seed}")
+            click.echo(f"{c.id}\t{c.label}\tseed {c.seed}\t{c.scenario}")
         click.echo(f"{len(camp.cells)} cells; each bounded to {camp.cell_timeout:.0f} s")
         return
     if resume is not None:

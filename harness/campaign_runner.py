@@ -83,6 +83,7 @@ def new_record(campaign: Campaign, spec_file: str) -> dict[str, Any]:
             {
                 "id": c.id,
                 "scenario": c.scenario,
+                "axes": c.label,
                 "seed": c.seed,
                 "options": c.options,
                 "status": PENDING,
