@@ -120,6 +120,7 @@ class Runner:
         deflake: int = 0,
         say: Say = print,
         on_cell: Callable[[dict[str, Any]], None] | None = None,
+        command: list[str] | None = None,
     ) -> None:
         self.campaign = campaign
         self.directory = directory
@@ -132,6 +133,8 @@ class Runner:
         self._lock = threading.Lock()
         self._procs: dict[str, subprocess.Popen] = {}
         self.cells = {c.id: c for c in campaign.cells}
+        # What runs one cell, given `--spec FILE`: `kchaos run` (tests give a stand-in).
+        self.command = command or [sys.executable, "-m", "harness.cli", "run"]
 
     # The campaign ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -198,7 +201,7 @@ class Runner:
         why = None
         with open(base / f"attempt-{n}.log", "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.cli", "run", "--spec", str(spec_path)],
+                [*self.command, "--spec", str(spec_path)],
                 cwd=REPO,
                 stdout=log,
                 stderr=subprocess.STDOUT,

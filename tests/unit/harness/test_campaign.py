@@ -5,6 +5,7 @@ tests/integration/test_campaign.py."""
 from __future__ import annotations
 
 import json
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -187,3 +188,92 @@ def test_write_all_leaves_a_record_a_resume_finishes(tmp_path):
     other = expand({"name": "other", "axes": {"workload": ["queue"]}})
     with pytest.raises(SpecError, match="not this spec's cells"):
         resumed_record(other, tmp_path)
+
+
+FAKE_RUN = """
+import json, os, sys, time
+from pathlib import Path
+spec = json.loads(Path(sys.argv[sys.argv.index("--spec") + 1]).read_text())
+plan = json.loads(Path(os.environ["FAKE_PLAN"]).read_text())
+codes = plan[spec["name"]]
+counter = Path(spec["results_dir"]) / spec["name"] / "count"
+counter.parent.mkdir(parents=True, exist_ok=True)
+n = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(n + 1))
+code = codes[min(n, len(codes) - 1)]
+if code == "hang":
+    time.sleep(600)
+run_dir = Path(spec["results_dir"]) / spec["name"] / f"20261124T01000{n}-{spec['seed']}"
+run_dir.mkdir(parents=True)
+findings = [{"kind": "lost-write", "explanation": "op 9 was never read", "tolerated": None}]
+(run_dir / "run.json").write_text(json.dumps({"kafka_version": "3.9.2", "exit_code": code}))
+(run_dir / "results.json").write_text(json.dumps({"findings": findings if code == 1 else []}))
+sys.exit(code)
+"""
+
+
+def _fake_campaign(tmp_path: Path, monkeypatch, plan: dict, **runner) -> tuple[dict, int]:
+    """A campaign whose cells are a stand-in for `kchaos run` that exits as ``plan`` says per
+    attempt (a cell id's list of exit codes, or "hang"), writing a run directory as it does."""
+    from harness.campaign_runner import Runner
+
+    monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path / "cache"))
+    script = tmp_path / "fake_run.py"
+    script.write_text(FAKE_RUN)
+    camp = expand({"name": "fake", "axes": {"workload": ["queue", "admin"]}}, where="fake")
+    ids = [c.id for c in camp.cells]
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps({ids[i]: codes for i, codes in enumerate(plan.values())}))
+    monkeypatch.setenv("FAKE_PLAN", str(plan_file))
+    directory = tmp_path / "c"
+    directory.mkdir()
+    record = new_record(camp, "fake")
+    cmd = [sys.executable, str(script)]
+    code = Runner(camp, directory, record, say=lambda m: None, command=cmd, **runner).run()
+    return json.loads((directory / "campaign.json").read_text()), code
+
+
+def test_a_failing_cell_deflaked_says_how_often_it_reproduced(tmp_path, monkeypatch):
+    record, code = _fake_campaign(
+        tmp_path, monkeypatch, {"queue": [1, 0, 0], "admin": [0]}, deflake=2
+    )
+    flaky, fine = record["cells"]
+    assert (flaky["status"], flaky["reproduced"], flaky["flaky"]) == ("invalid", "1/3", True)
+    assert len(flaky["attempts"]) == 3 and flaky["findings"] == ["lost-write"]
+    assert fine["status"] == "valid" and "attempts" not in fine
+    assert code == record["exit_code"] == 1
+
+
+def test_a_hung_cell_is_stopped_at_its_bound_and_the_campaign_goes_on(tmp_path, monkeypatch):
+    from harness import campaign_runner
+
+    monkeypatch.setattr(campaign_runner, "STOP_GRACE_S", 5.0)
+    camp_timeout = 3.0
+    original = campaign_runner.Runner.__init__
+
+    def bounded(self, campaign, *args, **kwargs):
+        original(self, campaign, *args, **kwargs)
+        self.campaign.cell_timeout = camp_timeout
+
+    monkeypatch.setattr(campaign_runner.Runner, "__init__", bounded)
+    record, code = _fake_campaign(tmp_path, monkeypatch, {"queue": ["hang"], "admin": [0]})
+    hung, fine = record["cells"]
+    assert hung["status"] == "timeout" and "over its 3 s bound" in hung["why"]
+    assert fine["status"] == "valid" and code == 2
+
+
+def test_rerun_failed_and_keep_last(tmp_path):
+    from harness.campaign_runner import failed_cells, keep_last
+
+    runs = tmp_path / "results" / "nightly"
+    for stamp, statuses in (("20261122T010000", ["valid"]), ("20261123T010000", ["valid",
+            "invalid"]), ("20261124T010000", ["crashed", "valid"])):  # fmt: skip
+        d = runs / stamp
+        d.mkdir(parents=True)
+        cells = [{"id": f"00{i}", "status": s} for i, s in enumerate(statuses)]
+        (d / "campaign.json").write_text(json.dumps({"cells": cells}))
+    assert failed_cells(runs / "20261123T010000") == ["001"]
+    assert failed_cells(runs / "20261124T010000") == ["000"]
+    removed = keep_last(tmp_path / "results", "nightly", 2, lambda m: None)
+    assert [p.name for p in removed] == ["20261122T010000"]
+    assert sorted(p.name for p in runs.iterdir()) == ["20261123T010000", "20261124T010000"]
