@@ -43,6 +43,7 @@ from harness.campaign_report import (
     write_all,
 )
 from harness.exit_codes import CRASHED_RUN_EXIT, INTERRUPTED_EXIT
+from harness.signals import handling
 from harness.spec import SpecError
 
 Say = Callable[[str], None]
@@ -270,13 +271,9 @@ class Runner:
                 cluster.remove()
 
     # Ctrl-C and SIGTERM ------------------------------------------------------------------------
-    @contextlib.contextmanager
     def _interruptible(self):
         """The first Ctrl-C (or SIGTERM) stops the running cells the way Ctrl-C stops a run,
         and no new cell starts; the record says which cells are left for --resume."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
 
         def stop(signum: int, _frame: Any) -> None:
             if not self.stopping.is_set():
@@ -288,12 +285,7 @@ class Runner:
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(signal.SIGINT)
 
-        before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for s, handler in before.items():
-                signal.signal(s, handler)
+        return handling(stop)
 
     def _write(self) -> None:
         write_all(self.directory, self.record)

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from clusters.errors import ClusterError
 from harness.outcome import RunResult
 from harness.recovery import recover
+from harness.signals import handling
 
 # The child's stderr, whole, in the run directory; its last lines in run.json.
 STDERR_NAME = "client-host.stderr"
@@ -255,24 +256,15 @@ def _die_with_parent() -> None:
 
 
 # The supervisor's side -----------------------------------------------------------------------
-@contextlib.contextmanager
 def _forwarding_signals(child: multiprocessing.process.BaseProcess):
     """Ctrl-C and SIGTERM go to the child, which ends the run as it would in one process."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
     def forward(signum: int, _frame: Any) -> None:
         if child.pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child.pid, signum)
 
-    before = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
+    return handling(forward)
 
 
 def _stop(child: multiprocessing.process.BaseProcess) -> None:
