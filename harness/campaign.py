@@ -133,11 +133,11 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
         options = {**base, **combo}
         label = axes_label(options, names)
         spec = _checked(options, f"{where}: cell {label}")
-        name = scenario(spec.to_dict())
+        tests = scenario(spec.to_dict())
         for seed in seeds:
             # Checked as `kchaos run --plan-only` checks (plan included), before anything runs.
             build_plan(_with_seed(spec, seed), seed)
-            cells.append(Cell(len(cells) + 1, name, options, seed, label))
+            cells.append(Cell(len(cells) + 1, tests, options, seed, label))
     limit = max(float(c.options.get("time_limit", RunSpec().time_limit)) for c in cells)
     timeout = raw.get("cell_timeout", limit + CELL_SLACK_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:

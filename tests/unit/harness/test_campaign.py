@@ -24,7 +24,7 @@ EXAMPLE = REPO / "examples" / "campaigns" / "example.yaml"
 
 def test_the_example_campaign_expands_to_four_checked_cells():
     camp = load_campaign(EXAMPLE)
-    assert len(camp.cells) == 4
+    assert len(camp.cells) == 4 and camp.name == "example"
     assert {c.label for c in camp.cells} == {
         "queue / partition / 3.9 / kraft-combined",
         "queue / kill@active-controller / 3.9 / kraft-combined",
