@@ -6,10 +6,10 @@ observer samples every node four times a second on two cores.
 
 from __future__ import annotations
 
+import http.client
+import json
 from dataclasses import dataclass
 from typing import Any
-
-import requests
 
 from clusters.topology import JOLOKIA_PORT
 
@@ -72,15 +72,45 @@ class Jolokia:
             for mbean, attrs in (reads[n] for n in names)
         ]
         try:
-            response = requests.post(self.url, json=body, timeout=self.timeout)
-            response.raise_for_status()
-            answers = response.json()
-        except (requests.RequestException, ValueError) as exc:
+            answers = json.loads(self._post(json.dumps(body).encode()))
+        except ValueError as exc:
             raise JmxUnavailable(f"{self.host}: {type(exc).__name__}") from None
+        if not isinstance(answers, list):
+            raise JmxUnavailable(f"{self.host}: JSONDecodeError")
         out: dict[str, Any] = {}
         for name, answer in zip(names, answers, strict=False):
             out[name] = answer.get("value") if answer.get("status") == 200 else None
         return out
+
+    def _post(self, payload: bytes) -> bytes:
+        """One POST on a connection of its own (see workloads/observe.py for why not kept).
+
+        http.client, not requests: a sample costs ~0.3 ms of CPU instead of ~1 ms, and the
+        observer makes one per node five times a second. Failures are named as requests named
+        them, since the history keeps the name and the observer tells a refused connection
+        (``ConnectionError``: the JVM is down) from a timeout (``ConnectTimeout``,
+        ``ReadTimeout``: it may still be in flight)."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        try:
+            try:
+                conn.connect()
+            except TimeoutError:
+                raise JmxUnavailable(f"{self.host}: ConnectTimeout") from None
+            except OSError:
+                raise JmxUnavailable(f"{self.host}: ConnectionError") from None
+            try:
+                conn.request("POST", "/jolokia/", payload, {"Content-Type": "application/json"})
+                response = conn.getresponse()
+                data = response.read()
+            except TimeoutError:
+                raise JmxUnavailable(f"{self.host}: ReadTimeout") from None
+            except (OSError, http.client.HTTPException):
+                raise JmxUnavailable(f"{self.host}: ConnectionError") from None
+            if response.status >= 400:
+                raise JmxUnavailable(f"{self.host}: HTTPError")
+            return data
+        finally:
+            conn.close()
 
 
 def _num(value: Any) -> int | None:

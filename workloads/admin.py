@@ -11,6 +11,13 @@ client retried: those are `info`, never `fail`.
 
 confluent-kafka (2.16) has no DescribeFeatures: finalized feature levels and their epoch
 (KIP-584) are not recorded here; the observer records each node's metadata.version over JMX.
+
+Two librdkafka behaviours shape the clients (docs/clients.md tells the whole story): an admin
+request waiting for a controller that refuses connections makes librdkafka reconnect to it in a
+busy loop when connections are sparse (its default), and librdkafka's DescribeCluster aborts
+the process on a Metadata answer that lists no brokers, which a ZooKeeper-mode broker gives
+right after it starts. So connections are not sparse, and describe-cluster is a Metadata request
+made the way list-topics makes it, whose failures librdkafka returns as errors.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from clusters.topology import Topology
+from clusters.topology import BROKER_PORT, Topology
 from workloads.api import Options
 from workloads.client import Completion, Invocation
 from workloads.kafka_errors import describe, kafka_error
@@ -60,11 +67,26 @@ DEFINITE_ADMIN = frozenset(
 ADMIN_FS = ("create-topic", "delete-topic", "alter-config", "describe-cluster")
 
 
-def _quiet(conf: dict[str, Any]) -> dict[str, Any]:
-    conf = dict(conf)
-    conf["log_level"] = 0
-    conf["error_cb"] = lambda err: None
-    return conf
+# librdkafka's reconnect backoff grows to this; its default (10 s) would leave a broker that is
+# back after a fault unasked for up to 10 s, longer than a request's timeout.
+RECONNECT_BACKOFF_MAX_MS = 1000
+
+
+def admin_conf(ip: str, port: int = BROKER_PORT) -> dict[str, Any]:
+    """One broker's AdminClient configuration (docs/clients.md says why each setting)."""
+    return {
+        "bootstrap.servers": f"{ip}:{port}",
+        "log_level": 0,
+        "error_cb": lambda err: None,
+        # With sparse connections, a request waiting for the controller asks librdkafka to
+        # connect to it now, past the reconnect backoff, on every broker state change, and a
+        # refused connect is one: while the controller's port refuses (a broker restarting),
+        # each client's thread for it reconnects as fast as the kernel answers (about 1000
+        # times a second, one core per two clients). Without them every broker stays
+        # connected and a down one is retried at the backoff's pace.
+        "enable.sparse.connections": False,
+        "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS,
+    }
 
 
 def classify(exc: BaseException) -> str:
@@ -108,10 +130,7 @@ class AdminWorkload:
         self.run_id = run_id
         self.brokers = {n.name: n for n in topology.brokers}
         self.ids = {n.node_id: n.name for n in topology.brokers}
-        self.admins = {
-            name: AdminClient(_quiet({"bootstrap.servers": f"{n.ip}:9092"}))
-            for name, n in self.brokers.items()
-        }
+        self.admins = {name: AdminClient(admin_conf(n.ip)) for name, n in self.brokers.items()}
         self.topic = f"{gen['topic_prefix']}-*"
 
     def setup_says(self) -> str:
@@ -120,10 +139,10 @@ class AdminWorkload:
     def setup(self, timeout: float = 120.0) -> None:
         """Waits until every broker's admin client can describe the cluster."""
         deadline = time.monotonic() + timeout
-        for name, admin in self.admins.items():
+        for name in self.admins:
             while True:
                 try:
-                    admin.describe_cluster(request_timeout=5).result(timeout=10)
+                    self.describe_cluster(name, timeout=5)
                     break
                 except KafkaException:
                     if time.monotonic() > deadline:
@@ -173,24 +192,30 @@ class AdminWorkload:
             fut.result(timeout=REQUEST_TIMEOUT_S + 5)
         return value
 
-    def describe_cluster(self, node: str) -> dict[str, Any]:
-        got = (
-            self.admins[node]
-            .describe_cluster(request_timeout=REQUEST_TIMEOUT_S)
-            .result(timeout=REQUEST_TIMEOUT_S + 5)
-        )
-        controller = got.controller.id if got.controller is not None else None
-        return {
-            "cluster_id": got.cluster_id,
-            "controller": controller,
-            "controller_node": self.ids.get(controller),
-            "brokers": sorted(n.id for n in got.nodes),
-        }
+    def describe_cluster(self, node: str, timeout: float = REQUEST_TIMEOUT_S) -> dict[str, Any]:
+        """The cluster as one broker's metadata has it. librdkafka's DescribeCluster sends this
+        same Metadata request, but aborts the process when the answer lists no brokers (see the
+        module docstring); asked this way, such an answer is retried and then raised."""
+        md = self.admins[node].list_topics(timeout=timeout)
+        return cluster_view(md, self.ids)
 
     def list_topics(self, node: str) -> dict[str, Any]:
         md = self.admins[node].list_topics(timeout=REQUEST_TIMEOUT_S)
         topics = sorted(t for t in md.topics if not t.startswith("__"))
         return {"topics": topics, "answered_by": self.ids.get(md.orig_broker_id)}
+
+
+def cluster_view(md: Any, ids: dict[int, str]) -> dict[str, Any]:
+    """describe-cluster's value from a Metadata answer (confluent-kafka's ClusterMetadata)."""
+    # -1: the broker knows no controller.
+    controller = md.controller_id if md.controller_id >= 0 else None
+    return {
+        "cluster_id": md.cluster_id,
+        "controller": controller,
+        "controller_node": ids.get(controller) if controller is not None else None,
+        "brokers": sorted(md.brokers),
+        "answered_by": ids.get(md.orig_broker_id),
+    }
 
 
 class AdminOpsClient:
