@@ -17,9 +17,8 @@ from pathlib import Path
 from clusters.capabilities import Collectable, Files, Logs, require
 from clusters.cluster import Cluster
 from clusters.config import CONF_DIR, DATA_DIR
-from clusters.data_logs import collect_data_logs, run_dump_log
+from clusters.data_logs import collect_data_logs, dump_grouped
 from clusters.errors import ClusterError
-from clusters.kafka_dist import KafkaDist
 from history.format import CLUSTER_JSON, LOGS_DIR, METADATA_DIR, NODE_LOG, OBSERVERS_DIR
 
 METADATA_PARTITION = "__cluster_metadata-0"
@@ -45,17 +44,6 @@ def keep_raw_files(src: Path, dest: Path) -> None:
             shutil.copy2(path, dest / path.name)
 
 
-def decode_metadata_log(dist: KafkaDist, partition_dir: Path) -> str:
-    """The metadata log segments of one node, decoded record by record; its `Dumping` lines name
-    the segments by file name, as kept in the run directory's `<node>-raw/` (not the temporary
-    directory they were decoded in)."""
-    segments = sorted(partition_dir.glob("*.log"))
-    if not segments:
-        return ""
-    files = ",".join(s.name for s in segments)
-    return run_dump_log(dist, ["--cluster-metadata-decoder", "--files", files], partition_dir)
-
-
 def collect_cluster(
     cluster: Cluster[Collectable], dest: Path, say: Callable[[str], None] = print
 ) -> None:
@@ -69,7 +57,6 @@ def collect_cluster(
     info = cluster.info()
     handles = cluster.nodes(info)
     require(handles.values(), (Files, Logs), "collecting a cluster")
-    dist = cluster.dist(info)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / CLUSTER_JSON).write_text(
         json.dumps(
@@ -95,20 +82,39 @@ def collect_cluster(
             node.copy_dir_out(CONF_DIR, logs)
         except ClusterError as exc:
             say(f"warning: {exc}")
-        if not info.topology.kraft or node.spec.is_zookeeper:
-            continue
-        out = dest / METADATA_DIR / ("" if node.spec.is_controller else OBSERVERS_DIR)
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                node.copy_dir_out(f"{DATA_DIR}/{METADATA_PARTITION}", Path(tmp))
-            except ClusterError as exc:
-                say(f"warning: {exc}")
-                continue
-            decoded = decode_metadata_log(dist, Path(tmp) / METADATA_PARTITION)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / f"{name}.txt").write_text(decoded)
-            keep_raw_files(Path(tmp) / METADATA_PARTITION, out / f"{name}-raw")
+    if info.topology.kraft:
+        _collect_metadata_logs(cluster, dest, say)
     collect_data_logs(cluster, info, dest, say)
     # ZooKeeper mode has no KRaft controllers, hence no metadata log to decode.
     what = "logs and metadata logs" if (dest / METADATA_DIR).is_dir() else "logs"
     say(f"collected {what} into {dest}")
+
+
+def _collect_metadata_logs(
+    cluster: Cluster[Collectable], dest: Path, say: Callable[[str], None]
+) -> None:
+    """Every KRaft node's metadata log copied out, then decoded in one JVM (clusters/data_logs.py
+    dump_grouped), each node's text as its own decoding would give it."""
+    info = cluster.info()
+    nodes = [n for n in cluster.nodes(info).values() if not n.spec.is_zookeeper]
+    dist = cluster.dist(info)
+    with tempfile.TemporaryDirectory() as tmp:
+        groups: dict[str, tuple[str, list[str]]] = {}
+        for node in nodes:
+            (Path(tmp) / node.name).mkdir()
+            try:
+                node.copy_dir_out(f"{DATA_DIR}/{METADATA_PARTITION}", Path(tmp) / node.name)
+            except ClusterError as exc:
+                say(f"warning: {exc}")
+                continue
+            base = f"{node.name}/{METADATA_PARTITION}"
+            segments = sorted(p.name for p in (Path(tmp) / base).glob("*.log"))
+            groups[node.name] = (base, segments)
+        decoded = dump_grouped(dist, ["--cluster-metadata-decoder"], groups, Path(tmp))
+        for node in nodes:
+            if node.name not in groups:
+                continue
+            out = dest / METADATA_DIR / ("" if node.spec.is_controller else OBSERVERS_DIR)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / f"{node.name}.txt").write_text(decoded[node.name])
+            keep_raw_files(Path(tmp) / groups[node.name][0], out / f"{node.name}-raw")

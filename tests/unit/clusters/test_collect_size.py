@@ -46,28 +46,68 @@ class WithMetadataLog(FilesAndLogs):
 
 
 def test_collection_keeps_the_segments_and_snapshots_and_decodes_as_before(tmp_path, monkeypatch):
-    seen: list[list[str]] = []
+    seen: dict[str, list[str]] = {}
 
-    def decode(dist, partition_dir: Path) -> str:
-        seen.append(sorted(p.name for p in partition_dir.iterdir()))
-        return "decoded\n"
+    def decode(dist, flags, groups, root: Path) -> dict[str, str]:
+        for owner, (base, segments) in groups.items():
+            # The decoder still sees the whole directory as the node left it.
+            seen[owner] = sorted(p.name for p in (root / base).iterdir())
+            assert segments == [f"{SEGMENT}.log"]
+        return {owner: f"decoded {owner}\n" for owner in groups}
 
-    monkeypatch.setattr(collect, "decode_metadata_log", decode)
+    monkeypatch.setattr(collect, "dump_grouped", decode)
     collect_cluster(cluster_of(WithMetadataLog), tmp_path, say=lambda _: None)  # type: ignore[arg-type]
-    # The decoder still sees the whole directory as the node left it.
-    assert seen == [sorted(LOG_DIR)] * 3
+    assert seen == {n: sorted(LOG_DIR) for n in ("n1", "n2", "n3")}
     for node in ("n1", "n2", "n3"):
-        assert (tmp_path / METADATA_DIR / f"{node}.txt").read_text() == "decoded\n"
+        assert (tmp_path / METADATA_DIR / f"{node}.txt").read_text() == f"decoded {node}\n"
         raw = tmp_path / METADATA_DIR / f"{node}-raw"
         assert sorted(p.name for p in raw.iterdir()) == KEPT
         assert (raw / f"{SEGMENT}.log").read_bytes() == b"batch"
 
 
-def test_decoding_names_segments_as_the_run_directory_keeps_them(tmp_path, monkeypatch):
+def test_one_jvm_decodes_every_node_and_each_text_is_as_its_own_decoding_gives(
+    tmp_path, monkeypatch
+):
+    from clusters import data_logs
+    from clusters.errors import ClusterError
+
     calls = []
-    monkeypatch.setattr(collect, "run_dump_log", lambda dist, args, cwd: calls.append((args, cwd)))
-    for name in ("00000000000000000042.log", f"{SEGMENT}.log", f"{SEGMENT}.index"):
-        (tmp_path / name).write_bytes(b"")
-    collect.decode_metadata_log(None, tmp_path)  # type: ignore[arg-type]
-    files = f"{SEGMENT}.log,00000000000000000042.log"
+    combined = (
+        "Dumping n1/__cluster_metadata-0/00000000000000000000.log\n"
+        "Log starting offset: 0\nbaseOffset: 0 lastOffset: 1\n"
+        "Dumping n10/__cluster_metadata-0/00000000000000000000.log\n"
+        "Log starting offset: 0\nbaseOffset: 0 lastOffset: 7\n"
+    )
+
+    def dump(dist, args, cwd):
+        calls.append((args, cwd))
+        return combined
+
+    monkeypatch.setattr(data_logs, "run_dump_log", dump)
+    seg = "00000000000000000000.log"
+    groups = {
+        "n1": ("n1/__cluster_metadata-0", [seg]),
+        "n10": ("n10/__cluster_metadata-0", [seg]),
+    }
+    texts = data_logs.dump_grouped(None, ["--cluster-metadata-decoder"], groups, tmp_path)  # type: ignore[arg-type]
+    files = f"n1/__cluster_metadata-0/{seg},n10/__cluster_metadata-0/{seg}"
     assert calls == [(["--cluster-metadata-decoder", "--files", files], tmp_path)]
+    assert texts["n1"] == f"Dumping {seg}\nLog starting offset: 0\nbaseOffset: 0 lastOffset: 1\n"
+    assert texts["n10"].startswith(f"Dumping {seg}\n") and "lastOffset: 7" in texts["n10"]
+
+    # One JVM failing (a segment it cannot read) falls back to one per node, in its directory.
+    calls.clear()
+
+    def fails_together(dist, args, cwd):
+        calls.append((args, cwd))
+        if len(calls) == 1:
+            raise ClusterError("DumpLogSegments failed")
+        return f"Dumping {seg}\n"
+
+    monkeypatch.setattr(data_logs, "run_dump_log", fails_together)
+    texts = data_logs.dump_grouped(None, ["--cluster-metadata-decoder"], groups, tmp_path)  # type: ignore[arg-type]
+    assert [cwd for _, cwd in calls[1:]] == [
+        tmp_path / groups["n1"][0],
+        tmp_path / groups["n10"][0],
+    ]
+    assert texts == {"n1": f"Dumping {seg}\n", "n10": f"Dumping {seg}\n"}
