@@ -106,9 +106,9 @@ def campaign(
     if rerun is not None:
         import json
 
+        wanted = set(failed_cells(Path(rerun)))  # a missing or torn record: one clear error
         earlier = json.loads((Path(rerun) / RECORD).read_text())
-        camp = expand(earlier["spec"], where=f"{rerun}/{RECORD}", overrides=sets)
-        wanted = set(failed_cells(Path(rerun)))
+        camp = expand(earlier.get("spec") or {}, where=f"{rerun}/{RECORD}", overrides=sets)
         camp = replace(camp, cells=[c for c in camp.cells if c.id in wanted])
         if not camp.cells:
             console.print(f"no failed cells in {rerun}: nothing to run", highlight=False)

@@ -277,3 +277,18 @@ def test_rerun_failed_and_keep_last(tmp_path):
     removed = keep_last(tmp_path / "results", "nightly", 2, lambda m: None)
     assert [p.name for p in removed] == ["20261122T010000"]
     assert sorted(p.name for p in runs.iterdir()) == ["20261123T010000", "20261124T010000"]
+
+
+def test_parallel_cells_run_on_their_own_clusters_and_subnets(tmp_path, monkeypatch):
+    from harness.campaign_runner import slots
+
+    camp = expand({"name": "p", "axes": {"workload": ["queue", "admin"]}, "cluster": "kc",
+                   "subnet": "10.213.230.0/24"})  # fmt: skip
+    assert [(s.cluster, s.subnet) for s in slots(camp, 2)] == [
+        ("kc-0", "10.213.230.0/24"),
+        ("kc-1", "10.213.231.0/24"),
+    ]
+    record, code = _fake_campaign(tmp_path, monkeypatch, {"queue": [0], "admin": [2]}, parallel=2)
+    assert [c["status"] for c in record["cells"]] == ["valid", "unknown"] and code == 2
+    specs = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("c/runs/*/attempt-1.json"))]
+    assert sorted(s["cluster"] for s in specs) == ["kchaos-campaign-0", "kchaos-campaign-1"]
