@@ -30,3 +30,14 @@ def interrupted_run(
         if proc.poll() is None:
             proc.kill()
     return proc.returncode, out
+
+
+def kchaos_process(args: list[str]) -> subprocess.Popen:
+    """`kchaos ARGS` started as a user starts it, its output (stdout and stderr) in one pipe."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )

@@ -8,15 +8,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from clusters.docker_cluster import DockerCluster
 from clusters.hold import hold_path
 from harness.exit_codes import CRASHED_RUN_EXIT
 from tests.integration.kafka_io import wait_until
-from tests.integration.run_process import REPO
+from tests.integration.run_process import kchaos_process
 
 NAME = "crash-it"
 SUBNET = "10.213.146.0/24"
@@ -53,13 +51,7 @@ def test_sigabrt_of_the_client_host_mid_fault_still_heals_checks_and_tears_down(
     args = ["run", "--cluster", NAME, "--subnet", SUBNET, "--timing", "fast", "--seed", "3"]
     args += ["--nemesis", "partition", "--nemesis-interval", "10", "--time-limit", "60"]
     args += ["--results-dir", str(tmp_path)]
-    run = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    run = kchaos_process(args)
     try:
         wait_until(
             "a partition in place",

@@ -12,7 +12,7 @@ from clusters.docker_cluster import DockerCluster
 from clusters.hold import hold_path
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT
 from tests.integration.kafka_io import wait_until
-from tests.integration.run_process import REPO
+from tests.integration.run_process import REPO, kchaos_process
 
 NAME = "hold-it"
 SUBNET = "10.213.143.0/24"
@@ -44,13 +44,7 @@ def test_cluster_down_refuses_a_busy_cluster_and_a_forced_one_ends_the_run_clear
     dc.remove()
     args = ["run", "--cluster", NAME, "--subnet", SUBNET, "--timing", "fast"]
     args += ["--time-limit", "30", "--seed", "5", "--results-dir", str(tmp_path)]
-    run = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    run = kchaos_process(args)
     try:
         wait_until(
             "the run's clients acknowledged",
