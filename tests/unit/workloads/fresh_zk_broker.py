@@ -20,19 +20,12 @@ import struct
 import sys
 import threading
 
+from clusters.api_versions import encode_uvarint
+
 API_VERSIONS = 18
 METADATA = 3
 # (api key, min version, max version) this listener speaks.
 SPOKEN = ((METADATA, 0, 2), (API_VERSIONS, 0, 3))
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _string(s: str | None) -> bytes:
@@ -96,13 +89,13 @@ class FreshZkBroker:
 
     def _api_versions(self, version: int) -> bytes:
         if version >= 3:  # flexible: compact array, tagged fields
-            keys = b"".join(struct.pack(">hhh", *k) + _uvarint(0) for k in SPOKEN)
+            keys = b"".join(struct.pack(">hhh", *k) + encode_uvarint(0) for k in SPOKEN)
             return (
                 struct.pack(">h", 0)
-                + _uvarint(len(SPOKEN) + 1)
+                + encode_uvarint(len(SPOKEN) + 1)
                 + keys
                 + struct.pack(">i", 0)
-                + _uvarint(0)
+                + encode_uvarint(0)
             )
         keys = b"".join(struct.pack(">hhh", *k) for k in SPOKEN)
         throttle = struct.pack(">i", 0) if version >= 1 else b""
