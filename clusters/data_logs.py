@@ -23,6 +23,8 @@ from clusters.kafka_dist import KafkaDist
 from history.format import DATA_LOGS_DIR
 
 PLAN_JSON = "plan.json"
+# How DumpLogSegments starts the text of each file it decodes.
+DUMPING = "Dumping "
 
 
 def run_dump_log(dist: KafkaDist, args: list[str], cwd: Path) -> str:
@@ -83,9 +85,6 @@ def dump_grouped(
         if current is not None:
             parts[current].append(line)
     return {owner: "".join(lines) for owner, lines in parts.items()}
-
-
-DUMPING = "Dumping "
 
 
 def queue_partitions(dest: Path) -> list[str]:

@@ -21,7 +21,7 @@ refused before the night starts.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -132,11 +132,11 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
     for combo in kept:
         options = {**base, **combo}
         label = axes_label(options, names)
-        spec = _checked(options, f"{where}: cell {label}")
+        spec = spec_from_dict(dict(options), where=f"{where}: cell {label}")
         tests = scenario(spec.to_dict())
         for seed in seeds:
             # Checked as `kchaos run --plan-only` checks (plan included), before anything runs.
-            build_plan(_with_seed(spec, seed), seed)
+            build_plan(replace(spec, seed=seed), seed)
             cells.append(Cell(len(cells) + 1, tests, options, seed, label))
     limit = max(float(c.options.get("time_limit", RunSpec().time_limit)) for c in cells)
     timeout = raw.get("cell_timeout", limit + CELL_SLACK_S)
@@ -151,16 +151,6 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
         raw=raw,
         axes=names,
     )
-
-
-def _checked(options: dict[str, Any], where: str) -> RunSpec:
-    return spec_from_dict(dict(options), where=where)
-
-
-def _with_seed(spec: RunSpec, seed: int) -> RunSpec:
-    from dataclasses import replace
-
-    return replace(spec, seed=seed)
 
 
 def _matches(combo: dict[str, Any], exclude: dict[str, Any]) -> bool:

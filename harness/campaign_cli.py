@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from harness.campaign import expand, load_campaign, parse_overrides
+from harness.campaign_report import FINAL
 from harness.campaign_runner import (
     RECORD,
     Runner,
@@ -140,8 +141,7 @@ def campaign(
 
 
 def _run(camp: Any, directory: Path, record: dict, parallel: int, deflake: int, quiet: bool) -> int:
-    todo = sum(c["status"] not in ("valid", "invalid", "unknown", "crashed", "timeout", "error")
-               for c in record["cells"])  # fmt: skip
+    todo = sum(c["status"] not in FINAL for c in record["cells"])
     if quiet or not console.is_terminal:
         return Runner(camp, directory, record, parallel, deflake, say=say).run()
     columns = (

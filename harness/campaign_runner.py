@@ -374,6 +374,3 @@ def failed_cells(directory: Path) -> list[str]:
     except (OSError, json.JSONDecodeError) as exc:
         raise SpecError(f"--rerun-failed {directory}: no readable {RECORD} ({exc})") from None
     return [c["id"] for c in record["cells"] if c["status"] != VALID]
-
-
-__all__ = ["CRASHED", "ERROR", "Runner", "campaign_dir", "failed_cells", "keep_last"]

@@ -18,7 +18,7 @@ from harness.rundir import write_json
 from history.columnar import write_parquet
 from history.errors import HistoryError
 from history.format import INVOKE, JSONL_NAME, PARQUET_NAME, SPECIAL_PROCESSES
-from history.reader import read_history
+from history.reader import History, read_history
 
 Say = Callable[[str], None]
 
@@ -27,10 +27,7 @@ def keep_history(rec: Recorder, run_dir: Path, say: Say) -> dict[str, int]:
     """Closes the history and writes its Parquet copy; returns the client operations' counts."""
     counts = dict(rec.counts)
     rec.close()
-    try:
-        write_parquet(read_history(run_dir / JSONL_NAME), run_dir / PARQUET_NAME)
-    except Exception as exc:  # the JSONL is the record; Parquet can be rebuilt from it
-        say(f"warning: no Parquet copy: {exc}")
+    _parquet_copy(run_dir, say)
     return counts
 
 
@@ -38,21 +35,29 @@ def keep_history_file(run_dir: Path, say: Say) -> dict[str, int]:
     """``keep_history`` for a history whose writer died with its process (a crashed client
     host): the file as it is, its torn last line left to the readers' note; the client
     operations' counts as a Recorder keeps them."""
-    try:
-        history = read_history(run_dir / JSONL_NAME)
-    except HistoryError as exc:
-        say(f"warning: the recorded history cannot be read: {exc}")
+    history = _parquet_copy(run_dir, say)
+    if history is None:
         return {}
     counts = Counter(
         op["type"]
         for op in history.ops
         if op["type"] != INVOKE and op["process"] not in SPECIAL_PROCESSES
     )
+    return dict(counts)
+
+
+def _parquet_copy(run_dir: Path, say: Say) -> History | None:
+    """The history as read back, after writing its Parquet copy; None if it cannot be read."""
+    try:
+        history = read_history(run_dir / JSONL_NAME)
+    except HistoryError as exc:
+        say(f"warning: no Parquet copy: {exc}")
+        return None
     try:
         write_parquet(history, run_dir / PARQUET_NAME)
     except Exception as exc:  # the JSONL is the record; Parquet can be rebuilt from it
         say(f"warning: no Parquet copy: {exc}")
-    return dict(counts)
+    return history
 
 
 def collect_and_tear_down(
