@@ -12,7 +12,7 @@ Nothing here touches Docker.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -62,9 +62,12 @@ class Files(Node, Protocol):
 
     def put_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None: ...
     def copy_dir_out(self, path: str, dest: Path) -> None: ...
-    def copy_files_out(self, path: str, dest: Path, suffix: str) -> list[Path]:
-        """The files of directory ``path`` whose names end with ``suffix``, copied under
-        ``dest``; raises ClusterError when the node has no such directory."""
+    def copy_files_out(
+        self, paths: Sequence[str], dest: Path, keep: Callable[[str], bool]
+    ) -> list[Path]:
+        """The files of the directories ``paths`` whose names ``keep`` accepts, copied under
+        ``dest`` (as ``dest/<directory name>/<file>``); a directory the node lacks is skipped,
+        and ClusterError raised when it has none of them."""
         ...
 
 

@@ -101,9 +101,11 @@ def _collect_metadata_logs(
     with tempfile.TemporaryDirectory() as tmp:
         groups: dict[str, tuple[str, list[str]]] = {}
         for node in nodes:
-            (Path(tmp) / node.name).mkdir()
+            (Path(tmp) / node.name / METADATA_PARTITION).mkdir(parents=True)
             try:
-                node.copy_dir_out(f"{DATA_DIR}/{METADATA_PARTITION}", Path(tmp) / node.name)
+                node.copy_files_out(
+                    [f"{DATA_DIR}/{METADATA_PARTITION}"], Path(tmp) / node.name, kept_raw_file
+                )
             except ClusterError as exc:
                 say(f"warning: {exc}")
                 continue

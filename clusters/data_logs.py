@@ -8,6 +8,7 @@ indexes beside them carry nothing the checks need.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -87,6 +88,10 @@ def dump_grouped(
     return {owner: "".join(lines) for owner, lines in parts.items()}
 
 
+def _is_segment(name: str) -> bool:
+    return name.endswith(".log")
+
+
 def queue_partitions(dest: Path) -> list[str]:
     """`<topic>-<p>` of the run's queue topic, from the plan; none for other workloads."""
     try:
@@ -116,11 +121,10 @@ def collect_data_logs(
         for node in brokers:
             root = Path(tmp) / node.name
             root.mkdir()
-            for partition in partitions:
-                try:
-                    node.copy_files_out(f"{DATA_DIR}/{partition}", root, ".log")
-                except ClusterError:
-                    continue  # the broker holds no replica of this partition
+            wanted = [f"{DATA_DIR}/{partition}" for partition in partitions]
+            # A directory the broker lacks is a partition it holds no replica of; none, none.
+            with contextlib.suppress(ClusterError):
+                node.copy_files_out(wanted, root, _is_segment)
             segments = sorted(str(p.relative_to(root)) for p in root.glob("*/*.log"))
             groups[node.name] = (node.name, segments)
         try:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import io
 import signal
 import tarfile
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import docker
@@ -22,26 +22,32 @@ from clusters.capabilities import ExecResult
 from clusters.errors import ClusterError
 from clusters.topology import NodeSpec
 
+# Docker's archive stream and the tar reader over it move a log directory in pieces this large.
+_ARCHIVE_CHUNK = 1 << 20
+
 
 class _ChunkReader(io.RawIOBase):
-    """A file over an iterator of byte chunks (Docker's archive stream)."""
+    """A file over an iterator of byte chunks (Docker's archive stream). Reads hand out views of
+    the current chunk: slicing the rest off a 2 MB chunk at every read copied it again and again,
+    ~1 CPU-s per run for the data logs alone."""
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
         self._chunks = iter(chunks)
-        self._rest = b""
+        self._chunk = memoryview(b"")
+        self._at = 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buf: Any) -> int:
-        while not self._rest:
+        while self._at >= len(self._chunk):
             chunk = next(self._chunks, None)
             if chunk is None:
                 return 0
-            self._rest = chunk
-        n = min(len(buf), len(self._rest))
-        buf[:n] = self._rest[:n]
-        self._rest = self._rest[n:]
+            self._chunk, self._at = memoryview(chunk), 0
+        n = min(len(buf), len(self._chunk) - self._at)
+        buf[:n] = self._chunk[self._at : self._at + n]
+        self._at += n
         return n
 
 
@@ -121,19 +127,76 @@ class DockerNode(ListenerRules):
         tar = self._get_archive(path)
         tar.extractall(dest, filter="data")
 
-    def copy_files_out(self, path: str, dest: Path, suffix: str) -> list[Path]:
-        """Copies the files of a directory whose names end with `suffix`, streaming the archive:
-        a log directory also holds 10 MB preallocated indexes that are never written to disk."""
+    def copy_files_out(
+        self, paths: Sequence[str], dest: Path, keep: Callable[[str], bool]
+    ) -> list[Path]:
+        """Copies the files of directories whose names ``keep`` accepts, each directory's under
+        ``dest/<its name>/``. A log directory also holds 10 MB indexes Kafka preallocates: from a
+        running container only the kept files leave it (one listing and one tar inside it; the
+        indexes of every partition on a broker came to about half a gigabyte streamed through
+        Docker and this process per run); a stopped one's directories are streamed whole and
+        the rest read past, never held."""
+        container = self._container()
+        if container.status == "running":
+            copied = self._copy_from_running(paths, dest, keep)
+            if copied is not None:
+                return copied
+        out: list[Path] = []
+        found = 0
+        for path in paths:
+            try:
+                stream, _ = container.get_archive(path, chunk_size=_ARCHIVE_CHUNK)
+            except docker.errors.NotFound:
+                continue
+            found += 1
+            reader = io.BufferedReader(_ChunkReader(stream), _ARCHIVE_CHUNK)
+            with tarfile.open(fileobj=reader, mode="r|", bufsize=_ARCHIVE_CHUNK) as tar:
+                for member in tar:
+                    if member.isfile() and keep(Path(member.name).name):
+                        tar.extract(member, dest, filter="data")
+                        out.append(dest / member.name)
+        if not found:
+            raise ClusterError(f"node {self.name}: no {', '.join(paths)}")
+        return out
+
+    def _copy_from_running(
+        self, paths: Sequence[str], dest: Path, keep: Callable[[str], bool]
+    ) -> list[Path] | None:
+        """The kept files of ``paths`` through a tar made inside the node, or None when the node
+        could not make one (it stopped meanwhile): the caller streams the directories instead."""
+        # One line per directory that exists ("d <path>") and per file in it ("f <path>").
+        script = (
+            'for d; do [ -d "$d" ] && { echo "d $d"; find "$d" -maxdepth 1 -type f '
+            '-printf "f %p\\n"; }; done; :'
+        )
+        listing = self.exec(["sh", "-c", script, "sh", *paths])
+        if listing.exit_code != 0:
+            return None
+        entries = [line.split(" ", 1) for line in listing.stdout.splitlines() if " " in line]
+        if not any(kind == "d" for kind, _ in entries):
+            raise ClusterError(f"node {self.name}: no {', '.join(paths)}")
+        files = [PurePosixPath(p) for kind, p in entries if kind == "f"]
+        wanted = {f: f.parent.name for f in files if keep(f.name)}
+        if not wanted:
+            return []
         try:
-            stream, _ = self._container().get_archive(path)
-        except docker.errors.NotFound:
-            raise ClusterError(f"node {self.name}: no {path}") from None
+            result = self._container().exec_run(
+                ["tar", "-cf", "-", "-C", "/", *(str(f).lstrip("/") for f in wanted)], demux=True
+            )
+        except docker.errors.APIError:
+            return None
+        stdout = result.output[0] if result.output else None
+        if result.exit_code != 0 or not stdout:
+            return None
         out = []
-        with tarfile.open(fileobj=_ChunkReader(stream), mode="r|") as tar:
+        with tarfile.open(fileobj=io.BytesIO(stdout)) as tar:
             for member in tar:
-                if member.isfile() and member.name.endswith(suffix):
-                    tar.extract(member, dest, filter="data")
-                    out.append(dest / member.name)
+                path = PurePosixPath("/", member.name)
+                if not member.isfile() or path not in wanted:
+                    continue
+                member.name = f"{wanted[path]}/{path.name}"
+                tar.extract(member, dest, filter="data")
+                out.append(dest / member.name)
         return out
 
     def _get_archive(self, path: str) -> tarfile.TarFile:

@@ -4,6 +4,7 @@ capability they cannot do without, with one error naming the node and what it la
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,11 @@ class FilesAndLogs(Named):
     def copy_dir_out(self, path: str, dest: Path) -> None:
         (dest / Path(path).name).mkdir(parents=True, exist_ok=True)
 
-    def copy_files_out(self, path: str, dest: Path, suffix: str) -> list[Path]:
+    def copy_files_out(
+        self, paths: Sequence[str], dest: Path, keep: Callable[[str], bool]
+    ) -> list[Path]:
+        for path in paths:
+            (dest / Path(path).name).mkdir(parents=True, exist_ok=True)
         return []
 
     def logs(self, tail: int | None = None) -> str:

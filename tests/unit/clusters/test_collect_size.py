@@ -3,12 +3,17 @@ Kafka preallocates (10 MB each) and rebuilds from the segment."""
 
 from __future__ import annotations
 
+import io
+import tarfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from clusters import collect
 from clusters.collect import METADATA_PARTITION, collect_cluster, kept_raw_file
+from clusters.docker_node import DockerNode
+from clusters.topology import build_topology
 from history.format import METADATA_DIR
 from tests.unit.clusters.test_capabilities import FilesAndLogs, cluster_of
 
@@ -37,12 +42,18 @@ def test_only_the_rebuildable_indexes_are_left_behind(name):
 
 
 class WithMetadataLog(FilesAndLogs):
-    def copy_dir_out(self, path: str, dest: Path) -> None:
+    def copy_files_out(
+        self, paths: Sequence[str], dest: Path, keep: Callable[[str], bool]
+    ) -> list[Path]:
+        (path,) = paths
         out = dest / Path(path).name
         out.mkdir(parents=True, exist_ok=True)
-        if Path(path).name == METADATA_PARTITION:
-            for name, content in LOG_DIR.items():
+        if Path(path).name != METADATA_PARTITION:
+            return []
+        for name, content in LOG_DIR.items():
+            if keep(name):
                 (out / name).write_bytes(content)
+        return sorted(out.iterdir())
 
 
 def test_collection_keeps_the_segments_and_snapshots_and_decodes_as_before(tmp_path, monkeypatch):
@@ -50,14 +61,15 @@ def test_collection_keeps_the_segments_and_snapshots_and_decodes_as_before(tmp_p
 
     def decode(dist, flags, groups, root: Path) -> dict[str, str]:
         for owner, (base, segments) in groups.items():
-            # The decoder still sees the whole directory as the node left it.
+            # The decoder sees what the run directory keeps: the segments without the indexes
+            # (DumpLogSegments reads a `.log` alone), which are never copied out of the node.
             seen[owner] = sorted(p.name for p in (root / base).iterdir())
             assert segments == [f"{SEGMENT}.log"]
         return {owner: f"decoded {owner}\n" for owner in groups}
 
     monkeypatch.setattr(collect, "dump_grouped", decode)
     collect_cluster(cluster_of(WithMetadataLog), tmp_path, say=lambda _: None)  # type: ignore[arg-type]
-    assert seen == {n: sorted(LOG_DIR) for n in ("n1", "n2", "n3")}
+    assert seen == {n: KEPT for n in ("n1", "n2", "n3")}
     for node in ("n1", "n2", "n3"):
         assert (tmp_path / METADATA_DIR / f"{node}.txt").read_text() == f"decoded {node}\n"
         raw = tmp_path / METADATA_DIR / f"{node}-raw"
@@ -111,3 +123,37 @@ def test_one_jvm_decodes_every_node_and_each_text_is_as_its_own_decoding_gives(
         tmp_path / groups["n10"][0],
     ]
     assert texts == {"n1": f"Dumping {seg}\n", "n10": f"Dumping {seg}\n"}
+
+
+class _ArchiveOnly:
+    """A stopped container, which answers only Docker's archive call, in chunks of odd sizes
+    (Docker's stream does not align them with tar's blocks)."""
+
+    status = "exited"
+
+    def __init__(self, files: dict[str, bytes], chunk: int) -> None:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for name, content in files.items():
+                info = tarfile.TarInfo(f"{METADATA_PARTITION}/{name}")
+                info.size = len(content)
+                tar.addfile(info, io.BytesIO(content))
+        data = buf.getvalue()
+        self.chunks = [data[i : i + chunk] for i in range(0, len(data), chunk)]
+
+    def get_archive(self, path: str, chunk_size: int | None = None):
+        return iter(self.chunks), {}
+
+
+@pytest.mark.parametrize("chunk", [1, 511, 4096, 1 << 20])
+def test_a_docker_node_streams_out_only_the_kept_files_whole(tmp_path, monkeypatch, chunk):
+    files = dict(LOG_DIR)
+    files[f"{SEGMENT}.index"] = bytes(range(256)) * 64  # content, so a misplaced byte shows
+    files[f"{SEGMENT}.log"] = bytes(reversed(range(256))) * 300
+    node = DockerNode(None, "kchaos-fake-n1", build_topology("kraft-combined").nodes[0])  # type: ignore[arg-type]
+    monkeypatch.setattr(node, "_container", lambda: _ArchiveOnly(files, chunk))
+    copied = node.copy_files_out([f"/data/{METADATA_PARTITION}"], tmp_path, kept_raw_file)
+    assert sorted(p.name for p in copied) == sorted(n for n in files if n in KEPT)
+    for path in copied:
+        assert path.read_bytes() == files[path.name]
+    assert not (tmp_path / METADATA_PARTITION / f"{SEGMENT}.index").exists()
