@@ -52,7 +52,12 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "zookeeper": ("org.apache.zookeeper.server.quorum.QuorumPeerMain",),
     "zookeeper_shell": ("org.apache.zookeeper.ZooKeeperMain",),
 }
-REQUIRED_TOOLS = ("kafka", "storage", "metadata_quorum", "features", "dump_log", "metadata_shell")
+# The metadata shell is discovered when its jar is there, but nothing kchaos runs needs it.
+REQUIRED_TOOLS = ("kafka", "storage", "metadata_quorum", "features", "dump_log")
+REQUIRED_ARTIFACTS = ("kafka_2.13", "kafka-tools")
+# Not every release publishes these (4.4.0 has no kafka-shell on Maven Central): each goes into
+# the pom only when its version is published, and a release without it is still assembled.
+OPTIONAL_ARTIFACTS = ("kafka-shell",)
 
 
 @dataclass(frozen=True)
@@ -198,7 +203,9 @@ def resolve_offline_first(requested: str) -> str:
     return resolve_version(requested, available)
 
 
-def _pom(version: str) -> str:
+def _pom(version: str, optional: tuple[str, ...] = OPTIONAL_ARTIFACTS) -> str:
+    """The pom whose runtime dependencies are the release's jars; ``optional`` names the
+    OPTIONAL_ARTIFACTS this release publishes."""
     line = parse_line(version)
     deps = [
         ("org.apache.kafka", "kafka_2.13", version, ""),
@@ -208,8 +215,8 @@ def _pom(version: str) -> str:
             version,
             _exclude("org.apache.kafka", "connect-runtime"),
         ),
-        ("org.apache.kafka", "kafka-shell", version, ""),
     ]
+    deps += [("org.apache.kafka", a, version, "") for a in OPTIONAL_ARTIFACTS if a in optional]
     if line.logging == "reload4j":
         g, a, v = RELOAD4J_BINDING.split(":")
         deps.append((g, a, v, ""))
@@ -271,11 +278,7 @@ def assemble(version: str) -> KafkaDist:
     existing = load_dist(version)
     if existing:
         return existing
-    missing = [
-        a
-        for a in ("kafka_2.13", "kafka-tools", "kafka-shell")
-        if not artifact_published(a, version)
-    ]
+    missing = [a for a in REQUIRED_ARTIFACTS if not artifact_published(a, version)]
     if missing:
         raise ClusterError(
             f"Kafka {version} is listed on Maven Central but {', '.join(missing)} "
@@ -283,7 +286,8 @@ def assemble(version: str) -> KafkaDist:
         )
     home = dist_home(version)
     home.mkdir(parents=True, exist_ok=True)
-    (home / "pom.xml").write_text(_pom(version))
+    optional = tuple(a for a in OPTIONAL_ARTIFACTS if artifact_published(a, version))
+    (home / "pom.xml").write_text(_pom(version, optional))
     staging = home / "libs.partial"
     shutil.rmtree(staging, ignore_errors=True)
     _mvn(
