@@ -200,7 +200,29 @@ def resolve_offline_first(requested: str) -> str:
         if not cached:
             raise
         return resolve_version(requested, cached)
-    return resolve_version(requested, available)
+    resolved = resolve_version(requested, available)
+    if load_dist(resolved) or maven_reachable(resolved):
+        return resolved
+    # The list may name a release this host never fetched (a newer one, published since): with
+    # Maven Central out of reach, a line means the newest release of it that is cached.
+    wanted = parse_version(requested)
+    cached = [v for v in cached_versions() if parse_version(v)[: len(wanted)] == wanted]
+    if not cached:
+        raise ClusterError(
+            f"Kafka {resolved} is not in this host's cache and Maven Central is not reachable "
+            f"({MAVEN_REPO}); cached: {', '.join(cached_versions()) or 'none'}"
+        )
+    return resolve_version(requested, cached)
+
+
+def maven_reachable(version: str) -> bool:
+    """Whether Maven Central answers at all (about kafka_2.13 of ``version``)."""
+    url = f"{MAVEN_REPO}/org/apache/kafka/kafka_2.13/{version}/kafka_2.13-{version}.pom"
+    try:
+        requests.head(url, timeout=10)
+    except requests.RequestException:
+        return False
+    return True
 
 
 def _pom(version: str, optional: tuple[str, ...] = OPTIONAL_ARTIFACTS) -> str:
