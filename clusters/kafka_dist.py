@@ -420,6 +420,33 @@ def metadata_version_level(dist: KafkaDist) -> tuple[int, str]:
     return level, name
 
 
+# Logging off for Kafka's tools run on the host. An empty file does not do it for log4j2 (4.x):
+# it reports the file it cannot parse with a stack trace on stderr, which then crowded out what
+# the tool said in a step's recorded output.
+_QUIET_LOGGING = {
+    "log4j.configuration": ("quiet-log4j.properties", "log4j.rootLogger=OFF\n"),
+    "log4j2.configurationFile": (
+        "quiet-log4j2.properties",
+        "status = off\nrootLogger.level = off\n",
+    ),
+}
+
+
+def quiet_logging() -> list[str]:
+    """The JVM options that silence reload4j (3.x) and log4j2 (4.x) in a tool run on the host."""
+    options = []
+    for prop, (name, text) in _QUIET_LOGGING.items():
+        path = cache_dir() / "kafka" / name
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(f"{name}.{os.getpid()}")
+            partial.write_text(text)
+            partial.replace(path)  # another process may be reading it: never half-written
+        url = f"file:{path}" if prop == "log4j.configuration" else str(path)
+        options.append(f"-D{prop}={url}")
+    return options
+
+
 def run_tool(dist: KafkaDist, tool: str, args: list[str], timeout: float) -> tuple[int, str, str]:
     """One of Kafka's own tools (TOOL_CLASSES) from this release's jars, run on this host against
     the cluster's nodes, so that no node has to be alive to run it: (exit code, stdout, stderr),
@@ -430,8 +457,7 @@ def run_tool(dist: KafkaDist, tool: str, args: list[str], timeout: float) -> tup
         "-Xmx128m",
         "-XX:TieredStopAtLevel=1",
         "-XX:+UseSerialGC",
-        "-Dlog4j.configuration=file:/dev/null",
-        "-Dlog4j2.configurationFile=/dev/null",
+        *quiet_logging(),
         "-cp",
         dist.host_classpath(),
         dist.classes[tool],
