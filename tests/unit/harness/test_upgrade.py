@@ -125,6 +125,15 @@ def test_downgrades_need_an_older_kraft_release_with_metadata_version():
             check_downgrade(*args)
 
 
+def test_a_cluster_formatted_by_4_4_or_newer_cannot_roll_back_below_it():
+    for version, to in [("4.4", "4.3"), ("4.4.0", "3.9"), ("4.5", "4.4")]:
+        with pytest.raises(ClusterError, match=r"newer than, the kafka-storage tool"):
+            check_downgrade("kraft-combined", version, to, None)
+    # Formatted by 4.3's tool: the rollback after an upgrade to 4.4 is the KIP-778 path.
+    check_downgrade("kraft-combined", "4.3", "4.3.0", "4.4")
+    check_downgrade("kraft", "4.3", "4.2", None)
+
+
 def test_the_spec_refuses_an_undocumented_path_in_one_sentence():
     with pytest.raises(SpecError, match=r"Kafka 4\.0 removed ZooKeeper"):
         spec_from_dict({"topology": "zk", "version": "3.9", "upgrade_to": "4.0"})
