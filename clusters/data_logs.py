@@ -20,7 +20,7 @@ from clusters.capabilities import Files, require
 from clusters.cluster import Cluster, ClusterInfo
 from clusters.config import DATA_DIR
 from clusters.errors import ClusterError
-from clusters.kafka_dist import KafkaDist
+from clusters.kafka_dist import KafkaDist, quiet_logging
 from history.format import DATA_LOGS_DIR
 
 PLAN_JSON = "plan.json"
@@ -35,8 +35,7 @@ def run_dump_log(dist: KafkaDist, args: list[str], cwd: Path) -> str:
             "java",
             "-Xmx256m",
             "-XX:TieredStopAtLevel=1",
-            "-Dlog4j.configuration=file:/dev/null",
-            "-Dlog4j2.configurationFile=/dev/null",
+            *quiet_logging(),
             "-cp",
             dist.host_classpath(),
             dist.classes["dump_log"],

@@ -52,7 +52,12 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "zookeeper": ("org.apache.zookeeper.server.quorum.QuorumPeerMain",),
     "zookeeper_shell": ("org.apache.zookeeper.ZooKeeperMain",),
 }
-REQUIRED_TOOLS = ("kafka", "storage", "metadata_quorum", "features", "dump_log", "metadata_shell")
+# The metadata shell is discovered when its jar is there, but nothing kchaos runs needs it.
+REQUIRED_TOOLS = ("kafka", "storage", "metadata_quorum", "features", "dump_log")
+REQUIRED_ARTIFACTS = ("kafka_2.13", "kafka-tools")
+# Not every release publishes these (4.4.0 has no kafka-shell on Maven Central): each goes into
+# the pom only when its version is published, and a release without it is still assembled.
+OPTIONAL_ARTIFACTS = ("kafka-shell",)
 
 
 @dataclass(frozen=True)
@@ -195,10 +200,34 @@ def resolve_offline_first(requested: str) -> str:
         if not cached:
             raise
         return resolve_version(requested, cached)
-    return resolve_version(requested, available)
+    resolved = resolve_version(requested, available)
+    if load_dist(resolved) or maven_reachable(resolved):
+        return resolved
+    # The list may name a release this host never fetched (a newer one, published since): with
+    # Maven Central out of reach, a line means the newest release of it that is cached.
+    wanted = parse_version(requested)
+    cached = [v for v in cached_versions() if parse_version(v)[: len(wanted)] == wanted]
+    if not cached:
+        raise ClusterError(
+            f"Kafka {resolved} is not in this host's cache and Maven Central is not reachable "
+            f"({MAVEN_REPO}); cached: {', '.join(cached_versions()) or 'none'}"
+        )
+    return resolve_version(requested, cached)
 
 
-def _pom(version: str) -> str:
+def maven_reachable(version: str) -> bool:
+    """Whether Maven Central answers at all (about kafka_2.13 of ``version``)."""
+    url = f"{MAVEN_REPO}/org/apache/kafka/kafka_2.13/{version}/kafka_2.13-{version}.pom"
+    try:
+        requests.head(url, timeout=10)
+    except requests.RequestException:
+        return False
+    return True
+
+
+def _pom(version: str, optional: tuple[str, ...] = OPTIONAL_ARTIFACTS) -> str:
+    """The pom whose runtime dependencies are the release's jars; ``optional`` names the
+    OPTIONAL_ARTIFACTS this release publishes."""
     line = parse_line(version)
     deps = [
         ("org.apache.kafka", "kafka_2.13", version, ""),
@@ -208,8 +237,8 @@ def _pom(version: str) -> str:
             version,
             _exclude("org.apache.kafka", "connect-runtime"),
         ),
-        ("org.apache.kafka", "kafka-shell", version, ""),
     ]
+    deps += [("org.apache.kafka", a, version, "") for a in OPTIONAL_ARTIFACTS if a in optional]
     if line.logging == "reload4j":
         g, a, v = RELOAD4J_BINDING.split(":")
         deps.append((g, a, v, ""))
@@ -271,11 +300,7 @@ def assemble(version: str) -> KafkaDist:
     existing = load_dist(version)
     if existing:
         return existing
-    missing = [
-        a
-        for a in ("kafka_2.13", "kafka-tools", "kafka-shell")
-        if not artifact_published(a, version)
-    ]
+    missing = [a for a in REQUIRED_ARTIFACTS if not artifact_published(a, version)]
     if missing:
         raise ClusterError(
             f"Kafka {version} is listed on Maven Central but {', '.join(missing)} "
@@ -283,7 +308,8 @@ def assemble(version: str) -> KafkaDist:
         )
     home = dist_home(version)
     home.mkdir(parents=True, exist_ok=True)
-    (home / "pom.xml").write_text(_pom(version))
+    optional = tuple(a for a in OPTIONAL_ARTIFACTS if artifact_published(a, version))
+    (home / "pom.xml").write_text(_pom(version, optional))
     staging = home / "libs.partial"
     shutil.rmtree(staging, ignore_errors=True)
     _mvn(
@@ -394,6 +420,33 @@ def metadata_version_level(dist: KafkaDist) -> tuple[int, str]:
     return level, name
 
 
+# Logging off for Kafka's tools run on the host. An empty file does not do it for log4j2 (4.x):
+# it reports the file it cannot parse with a stack trace on stderr, which then crowded out what
+# the tool said in a step's recorded output.
+_QUIET_LOGGING = {
+    "log4j.configuration": ("quiet-log4j.properties", "log4j.rootLogger=OFF\n"),
+    "log4j2.configurationFile": (
+        "quiet-log4j2.properties",
+        "status = off\nrootLogger.level = off\n",
+    ),
+}
+
+
+def quiet_logging() -> list[str]:
+    """The JVM options that silence reload4j (3.x) and log4j2 (4.x) in a tool run on the host."""
+    options = []
+    for prop, (name, text) in _QUIET_LOGGING.items():
+        path = cache_dir() / "kafka" / name
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(f"{name}.{os.getpid()}")
+            partial.write_text(text)
+            partial.replace(path)  # another process may be reading it: never half-written
+        url = f"file:{path}" if prop == "log4j.configuration" else str(path)
+        options.append(f"-D{prop}={url}")
+    return options
+
+
 def run_tool(dist: KafkaDist, tool: str, args: list[str], timeout: float) -> tuple[int, str, str]:
     """One of Kafka's own tools (TOOL_CLASSES) from this release's jars, run on this host against
     the cluster's nodes, so that no node has to be alive to run it: (exit code, stdout, stderr),
@@ -404,8 +457,7 @@ def run_tool(dist: KafkaDist, tool: str, args: list[str], timeout: float) -> tup
         "-Xmx128m",
         "-XX:TieredStopAtLevel=1",
         "-XX:+UseSerialGC",
-        "-Dlog4j.configuration=file:/dev/null",
-        "-Dlog4j2.configurationFile=/dev/null",
+        *quiet_logging(),
         "-cp",
         dist.host_classpath(),
         dist.classes[tool],

@@ -5,7 +5,11 @@ Kafka's upgrade notes name the paths: every 3.x release since 3.3 upgrades a KRa
 through" the previous 4.x. ZooKeeper-mode clusters upgrade within 3.x (4.0 removed ZooKeeper:
 they migrate first, KIP-866). A downgrade is a roll back to an older release after
 ``metadata.version`` was safely lowered to what that release supports (KIP-778): a release
-older than 3.3 knows no ``metadata.version`` and is refused.
+older than 3.3 knows no ``metadata.version`` and is refused. From 4.4 on, Kafka's upgrade notes
+add that a broker "must be the same version as, or newer than, the kafka-storage tool" that
+formatted its directories (4.4.0's tool writes the bootstrap records as a snapshot in
+``__cluster_metadata-0`` and no ``bootstrap.checkpoint``): a cluster started on 4.4 or newer
+cannot roll back below the release it started on.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from clusters.kafka_dist import OLDEST_SUPPORTED, parse_version
 ZK_KINDS = ("zk",)
 # A migration ends as a KRaft cluster: its upgrade may go past 3.x.
 MIGRATION = "migration"
+# The first release whose formatted directories older releases may not read.
+FORMAT_NOT_FORWARD_COMPATIBLE = (4, 4)
 
 
 def _line(version: str) -> tuple[int, int]:
@@ -58,6 +64,14 @@ def check_downgrade(topology: str, version: str, to: str, upgraded_to: str | Non
     if _line(to) < OLDEST_SUPPORTED:
         raise ClusterError(
             f"Kafka {to} knows no metadata.version (KIP-778 arrived in 3.3): no safe downgrade"
+        )
+    if _line(version) >= FORMAT_NOT_FORWARD_COMPATIBLE and parse_version(to) < parse_version(
+        version
+    ):
+        raise ClusterError(
+            f"--downgrade-to {to} is older than {version}, whose kafka-storage formats the "
+            "cluster: from 4.4 on a broker must be the same version as, or newer than, the "
+            "kafka-storage tool that formatted its directories (Kafka 4.4's upgrade notes)"
         )
     if topology in ZK_KINDS or topology == MIGRATION:
         raise ClusterError(

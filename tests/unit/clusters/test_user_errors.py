@@ -44,6 +44,45 @@ def test_cached_distributions_resolve_without_maven(tmp_path, monkeypatch):
     assert kafka_dist.resolve_offline_first("3.9") == "3.9.1"
 
 
+def _offline_with_a_newer_release_listed(tmp_path, monkeypatch, cached: tuple[str, ...]) -> None:
+    """Maven Central out of reach; its list (cached earlier) names 4.4.0, never fetched here."""
+    monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path))
+    monkeypatch.setattr(kafka_dist, "MAVEN_REPO", "http://127.0.0.1:9/maven2")
+    listing = "".join(f"<version>{v}</version>" for v in ("3.9.2", "4.3.1", "4.4.0"))
+    (tmp_path / "kafka").mkdir()
+    (tmp_path / "kafka" / "maven-metadata.xml").write_text(
+        f"<metadata><versioning><versions>{listing}</versions></versioning></metadata>"
+    )
+    for version in cached:
+        (tmp_path / "kafka" / version).mkdir()
+        (tmp_path / "kafka" / version / "dist.json").write_text(
+            f'{{"version": "{version}", "classes": {{}}}}'
+        )
+
+
+def test_offline_a_line_means_its_newest_cached_release(tmp_path, monkeypatch):
+    _offline_with_a_newer_release_listed(tmp_path, monkeypatch, ("3.9.2", "4.3.1"))
+    assert kafka_dist.resolve_offline_first("4") == "4.3.1"
+    assert kafka_dist.resolve_offline_first("4.3") == "4.3.1"
+
+
+def test_offline_a_release_never_fetched_is_one_clear_error(tmp_path, monkeypatch):
+    _offline_with_a_newer_release_listed(tmp_path, monkeypatch, ("3.9.2", "4.3.1"))
+    for requested in ("4.4", "4.4.0"):
+        with pytest.raises(
+            ClusterError,
+            match=r"Kafka 4\.4\.0 is not in this host's cache and Maven Central is not "
+            r"reachable .*cached: 3\.9\.2, 4\.3\.1",
+        ):
+            kafka_dist.resolve_offline_first(requested)
+
+
+def test_offline_a_cached_newest_release_needs_nothing(tmp_path, monkeypatch):
+    _offline_with_a_newer_release_listed(tmp_path, monkeypatch, ("4.3.1", "4.4.0"))
+    assert kafka_dist.resolve_offline_first("4") == "4.4.0"
+    assert kafka_dist.resolve_offline_first("4.4.0") == "4.4.0"
+
+
 def test_unknown_topology_is_refused_by_the_cli():
     result = run_cli("cluster", "up", "--topology", "raft")
     assert result.returncode == 254 and "Invalid value for '--topology'" in result.stderr

@@ -125,6 +125,15 @@ def test_downgrades_need_an_older_kraft_release_with_metadata_version():
             check_downgrade(*args)
 
 
+def test_a_cluster_formatted_by_4_4_or_newer_cannot_roll_back_below_it():
+    for version, to in [("4.4", "4.3"), ("4.4.0", "3.9"), ("4.5", "4.4")]:
+        with pytest.raises(ClusterError, match=r"newer than, the kafka-storage tool"):
+            check_downgrade("kraft-combined", version, to, None)
+    # Formatted by 4.3's tool: the rollback after an upgrade to 4.4 is the KIP-778 path.
+    check_downgrade("kraft-combined", "4.3", "4.3.0", "4.4")
+    check_downgrade("kraft", "4.3", "4.2", None)
+
+
 def test_the_spec_refuses_an_undocumented_path_in_one_sentence():
     with pytest.raises(SpecError, match=r"Kafka 4\.0 removed ZooKeeper"):
         spec_from_dict({"topology": "zk", "version": "3.9", "upgrade_to": "4.0"})
@@ -351,3 +360,43 @@ def test_a_level_is_resolved_once_every_node_answers_not_while_they_restart(tmp_
         "metadata.version": 21
     }
     assert driver.answers == [VIEWS]
+
+
+def test_kafka_features_runs_from_the_newest_release_the_run_assembled(tmp_path, monkeypatch):
+    # Nothing is looked up in the host cache: a run rolling to 4.4.0 has assembled it before the
+    # cluster started, and a run that does not roll there never asks for it.
+    monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path / "empty-cache"))
+    from harness import upgrade
+
+    class Dist:
+        def __init__(self, version):
+            self.version = version
+
+    class Info:
+        version, timing, cluster_id = "4.3", "fast", "x"
+
+        class topology:
+            @staticmethod
+            def bootstrap_servers():
+                return "10.0.0.1:9092"
+
+    dists = {"4.3": Dist("4.3.1"), "4.4": Dist("4.4.0")}
+    nodes = {n: _Node(n) for n in ("n1", "n2")}
+    recorder = Recorder(tmp_path / "history.jsonl", "r")
+    driver = UpgradeDriver([], Info(), dists, nodes, recorder)  # type: ignore[arg-type]
+    assert driver.newest_dist() is dists["4.3"]
+    driver.versions["n2"] = "4.4.0"  # rolled
+    assert driver.newest_dist() is dists["4.4"]
+    used = []
+
+    def tool(dist, name, args, timeout):
+        used.append((dist.version, name))
+        return 0, "share.version was upgraded to 2.\n", ""
+
+    monkeypatch.setattr(upgrade, "run_tool", tool)
+    value = {"params": {"action": "upgrade", "levels": {"share.version": 2}, "dry_run": False}}
+    done = driver._features(value)
+    assert used == [("4.4.0", "features")]
+    assert done["tool"].startswith("kafka-features 4.4.0 ")
+    assert done["output"] == "share.version was upgraded to 2."
+    recorder.close()
