@@ -52,6 +52,7 @@ from nemesis.api import FaultContext, Nemesis
 from nemesis.registry import build
 from workloads.api import Workload
 from workloads.observe import Observer
+from workloads.pipelined import history_header, lanes_of
 from workloads.registry import WORKLOADS
 
 __all__ = ["ProcessIds", "Run", "RunResult"]  # ProcessIds: bench/bench_run.py imports it here
@@ -120,7 +121,8 @@ class Run:
         self.say = say
         self.show_progress = show_progress
         self.stop = threading.Event()
-        self.processes = ProcessIds(self.spec.concurrency)
+        # A pipelined producer owns one process id per send in flight (harness/workers.py Lanes).
+        self.processes = ProcessIds(self.spec.concurrency * lanes_of(self.plan.generator))
         self.summary: dict[str, Any] = {"seed": plan.seed, "replay_of": replay_of}
         self.run_dir: Path | None = None
         self.run_id = ""
@@ -231,7 +233,7 @@ class Run:
             # The newest release's tools read what every release wrote.
             live.cluster.tools = max(self.releases.values(), key=lambda d: parse_version(d.version))
         ctx = FaultContext(topology=info.topology, nodes=live.cluster.nodes(info))
-        header = self.workload_kind.HISTORY_HEADER
+        header = {**self.workload_kind.HISTORY_HEADER, **history_header(self.plan.generator)}
         live.up = Up(info, ctx, Recorder(live.run_dir / JSONL_NAME, self.run_id, header=header))
         self._note(history=True)
         return live.up

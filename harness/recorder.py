@@ -36,7 +36,10 @@ class Recorder:
         process: int | str,
         node: str | None = None,
         error: str | None = None,
+        producer: int | None = None,
     ) -> dict[str, Any]:
+        """`producer`: the producer instance of a pipelined send (docs/history.md); absent
+        from the line when None, so histories without pipelining are as they were."""
         op: dict[str, Any] = {"type": type_, "f": f, "value": value, "process": process}
         if error is not None:
             op["error"] = error
@@ -48,13 +51,22 @@ class Recorder:
             op["time"] = self.now_ns()
             op["wall"] = time.time()
             op["node"] = node
+            if producer is not None:
+                op["producer"] = producer
             written = self._writer.append(op)
         if type_ != INVOKE and process not in SPECIAL_PROCESSES:
             self.counts[type_] += 1
         return written
 
-    def invoke(self, f: str, value: Any, process: int | str, node: str | None = None) -> dict:
-        return self.record(INVOKE, f, value, process, node)
+    def invoke(
+        self,
+        f: str,
+        value: Any,
+        process: int | str,
+        node: str | None = None,
+        producer: int | None = None,
+    ) -> dict:
+        return self.record(INVOKE, f, value, process, node, producer=producer)
 
     def ok(self, f: str, value: Any, process: int | str, node: str | None = None) -> dict:
         return self.record(OK, f, value, process, node)
