@@ -62,6 +62,8 @@ QUIESCE_TIMEOUT_S = 120.0
 PREPARE_READY_TIMEOUT_S = 300.0
 # A worker finishing its last operation after the time limit is bounded by the client timeouts.
 WORKER_JOIN_S = 40.0
+# What a SIGKILL of a pipelined run may lose of its history's end, seconds.
+PIPELINED_FLUSH_S = 0.2
 # What each phase may take before the supervisor (harness/supervisor.py) takes the client host
 # for hung, kills it and ends the run itself. Generous: they catch a hang, not a slow cluster.
 BRING_UP_BUDGET_S = 1200.0
@@ -234,7 +236,10 @@ class Run:
             live.cluster.tools = max(self.releases.values(), key=lambda d: parse_version(d.version))
         ctx = FaultContext(topology=info.topology, nodes=live.cluster.nodes(info))
         header = {**self.workload_kind.HISTORY_HEADER, **history_header(self.plan.generator)}
-        live.up = Up(info, ctx, Recorder(live.run_dir / JSONL_NAME, self.run_id, header=header))
+        # Pipelined sends write thousands of lines a second: flushed by time, not per line.
+        flush = PIPELINED_FLUSH_S if history_header(self.plan.generator) else None
+        rec = Recorder(live.run_dir / JSONL_NAME, self.run_id, header=header, flush_seconds=flush)
+        live.up = Up(info, ctx, rec)
         self._note(history=True)
         return live.up
 

@@ -17,13 +17,34 @@ from history.writer import HistoryWriter
 
 
 class Recorder:
-    def __init__(self, path: Path, run: str, header: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        run: str,
+        header: dict[str, Any] | None = None,
+        flush_seconds: float | None = None,
+    ) -> None:
+        """`flush_seconds`: flush the history by time rather than every line (pipelined
+        sends, thousands of lines a second); a timer flushes what an idle moment leaves."""
         self._t0 = time.monotonic_ns()
-        self._writer = HistoryWriter(path, run, fsync_seconds=1.0, header=header)
+        self._writer = HistoryWriter(
+            path, run, fsync_seconds=1.0, header=header, flush_seconds=flush_seconds
+        )
         # Taking the time and writing under one lock keeps `time` non-decreasing in file order.
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
         self._closed = False
+        self._flusher: threading.Thread | None = None
+        if flush_seconds is not None:
+            self._flush_every = flush_seconds
+            self._flusher = threading.Thread(target=self._flush_loop, name="history-flush")
+            self._flusher.daemon = True
+            self._flusher.start()
+
+    def _flush_loop(self) -> None:
+        while not self._closed:
+            time.sleep(self._flush_every)
+            self._writer.flush()
 
     def now_ns(self) -> int:
         return time.monotonic_ns() - self._t0

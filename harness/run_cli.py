@@ -171,8 +171,7 @@ _D = RunSpec()
     "--in-flight",
     type=int,
     default=None,
-    help="With --send-mode async: sends outstanding per producer, one process id each "
-    "(default 5).",
+    help="With --send-mode async: sends outstanding per producer, one process id each (default 5).",
 )
 @click.option(
     "--linger-ms",

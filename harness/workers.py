@@ -22,6 +22,8 @@ from workloads.pipelined import SEND_TIMEOUT_S, Pipelining, ProducerClient
 DRAIN_S = SEND_TIMEOUT_S + 2.0
 # How long a slot with every lane busy waits in one poll for a delivery report.
 LANE_WAIT_S = 0.05
+# Unpaced sends queued onto free lanes between two polls.
+BURST = 64
 
 
 class ProcessIds:
@@ -193,6 +195,12 @@ class Clients:
                     continue
                 if self.interval:
                     next_at = max(next_at + self.interval, time.monotonic() - self.interval)
+                else:
+                    # Unpaced: a burst onto the free lanes before serving delivery reports,
+                    # so one poll serves many sends.
+                    for _ in range(BURST - 1):
+                        if self.stop.is_set() or not self.send_one(client, lanes):
+                            break
                 client.poll(0)
             self.drain(client, lanes, DRAIN_S)
             client.close()
