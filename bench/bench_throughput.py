@@ -14,7 +14,7 @@ Prints the ok sends per second of each and their ratio, and writes ``bench/out/t
 Goal: kchaos >= 50% of the perf tool and >= 5,000 recorded ok sends/s. The perf tool runs
 second, on a cluster kchaos has warmed up; both run on the same 2 cores as the brokers.
 
-    .venv/bin/python bench/bench_throughput.py [--seconds 30] [--concurrency 2] [--in-flight 200]
+    .venv/bin/python bench/bench_throughput.py [--seconds 30] [--concurrency 2] [--in-flight 2000]
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--concurrency", type=int, default=2, help="kchaos producers")
-    ap.add_argument("--in-flight", type=int, default=200, help="sends in flight per producer")
+    ap.add_argument("--in-flight", type=int, default=2000, help="sends in flight per producer")
     ap.add_argument("--linger-ms", type=float, default=5.0, help="both producers' linger.ms")
     ap.add_argument("--keys", type=int, default=8, help="partitions of both topics")
     ap.add_argument("--version", default="3.9")
