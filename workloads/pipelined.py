@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from workloads.client import Completion, Invocation
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
-
-if TYPE_CHECKING:
-    from workloads.queue import QueueWorkload
 
 ASYNC = "async"
 DEFAULT_IN_FLIGHT = 5
@@ -72,6 +69,18 @@ def history_header(gen: dict[str, Any]) -> dict[str, Any]:
     return {SEND_MODE_FIELD: ASYNC, IN_FLIGHT_FIELD: int(gen["in_flight"]), IDEMPOTENCE_FIELD: True}
 
 
+class QueueState(Protocol):
+    """What a pipelined producer reads of its queue workload (workloads/queue.py)."""
+
+    gen: dict[str, Any]
+    keys: int
+    topic: str
+    bootstrap: str
+    leaders: Any  # .leaders: partition -> node name, as the cluster metadata last said
+
+    def note_acked(self, key: int, offset: int | None, value: int) -> None: ...
+
+
 class ProducerClient(Protocol):
     """One pipelined producer, driven by one worker slot's thread."""
 
@@ -104,7 +113,7 @@ class Pipelining(Protocol):
     def producer_client(self, producer: int, rng: random.Random) -> ProducerClient: ...
 
 
-def producer_conf(wl: QueueWorkload) -> dict[str, Any]:
+def producer_conf(wl: QueueState) -> dict[str, Any]:
     gen = wl.gen
     conf: dict[str, Any] = {
         "bootstrap.servers": wl.bootstrap,
@@ -126,7 +135,7 @@ class PipelinedProducer:
 
     def __init__(
         self,
-        wl: QueueWorkload,
+        wl: QueueState,
         producer: int,
         rng: random.Random,
         conf: dict[str, Any] | None = None,
