@@ -52,6 +52,7 @@ from nemesis.api import FaultContext, Nemesis
 from nemesis.registry import build
 from workloads.api import Workload
 from workloads.observe import Observer
+from workloads.pipelined import history_header, lanes_of
 from workloads.registry import WORKLOADS
 
 __all__ = ["ProcessIds", "Run", "RunResult"]  # ProcessIds: bench/bench_run.py imports it here
@@ -61,6 +62,8 @@ QUIESCE_TIMEOUT_S = 120.0
 PREPARE_READY_TIMEOUT_S = 300.0
 # A worker finishing its last operation after the time limit is bounded by the client timeouts.
 WORKER_JOIN_S = 40.0
+# What a SIGKILL of a pipelined run may lose of its history's end, seconds.
+PIPELINED_FLUSH_S = 0.2
 # What each phase may take before the supervisor (harness/supervisor.py) takes the client host
 # for hung, kills it and ends the run itself. Generous: they catch a hang, not a slow cluster.
 BRING_UP_BUDGET_S = 1200.0
@@ -120,7 +123,8 @@ class Run:
         self.say = say
         self.show_progress = show_progress
         self.stop = threading.Event()
-        self.processes = ProcessIds(self.spec.concurrency)
+        # A pipelined producer owns one process id per send in flight (harness/workers.py Lanes).
+        self.processes = ProcessIds(self.spec.concurrency * lanes_of(self.plan.generator))
         self.summary: dict[str, Any] = {"seed": plan.seed, "replay_of": replay_of}
         self.run_dir: Path | None = None
         self.run_id = ""
@@ -231,8 +235,11 @@ class Run:
             # The newest release's tools read what every release wrote.
             live.cluster.tools = max(self.releases.values(), key=lambda d: parse_version(d.version))
         ctx = FaultContext(topology=info.topology, nodes=live.cluster.nodes(info))
-        header = self.workload_kind.HISTORY_HEADER
-        live.up = Up(info, ctx, Recorder(live.run_dir / JSONL_NAME, self.run_id, header=header))
+        header = {**self.workload_kind.HISTORY_HEADER, **history_header(self.plan.generator)}
+        # Pipelined sends write thousands of lines a second: flushed by time, not per line.
+        flush = PIPELINED_FLUSH_S if history_header(self.plan.generator) else None
+        rec = Recorder(live.run_dir / JSONL_NAME, self.run_id, header=header, flush_seconds=flush)
+        live.up = Up(info, ctx, rec)
         self._note(history=True)
         return live.up
 

@@ -17,13 +17,34 @@ from history.writer import HistoryWriter
 
 
 class Recorder:
-    def __init__(self, path: Path, run: str, header: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        run: str,
+        header: dict[str, Any] | None = None,
+        flush_seconds: float | None = None,
+    ) -> None:
+        """`flush_seconds`: flush the history by time rather than every line (pipelined
+        sends, thousands of lines a second); a timer flushes what an idle moment leaves."""
         self._t0 = time.monotonic_ns()
-        self._writer = HistoryWriter(path, run, fsync_seconds=1.0, header=header)
+        self._writer = HistoryWriter(
+            path, run, fsync_seconds=1.0, header=header, flush_seconds=flush_seconds
+        )
         # Taking the time and writing under one lock keeps `time` non-decreasing in file order.
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
         self._closed = False
+        self._flusher: threading.Thread | None = None
+        if flush_seconds is not None:
+            self._flush_every = flush_seconds
+            self._flusher = threading.Thread(target=self._flush_loop, name="history-flush")
+            self._flusher.daemon = True
+            self._flusher.start()
+
+    def _flush_loop(self) -> None:
+        while not self._closed:
+            time.sleep(self._flush_every)
+            self._writer.flush()
 
     def now_ns(self) -> int:
         return time.monotonic_ns() - self._t0
@@ -36,7 +57,10 @@ class Recorder:
         process: int | str,
         node: str | None = None,
         error: str | None = None,
+        producer: int | None = None,
     ) -> dict[str, Any]:
+        """`producer`: the producer instance of a pipelined send (docs/history.md); absent
+        from the line when None, so histories without pipelining are as they were."""
         op: dict[str, Any] = {"type": type_, "f": f, "value": value, "process": process}
         if error is not None:
             op["error"] = error
@@ -48,13 +72,22 @@ class Recorder:
             op["time"] = self.now_ns()
             op["wall"] = time.time()
             op["node"] = node
+            if producer is not None:
+                op["producer"] = producer
             written = self._writer.append(op)
         if type_ != INVOKE and process not in SPECIAL_PROCESSES:
             self.counts[type_] += 1
         return written
 
-    def invoke(self, f: str, value: Any, process: int | str, node: str | None = None) -> dict:
-        return self.record(INVOKE, f, value, process, node)
+    def invoke(
+        self,
+        f: str,
+        value: Any,
+        process: int | str,
+        node: str | None = None,
+        producer: int | None = None,
+    ) -> dict:
+        return self.record(INVOKE, f, value, process, node, producer=producer)
 
     def ok(self, f: str, value: Any, process: int | str, node: str | None = None) -> dict:
         return self.record(OK, f, value, process, node)

@@ -16,7 +16,7 @@ from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
 from harness.console import console, err_console, say
 from harness.nemesis_items import EXAMPLE, SYNTAX
 from harness.plan import build_plan, load_plan, new_seed
-from harness.spec import AVAILABILITY, RunSpec, load_spec_file, spec_from_dict
+from harness.spec import AVAILABILITY, SEND_MODES, RunSpec, load_spec_file, spec_from_dict
 
 # CLI option name -> spec field, for options that may also come from a spec file.
 SPEC_OPTIONS = {
@@ -44,6 +44,10 @@ SPEC_OPTIONS = {
     "downgrade_to": "downgrade_to",
     "quorum": "quorum",
     "availability": "availability",
+    "send_mode": "send_mode",
+    "in_flight": "in_flight",
+    "linger_ms": "linger_ms",
+    "batch_size": "batch_size",
 }
 
 _D = RunSpec()
@@ -154,6 +158,32 @@ _D = RunSpec()
     default=None,
     help="What a spurious fence of a healthy broker does to the verdict: report it, tolerated "
     "(the default), or fail the run (docs/checkers.md, lease liveness).",
+)
+@click.option(
+    "--send-mode",
+    type=click.Choice(SEND_MODES),
+    default=None,
+    help="Queue sends one at a time per process (sync, the default), or pipelined: each "
+    "worker slot one idempotent producer with --in-flight sends outstanding, each its own "
+    "operation (async; docs/clients.md).",
+)
+@click.option(
+    "--in-flight",
+    type=int,
+    default=None,
+    help="With --send-mode async: sends outstanding per producer, one process id each (default 5).",
+)
+@click.option(
+    "--linger-ms",
+    type=float,
+    default=None,
+    help="With --send-mode async: the producer's linger.ms (default 5).",
+)
+@click.option(
+    "--batch-size",
+    type=int,
+    default=None,
+    help="With --send-mode async: the producer's batch.size in bytes (librdkafka's default).",
 )
 @click.option(
     "--plan-only",

@@ -23,6 +23,7 @@ from harness.nemesis_items import ItemError, parse_items
 TIMINGS = ("fast", "default")
 QUEUE_MODES = ("assign", "subscribe")
 AVAILABILITY = ("report", "fail")  # the first is what a run without the option does
+SEND_MODES = ("sync", "async")  # the first is what a run without the option does
 
 
 class SpecError(Exception):
@@ -64,6 +65,13 @@ class RunSpec:
     # What a spurious fence of a healthy broker does to the verdict (checkers/metadata_log/
     # liveness.py): reported and tolerated (None, "report"), or a failure ("fail").
     availability: str | None = None
+    # Pipelined sends (workloads/pipelined.py): "async" makes each worker slot one producer with
+    # `in_flight` sends outstanding at once, each its own operation; None or "sync": one send
+    # at a time per process, as every earlier run. The rest tune the async producer only.
+    send_mode: str | None = None
+    in_flight: int | None = None
+    linger_ms: float | None = None
+    batch_size: int | None = None
 
     @property
     def run_name(self) -> str:
@@ -85,6 +93,8 @@ class RunSpec:
         # The same for availability findings reported, as every earlier run had them.
         if out.get("availability") == AVAILABILITY[0]:
             del out["availability"]
+        if out.get("send_mode") == SEND_MODES[0]:
+            del out["send_mode"]
         return out
 
     @property
@@ -92,7 +102,16 @@ class RunSpec:
         return self.quorum or STATIC
 
 
-_LATER_OPTIONS = ("upgrade_to", "downgrade_to", "quorum", "availability")
+_LATER_OPTIONS = (
+    "upgrade_to",
+    "downgrade_to",
+    "quorum",
+    "availability",
+    "send_mode",
+    "in_flight",
+    "linger_ms",
+    "batch_size",
+)
 
 
 def check_release(version: str) -> None:
@@ -141,6 +160,7 @@ def validate(spec: RunSpec) -> RunSpec:
         raise SpecError(
             f"unknown availability '{spec.availability}': choose one of {', '.join(AVAILABILITY)}"
         )
+    _check_send_mode(spec)
     if spec.zookeepers not in (1, 3):
         raise SpecError(f"zookeepers must be 1 or 3, not {spec.zookeepers}")
     if spec.timing not in TIMINGS:
@@ -172,6 +192,35 @@ def validate(spec: RunSpec) -> RunSpec:
     return spec
 
 
+def _check_send_mode(spec: RunSpec) -> None:
+    if spec.send_mode is not None and spec.send_mode not in SEND_MODES:
+        raise SpecError(
+            f"unknown send mode '{spec.send_mode}': choose one of {', '.join(SEND_MODES)}"
+        )
+    tuning = {
+        "in_flight": spec.in_flight,
+        "linger_ms": spec.linger_ms,
+        "batch_size": spec.batch_size,
+    }
+    if spec.send_mode != "async":
+        given = [k.replace("_", "-") for k, v in tuning.items() if v is not None]
+        if given:
+            raise SpecError(f"{', '.join(given)} only apply with send-mode async")
+        return
+    if spec.workload != "queue":
+        raise SpecError(f"send-mode async is a queue option, not one of '{spec.workload}'")
+    if spec.txn:
+        # A transaction spanning many pipelined sends is not built yet: one clear refusal
+        # rather than a run whose transactions would be one send each.
+        raise SpecError("txn cannot be combined with send-mode async (not supported yet)")
+    if spec.in_flight is not None and spec.in_flight <= 0:
+        raise SpecError(f"in-flight must be positive, not {spec.in_flight}")
+    if spec.linger_ms is not None and spec.linger_ms < 0:
+        raise SpecError(f"linger-ms must be 0 or positive, not {spec.linger_ms:g}")
+    if spec.batch_size is not None and spec.batch_size <= 0:
+        raise SpecError(f"batch-size must be positive, not {spec.batch_size}")
+
+
 # Fields whose default is None, so their type cannot be read off the default.
 _OPTIONAL_KINDS: dict[str, type] = {
     "seed": int,
@@ -180,6 +229,10 @@ _OPTIONAL_KINDS: dict[str, type] = {
     "downgrade_to": str,
     "quorum": str,
     "availability": str,
+    "send_mode": str,
+    "in_flight": int,
+    "linger_ms": float,
+    "batch_size": int,
 }
 
 

@@ -15,6 +15,15 @@ from harness.plan import client_rng
 from harness.recorder import Recorder
 from workloads.api import Workload
 from workloads.client import Client, Completion, Invocation
+from workloads.pipelined import SEND_TIMEOUT_S, Pipelining, ProducerClient
+
+# After the time limit a pipelined producer waits this long for its sends' delivery reports
+# (librdkafka gives one by message.timeout.ms), then records the rest as unknown.
+DRAIN_S = SEND_TIMEOUT_S + 2.0
+# How long a slot with every lane busy waits in one poll for a delivery report.
+LANE_WAIT_S = 0.05
+# Unpaced sends queued onto free lanes between two polls.
+BURST = 64
 
 
 class ProcessIds:
@@ -35,6 +44,62 @@ class ProcessIds:
         with self._lock:
             self.highest += 1
             return self.highest
+
+
+class Lanes:
+    """The process ids of one pipelined producer, each with at most one send in flight.
+
+    Jepsen's invariant, each process does one thing at a time, holds per lane: a send is
+    invoked on a free lane and the lane is free again once its completion is recorded. A lane
+    whose send ended `info` retires its process (``ProcessIds.retire``) and goes on as a new
+    one, as a sync process does. `finish` may be called from whichever thread serves the
+    producer's delivery reports; a lane given up on (``abandon``) ignores a later report.
+    """
+
+    def __init__(self, first: list[int], processes: ProcessIds) -> None:
+        self._processes = processes
+        self._free = list(reversed(first))  # popped from the end: the lowest first
+        self._busy: dict[int, Invocation] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._busy)
+
+    def take(self) -> int | None:
+        """A free lane's process, now busy until `finish`; None: every lane is busy."""
+        with self._lock:
+            return self._free.pop() if self._free else None
+
+    def start(self, process: int, op: Invocation) -> None:
+        """The op `process` (from `take`) now runs."""
+        with self._lock:
+            self._busy[process] = op
+
+    def finish(
+        self, process: int, op: Invocation, retire: bool, record: Callable[[], object]
+    ) -> bool:
+        """Records `op`'s completion (`record`) and frees its lane, if `op` is still what the
+        lane runs; False: it is not (abandoned), and nothing is recorded. The lane is freed
+        only after the line is written, so no later op of the process is invoked before it."""
+        with self._lock:
+            if self._busy.get(process) is not op:
+                return False
+            record()
+            del self._busy[process]
+            self._free.append(self._processes.retire(process) if retire else process)
+            return True
+
+    def abandon(self, record: Callable[[int, Invocation], object]) -> int:
+        """Every busy lane's op recorded by `record` as its completion, and its process
+        retired (its outcome stays unknown); how many there were."""
+        with self._lock:
+            gone = list(self._busy.items())
+            for process, op in gone:
+                record(process, op)
+            self._busy.clear()
+            self._free.extend(self._processes.retire(p) for p, _ in gone)
+        return len(gone)
 
 
 class Clients:
@@ -58,6 +123,8 @@ class Clients:
         self.interval = concurrency / rate if rate else 0.0
         self.processes = processes
         self.stop = stop
+        # In-flight sends per pipelined producer (workloads/pipelined.py); 0: sync clients.
+        self.lanes = workload.pipelined_lanes() if isinstance(workload, Pipelining) else 0
         self.threads = [
             threading.Thread(target=self.run_slot, args=(i,), name=f"c{i}", daemon=True)
             for i in range(concurrency)
@@ -74,6 +141,9 @@ class Clients:
                 t.join(timeout_each)
 
     def run_slot(self, slot: int) -> None:
+        if self.lanes:
+            self.run_pipelined(slot)
+            return
         process = slot
         # Slots start staggered so that the total rate is smooth, not bursts of `concurrency`.
         next_at = time.monotonic() + self.interval * slot / self.concurrency
@@ -101,3 +171,86 @@ class Clients:
             done = Completion("info", op.value, f"{type(exc).__name__}: {exc}", op.node)
         rec.record(done.type, op.f, done.value, client.process, done.node or op.node, done.error)
         return done.type != "info" and not done.retire
+
+    def run_pipelined(self, slot: int) -> None:
+        """One pipelined producer at a time on this slot, with `lanes` process ids: slot s's
+        lanes start as processes s*N .. s*N+N-1 (``ProcessIds`` of concurrency*N), its k-th
+        producer is number s + k*concurrency. Delivery reports are served by this thread's
+        polls, so the producer's send order is its invocations' order in the history."""
+        assert isinstance(self.workload, Pipelining)
+        n = self.lanes
+        lanes = Lanes([slot * n + j for j in range(n)], self.processes)
+        producer = slot
+        next_at = time.monotonic() + self.interval * slot / self.concurrency
+        while not self.stop.is_set():
+            client = self.workload.producer_client(producer, client_rng(self.seed, producer))
+            while not self.stop.is_set() and not client.broken:
+                if self.interval:
+                    delay = next_at - time.monotonic()
+                    if delay > 0:
+                        client.poll(min(delay, LANE_WAIT_S))
+                        continue
+                if not self.send_one(client, lanes):
+                    client.poll(LANE_WAIT_S)  # every lane busy: wait for a delivery report
+                    continue
+                if self.interval:
+                    next_at = max(next_at + self.interval, time.monotonic() - self.interval)
+                else:
+                    # Unpaced: a burst onto the free lanes before serving delivery reports,
+                    # so one poll serves many sends.
+                    for _ in range(BURST - 1):
+                        if self.stop.is_set() or not self.send_one(client, lanes):
+                            break
+                client.poll(0)
+            self.drain(client, lanes, DRAIN_S)
+            client.close()
+            producer += self.concurrency
+
+    def send_one(self, client: ProducerClient, lanes: Lanes) -> bool:
+        """Invokes one send on a free lane and queues it; False: no lane is free."""
+        process = lanes.take()
+        if process is None:
+            return False
+        op = client.next_op()
+        lanes.start(process, op)
+
+        def done(c: Completion) -> None:
+            self.complete(client, lanes, process, op, c)
+
+        # Invoked before produce(): its delivery report may be served by any later poll.
+        self.recorder.invoke(op.f, op.value, process, op.node, producer=client.producer)
+        try:
+            refused = client.send(op, done)
+        except Exception as exc:  # a client bug: the send's fate is unknown
+            refused = Completion("info", op.value, f"{type(exc).__name__}: {exc}", op.node)
+        if refused is not None:
+            done(refused)
+        return True
+
+    def complete(
+        self, client: ProducerClient, lanes: Lanes, process: int, op: Invocation, c: Completion
+    ) -> None:
+        """Records one send's completion and frees its lane (from a delivery report)."""
+
+        def record() -> None:
+            node = c.node or op.node
+            self.recorder.record(
+                c.type, op.f, c.value, process, node, c.error, producer=client.producer
+            )
+
+        lanes.finish(process, op, c.type == "info" or c.retire, record)
+
+    def drain(self, client: ProducerClient, lanes: Lanes, timeout: float) -> None:
+        """Waits for every send in flight to complete; what has no report by `timeout` is
+        recorded as unknown, its lane retired."""
+        deadline = time.monotonic() + timeout
+        while lanes.in_flight and time.monotonic() < deadline:
+            client.poll(LANE_WAIT_S)
+        why = "no delivery report in time"
+
+        def record(process: int, op: Invocation) -> None:
+            self.recorder.record(
+                "info", op.f, op.value, process, op.node, why, producer=client.producer
+            )
+
+        lanes.abandon(record)

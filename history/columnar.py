@@ -58,6 +58,9 @@ SCHEMA = pa.schema(
         ("offset", pa.int64()),
         ("value", pa.int64()),
         ("rebalanced", pa.bool_()),
+        # The producer instance of a pipelined send (docs/history.md), on its op row and its
+        # element rows; null for every other op and for histories without the field.
+        ("producer", pa.int64()),
     ]
 )
 ELEMENT_COLUMNS = [
@@ -122,6 +125,7 @@ def _add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: in
         "node": None if node is None else str(node),
         "error": None if error is None else str(error),
         "value_json": json.dumps(op.get("value"), separators=(",", ":")),
+        "producer": op.get("producer"),
     }
     for name in cols:
         cols[name].append(row.get(name))
@@ -155,6 +159,7 @@ def _add_elements(
         "process": str(op["process"]),
         "time": complete_time,
         "invoke_time": invoke["time"],
+        "producer": invoke.get("producer"),
     }
     seq = 0
     for m, mop in enumerate(mops):

@@ -186,6 +186,9 @@ def _check_op(p: str | Path, lineno: int, op: dict[str, Any], expected_index: in
         raise HistoryError(p, lineno, f"'wall' is {wall!r:.40}, expected Unix seconds")
     if node is not None and not isinstance(node, str):
         raise HistoryError(p, lineno, f"'node' is {node!r:.40}, expected a node name")
+    producer = op.get("producer")
+    if producer is not None and not is_int64(producer):
+        raise HistoryError(p, lineno, f"'producer' is {producer!r:.40}, expected a 64-bit int")
     if op["index"] != expected_index:
         raise HistoryError(
             p, lineno, f"index {op['index']} out of order: expected {expected_index}"

@@ -32,6 +32,13 @@ from history.format import CONSUMER_AFTER_ABORT, REWIND, TXN_ID_PER_SLOT
 from workloads.api import Options
 from workloads.client import Completion, Invocation
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
+from workloads.pipelined import (
+    ASYNC,
+    PipelinedProducer,
+    ProducerClient,
+    generator_params,
+    lanes_of,
+)
 
 SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
@@ -107,6 +114,8 @@ class QueueWorkload:
             "topic": "kchaos-queue",
             "replication": 3,
             "min_insync_replicas": 2,
+            # Pipelined sends (--send-mode async) only: absent otherwise.
+            **generator_params(options),
         }
 
     @staticmethod
@@ -198,6 +207,14 @@ class QueueWorkload:
 
     def client(self, process: int, rng: random.Random) -> QueueClient:
         return QueueClient(self, process, rng)
+
+    def pipelined_lanes(self) -> int:
+        """Sends in flight per producer with --send-mode async (workloads/pipelined.py); 0:
+        the run's sends are synchronous, one per process."""
+        return lanes_of(self.gen) if self.gen.get("send_mode") == ASYNC else 0
+
+    def producer_client(self, producer: int, rng: random.Random) -> ProducerClient:
+        return PipelinedProducer(self, producer, rng)
 
     def hints(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition_leaders": dict(self.leaders.leaders)}

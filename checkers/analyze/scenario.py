@@ -44,13 +44,17 @@ DEFAULTS: dict[str, Any] = {
     "downgrade_to": None,
     "quorum": None,
     "availability": None,
+    "send_mode": None,
+    "in_flight": None,
+    "linger_ms": None,
+    "batch_size": None,
 }
 # Where and how a run is kept, not what it tests.
 NOT_SCENARIO = frozenset(
     {"seed", "name", "cluster", "subnet", "results_dir", "keep_cluster", "replay_of"}
 )
 # The values spec.py's to_dict drops as "what every earlier run had".
-_SAME_AS_DEFAULT = {"quorum": "static", "availability": "report"}
+_SAME_AS_DEFAULT = {"quorum": "static", "availability": "report", "send_mode": "sync"}
 _HEAD = ("workload", "topology", "version", "nemesis")
 
 

@@ -1,0 +1,214 @@
+"""Pipelined queue sends (`--send-mode async`): one idempotent producer per worker slot with many
+sends outstanding, each send its own history operation.
+
+The history keeps its invariant, each process does one thing at a time: a producer with
+`in_flight` N owns N process ids ("lanes", harness/workers.py), and each send is invoked on a
+free lane when `produce()` is called and completed from its delivery report: `ok` with
+[offset, value] as a sync send, `fail` for a definite error, `info` for a timeout or anything
+unknown (that lane's process retires). Every operation names the librdkafka handle that sent it
+(`producer`), so the order of one producer's invocations in the history is its send order,
+which is what Kafka's idempotent producer keeps per partition (KIP-98: at most 5 requests in
+flight per connection, retried in sequence order).
+
+This module is the client side only: which lane an op runs on and how completions reach the
+history belong to the harness's worker slots.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from workloads.client import Completion, Invocation
+from workloads.kafka_errors import describe, kafka_error, produce_is_definite
+
+ASYNC = "async"
+DEFAULT_IN_FLIGHT = 5
+# librdkafka's own default since 1.7; stated so a run's plan says what its producers did.
+DEFAULT_LINGER_MS = 5.0
+SEND_TIMEOUT_S = 10.0
+# Values stay unique across the run: producer q's n-th value is q * stride + n. A pipelined
+# producer sends far more than a sync process, so its stride is wider.
+ASYNC_VALUE_STRIDE = 1_000_000_000
+# History header fields (docs/history.md): what a pipelined run's producers did.
+SEND_MODE_FIELD, IN_FLIGHT_FIELD, IDEMPOTENCE_FIELD = "send_mode", "in_flight", "idempotence"
+
+
+def generator_params(options: Any) -> dict[str, Any]:
+    """The generator parameters of the send mode; {} for sync, so earlier plans stay the same."""
+    if getattr(options, "send_mode", None) != ASYNC:
+        return {}
+    params: dict[str, Any] = {
+        "send_mode": ASYNC,
+        "in_flight": int(getattr(options, "in_flight", None) or DEFAULT_IN_FLIGHT),
+        "linger_ms": float(
+            DEFAULT_LINGER_MS if getattr(options, "linger_ms", None) is None else options.linger_ms
+        ),
+        "value_stride": ASYNC_VALUE_STRIDE,
+        # Only sends: the final reads read every key back (a consumer beside a pipelined
+        # producer would only slow the producer down on this 2-core box).
+        "mix": {"send": 1},
+    }
+    if getattr(options, "batch_size", None) is not None:
+        params["batch_size"] = int(options.batch_size)
+    return params
+
+
+def lanes_of(gen: dict[str, Any]) -> int:
+    """Process ids per worker slot: a pipelined producer's in-flight bound, else 1."""
+    return int(gen["in_flight"]) if gen.get("send_mode") == ASYNC else 1
+
+
+def history_header(gen: dict[str, Any]) -> dict[str, Any]:
+    """What a pipelined run's history header declares; {} for sync (headers stay the same)."""
+    if gen.get("send_mode") != ASYNC:
+        return {}
+    return {SEND_MODE_FIELD: ASYNC, IN_FLIGHT_FIELD: int(gen["in_flight"]), IDEMPOTENCE_FIELD: True}
+
+
+class QueueState(Protocol):
+    """What a pipelined producer reads of its queue workload (workloads/queue.py)."""
+
+    gen: dict[str, Any]
+    keys: int
+    topic: str
+    bootstrap: str
+    leaders: Any  # .leaders: partition -> node name, as the cluster metadata last said
+
+    def note_acked(self, key: int, offset: int | None, value: int) -> None: ...
+
+
+class ProducerClient(Protocol):
+    """One pipelined producer, driven by one worker slot's thread."""
+
+    producer: int
+    # A fatal producer error was seen: no further send can succeed on this handle.
+    broken: bool
+
+    def next_op(self) -> Invocation: ...
+
+    def send(self, op: Invocation, done: Callable[[Completion], None]) -> Completion | None:
+        """Queues the send; None: `done` gets its completion from a delivery report, during
+        some later `poll`. A Completion: produce() refused it, nothing was queued."""
+        ...
+
+    def poll(self, timeout: float) -> None:
+        """Serves delivery reports (their `done` callbacks run in this call)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Pipelining(Protocol):
+    """A workload that can run pipelined producers (the queue workload)."""
+
+    def pipelined_lanes(self) -> int:
+        """In-flight sends per producer; 0: this run sends synchronously."""
+        ...
+
+    def producer_client(self, producer: int, rng: random.Random) -> ProducerClient: ...
+
+
+def producer_conf(wl: QueueState) -> dict[str, Any]:
+    gen = wl.gen
+    conf: dict[str, Any] = {
+        "bootstrap.servers": wl.bootstrap,
+        "acks": "all",
+        # Kafka's per-partition order guarantee with several requests in flight (KIP-98);
+        # librdkafka keeps max.in.flight.requests.per.connection at 5 or below for it.
+        "enable.idempotence": True,
+        "max.in.flight.requests.per.connection": 5,
+        "message.timeout.ms": int(SEND_TIMEOUT_S * 1000),
+        "linger.ms": float(gen.get("linger_ms", DEFAULT_LINGER_MS)),
+    }
+    if gen.get("batch_size") is not None:
+        conf["batch.size"] = int(gen["batch_size"])
+    return conf
+
+
+class PipelinedProducer:
+    """A producer whose sends complete from delivery reports; one per worker slot."""
+
+    def __init__(
+        self,
+        wl: QueueState,
+        producer: int,
+        rng: random.Random,
+        conf: dict[str, Any] | None = None,
+    ) -> None:
+        self.wl = wl
+        self.producer = producer
+        self.rng = rng
+        self.broken = False
+        self._keys = wl.keys
+        self._topic = wl.topic
+        self._next_value = producer * int(wl.gen["value_stride"])
+        quiet = {"log_level": 0, "error_cb": self._error}
+        self._producer = Producer({**(conf or producer_conf(wl)), **quiet})
+
+    def _error(self, err: KafkaError) -> None:
+        # librdkafka reports a fatal idempotence error (e.g. an out-of-order sequence it cannot
+        # recover from) here as well as on each later send; the slot then starts a new handle.
+        if err.fatal():
+            self.broken = True
+
+    def next_op(self) -> Invocation:
+        key = self.rng.randrange(self._keys)
+        self._next_value += 1
+        return Invocation(
+            "send", [["send", key, self._next_value]], self.wl.leaders.leaders.get(key)
+        )
+
+    def send(self, op: Invocation, done: Callable[[Completion], None]) -> Completion | None:
+        _, key, value = op.value[0]
+
+        def delivered(err: KafkaError | None, msg: Any) -> None:
+            done(self.completion(op, key, value, err, msg.offset() if err is None else None))
+
+        try:
+            self._producer.produce(
+                self._topic,
+                value=str(value).encode(),
+                key=str(key).encode(),
+                partition=key,
+                on_delivery=delivered,
+            )
+        except KafkaException as exc:
+            err = kafka_error(exc)
+            if err is not None and err.fatal():
+                self.broken = True
+            kind = "fail" if err is not None and produce_is_definite(err) else "info"
+            return Completion(kind, op.value, describe(exc), op.node)
+        except BufferError as exc:
+            return Completion("fail", op.value, f"local queue full: {exc}", op.node)
+        return None
+
+    def completion(
+        self, op: Invocation, key: int, value: int, err: KafkaError | None, offset: int | None
+    ) -> Completion:
+        """What a delivery report says of one send (Jepsen's rule, as the sync send)."""
+        if err is not None:
+            if err.fatal():
+                self.broken = True
+            kind = "fail" if produce_is_definite(err) and not err.fatal() else "info"
+            return Completion(kind, op.value, describe(err), op.node)
+        # A negative offset: librdkafka delivered it but does not know where.
+        at = offset if offset is not None and offset >= 0 else None
+        self.wl.note_acked(key, at, value)
+        node = self.wl.leaders.leaders.get(key, op.node)
+        return Completion("ok", [["send", key, [at, value]]], None, node)
+
+    def poll(self, timeout: float) -> None:
+        self._producer.poll(timeout)
+
+    def close(self) -> None:
+        # Sends still queued locally are abandoned (the slot recorded them as info already).
+        try:
+            self._producer.purge(in_queue=True, in_flight=False)
+            self._producer.flush(0)
+        except KafkaException:
+            pass
