@@ -44,6 +44,7 @@ SPEC_OPTIONS = {
     "downgrade_to": "downgrade_to",
     "quorum": "quorum",
     "availability": "availability",
+    "features": "features",
 }
 
 _D = RunSpec()
@@ -154,6 +155,14 @@ _D = RunSpec()
     default=None,
     help="What a spurious fence of a healthy broker does to the verdict: report it, tolerated "
     "(the default), or fail the run (docs/checkers.md, lease liveness).",
+)
+@click.option(
+    "--features",
+    default=None,
+    help="Feature steps of your own, in order, each one kafka-features request during the run "
+    "(after any roll): name=level (upgrade or downgrade, whichever the finalized level calls "
+    "for), name=level!unsafe, dry-run:name=level, metadata.version=release:X; comma-separated "
+    "(docs/upgrades.md, Feature steps).",
 )
 @click.option(
     "--plan-only",

@@ -44,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "downgrade_to": None,
     "quorum": None,
     "availability": None,
+    "features": None,
 }
 # Where and how a run is kept, not what it tests.
 NOT_SCENARIO = frozenset(
