@@ -9,9 +9,10 @@ An item is ``[dry-run:]name=level[!unsafe]``, items separated by commas, each on
   are an ``upgrade``, which Kafka accepts and records again);
 - ``metadata.version=release:4.0``: that release's ``metadata.version`` level, read from the
   jars of the newest release the cluster runs when the step comes (KRaft only);
-- ``!unsafe``: always ``downgrade --unsafe`` (KIP-778; no release up to 4.3 allows it for
-  ``metadata.version``: FeatureControlManager answers "Unsafe metadata downgrade is not
-  supported in this version");
+- ``!unsafe``: always ``downgrade --unsafe`` (KIP-778). No release up to 4.3 performs a lossy
+  ``metadata.version`` downgrade: FeatureControlManager downgrades when no metadata format
+  changed in between, with or without the flag, and otherwise answers "Unsafe metadata
+  downgrade is not supported in this version";
 - ``dry-run:``: the same request with ``--dry-run`` (KIP-778: "Validate this downgrade, but do
   not perform it").
 """

@@ -188,7 +188,11 @@ def feature_outcome(
     exit_code: int, stdout: str, stderr: str, feature: str, level: int, dry_run: bool
 ) -> tuple[str, str]:
     """(ok|fail|info, what Kafka's tool said) for a one-feature ``kafka-features`` call."""
-    said = " ".join((stdout.strip() + " " + stderr.strip()).split())[-600:]
+    # The tool's answer is on stdout; its stderr ends with the JVM's logging noise (an
+    # unconfigured log4j), which would crowd Kafka's own words out of the record.
+    said = " ".join(stdout.split())[-600:]
+    if stderr.strip():
+        said = (" ".join(stderr.split())[-300:] + " | " + said) if said else stderr.strip()[-600:]
     verb = "can be" if dry_run else "was"
     done = re.search(rf"\b{re.escape(feature)} {verb} \w+d to {level}\.", stdout)
     if exit_code == 0 and done:

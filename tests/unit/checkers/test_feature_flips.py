@@ -1,6 +1,6 @@
 """The feature-level rules (checkers/features.py) on the user's own feature steps (--features):
 a flip of transaction.version down and back up while the observer lags behind it is no
-finding, the same flip with a level no step explains is; an unsafe metadata.version downgrade,
+finding, the same flip with a level no step explains is; a lossy unsafe metadata.version downgrade,
 which every release up to 4.3 refuses, must leave the level as it was, and an unsafe downgrade
 of another feature, which Kafka treats as any downgrade, is judged as one."""
 

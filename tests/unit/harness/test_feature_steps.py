@@ -196,3 +196,17 @@ def test_no_answer_to_compare_with_is_a_refusal_not_a_guess(tmp_path):
     rec = Recorder(tmp_path / "history.jsonl", "test")
     (op,) = _run(tmp_path, Scripted(rec, [_user_step(GV, 0)], {}))
     assert op["type"] == "fail" and "no finalized level to compare" in op["error"]
+
+
+def test_the_recorded_answer_keeps_kafkas_refusal_after_the_tools_logging_noise():
+    from harness.upgrade import feature_outcome
+
+    refusal = (
+        "Could not downgrade metadata.version to 21. Invalid metadata.version 21. Unsafe "
+        "metadata downgrade is not supported in this version.\n"
+    )
+    noise = "at org.slf4j.LoggerFactory.getLogger(LoggerFactory.java:363) " * 40
+    kind, said = feature_outcome(
+        1, refusal, noise + "1 out of 1 operation(s) failed.", MV, 21, False
+    )
+    assert kind == "fail" and said.endswith("not supported in this version.")
