@@ -18,7 +18,7 @@ from typing import Any
 from harness.migration import MigrationStep, migration_schedule
 from harness.nemesis_items import Item, parse_items
 from harness.quorum_steps import quorum_schedule
-from harness.spec import RunSpec, SpecError, spec_from_dict
+from harness.spec import RunSpec, SpecError, feature_items, spec_from_dict
 from harness.upgrade import UpgradeStep, load_steps, upgrade_schedule
 from history.format import PLAN_JSON
 from nemesis.api import FaultStep
@@ -158,6 +158,28 @@ def generator_params(spec: RunSpec) -> dict[str, Any]:
     }
 
 
+def _upgrade_steps(spec: RunSpec, seed: int) -> list[UpgradeStep]:
+    """The quorum steps come after any upgrade's: one driver carries them out in list order.
+    The user's own feature steps (the upgrade list's tail) are spread over the run, so they
+    are merged with the quorum steps by start time (each in time order already; the sort
+    keeps ties in order)."""
+    items = feature_items(spec)
+    upgrade = upgrade_schedule(
+        spec.topology,
+        spec.time_limit,
+        seed,
+        spec.upgrade_to,
+        spec.downgrade_to,
+        spec.zookeepers,
+        items,
+    )
+    quorum = quorum_schedule(spec.topology, spec.time_limit, seed, spec.quorum)
+    if not items or not quorum:
+        return upgrade + quorum
+    cut = len(upgrade) - len(items)
+    return upgrade[:cut] + sorted(upgrade[cut:] + quorum, key=lambda s: s.at_s)
+
+
 def build_plan(spec: RunSpec, seed: int) -> Plan:
     """The whole plan from the spec and the seed; nothing else is consulted."""
     rng = random.Random(f"kchaos/{seed}/plan")
@@ -172,15 +194,7 @@ def build_plan(spec: RunSpec, seed: int) -> Plan:
         faults=faults,
         migration=migration_schedule(spec.topology, spec.time_limit, seed, spec.zookeepers),
         # The quorum steps come after any upgrade's: one driver carries them out in list order.
-        upgrade=upgrade_schedule(
-            spec.topology,
-            spec.time_limit,
-            seed,
-            spec.upgrade_to,
-            spec.downgrade_to,
-            spec.zookeepers,
-        )
-        + quorum_schedule(spec.topology, spec.time_limit, seed, spec.quorum),
+        upgrade=_upgrade_steps(spec, seed),
         notes=[short] if short else [],
     )
 

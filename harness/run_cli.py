@@ -48,6 +48,7 @@ SPEC_OPTIONS = {
     "in_flight": "in_flight",
     "linger_ms": "linger_ms",
     "batch_size": "batch_size",
+    "features": "features",
 }
 
 _D = RunSpec()
@@ -184,6 +185,14 @@ _D = RunSpec()
     type=int,
     default=None,
     help="With --send-mode async: the producer's batch.size in bytes (librdkafka's default).",
+)
+@click.option(
+    "--features",
+    default=None,
+    help="Feature steps of your own, in order, each one kafka-features request during the run "
+    "(after any roll): name=level (upgrade or downgrade, whichever the finalized level calls "
+    "for), name=level!unsafe, dry-run:name=level, metadata.version=release:X; comma-separated "
+    "(docs/upgrades.md, Feature steps).",
 )
 @click.option(
     "--plan-only",

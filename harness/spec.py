@@ -18,6 +18,7 @@ from clusters.kafka_dist import parse_version, resolve_version
 from clusters.quorum import STATIC, check_quorum
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
 from clusters.upgrade_paths import check_downgrade, check_upgrade
+from harness.feature_steps import FeatureItem, FeatureSpecError, parse_features
 from harness.nemesis_items import ItemError, parse_items
 
 TIMINGS = ("fast", "default")
@@ -72,6 +73,9 @@ class RunSpec:
     in_flight: int | None = None
     linger_ms: float | None = None
     batch_size: int | None = None
+    # Feature steps of the user's own (harness/feature_steps.py): "transaction.version=0,
+    # dry-run:group.version=0, metadata.version=release:4.0, ...", each one planned step.
+    features: str | None = None
 
     @property
     def run_name(self) -> str:
@@ -111,6 +115,7 @@ _LATER_OPTIONS = (
     "in_flight",
     "linger_ms",
     "batch_size",
+    "features",
 )
 
 
@@ -122,6 +127,14 @@ def check_release(version: str) -> None:
     parts = parse_version(version)
     # Given the one release the request could mean, resolve_version refuses only the request.
     resolve_version(version, [".".join(map(str, (*parts, 0, 0)[:3]))])
+
+
+def feature_items(spec: RunSpec) -> list[FeatureItem]:
+    """The spec's own feature steps; they run after every roll, so on the release the run ends
+    on (the downgrade's, else the upgrade's, else the one it starts on)."""
+    if not spec.features:
+        return []
+    return parse_features(spec.features, spec.releases()[-1], spec.topology)
 
 
 def _known_workloads() -> list[str]:
@@ -156,6 +169,11 @@ def validate(spec: RunSpec) -> RunSpec:
             check_quorum(spec.quorum, spec.topology, spec.releases())
     except ClusterError as exc:
         raise SpecError(str(exc)) from None
+    if spec.features is not None:
+        try:
+            feature_items(spec)
+        except (FeatureSpecError, ClusterError) as exc:
+            raise SpecError(str(exc)) from None
     if spec.availability is not None and spec.availability not in AVAILABILITY:
         raise SpecError(
             f"unknown availability '{spec.availability}': choose one of {', '.join(AVAILABILITY)}"
@@ -233,6 +251,7 @@ _OPTIONAL_KINDS: dict[str, type] = {
     "in_flight": int,
     "linger_ms": float,
     "batch_size": int,
+    "features": str,
 }
 
 

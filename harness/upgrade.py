@@ -35,6 +35,9 @@ from clusters.kafka_dist import KafkaDist, metadata_version_level, parse_version
 from clusters.migration import BROKER_KRAFT, CONTROLLER_FINALIZED, ibp
 from clusters.node import DockerNode
 from clusters.topology import BROKER_PORT, CONTROLLER_PORT, Topology, build_topology
+from harness.feature_steps import AUTO, FeatureItem, release_level
+from harness.feature_steps import times as feature_times
+from harness.feature_steps import window as feature_window
 from harness.steps import (
     PlannedStep,
     RecordedSteps,
@@ -108,12 +111,15 @@ def upgrade_schedule(
     upgrade_to: str | None,
     downgrade_to: str | None,
     zookeepers: int = 1,
+    feature_items: list[FeatureItem] | None = None,
 ) -> list[UpgradeStep]:
-    """The plan's upgrade steps; empty unless the spec asks for an upgrade or a downgrade.
+    """The plan's upgrade steps; empty unless the spec asks for an upgrade, a downgrade or
+    feature steps of its own (``feature_items``, harness/feature_steps.py).
 
-    Its own random stream, so adding it moved no other plan.
+    Its own random stream, so adding it moved no other plan; the user's feature steps draw
+    last, so a plan without them is what it always was.
     """
-    if not upgrade_to and not downgrade_to:
+    if not upgrade_to and not downgrade_to and not feature_items:
         return []
     rng = random.Random(f"kchaos/{seed}/upgrade")
     topo = build_topology(topology, zookeepers=zookeepers)
@@ -152,6 +158,20 @@ def upgrade_schedule(
         steps.append(features(at, "downgrade", METADATA_VERSION, target))
         steps.append(UpgradeStep(at, AWAIT_SNAPSHOT))
         steps += roll(downgrade_to, at)
+    if feature_items:
+        bounds = feature_window(bool(upgrade_to), bool(downgrade_to), topo.migration)
+        n = len(feature_items)
+        for item, at in zip(feature_items, feature_times(rng, time_limit, n, bounds), strict=True):
+            steps.append(
+                features(
+                    at,
+                    item.action,
+                    item.feature,
+                    item.level,
+                    dry_run=item.dry_run,
+                    unsafe=item.unsafe,
+                )
+            )
     return steps
 
 
@@ -168,7 +188,11 @@ def feature_outcome(
     exit_code: int, stdout: str, stderr: str, feature: str, level: int, dry_run: bool
 ) -> tuple[str, str]:
     """(ok|fail|info, what Kafka's tool said) for a one-feature ``kafka-features`` call."""
-    said = " ".join((stdout.strip() + " " + stderr.strip()).split())[-600:]
+    # The tool's answer is on stdout; its stderr ends with the JVM's logging noise (an
+    # unconfigured log4j), which would crowd Kafka's own words out of the record.
+    said = " ".join(stdout.split())[-600:]
+    if stderr.strip():
+        said = (" ".join(stderr.split())[-300:] + " | " + said) if said else stderr.strip()[-600:]
     verb = "can be" if dry_run else "was"
     done = re.search(rf"\b{re.escape(feature)} {verb} \w+d to {level}\.", stdout)
     if exit_code == 0 and done:
@@ -247,13 +271,22 @@ class UpgradeDriver(RecordedSteps):
             self.recorder.ok(step.step, value, self.process, step.node)
             self.done.append({**value, "type": "ok"})
             return "ok"
-        # One operation per feature, its level resolved in the invocation's params.
-        kinds = [
-            super(UpgradeDriver, self).run_step(
-                replace(step, params={**step.params, "levels": {f: lv}})
-            )
-            for f, lv in levels
-        ]
+        # One operation per feature, its level (and, for a user's step, its direction)
+        # resolved in the invocation's params.
+        kinds = []
+        for f, lv in levels:
+            params = {**step.params, "levels": {f: lv}}
+            if params["action"] == AUTO:
+                try:
+                    params.update(self._direction(f, lv))
+                except StepFailed as exc:
+                    value = {**self._value(step), "params": params}
+                    self.recorder.invoke(step.step, value, self.process, step.node)
+                    self.recorder.fail(step.step, value, self.process, str(exc), step.node)
+                    self.done.append({**value, "type": "fail", "error": str(exc)})
+                    kinds.append("fail")
+                    break
+            kinds.append(super().run_step(replace(step, params=params)))
         worst = [k for k in ("info", "fail") if k in kinds]
         return worst[0] if worst else "ok"
 
@@ -264,7 +297,14 @@ class UpgradeDriver(RecordedSteps):
         if isinstance(level, str) and level.startswith(RELEASE):
             release = level[len(RELEASE) :]
             if release not in self.dists:
-                raise StepFailed(f"release {release} was not assembled for this run")
+                # A user's step may name any older release: the newest jars the cluster runs
+                # know every earlier metadata.version.
+                newest = self.newest_dist()
+                try:
+                    found = release_level(newest.host_classpath(), newest.home, release)
+                except ValueError as exc:
+                    raise StepFailed(str(exc)) from None
+                return [(feature, found[0])]
             try:
                 return [(feature, metadata_version_level(self.dists[release])[0])]
             except ClusterError as exc:
@@ -290,6 +330,32 @@ class UpgradeDriver(RecordedSteps):
             if feature != EVERY_OTHER or target > latest.get(name, 0):
                 out.append((name, target))
         return out
+
+    def _direction(self, feature: str, level: int) -> dict[str, Any]:
+        """``upgrade`` or ``downgrade`` for a user's step, against the finalized level of the
+        highest-epoch answer just before it (``from``): what an operator reads off
+        ``kafka-features describe`` before choosing. An equal level is an upgrade, which
+        Kafka accepts and records again."""
+        # Any answer will do (the highest epoch decides): waiting for every node, as a level
+        # every node supports needs, would hold the step while the nemesis has a node down.
+        best: dict[str, dict[str, Any]] = {}
+
+        def check() -> tuple[bool, Any]:
+            nonlocal best
+            best = self.describe()
+            return bool(best), {"answered": sorted(best)}
+
+        with contextlib.suppress(StepUnsure):
+            self._until("a Kafka node answering ApiVersions", check)
+        views = best
+        if not views:
+            raise StepFailed("no Kafka node answered ApiVersions: no finalized level to compare")
+        if feature == KRAFT_VERSION:
+            # The Raft layer's level: brokers list it, controllers leave it out (KIP-853).
+            now = max(v["finalized"].get(feature, 0) for v in views.values())
+        else:
+            now = max(views.values(), key=lambda v: v["epoch"])["finalized"].get(feature, 0)
+        return {"action": "downgrade" if level < now else "upgrade", "from": now}
 
     def _views_of_all(self) -> dict[str, dict[str, Any]]:
         """Every Kafka node's ApiVersions answer, waiting (bounded) until all answer: a node

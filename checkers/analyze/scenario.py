@@ -48,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "in_flight": None,
     "linger_ms": None,
     "batch_size": None,
+    "features": None,
 }
 # Where and how a run is kept, not what it tests.
 NOT_SCENARIO = frozenset(
