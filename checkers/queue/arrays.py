@@ -245,4 +245,12 @@ class ElemArraysBuilder:
         )  # fmt: skip
 
 
-__all__ = ["FAIL", "INFO", "OK", "PRODUCER_COLUMNS", "ElemArrays", "ElemArraysBuilder", "elem_arrays"]
+__all__ = [
+    "FAIL",
+    "INFO",
+    "OK",
+    "PRODUCER_COLUMNS",
+    "ElemArrays",
+    "ElemArraysBuilder",
+    "elem_arrays",
+]

@@ -15,12 +15,12 @@ import numpy as np
 import pyarrow as pa
 
 from checkers.op_arrays import OpArrays
+from checkers.queue.arrays import PRODUCER_COLUMNS
 from checkers.queue.context import Resets, abort_resets
 from checkers.queue.dispatch import run_engine
 from checkers.queue.result import QueueResult
 from checkers.queue.source import ElementSource
 from checkers.queue_ops import queue_ops_from_parquet, queue_ops_from_table
-from checkers.queue.arrays import PRODUCER_COLUMNS
 from history.columnar import (
     ELEM_ROW,
     ELEMENT_COLUMNS,

@@ -118,9 +118,7 @@ def send_candidates(logs: Logs) -> tuple[np.ndarray, np.ndarray]:
     return _candidates(logs, "send", None)
 
 
-def _candidates(
-    logs: Logs, kind: str, ctx: QueueContext | None
-) -> tuple[np.ndarray, np.ndarray]:
+def _candidates(logs: Logs, kind: str, ctx: QueueContext | None) -> tuple[np.ndarray, np.ndarray]:
     """(earlier, later) element rows compared: the last element of a process's earlier op of
     the key, the first of its later one (`ctx`: for polls, which ops keep the position)."""
     a = logs.a

@@ -40,7 +40,7 @@ RULE = (
     'Kafka, max.in.flight.requests.per.connection: "if retries are disabled or if '
     'enable.idempotence is set to true, ordering will be preserved"; librdkafka, '
     'enable.idempotence: "When set to true, the producer will ensure that messages are '
-    'successfully produced exactly once and in the original produce order." (KIP-98\'s '
+    "successfully produced exactly once and in the original produce order.\" (KIP-98's "
     "idempotent producer)"
 )
 
@@ -78,9 +78,9 @@ def reference(log: KeyLog, ctx: QueueContext) -> list[Finding]:
         return []
     by_producer: dict[int, list[Elem]] = defaultdict(list)
     for e in log.elems:
-        if e.kind == "send" and e.type == OK and e.producer is not None:
-            if e.offset is not None and e.value is not None and e.invoke_index is not None:
-                by_producer[e.producer].append(e)
+        known = e.offset is not None and e.value is not None and e.invoke_index is not None
+        if e.kind == "send" and e.type == OK and e.producer is not None and known:
+            by_producer[e.producer].append(e)
     if not by_producer:
         return []
     process_rule = {((a.index, a.seq), (b.index, b.seq)) for a, b in send_pairs(log, ctx)}
