@@ -197,3 +197,18 @@ def test_spark_agrees_on_generated_pipelined_histories(tmp_path_factory, spark, 
         f.to_dict() for f in ref.findings
     ]
     assert [f.to_dict() for f in check_queue(path).findings] == [f.to_dict() for f in ref.findings]
+
+
+def test_slots_are_never_read_from_lane_process_ids(tmp_path):
+    """fenced-producer-read's `process mod concurrency` names no slot for a lane: a pipelined
+    plan is not judged, even one claiming transactions (which the spec refuses today)."""
+    import json
+
+    from checkers.queue.fencing import run_slots
+    from history.format import TXN_ID_PER_SLOT
+
+    plan = {"workload": "queue", "txn": True, "transactional_id": TXN_ID_PER_SLOT,
+            "concurrency": 2, "send_mode": "async", "in_flight": 5}  # fmt: skip
+    (tmp_path / "plan.json").write_text(json.dumps({"generator": plan}))
+    slots, note = run_slots(tmp_path)
+    assert slots is None and note is not None and "lanes" in note
