@@ -20,6 +20,7 @@ from checkers import admin, features, metadata, migration, quorum_membership
 from checkers.data_log import fencing as data_fencing
 from checkers.metadata_log import applied, lease, liveness, observers, rules
 from checkers.metadata_log import fencing as log_fencing
+from checkers.queue.rules import producer_order
 from checkers.zk_controller import rules as zk_rules
 
 # Outcomes: a failure (the run is invalid), tolerated (reported, the run stays valid), unknown
@@ -171,6 +172,14 @@ KINDS: tuple[Kind, ...] = (
         QUEUE,
         data_fencing.RULE,
         "KIP-98 (InitPidRequest); kchaos, from the history alone",
+        NEVER,
+    ),
+    Kind(
+        "producer-nonmonotonic-send",
+        QUEUE,
+        producer_order.RULE,
+        "KIP-98 (idempotent producer); Kafka's and librdkafka's producer configuration docs; "
+        "kchaos, pipelined histories only",
         NEVER,
     ),
     # -- cycles (checkers/cycles.py): Elle's names -------------------------------------------

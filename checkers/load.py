@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from checkers.op_arrays import OpArrays, OpArraysBuilder
-from checkers.queue.arrays import ElemArrays, ElemArraysBuilder
+from checkers.queue.arrays import PRODUCER_COLUMNS, ElemArrays, ElemArraysBuilder
 from history.columnar import (
     ELEMENT_CHECK_COLUMNS,
     SCHEMA,
@@ -25,7 +25,9 @@ from history.columnar import (
     check_parts,
     op_rows_at_most,
     read_element_keys,
+    read_header,
 )
+from history.format import idempotent_producers
 
 T = TypeVar("T")
 
@@ -45,9 +47,15 @@ def load(
     *,
     elements: bool,
     pool: Executor | None = None,
+    producers: bool | None = None,
 ) -> Loaded:
     """`elements`: build the element arrays (the local engine); otherwise only count them
-    (Spark and the reference path read the elements their own way)."""
+    (Spark and the reference path read the elements their own way). `producers`: the element
+    arrays carry each send's producer and invocation index (arrays.PRODUCER_COLUMNS), for the
+    producer-order rule; None: when the history's header declares idempotent producers
+    (history.format.idempotent_producers), so that no other history decodes them."""
+    if producers is None:
+        producers = elements and idempotent_producers(read_header(parquet))
     # The keys are read while the first parts (kchaos writes op rows first) are decoded.
     keys = _later(pool, read_element_keys, parquet) if elements else None
     elems: ElemArraysBuilder | None = None
@@ -55,10 +63,12 @@ def load(
     n_elements, wide = 0, []
     # Without elements only their number is needed: one narrow column of each part.
     columns = [c for c in ELEMENT_CHECK_COLUMNS if c != "key"] if elements else ["seq"]
+    if elements and producers:
+        columns += [c for c in PRODUCER_COLUMNS if c not in columns]
     for part in _read_ahead(check_parts(parquet, wide_fs, wide_processes, columns)):
         n_elements += part.elements.num_rows
         if keys is not None and elems is None and part.elements.num_rows:
-            elems = ElemArraysBuilder(keys.result(), pool)
+            elems = ElemArraysBuilder(keys.result(), pool, producers)
         # The ops are split in the pool beside the element columns: on the caller's thread
         # they waited for every element job.
         split = pool.submit(ops.add, part.queue_ops) if pool is not None else None
@@ -72,7 +82,7 @@ def load(
             wide.append(part.wide_ops)
     wide_ops = pa.concat_tables(wide) if wide else SCHEMA.empty_table().drop_columns(["row"])
     if keys is not None and elems is None:  # a history without elements
-        elems = ElemArraysBuilder(keys.result(), pool)
+        elems = ElemArraysBuilder(keys.result(), pool, producers)
     return Loaded(elems.finish() if elems is not None else None, n_elements, ops.finish(), wide_ops)
 
 

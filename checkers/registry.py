@@ -50,7 +50,15 @@ from checkers.queue.fencing import run_slots
 from checkers.queue.source import ElementSource
 from checkers.quorum_membership import check_membership, membership_input
 from checkers.zk_controller.check import check_zk_logs, zk_brokers
-from history.format import DATA_LOGS_DIR, METADATA_DIR, MIGRATION, NEMESIS, OBSERVER, UPGRADE
+from history.format import (
+    DATA_LOGS_DIR,
+    METADATA_DIR,
+    MIGRATION,
+    NEMESIS,
+    OBSERVER,
+    UPGRADE,
+    idempotent_producers,
+)
 
 SENDS = ("send", "txn")
 # The lease liveness rules' ops (metadata_log/liveness.py): faults, steps and observer samples.
@@ -91,6 +99,7 @@ class QueueChecker:
             parquet=inputs.parquet,
             spark=inputs.spark_session() if inputs.engine == "spark" else None,
             pool=inputs.pool,
+            producers=idempotent_producers(inputs.header),
         )
         return run_engine(inputs.engine, source, resets, slots, inputs.after_abort)
 

@@ -378,7 +378,8 @@ def check_parts(
     `element_columns`: the element columns to decode (a subset of ELEMENT_CHECK_COLUMNS; a
     consumer that read the keys first with read_element_keys need not decode them again)."""
     op_columns = ["f", *QUEUE_OP_COLUMNS]  # the statistics said every row is an op row
-    mixed_columns = ["row", "f", "invoke_index", *element_columns]
+    # An element column may be one the op rows need too (invoke_index): read once.
+    mixed_columns = list(dict.fromkeys(["row", "f", "invoke_index", *element_columns]))
     mixed_columns += [c for c in QUEUE_OP_COLUMNS if c not in mixed_columns]
     pf = _open(path)
     empty = pf.schema_arrow.empty_table()

@@ -88,3 +88,18 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 def is_int64(x: object) -> bool:
     """An integer the columnar form can hold (JSON integers are unbounded; bool is not one)."""
     return isinstance(x, int) and not isinstance(x, bool) and INT64_MIN <= x <= INT64_MAX
+
+
+# Pipelined sends (docs/history.md, "Pipelined sends"): what a pipelined run's header declares of
+# its producers. workloads/pipelined.py writes these fields; the queue checker reads them.
+SEND_MODE_FIELD, IN_FLIGHT_FIELD, IDEMPOTENCE_FIELD = "send_mode", "in_flight", "idempotence"
+ASYNC_SEND_MODE = "async"
+# The op field naming the producer instance of a pipelined send.
+PRODUCER_FIELD = "producer"
+
+
+def idempotent_producers(header: dict[str, object]) -> bool:
+    """Does the history's writer declare pipelined idempotent producers (acks=all,
+    enable.idempotence=true), whose sends to one partition Kafka appends in send order? Only
+    then is one producer's order judged (checkers/queue/rules/producer_order.py)."""
+    return header.get(SEND_MODE_FIELD) == ASYNC_SEND_MODE and header.get(IDEMPOTENCE_FIELD) is True

@@ -44,6 +44,10 @@ class ElemArrays:
     proc: np.ndarray
     proc_names: list[str | None]
     invoke_time: np.ndarray  # of the element's op: what the cycle search orders ops by
+    # Pipelined sends (QueueContext.producers), None unless asked for: each element's producer
+    # (-1: none) and its op's invocation index (that producer's send order).
+    producer: np.ndarray | None = None
+    invoke_index: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.key)
@@ -77,13 +81,25 @@ class ElemArrays:
             int(self.offset[i]) if self.has_off[i] else None,
             int(self.value[i]) if self.has_val[i] else None,
             bool(self.rebalanced[i]),
+            *self._producer_of(i),
         )
 
+    def _producer_of(self, i: int) -> tuple[int | None, int | None]:
+        if self.producer is None or self.invoke_index is None:
+            return None, None
+        q = int(self.producer[i])
+        return (None if q < 0 else q), int(self.invoke_index[i])
 
-def elem_arrays(table: pa.Table, pool: Executor | None = None) -> ElemArrays:
+
+def elem_arrays(
+    table: pa.Table, pool: Executor | None = None, producers: bool | None = None
+) -> ElemArrays:
     """From element rows (history.columnar.ELEMENT_CHECK_COLUMNS at least), sorted by
-    (key, index, seq)."""
-    build = ElemArraysBuilder(fixed_width(table.column("key"), np.int64)[0], pool)
+    (key, index, seq). `producers`: carry PRODUCER_COLUMNS too (None: when the table has
+    them)."""
+    if producers is None:
+        producers = all(c in table.column_names for c in PRODUCER_COLUMNS)
+    build = ElemArraysBuilder(fixed_width(table.column("key"), np.int64)[0], pool, producers)
     build.add(table)
     return build.finish()
 
@@ -91,6 +107,10 @@ def elem_arrays(table: pa.Table, pool: Executor | None = None) -> ElemArrays:
 # Nullable integer and string columns of an element, as ElemArraysBuilder decodes them.
 _INT_COLUMNS = ("time", "offset", "value")
 _CODE_COLUMNS = ("type", "kind", "process")
+# What a pipelined history's elements add for the producer-order rule (QueueContext.producers):
+# read only for histories whose header declares idempotent producers, so that no other history
+# pays for them.
+PRODUCER_COLUMNS = ("producer", "invoke_index")
 
 
 class ElemArraysBuilder:
@@ -106,7 +126,10 @@ class ElemArraysBuilder:
     Rows stored in (index, seq) order (kchaos writes them so) need only that stable sort by
     key; any other order is sorted in full by `finish`."""
 
-    def __init__(self, keys: np.ndarray, pool: Executor | None = None) -> None:
+    def __init__(
+        self, keys: np.ndarray, pool: Executor | None = None, producers: bool = False
+    ) -> None:
+        """`producers`: decode PRODUCER_COLUMNS too."""
         n = len(keys)
         self._pool, self._at = pool, 0
         ukeys, kid = dense_ids(keys, np.ones(n, dtype=bool))
@@ -124,6 +147,8 @@ class ElemArraysBuilder:
             **{f"has_{c}": np.empty(n, bool) for c in _INT_COLUMNS},
             **{c: np.empty(n, np.int32) for c in _CODE_COLUMNS},
         }  # fmt: skip
+        if producers:
+            self._out.update({c: np.empty(n, np.int64) for c in PRODUCER_COLUMNS})
         self._books = {c: CodeBook() for c in _CODE_COLUMNS}
         self._in_order = True
         self._last: tuple[int, int] | None = None  # (index, seq) of the previous part's last row
@@ -163,7 +188,14 @@ class ElemArraysBuilder:
             values = col.fill_null(False) if col.null_count else col
             put("rebalanced", to_numpy(values).astype(bool))
 
+        def producer() -> None:
+            values, valid = fixed_width(part.column("producer"), np.int64)
+            put("producer", values if valid is None else np.where(valid, values, -1))
+            put("invoke_index", fixed_width(part.column("invoke_index"), np.int64)[0])
+
         jobs: list[Callable[[], None]] = [order, rebalanced, invoked]
+        if "producer" in out:
+            jobs.append(producer)
         jobs += [lambda c=c: ints(c) for c in _INT_COLUMNS]
         jobs += [lambda c=c: put(c, self._books[c].encode(part.column(c))) for c in _CODE_COLUMNS]
         if self._pool is None:
@@ -209,8 +241,16 @@ class ElemArraysBuilder:
             self.key, o["index"], o["seq"], o["time"], o["has_time"], o["offset"],
             o["has_offset"], o["value"], o["has_value"], o["rebalanced"],
             o["type"], books["type"], o["kind"], books["kind"], o["process"], books["process"],
-            o["invoke_time"],
+            o["invoke_time"], o.get("producer"), o.get("invoke_index"),
         )  # fmt: skip
 
 
-__all__ = ["FAIL", "INFO", "OK", "ElemArrays", "ElemArraysBuilder", "elem_arrays"]
+__all__ = [
+    "FAIL",
+    "INFO",
+    "OK",
+    "PRODUCER_COLUMNS",
+    "ElemArrays",
+    "ElemArraysBuilder",
+    "elem_arrays",
+]

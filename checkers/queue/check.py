@@ -15,13 +15,23 @@ import numpy as np
 import pyarrow as pa
 
 from checkers.op_arrays import OpArrays
+from checkers.queue.arrays import PRODUCER_COLUMNS
 from checkers.queue.context import Resets, abort_resets
 from checkers.queue.dispatch import run_engine
 from checkers.queue.result import QueueResult
 from checkers.queue.source import ElementSource
 from checkers.queue_ops import queue_ops_from_parquet, queue_ops_from_table
-from history.columnar import elements, header_of, op_rows, read_header, read_ops
-from history.format import FAIL, INFO, UNDECLARED, after_abort_rule
+from history.columnar import (
+    ELEM_ROW,
+    ELEMENT_COLUMNS,
+    elements,
+    header_of,
+    is_in,
+    op_rows,
+    read_header,
+    read_ops,
+)
+from history.format import FAIL, INFO, UNDECLARED, after_abort_rule, idempotent_producers
 
 __all__ = [
     "RESET_FS",
@@ -76,12 +86,15 @@ def check_queue(
     """All queue anomalies of a Parquet history; `spark`: a SparkSession (the Spark engine),
     None for local. `reference`: the reference engine (slow; the yardstick).
     `slots`: worker slots sharing transactional ids (QueueContext.slots), None: not judged.
-    The poll rule after aborts follows the history's header (history.format.after_abort_rule).
+    The poll rule after aborts, and whether one producer's send order is judged, follow the
+    history's header (history.format.after_abort_rule, idempotent_producers).
     """
-    rule = after_abort_rule(read_header(parquet))
+    header = read_header(parquet)
+    rule = after_abort_rule(header)
     resets = queue_resets(read_ops(parquet, fs=RESET_FS), queue_ops_from_parquet(parquet), rule)
     name = "spark" if spark is not None else "reference" if reference else "local"
-    return run_engine(name, ElementSource(parquet=parquet, spark=spark), resets, slots, rule)
+    source = ElementSource(parquet=parquet, spark=spark, producers=idempotent_producers(header))
+    return run_engine(name, source, resets, slots, rule)
 
 
 def check_queue_table(
@@ -92,9 +105,17 @@ def check_queue_table(
     after_abort: str | None = None,
 ) -> QueueResult:
     """On an in-memory columnar history (history.columnar.to_table); `after_abort`: the poll
-    rule after aborts, by default the one the history's header asks for."""
+    rule after aborts, by default the one the history's header asks for. One producer's send
+    order is judged when the header declares idempotent producers."""
+    header = header_of(table.schema)
     if after_abort is None:
-        after_abort = after_abort_rule(header_of(table.schema))
+        after_abort = after_abort_rule(header)
     resets = queue_resets(op_rows(table, RESET_FS), queue_ops_from_table(table), after_abort)
-    source = ElementSource(elements=elements(table))
+    producers = idempotent_producers(header)
+    if producers:
+        columns = [*ELEMENT_COLUMNS, *(c for c in PRODUCER_COLUMNS if c not in ELEMENT_COLUMNS)]
+        elems = table.filter(is_in(table.column("row"), [ELEM_ROW])).select(columns)
+    else:
+        elems = elements(table)
+    source = ElementSource(elements=elems, producers=producers)
     return run_engine("reference" if reference else "local", source, resets, slots, after_abort)

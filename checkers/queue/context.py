@@ -45,6 +45,10 @@ class QueueContext:
     # Where the history's writer leaves a consumer after an aborted transaction
     # (history.format.CONSUMER_AFTER_ABORT): decides which op a poll continues from.
     after_abort: str = UNDECLARED
+    # The history's producers are idempotent and pipelined (history.format.idempotent_producers):
+    # one producer's acknowledged sends to a partition are judged in its send order
+    # (rules/producer_order.py); False: no such claim, the rule finds nothing.
+    producers: bool = False
 
     def keeps_position(self, op_type: str) -> bool:
         """Does a poll op of this (non-ok) type leave the process where its last ok poll of the
@@ -92,13 +96,14 @@ def queue_context(
     resets: Resets,
     slots: int | None = None,
     after_abort: str = UNDECLARED,
+    producers: bool = False,
 ) -> QueueContext:
     """The context of one check: which info sends happened, from `facts`; the rest as given
     (build_context)."""
     sends = facts.info_sends()
     # Info sends are few and polls many: only the polls of the info sends' values are asked for.
     polled = facts.polled_among(sorted({v for _, _, v in sends})) if sends else []
-    return build_context(sends, polled, resets, slots, after_abort)
+    return build_context(sends, polled, resets, slots, after_abort, producers)
 
 
 def build_context(
@@ -107,13 +112,14 @@ def build_context(
     reset_ops: Resets,
     slots: int | None = None,
     after_abort: str = UNDECLARED,
+    producers: bool = False,
 ) -> QueueContext:
     """`info_sends`: (op index, key, value) of sends in info ops; `polled`: every (key, value)
     any poll returned (or just those among the info sends'). Pairs, not values: kchaos's values
     are unique in the run, Jepsen's only within a key, so a value read from another key proves
     nothing; `reset_ops`: (process, index, f,
     keys) of assign/subscribe/crash completions that were not `fail` (and, for UNDECLARED
-    histories, `abort_resets`); `slots`, `after_abort`: see QueueContext."""
+    histories, `abort_resets`); `slots`, `after_abort`, `producers`: see QueueContext."""
     seen = set(polled)
     committed = frozenset(i for i, k, v in info_sends if (k, v) in seen)
     by_process: dict[str, list[Reset]] = {}
@@ -129,6 +135,7 @@ def build_context(
         subscribe=subscribe,
         slots=slots,
         after_abort=after_abort,
+        producers=producers,
     )
 
 

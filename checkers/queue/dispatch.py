@@ -57,7 +57,8 @@ def run_engine(
     """All queue anomalies and dependency edges of the elements in `source`, by engine `name`
     (ENGINE_NAMES). `resets`: check.queue_resets; `slots`: worker slots sharing transactional
     ids (QueueContext.slots), None: fenced-producer-read not judged; `after_abort`: the
-    history's poll rule after aborts (history.format.after_abort_rule)."""
+    history's poll rule after aborts (history.format.after_abort_rule). The producer-order rule
+    is judged when `source.producers` says the history's producers promise it."""
     if name not in ENGINES:
         raise ValueError(f"queue engine {name!r}: expected one of {', '.join(ENGINE_NAMES)}")
-    return run(ENGINES[name](source), resets, slots, after_abort)
+    return run(ENGINES[name](source), resets, slots, after_abort, source.producers)

@@ -22,6 +22,10 @@ class Elem:
     offset: int | None
     value: int | None
     rebalanced: bool
+    # Pipelined sends only (docs/history.md): the producer instance, and the invocation's index,
+    # whose order is that producer's send order. None where the history has no producers.
+    producer: int | None = None
+    invoke_index: int | None = None
 
 
 def _opt_int(x: Any) -> int | None:
@@ -30,11 +34,14 @@ def _opt_int(x: Any) -> int | None:
 
 
 def elems_from_columns(cols: dict[str, list[Any]], rows: Iterable[int] | None = None) -> list[Elem]:
-    """Elements from column lists (rows: which positions, default all), in op and read order."""
+    """Elements from column lists (rows: which positions, default all), in op and read order.
+    `producer` and `invoke_index` are read when `cols` has a `producer` column."""
     idx, typ, proc, tim = cols["index"], cols["type"], cols["process"], cols["time"]
     seq, kind, off, val, reb = (
         cols["seq"], cols["kind"], cols["offset"], cols["value"], cols["rebalanced"],
     )  # fmt: skip
+    prod = cols.get("producer")
+    inv = cols["invoke_index"] if prod is not None else None
     out = [
         Elem(
             int(idx[i]),
@@ -46,6 +53,8 @@ def elems_from_columns(cols: dict[str, list[Any]], rows: Iterable[int] | None = 
             _opt_int(off[i]),
             _opt_int(val[i]),
             reb[i] is True or reb[i] == 1,
+            None if prod is None else _opt_int(prod[i]),
+            None if inv is None else _opt_int(inv[i]),
         )
         for i in (range(len(idx)) if rows is None else rows)
     ]

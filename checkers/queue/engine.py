@@ -26,6 +26,7 @@ def run(
     resets: Resets,
     slots: int | None = None,
     after_abort: str = UNDECLARED,
+    producers: bool = False,
 ) -> QueueResult:
-    """`resets`: check.queue_resets; `slots`, `after_abort`: QueueContext's."""
-    return engine.check(queue_context(engine, resets, slots, after_abort))
+    """`resets`: check.queue_resets; `slots`, `after_abort`, `producers`: QueueContext's."""
+    return engine.check(queue_context(engine, resets, slots, after_abort, producers))

@@ -3,6 +3,7 @@ holds, and each engine takes the one it works on (dispatch.run_engine)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,8 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from checkers.queue.arrays import ElemArrays, elem_arrays
-from history.columnar import read_elements
+from checkers.queue.arrays import PRODUCER_COLUMNS, ElemArrays, elem_arrays
+from history.columnar import ELEMENT_COLUMNS, read_elements
 
 
 @dataclass(frozen=True)
@@ -26,20 +27,53 @@ class ElementSource:
     spark: Any = None
     # Threads for the local engine's batches of keys (vector.workers()), None: this thread.
     pool: Executor | None = None
+    # The history's header declares idempotent pipelined producers
+    # (history.format.idempotent_producers): every engine carries each send's producer and
+    # invocation index (arrays.PRODUCER_COLUMNS) and judges the producer-order rule. False: it
+    # reads neither, and no history without producers pays for them.
+    producers: bool = False
 
     def element_table(self) -> pa.Table:
         if self.elements is not None:
-            return self.elements
-        if self.parquet is None:
+            table = self.elements
+        elif self.parquet is None:
             raise ValueError("no elements: give element rows or a Parquet history")
-        return read_elements(self.parquet)
+        elif self.producers:
+            table = read_elements(self.parquet, _with_producers(ELEMENT_COLUMNS))
+        else:
+            table = read_elements(self.parquet)
+        if self.producers:
+            _require(c in table.column_names for c in PRODUCER_COLUMNS)
+        return table
 
     def element_arrays(self) -> ElemArrays:
         if self.arrays is not None:
-            return self.arrays
-        return elem_arrays(self.element_table())
+            arrays = self.arrays
+        else:
+            arrays = elem_arrays(self.element_table(), producers=self.producers)
+        if self.producers:
+            _require([arrays.producer is not None and arrays.invoke_index is not None])
+        return arrays
+
+    def check_columns(self, columns: list[str]) -> list[str]:
+        """`columns`, with what the producer-order rule reads when it is judged."""
+        return _with_producers(columns) if self.producers else list(columns)
 
     def parquet_path(self) -> str:
         if self.parquet is None:
             raise ValueError("the Spark engine reads a Parquet history: none given")
         return str(self.parquet)
+
+
+def _with_producers(columns: list[str]) -> list[str]:
+    return [*columns, *(c for c in PRODUCER_COLUMNS if c not in columns)]
+
+
+def _require(present: Iterable[bool]) -> None:
+    # The caller said the header promises producer order: elements without producers would
+    # let the rule pass silently.
+    if not all(present):
+        raise ValueError(
+            "the history declares idempotent producers, but its elements carry no "
+            f"{' and '.join(PRODUCER_COLUMNS)}"
+        )

@@ -36,7 +36,7 @@ class SparkEngine:
         self.elems = (
             self.spark.read.parquet(source.parquet_path())
             .filter(F.col("row") == ELEM_ROW)
-            .select(*ELEMENT_CHECK_COLUMNS)
+            .select(*source.check_columns(ELEMENT_CHECK_COLUMNS))
         )
 
     def info_sends(self) -> list[tuple[int, int, int]]:
@@ -82,5 +82,5 @@ class SparkEngine:
 
 def check_bucket(table: pa.Table, ctx: QueueContext) -> pa.Table:
     """Every finding and edge of the keys in one bucket (whole keys: a key is never split)."""
-    findings, edges = check_arrays(elem_arrays(table), ctx)
+    findings, edges = check_arrays(elem_arrays(table, producers=ctx.producers), ctx)
     return to_arrow(findings, edges)

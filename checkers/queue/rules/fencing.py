@@ -36,7 +36,7 @@ from checkers.queue.elem import OK, Elem
 from checkers.queue.key_log import KeyLog
 from checkers.queue.logs import Logs
 from checkers.run_files import read_generator
-from history.format import TXN_ID_PER_SLOT
+from history.format import ASYNC_SEND_MODE, TXN_ID_PER_SLOT
 
 KINDS = ("fenced-producer-read",)
 _NOT_JUDGED = "fenced-producer-read not judged: "
@@ -53,6 +53,12 @@ def run_slots(run_dir: Path) -> tuple[int | None, str | None]:
         )
     if gen.get("workload", "queue") != "queue" or gen.get("txn") is not True:
         return None, None
+    if gen.get("send_mode") == ASYNC_SEND_MODE:
+        # Pipelined runs refuse transactions today; were they allowed, process ids would be
+        # lanes (slot s owns s*in_flight ...), and `process mod concurrency` no slot.
+        return None, (
+            _NOT_JUDGED + "pipelined sends: process ids are a producer's lanes, not worker slots"
+        )
     if gen.get("transactional_id") != TXN_ID_PER_SLOT:
         return None, (
             _NOT_JUDGED + "the plan does not say transactional ids are per worker slot "

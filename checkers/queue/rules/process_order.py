@@ -45,37 +45,48 @@ def process_pair(log: LogView, kind: str, a: Elem, b: Elem) -> Finding | None:
 
 def reference(log: KeyLog, ctx: QueueContext) -> list[Finding]:
     k, out = log.key, []
-    polls, sends = log.by_op("poll"), log.by_op("send")
+    polls = log.by_op("poll")
     last_poll: dict[str, list[Elem]] = {}
-    last_send: dict[str, list[Elem]] = {}
 
-    def compare(prev: list[Elem], cur: list[Elem], kind: str) -> None:
-        found = process_pair(log, kind, prev[-1], cur[0])
+    def compare(a: Elem, b: Elem, kind: str) -> None:
+        found = process_pair(log, kind, a, b)
         if found is not None:
             out.append(found)
 
-    for index in sorted(set(polls) | set(sends)):
-        if index in polls:
-            es = polls[index]
-            p = es[0].process
-            prev = last_poll.get(p)
-            if prev is not None and not ctx.reset_between(p, k, prev[0].index, index):
-                compare(prev, es, "poll")
-            if es[0].type == OK:
-                last_poll[p] = es
-            elif not ctx.keeps_position(es[0].type):
-                # Where the consumer stands after this op is not known (QueueContext).
-                last_poll.pop(p, None)
-        if index in sends:
-            es = sends[index]
-            if es[0].type not in (OK, INFO):
-                continue
-            p = es[0].process
-            prev = last_send.get(p)
-            if prev is not None and not ctx.reset_between(p, k, prev[0].index, index, "send"):
-                compare(prev, es, "send")
-            last_send[p] = es
+    for index in sorted(polls):
+        es = polls[index]
+        p = es[0].process
+        prev = last_poll.get(p)
+        if prev is not None and not ctx.reset_between(p, k, prev[0].index, index):
+            compare(prev[-1], es[0], "poll")
+        if es[0].type == OK:
+            last_poll[p] = es
+        elif not ctx.keeps_position(es[0].type):
+            # Where the consumer stands after this op is not known (QueueContext).
+            last_poll.pop(p, None)
+    for a, b in send_pairs(log, ctx):
+        compare(a, b, "send")
     return out
+
+
+def send_pairs(log: KeyLog, ctx: QueueContext) -> list[tuple[Elem, Elem]]:
+    """The pairs nonmonotonic-send compares on one key: the last element of each process's
+    previous send op (ok or info) of the key and the first of its next one, unless the process
+    lost its send position in between. (The producer-order rule leaves these pairs to this
+    one.)"""
+    k, pairs = log.key, []
+    sends = log.by_op("send")
+    last_send: dict[str, list[Elem]] = {}
+    for index in sorted(sends):
+        es = sends[index]
+        if es[0].type not in (OK, INFO):
+            continue
+        p = es[0].process
+        prev = last_send.get(p)
+        if prev is not None and not ctx.reset_between(p, k, prev[0].index, index, "send"):
+            pairs.append((prev[-1], es[0]))
+        last_send[p] = es
+    return pairs
 
 
 # -- the same over the arrays of many keys -------------------------------------------------
@@ -87,26 +98,7 @@ def vectorised(logs: Logs, ctx: QueueContext) -> list[Finding]:
 
 def _pairs(logs: Logs, kind: str, ctx: QueueContext) -> list[Finding]:
     a = logs.a
-    rows = np.flatnonzero((logs.poll if kind == "poll" else logs.send) & a.has_val)
-    starts = runs(logs.kid[rows], a.index[rows])
-    op_first = rows[starts]
-    op_last = rows[np.r_[starts[1:] - 1, len(rows) - 1]] if len(rows) else rows
-    ok = logs.is_ok[op_first]
-    if kind == "send":
-        # A failed send never happened: it neither moves nor is compared.
-        keep = ok | logs.is_info[op_first]
-        op_first, op_last, ok = op_first[keep], op_last[keep], ok[keep]
-    order = sort_rows(logs.kid[op_first], a.proc[op_first], a.index[op_first])
-    if kind == "poll":
-        i, j = _poll_pairs(logs, op_first[order], ok[order], ctx)
-        p, c = order[i], order[j]
-    else:
-        p, c = order[:-1], order[1:]
-        same = (logs.kid[op_first[p]] == logs.kid[op_first[c]]) & (
-            a.proc[op_first[p]] == a.proc[op_first[c]]
-        )
-        p, c = p[same], c[same]
-    x, y = op_last[p], op_first[c]
+    x, y = _candidates(logs, "poll", ctx) if kind == "poll" else send_candidates(logs)
     bad = out_of_order(logs, x, y, skip=kind == "poll")
     x, y = x[bad], y[bad]
     # Resets are rare: consult them only for the pairs that would be reported.
@@ -118,6 +110,38 @@ def _pairs(logs: Logs, kind: str, ctx: QueueContext) -> list[Finding]:
     ]
     keep_arr = np.array(keep, dtype=bool)
     return describe_pairs(logs, kind, x[keep_arr], y[keep_arr], process_pair)
+
+
+def send_candidates(logs: Logs) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) element rows: send_pairs over the arrays, before resets are consulted (the
+    caller asks ctx.reset_between of the few pairs it would report)."""
+    return _candidates(logs, "send", None)
+
+
+def _candidates(logs: Logs, kind: str, ctx: QueueContext | None) -> tuple[np.ndarray, np.ndarray]:
+    """(earlier, later) element rows compared: the last element of a process's earlier op of
+    the key, the first of its later one (`ctx`: for polls, which ops keep the position)."""
+    a = logs.a
+    rows = np.flatnonzero((logs.poll if kind == "poll" else logs.send) & a.has_val)
+    starts = runs(logs.kid[rows], a.index[rows])
+    op_first = rows[starts]
+    op_last = rows[np.r_[starts[1:] - 1, len(rows) - 1]] if len(rows) else rows
+    ok = logs.is_ok[op_first]
+    if kind == "send":
+        # A failed send never happened: it neither moves nor is compared.
+        keep = ok | logs.is_info[op_first]
+        op_first, op_last, ok = op_first[keep], op_last[keep], ok[keep]
+    order = sort_rows(logs.kid[op_first], a.proc[op_first], a.index[op_first])
+    if ctx is not None:
+        i, j = _poll_pairs(logs, op_first[order], ok[order], ctx)
+        p, c = order[i], order[j]
+    else:
+        p, c = order[:-1], order[1:]
+        same = (logs.kid[op_first[p]] == logs.kid[op_first[c]]) & (
+            a.proc[op_first[p]] == a.proc[op_first[c]]
+        )
+        p, c = p[same], c[same]
+    return op_last[p], op_first[c]
 
 
 def _poll_pairs(

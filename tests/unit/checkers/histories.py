@@ -7,9 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from history.columnar import write_parquet
+from history.format import ASYNC_SEND_MODE, IDEMPOTENCE_FIELD, IN_FLIGHT_FIELD, SEND_MODE_FIELD
 from history.reader import History, parse_history, read_history
 
 SEC = 1_000_000_000
+# What a pipelined run's header declares (workloads/pipelined.py history_header).
+PIPELINED = {
+    SEND_MODE_FIELD: ASYNC_SEND_MODE, IN_FLIGHT_FIELD: 5, IDEMPOTENCE_FIELD: True,
+}  # fmt: skip
 
 
 class H:
@@ -23,10 +28,11 @@ class H:
         self.clock += SEC // 10
         return self.clock
 
-    def invoke(self, process: Any, f: str, value: Any) -> H:
+    def invoke(self, process: Any, f: str, value: Any, **extra: Any) -> H:
         self.lines.append(
-            {"type": "invoke", "f": f, "process": process, "time": self._tick(), "value": value}
-        )
+            {"type": "invoke", "f": f, "process": process, "time": self._tick(), "value": value,
+             **extra}
+        )  # fmt: skip
         return self
 
     def complete(self, process: Any, f: str, type_: str, value: Any, **extra: Any) -> H:
@@ -38,6 +44,17 @@ class H:
 
     def op(self, process: Any, f: str, inv: Any, type_: str, out: Any, **extra: Any) -> H:
         return self.invoke(process, f, inv).complete(process, f, type_, out, **extra)
+
+    def invoke_send(self, lane: int, producer: int, k: int, v: int) -> H:
+        """A pipelined send's invocation (docs/history.md, "Pipelined sends")."""
+        return self.invoke(lane, "send", [["send", k, v]], producer=producer)
+
+    def complete_send(
+        self, lane: int, producer: int, k: int, v: int, offset: int | None, type_: str = "ok"
+    ) -> H:
+        """A pipelined send's completion, from its delivery report."""
+        out = [["send", k, [offset, v]]] if type_ == "ok" else [["send", k, v]]
+        return self.complete(lane, "send", type_, out, producer=producer)
 
     def send(self, p: int, k: int, v: int, offset: int | None, type_: str = "ok") -> H:
         out = [["send", k, [offset, v]]] if type_ == "ok" else [["send", k, v]]

@@ -19,12 +19,14 @@ from hypothesis import strategies as st
 from history.columnar import to_table
 from history.format import CONSUMER_AFTER_ABORT, REWIND
 from history.reader import History
-from tests.unit.checkers.histories import H
+from tests.unit.checkers.histories import PIPELINED, H
 
 KEYS = [0, 1, 2]
 # Worker slots: two producers then two consumers, processes 0-3 at the start.
 CONCURRENCY = 4
 EXTRA_PROCESSES = 10_000
+# The producer instance of the injected pipelined sends.
+PIPELINED_PRODUCER = 7
 
 
 @dataclass
@@ -366,6 +368,17 @@ def fenced_producer_read(m: Model, k: int) -> None:
     m.append(k, v)  # ... yet p's record lands after that write, and commits
 
 
+def producer_nonmonotonic_send(m: Model, k: int) -> None:
+    """Two pipelined sends of one idempotent producer, on two of its lanes (the model's two
+    sending processes, one op each), both in flight at once, stored in reverse send order."""
+    m.h.header.update(PIPELINED)
+    (o1, v1), (o2, v2) = _reversed_pair(m, k)
+    a, b = m.producers
+    q = PIPELINED_PRODUCER
+    m.h.invoke_send(a, q, k, v1).invoke_send(b, q, k, v2)
+    m.h.complete_send(b, q, k, v2, o2).complete_send(a, q, k, v1, o1)
+
+
 def g1c_realtime(m: Model, k: int) -> None:
     v = m.fresh_value()
     c = _consumer_at_end(m, k)
@@ -395,4 +408,5 @@ INJECTIONS = {
     "G1c": g1c,
     "G1c-realtime": g1c_realtime,
     "fenced-producer-read": fenced_producer_read,
+    "producer-nonmonotonic-send": producer_nonmonotonic_send,
 }
