@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from checkers import admin, features, metadata, migration, quorum_membership
+from checkers.data_log import acks as data_acks
 from checkers.data_log import fencing as data_fencing
 from checkers.metadata_log import applied, lease, liveness, observers, rules
 from checkers.metadata_log import fencing as log_fencing
@@ -266,6 +267,7 @@ KINDS: tuple[Kind, ...] = (
     # -- data logs (checkers/data_log/) ------------------------------------------------------
     Kind("fenced-producer-commit", DATA, data_fencing.RULE, "KIP-98", NEVER),
     Kind("fenced-producer-write", DATA, data_fencing.RULE, "KIP-98", NEVER),
+    Kind(data_acks.KIND, DATA, data_acks.RULE, "kchaos", NEVER),
     Kind(
         "data-log-unreadable",
         DATA,

@@ -81,7 +81,7 @@ def send_mops(op: dict[str, Any]) -> list[list[Any]]:
     return [m for m in value if isinstance(m, list) and len(m) == 3 and m[0] == "send"]
 
 
-def _writes(op: dict[str, Any]) -> list[tuple[int, int, int]]:
+def acked_writes(op: dict[str, Any]) -> list[tuple[int, int, int]]:
     """(key, offset, value) of an ok send/txn completion's sends whose offset is known."""
     out = []
     for _, key, ov in send_mops(op):
@@ -99,7 +99,7 @@ def attribute(
     result = Attributions({}, [], [])
     ambiguous: list[str] = []
     for op in sends:
-        for key, offset, value in _writes(op):
+        for key, offset, value in acked_writes(op):
             held = [
                 b
                 for log in logs.values()

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.data_log.acks import acked_other_writes
 from checkers.data_log.attribution import send_mops
 from checkers.data_log.fencing import stale_producer_writes
 from checkers.data_log.parse import DataLog, DataLogError, read_data_logs
@@ -70,7 +71,11 @@ def check_data_logs(read: DataLogRead, op_rows: list[dict[str, Any]]) -> DataLog
     result = DataLogResult(logs)
     for log in logs.values():
         result.notes.extend(log.notes)
-    result.findings = stale_producer_writes(logs, ops_of_values(op_rows))
+    op_of_value = ops_of_values(op_rows)
+    result.findings = stale_producer_writes(logs, op_of_value)
+    acked, notes = acked_other_writes(logs, op_rows, op_of_value)
+    result.findings += acked
+    result.notes += notes
     batches = sum(len(bs) for log in logs.values() for bs in log.partitions.values())
     result.notes.append(f"data logs: {batches} batches in {len(logs)} brokers' final logs")
     return result

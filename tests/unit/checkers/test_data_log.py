@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.data_log.check import check_run_data
+from checkers.data_log.check import DataLogRead, check_data_logs, check_run_data
 from checkers.data_log.fencing import stale_producer_writes
 from checkers.data_log.parse import DataLogError, parse_data_log
 from checkers.metadata_log.check import check_logs
@@ -205,3 +205,71 @@ def test_copies_in_different_leader_epochs_are_not_attributed():
 
 def test_within_timeout_and_tolerance_is_no_violation():
     assert _lease(0, "n2", after_ms=4_900).findings == []
+
+
+# Acknowledged at an offset that holds another write ---------------------------------------------
+def _send(index, process, key, value, offset=None, type_="ok", f="send"):
+    """An op row as the checkers read them: a completion names its invocation, one before."""
+    ov = [offset, value] if type_ == "ok" else value
+    invoked = None if type_ == "invoke" else index - 1
+    return {"index": index, "type": type_, "f": f, "process": process, "invoke_index": invoked,
+            "value": [["send", key, ov]]}  # fmt: skip
+
+
+# A real 4.1.2 run (--txn, kill nemesis, seed 21): process 2's transaction with value 2000079 on
+# key 5 was appended at offset 1 here (84 there) and aborted while the partition's leader was
+# killed; 2000113, sent later by the same process and producer session, was acknowledged at
+# that same offset, and no final log holds it.
+REUSED = [
+    B(1000, 0, values=(1000060,)),
+    B(1000, 0, values=(2000079,)),
+    B(1000, 0, marker="ABORT"),
+    B(2, 1, values=(1000067,)),
+]
+
+
+def _reused_rows():
+    return [
+        _send(10, 2, 5, 2000079, type_="invoke", f="txn"),
+        _send(11, 2, 5, 2000079, type_="fail", f="txn"),
+        _send(20, 2, 5, 2000113, type_="invoke"),
+        _send(21, 2, 5, 2000113, offset=1),
+    ]
+
+
+def test_an_ack_naming_another_writes_offset_is_a_loss_explained_by_the_batch_there():
+    rows = _reused_rows()
+    result = check_data_logs(DataLogRead(logs(n1={5: REUSED}, n2={5: REUSED})), rows)
+    [f] = [f for f in result.findings if f.kind == "acked-offset-holds-other-write"]
+    assert f.key == 5 and f.ops == (21, 11) and not f.unknown
+    text = f.explanation
+    assert "acknowledged at offset 1 (op 21, process 2)" in text
+    assert "has 2000079 there" in text and "2000113 at no offset" in text
+    assert "op 11 of the same process" in text and "transaction aborted" in text
+    assert "ABORT marker follows" in text and "producerId 1000, producerEpoch 0" in text
+    assert "If we find a duplicate" in text
+    assert f.data["held"] == ["2000079"] and f.data["producer_id"] == 1000
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["value there", "held elsewhere", "offset past the logs", "one log has it", "marker"],
+)
+def test_acks_the_logs_bear_out_are_silent(case):
+    rows = _reused_rows()
+    part = list(REUSED)
+    other = list(REUSED)
+    if case == "value there":
+        part[1] = other[1] = B(1000, 0, values=(2000113,))
+    elif case == "held elsewhere":
+        part = other = [*REUSED, B(1000, 0, values=(2000113,))]
+    elif case == "offset past the logs":
+        rows[-1] = _send(21, 2, 5, 2000113, offset=40)
+    elif case == "one log has it":
+        other = [REUSED[0], B(1000, 0, values=(2000113,)), *REUSED[2:]]
+    elif case == "marker":
+        rows[-1] = _send(21, 2, 5, 2000113, offset=2)
+    result = check_data_logs(DataLogRead(logs(n1={5: part}, n2={5: other})), rows)
+    assert "acked-offset-holds-other-write" not in kinds(result.findings)
+    if case == "held elsewhere":
+        assert any("held at offset(s) [4]" in n for n in result.notes)
