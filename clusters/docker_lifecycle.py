@@ -22,7 +22,7 @@ from clusters.errors import ClusterError
 from clusters.image import ensure_image
 from clusters.kafka_dist import KafkaDist, agents_dir, ensure_dist
 from clusters.migration import seed_cluster_id
-from clusters.readiness import wait_ready
+from clusters.readiness import log_tails, wait_ready
 from clusters.topology import NodeSpec, Topology, check_zookeeper_version
 
 READY_TIMEOUT_S = 240.0
@@ -73,7 +73,12 @@ def up(
         )
         for i, wave in enumerate(waves):
             if i:
-                seed_cluster_id(topo, info.cluster_id, timeout=ready_timeout / 2)
+                try:
+                    seed_cluster_id(topo, info.cluster_id, timeout=ready_timeout / 2)
+                except ClusterError as exc:
+                    # The cluster is removed next: what ZooKeeper said is kept in the error.
+                    zks = [n.name for n in topo.zookeepers]
+                    raise ClusterError(f"{exc}{log_tails(cluster, info, zks)}") from None
             with ThreadPoolExecutor(max_workers=len(wave)) as pool:
                 list(
                     pool.map(

@@ -77,7 +77,7 @@ def wait_ready(
             else:
                 why = f"was not ready after {timeout:.0f} s: " + "; ".join(last)
             raise ClusterError(
-                f"cluster {info.topology.cluster} {why}" + _log_tails(cluster, info, names)
+                f"cluster {info.topology.cluster} {why}" + log_tails(cluster, info, names)
             )
         time.sleep(POLL_INTERVAL_S)
 
@@ -89,7 +89,8 @@ def _unready_nodes(status: dict[str, Any], issues: list[str]) -> list[str]:
     return named or [n["name"] for n in status["nodes"]][:1]
 
 
-def _log_tails(cluster: Cluster[Process], info: ClusterInfo, names: list[str]) -> str:
+def log_tails(cluster: Cluster[Process], info: ClusterInfo, names: list[str]) -> str:
+    """Each named node's last log lines, for an error that ends a bring-up."""
     handles = cluster.nodes(info)
     parts = []
     for name in names:
