@@ -16,7 +16,12 @@ from clusters.byteman import BYTEMAN_PORT
 from clusters.errors import ClusterError
 from clusters.kafka_dist import BYTEMAN_JAR, JOLOKIA_JAR, KafkaDist
 from clusters.migration import initial_phase, migration_properties
-from clusters.quorum import configured_dynamic, format_options, quorum_properties
+from clusters.quorum import (
+    auto_join_properties,
+    configured_dynamic,
+    format_options,
+    quorum_properties,
+)
 from clusters.topology import (
     BROKER_PORT,
     CONTROLLER_PORT,
@@ -107,6 +112,8 @@ def server_properties(
         props["node.id"] = str(node.node_id)
         dynamic = configured_dynamic(topo) if dynamic is None else dynamic
         props.update(quorum_properties(topo, dynamic))
+        if dynamic:
+            props.update(auto_join_properties(topo, node))
         props["controller.listener.names"] = "CONTROLLER"
         if node.is_controller:
             listeners.append(f"CONTROLLER://{node.ip}:{CONTROLLER_PORT}")

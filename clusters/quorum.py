@@ -24,9 +24,16 @@ from clusters.kafka_dist import parse_version
 from clusters.topology import CONTROLLER_PORT, NodeSpec, Topology
 
 STATIC, DYNAMIC, STATIC_TO_DYNAMIC = "static", "dynamic", "static-to-dynamic"
-QUORUMS = (STATIC, DYNAMIC, STATIC_TO_DYNAMIC)
-# KIP-853 shipped in 3.9; going from a static quorum to a dynamic one in 4.1 (KAFKA-16538).
-SINCE = {DYNAMIC: (3, 9), STATIC_TO_DYNAMIC: (4, 1)}
+# A dynamic quorum whose controllers join by themselves (KIP-1186, 4.2): a re-provisioned
+# controller is not added by a request, it adds itself.
+AUTO_JOIN = "dynamic-auto-join"
+QUORUMS = (STATIC, DYNAMIC, STATIC_TO_DYNAMIC, AUTO_JOIN)
+# KIP-853 shipped in 3.9; going from a static quorum to a dynamic one in 4.1 (KAFKA-16538);
+# controller.quorum.auto.join.enable in 4.2 (KIP-1186).
+SINCE = {DYNAMIC: (3, 9), STATIC_TO_DYNAMIC: (4, 1), AUTO_JOIN: (4, 2)}
+AUTO_JOIN_PROPERTY = "controller.quorum.auto.join.enable"
+# Born dynamic: the controllers are formatted with the initial voter set.
+BORN_DYNAMIC = (DYNAMIC, AUTO_JOIN)
 KRAFT_TOPOLOGIES = ("kraft", "kraft-combined")
 KRAFT_VERSION = "kraft.version"
 
@@ -43,12 +50,17 @@ def check_quorum(quorum: str, topology: str, releases: list[str]) -> None:
             f"quorum {quorum} needs a KRaft topology ({' or '.join(KRAFT_TOPOLOGIES)}), not "
             f"{topology}"
         )
+    if quorum == AUTO_JOIN and topology != "kraft":
+        raise ClusterError(
+            f"quorum {quorum} replaces a dedicated controller (wiped, then joining by itself): "
+            f"it needs the kraft topology, not {topology}"
+        )
     since = SINCE[quorum]
     old = [v for v in releases if parse_version(v)[:2] < since]
     if old:
         raise ClusterError(
             f"quorum {quorum} needs Kafka {since[0]}.{since[1]} or newer "
-            f"({'KIP-853' if quorum == DYNAMIC else 'kraft.version 1 on a static quorum'}); "
+            f"({WHY_SINCE[quorum]}); "
             f"the run uses {', '.join(old)}"
         )
     if quorum == STATIC_TO_DYNAMIC and len(releases) > 1:
@@ -56,6 +68,13 @@ def check_quorum(quorum: str, topology: str, releases: list[str]) -> None:
             "quorum static-to-dynamic reconfigures every node itself: it cannot be combined with "
             "--upgrade-to or --downgrade-to"
         )
+
+
+WHY_SINCE = {
+    DYNAMIC: "KIP-853",
+    STATIC_TO_DYNAMIC: "kraft.version 1 on a static quorum",
+    AUTO_JOIN: f"KIP-1186's {AUTO_JOIN_PROPERTY}",
+}
 
 
 def directory_id(cluster_id: str, node_id: int) -> str:
@@ -90,7 +109,12 @@ def quorum_properties(topo: Topology, dynamic: bool) -> dict[str, str]:
 
 def configured_dynamic(topo: Topology) -> bool:
     """Whether nodes start configured for a dynamic quorum."""
-    return topo.quorum == DYNAMIC
+    return topo.quorum in BORN_DYNAMIC
+
+
+def auto_join_properties(topo: Topology, node: NodeSpec) -> dict[str, str]:
+    """What a controller of an auto-joining quorum adds to its configuration."""
+    return {AUTO_JOIN_PROPERTY: "true"} if topo.quorum == AUTO_JOIN and node.is_controller else {}
 
 
 def format_options(
@@ -102,7 +126,7 @@ def format_options(
     ``--no-initial-controllers``; a static node gets none."""
     if not dynamic:
         return []
-    if node.is_controller and not fresh and topo.quorum == DYNAMIC:
+    if node.is_controller and not fresh and topo.quorum in BORN_DYNAMIC:
         return ["--initial-controllers", initial_controllers(topo, cluster_id)]
     return ["--no-initial-controllers"]
 

@@ -24,6 +24,16 @@ and adds it back; with ``--quorum static-to-dynamic`` (4.1+) it first raises ``k
 - ``quorum-config`` (static-to-dynamic): one node re-rendered with
   ``controller.quorum.bootstrap.servers`` and restarted, once ``kraft.version`` is 1.
 
+With ``--quorum dynamic-auto-join`` (4.2+, dedicated ``kraft`` topology, every controller started
+with ``controller.quorum.auto.join.enable``, KIP-1186) the controller is replaced the way auto-join
+is meant for: ``stop-controller`` (stopped first, so that it cannot join again by itself while
+it is removed), ``remove-controller``, ``reprovision-controller`` (started wiped: a new
+directory id), then ``await-auto-join`` instead of ``add-controller``: no request is sent; ok once
+(N, its new directory id) is a voter and the controllers agree on a leader, info if that is not
+seen within the driver's wait. The removed replica (N, old directory id) has lost its disk, so
+the removal's durability is judged as with ``add-controller``; the join itself, asked by the
+node and not by kchaos, is an observation, not a request whose acknowledgement is judged.
+
 Each attempt of the tool is one request (the Admin client does not retry: clusters/quorum.py).
 An attempt the leader refused before appending anything may be retried (it did not happen); an
 attempt whose outcome is unknown is retried too (the same change, refused if it was made), but
@@ -46,6 +56,7 @@ from clusters.errors import ClusterError
 from clusters.node import DockerNode
 from clusters.quorum import (
     ADMIN_PROPERTIES,
+    AUTO_JOIN,
     KRAFT_VERSION,
     STATIC,
     STATIC_TO_DYNAMIC,
@@ -70,9 +81,10 @@ from history.format import UPGRADE
 
 REMOVE, ADD = "remove-controller", "add-controller"
 REPROVISION, CONFIGURE = "reprovision-controller", "quorum-config"
+STOP, AWAIT_JOIN = "stop-controller", "await-auto-join"
 # The run's last word on the voter set, after every fault was healed (interpreter).
 DESCRIBE = "describe-quorum"
-STEPS = (REMOVE, REPROVISION, ADD, CONFIGURE)
+STEPS = (REMOVE, REPROVISION, ADD, CONFIGURE, STOP, AWAIT_JOIN)
 # Where in the time limit each phase may begin: the removed controller runs outside the voter
 # set, under faults, for about a quarter of the run before it is added back.
 WINDOWS = {"remove": (0.15, 0.2), "add": (0.4, 0.45)}
@@ -109,11 +121,14 @@ def quorum_schedule(
         kafka = [n.name for n in topo.nodes if not n.is_zookeeper]
         steps += [UpgradeStep(at, CONFIGURE, n) for n in rng.sample(kafka, len(kafka))]
     controller = rng.choice([c.name for c in topo.controllers])
-    steps.append(UpgradeStep(start("remove"), REMOVE, controller))
+    at = start("remove")
+    if quorum == AUTO_JOIN:
+        steps.append(UpgradeStep(at, STOP, controller))
+    steps.append(UpgradeStep(at, REMOVE, controller))
     at = start("add")
     if topology == "kraft":
         steps.append(UpgradeStep(at, REPROVISION, controller))
-    steps.append(UpgradeStep(at, ADD, controller))
+    steps.append(UpgradeStep(at, AWAIT_JOIN if quorum == AUTO_JOIN else ADD, controller))
     return steps
 
 
@@ -135,6 +150,8 @@ class QuorumSteps:
             REPROVISION: self.reprovision,
             ADD: self.add,
             CONFIGURE: self.configure,
+            STOP: self.stop,
+            AWAIT_JOIN: self.await_join,
         }
 
     # remove-controller ---------------------------------------------------------------------------
@@ -241,6 +258,45 @@ class QuorumSteps:
             "attempts": tries,
             "output": out.said,
             "at_ack": at_ack,
+            "observed_after_s": took,
+            **after,
+        }
+
+    # stop-controller and await-auto-join (KIP-1186) ---------------------------------------------
+    def stop(self, driver: UpgradeDriver, step: UpgradeStep, value: dict[str, Any]) -> dict:
+        node = _node(driver, step)
+        try:
+            was_running = node.is_running()
+            if was_running:
+                node.stop(timeout=STOP_TIMEOUT_S)
+        except ClusterError as exc:
+            raise StepUnsure(f"could not stop {node.name}: {exc}") from None
+        return {"was_running": was_running}
+
+    def await_join(self, driver: UpgradeDriver, step: UpgradeStep, value: dict[str, Any]) -> dict:
+        node = _node(driver, step)
+        nid = node.spec.node_id
+        controllers = [driver.nodes[c.name] for c in self.topology.controllers]
+        try:
+            fetching, seen = driver.until(
+                f"{node.name} fetching from a leader", lambda: _knows_leader(node)
+            )
+            directory = _directory_id(node)
+        except (StepUnsure, ClusterError) as exc:
+            raise StepUnsure(f"{node.name} never fetched from a leader: {exc}") from None
+
+        def joined(s: QuorumStatus) -> bool:
+            return (nid, directory) in s.voters and quorum_agreed(controllers)[0]
+
+        took, after = driver.until(
+            f"({nid}, {directory}) a voter by its own request and the controllers agreeing",
+            _voters_say(driver, joined),
+        )
+        return {
+            "node_id": nid,
+            "directory_id": directory,
+            "fetching_after_s": fetching,
+            "fetching": seen,
             "observed_after_s": took,
             **after,
         }
