@@ -88,6 +88,8 @@ def test_directory_ids_are_stable_kafka_uuids():
         ("static-to-dynamic", "kraft", ["4.0"], "needs Kafka 4.1 or newer"),
         ("static-to-dynamic", "kraft", ["4.1", "4.3"], "cannot be combined"),
         ("joint", "kraft", ["4.1"], "unknown quorum"),
+        ("dynamic-auto-join", "kraft", ["4.1"], "needs Kafka 4.2 or newer"),
+        ("dynamic-auto-join", "kraft-combined", ["4.4"], "needs the kraft topology"),
     ],
 )
 def test_quorums_kafka_cannot_have_are_refused_in_one_sentence(quorum, topology, releases, says):
@@ -99,6 +101,7 @@ def test_quorums_kafka_can_have_pass():
     check_quorum("dynamic", "kraft-combined", ["3.9", "4.1"])
     check_quorum("static-to-dynamic", "kraft", ["4.1.2"])
     check_quorum("static", "zk", ["3.3"])
+    check_quorum("dynamic-auto-join", "kraft", ["4.3.1", "4.4.0"])
 
 
 STATUS = """[2026-11-24 07:54:21,803] INFO Kafka version: 3.9.2 (org.apache.kafka.common.utils.AppInfoParser)

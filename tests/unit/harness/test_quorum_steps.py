@@ -272,3 +272,78 @@ def test_a_node_that_is_no_voter_is_not_removed(tmp_path):
     ops, _, _ = drive(tmp_path, "kraft-combined", [UpgradeStep(0, REMOVE, "n3")], kafka)
     assert ops[0]["type"] == "fail" and "is not a voter" in ops[0]["error"]
     assert not any(c.startswith("remove-controller") for c in kafka.calls)
+
+
+# Auto-join (KIP-1186) ----------------------------------------------------------------------------
+def test_an_auto_joining_quorum_stops_removes_reprovisions_and_waits_for_the_join():
+    steps = quorum_schedule("kraft", 150, 3, "dynamic-auto-join")
+    assert [s.step for s in steps] == [qs.STOP, REMOVE, REPROVISION, qs.AWAIT_JOIN]
+    assert len({s.node for s in steps}) == 1 and steps[0].node.startswith("c")
+    # The same draws as a dynamic quorum's: only the steps differ.
+    dynamic = quorum_schedule("kraft", 150, 3, "dynamic")
+    assert [s.at_s for s in dynamic] == [s.at_s for s in steps[1:]]
+
+
+class JoiningKafka(Kafka):
+    """A controller that, once started wiped, adds itself: no add-controller is ever asked."""
+
+    def __init__(self, answers: dict[str, list[tuple[int, str, str]]]) -> None:
+        super().__init__(answers)
+        self.node: FakeNode | None = None
+
+    def run(self, node: str, cmd: list[str]) -> ExecResult:
+        c3 = self.node
+        wiped = c3 is not None and any(e.startswith("put") for e in c3.events)
+        if wiped and c3.running and (3, NEW) not in self.voters:
+            self.voters.append((3, NEW))
+        return super().run(node, cmd)
+
+
+def test_the_auto_join_is_observed_not_asked(tmp_path):
+    kafka = JoiningKafka({"remove-controller": [OK_REMOVE]})
+    steps = [
+        UpgradeStep(0, qs.STOP, "c3"),
+        UpgradeStep(0, REMOVE, "c3"),
+        UpgradeStep(0, REPROVISION, "c3"),
+        UpgradeStep(0, qs.AWAIT_JOIN, "c3"),
+    ]
+    topo = build_topology("kraft", quorum="dynamic-auto-join")
+    info = ClusterInfo(topo, "4.4.0", "fast", "cid")
+    dist = KafkaDist("4.4.0", Path("/x"), {"metadata_quorum": "Q", "kafka": "K", "storage": "S"})
+    nodes = {n.name: FakeNode(n, kafka) for n in topo.nodes}
+    kafka.node = nodes["c3"]
+    rec = Recorder(tmp_path / "history.jsonl", "test")
+    handlers = QuorumSteps(info).handlers()
+    driver = UpgradeDriver(steps, info, {"4.4.0": dist}, nodes, rec, None, handlers, 5)  # type: ignore[arg-type]
+    driver.start()
+    driver.finished.wait(60)
+    driver.stop()
+    rec.close()
+    ops = [op for op in read_history(tmp_path / "history.jsonl").ops if op["type"] != "invoke"]
+    assert [(op["f"], op["type"]) for op in ops] == [
+        (qs.STOP, "ok"), (REMOVE, "ok"), (REPROVISION, "ok"), (qs.AWAIT_JOIN, "ok")
+    ]  # fmt: skip
+    stopped, _, wiped, joined = (op["value"] for op in ops)
+    assert stopped["was_running"] is True and wiped["was_running"] is False
+    assert joined["directory_id"] == NEW and [3, NEW] in joined["voters"]
+    assert not any(c.startswith("add-controller") for c in kafka.calls)
+    # Its re-provisioned configuration asks it to join by itself.
+    rendered = "".join(c for e, c in nodes["c3"].files.items() if e.endswith("server.properties"))
+    assert "controller.quorum.auto.join.enable=true" in rendered
+
+
+def test_only_controllers_of_an_auto_joining_quorum_are_told_to_join():
+    from clusters.config import server_properties
+
+    topo = build_topology("kraft", quorum="dynamic-auto-join")
+    assert (
+        server_properties(topo, topo.node("c1"), "fast")["controller.quorum.auto.join.enable"]
+        == "true"
+    )
+    assert "controller.quorum.auto.join.enable" not in server_properties(
+        topo, topo.node("b1"), "fast"
+    )
+    plain = build_topology("kraft", quorum="dynamic")
+    assert "controller.quorum.auto.join.enable" not in server_properties(
+        plain, plain.node("c1"), "fast"
+    )
