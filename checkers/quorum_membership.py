@@ -32,7 +32,7 @@ epoch had.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.findings import Finding, secs
@@ -41,6 +41,8 @@ from checkers.op_rows import row_value
 
 REMOVE, ADD, DESCRIBE = "remove-controller", "add-controller", "describe-quorum"
 CHANGES = (REMOVE, ADD)
+# An auto-joining quorum (KIP-1186): no add request; the re-provisioned node joins by itself.
+REPROVISION, AWAIT_JOIN = "reprovision-controller", "await-auto-join"
 RULES = {
     "removed-voter-led": (
         'KIP-853: "A voter is any replica that can transition to the candidate state and to the '
@@ -116,6 +118,9 @@ class MembershipInput:
     changes: list[Change]
     observations: list[Observation]
     attempts: list[Attempt]
+    # (node, invocation time) of each re-provisioning: from then on a new replica of the node
+    # exists, which under auto-join may add itself without any request.
+    reprovisions: list[tuple[str, int]] = field(default_factory=list)
 
 
 def _epochs(value: dict[str, Any]) -> list[tuple[int, str]]:
@@ -130,6 +135,7 @@ def membership_input(rows: list[dict[str, Any]], samples: list[Sample]) -> Membe
     """From the op rows of the process ``upgrade`` (every column) and the observer's samples."""
     invokes = {r["index"]: r for r in rows if r["type"] == "invoke"}
     changes, observations, attempts = [], [], []
+    reprovisions: list[tuple[str, int]] = []
     for r in rows:
         if r["type"] == "invoke":
             continue
@@ -137,10 +143,12 @@ def membership_input(rows: list[dict[str, Any]], samples: list[Sample]) -> Membe
         start = inv["time"] if inv else r["time"]
         value = row_value(r)
         value = value if isinstance(value, dict) else {}
-        if r["f"] in CHANGES:
+        if r["f"] in (*CHANGES, AWAIT_JOIN):
             ok = r["type"] == "ok"
             directory = value.get("directory_id") if ok else None
             attempts.append(Attempt(r["f"], r.get("node") or "", start, r["type"], directory))
+        if r["f"] == REPROVISION:
+            reprovisions.append((r.get("node") or "", start))
         if r["type"] != "ok":
             continue
         voters, leader, epoch = value.get("voters"), value.get("leader"), value.get("epoch")
@@ -180,7 +188,7 @@ def membership_input(rows: list[dict[str, Any]], samples: list[Sample]) -> Membe
                     bound_from,
                 )
             )
-    return MembershipInput(changes, observations, attempts)
+    return MembershipInput(changes, observations, attempts, reprovisions)
 
 
 def check_membership(data: MembershipInput, samples: list[Sample]) -> list[Finding]:
@@ -210,6 +218,17 @@ def _removed_voters_led(data: MembershipInput, samples: list[Sample]) -> list[Fi
             continue
         # "before it was next asked to be added": any later add of the node, whatever replica.
         adds = [a.invoke_time for a in data.attempts if a.f == ADD and a.node == c.node]
+        # Under auto-join the node asks by itself, as soon as it runs as a new replica: from its
+        # re-provisioning on (or, with none recorded, from the wait for its join).
+        joins = [
+            a.invoke_time
+            for a in data.attempts
+            if a.f == AWAIT_JOIN and a.node == c.node and a.invoke_time > c.time
+        ]
+        if joins:
+            first = min(joins)
+            wiped = [t for n, t in data.reprovisions if n == c.node and c.time < t <= first]
+            adds += wiped or [first]
         end = min((t for t in adds if t > c.time), default=None)
         for s in samples:
             epoch = s.raft("epoch")

@@ -111,6 +111,19 @@ def test_a_removed_voter_may_lead_once_it_was_asked_to_be_added_again():
     assert kinds(h) == []
 
 
+def test_under_auto_join_a_new_replica_may_lead_once_re_provisioned_not_before():
+    # KIP-1186: no add request; the wiped node (a new directory id) adds itself once it runs.
+    h = healthy_start(H())
+    step(h, "stop-controller", "c3", was_running=True)
+    removal(h)
+    h.observe("c3", raft=raft("c3", "leader", 3, 6))  # before the wipe: still the removed replica
+    step(h, "reprovision-controller", "c3", wiped="/var/lib/kafka/data")
+    step(h, "await-auto-join", "c3", node_id=3, directory_id=D3B, leader=3, epoch=9,
+         voters=[[1, D1], [2, D2], [3, D3B]])  # fmt: skip
+    h.observe("c3", raft=raft("c3", "leader", 3, 10))
+    assert kinds(h) == ["removed-voter-led"]  # epoch 6 only, before the re-provisioning
+
+
 def test_an_unacknowledged_removal_says_nothing_about_who_leads():
     h = healthy_start(H())
     step(h, "remove-controller", "c3", "info")
