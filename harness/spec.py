@@ -19,7 +19,7 @@ from clusters.quorum import STATIC, check_quorum
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
 from clusters.upgrade_paths import check_downgrade, check_upgrade
 from harness.feature_steps import FeatureItem, FeatureSpecError, parse_features
-from harness.nemesis_items import ItemError, parse_items
+from harness.nemesis_items import ItemError, named_selectors, parse_items
 
 TIMINGS = ("fast", "default")
 QUEUE_MODES = ("assign", "subscribe")
@@ -207,6 +207,14 @@ def validate(spec: RunSpec) -> RunSpec:
         )
     except ClusterError as exc:
         raise SpecError(str(exc)) from None
+    # The txn-coordinator target names the coordinator of the run's transactional ids.
+    if "txn-coordinator" in named_selectors(spec.nemesis) and not (
+        spec.txn and spec.workload == "queue"
+    ):
+        raise SpecError(
+            "target txn-coordinator needs transactions: add --txn (queue workload), or aim "
+            "at partition-leader or busiest-leader"
+        )
     return spec
 
 
