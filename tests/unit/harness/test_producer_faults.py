@@ -80,3 +80,54 @@ def test_in_flight_sums_every_live_producers_row():
     assert counts.by_partition() == {1: 2}
     counts.unregister(0)
     assert counts.by_partition() == {}
+
+
+def test_a_pipelined_producer_counts_its_sends_until_their_delivery_reports(tmp_path):
+    """librdkafka's in-process mock cluster: counted from produce() to the delivery report."""
+    import random
+    import time
+    from types import SimpleNamespace
+
+    from workloads.pipelined import PipelinedProducer
+
+    acked: list[tuple[int, int | None, int]] = []
+    wl = SimpleNamespace(
+        keys=4,
+        topic="kchaos-queue",
+        gen={"value_stride": 1_000_000_000},
+        leaders=SimpleNamespace(leaders={}),
+        sends_in_flight=InFlight(4),
+        note_acked=lambda key, offset, value: acked.append((key, offset, value)),
+    )
+    conf = {
+        "test.mock.num.brokers": 3,
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": 500,  # held in the producer: still in flight when counted
+        "message.timeout.ms": 5000,
+    }
+    producer = PipelinedProducer(wl, 3, random.Random(1), conf)  # type: ignore[arg-type]
+    done: list[str] = []
+    ops = [producer.next_op() for _ in range(20)]
+    for op in ops:
+        assert producer.send(op, lambda c: done.append(c.type)) is None
+    by_key: dict[int, int] = {}
+    for op in ops:
+        by_key[op.value[0][1]] = by_key.get(op.value[0][1], 0) + 1
+    assert wl.sends_in_flight.by_partition() == by_key
+    deadline = time.monotonic() + 10
+    while len(done) < 20 and time.monotonic() < deadline:
+        producer.poll(0.05)
+    assert done == ["ok"] * 20 and wl.sends_in_flight.by_partition() == {}
+    producer.close()
+
+
+def test_a_spec_file_or_campaign_cell_is_refused_the_same_way():
+    import pytest
+
+    from harness.spec import SpecError, spec_from_dict
+
+    with pytest.raises(SpecError, match="cell a: target txn-coordinator needs transactions"):
+        spec_from_dict({"nemesis": ["kill@txn-coordinator"]}, where="cell a")
+    spec = spec_from_dict({"nemesis": ["kill@txn-coordinator"], "txn": True})
+    assert spec.nemesis == ["kill@txn-coordinator"]
