@@ -81,6 +81,8 @@ def _kind_lines(kind: dict[str, Any]) -> list[str]:
         notes.append(f"only on {', '.join(kind['only_on'])}")
     if kind["reads"]:
         notes.append(f"reads {', '.join(kind['reads'])}")
+    if kind.get("drawn") is False:
+        notes.append("only where a spec names it: a bare package never draws it")
     notes += [f"plan: {param} {drawn}" for param, drawn in kind["plan_draws"].items()]
     target = _target_note(kind)
     if target:

@@ -66,7 +66,7 @@ def _aimed_on(selector: str, topology: str) -> bool:
 
 def _could_name(selector: str, topo: Topology) -> list[str]:
     """The nodes a role selector may name on ``topo`` (nemesis/targets.py resolve)."""
-    if selector == "partition-leader":
+    if selector in ("partition-leader", "busiest-leader", "txn-coordinator"):
         return [n.name for n in topo.brokers]
     if selector == "zk-leader" or (selector == "quorum-leader" and not topo.kraft):
         return [n.name for n in topo.zookeepers]
@@ -207,3 +207,8 @@ def parse_items(texts: list[str], topology: str, zookeepers: int = 1) -> list[It
 def packages(texts: list[str]) -> list[str]:
     """The packages the items name, each once, in order (what the run builds)."""
     return list(dict.fromkeys(split(t)[0] for t in texts))
+
+
+def named_selectors(texts: list[str]) -> set[str]:
+    """The selectors the items name, as kind (kill, pause) or target."""
+    return {n for t in texts for n in split(t)[1:] if n is not None}

@@ -19,7 +19,7 @@ from clusters.quorum import STATIC, check_quorum
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
 from clusters.upgrade_paths import check_downgrade, check_upgrade
 from harness.feature_steps import FeatureItem, FeatureSpecError, parse_features
-from harness.nemesis_items import ItemError, parse_items
+from harness.nemesis_items import ItemError, named_selectors, parse_items
 
 TIMINGS = ("fast", "default")
 QUEUE_MODES = ("assign", "subscribe")
@@ -299,7 +299,7 @@ def spec_from_dict(data: Any, where: str = "spec") -> RunSpec:
         except SpecError as exc:
             raise SpecError(f"{where}: {exc}") from None
     try:
-        return validate(RunSpec(**values))
+        return check_named_targets(validate(RunSpec(**values)))
     except SpecError as exc:
         raise SpecError(f"{where}: {exc}") from None
 
@@ -324,3 +324,17 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SpecError(f"{p}: expected a mapping of options, found {type(data).__name__}")
     return data
+
+
+def check_named_targets(spec: RunSpec) -> RunSpec:
+    """Targets that read what only some runs give, refused where the run gives none. Apart
+    from ``validate``, whose items stay valid in any run of the topology: a spec as written
+    (options, spec file, campaign cell, stored plan) passes both."""
+    if "txn-coordinator" in named_selectors(spec.nemesis) and not (
+        spec.txn and spec.workload == "queue"
+    ):
+        raise SpecError(
+            "target txn-coordinator needs transactions: add --txn (queue workload), or aim "
+            "at partition-leader or busiest-leader"
+        )
+    return spec

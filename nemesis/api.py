@@ -33,8 +33,19 @@ TARGET_MEANINGS: dict[str, str] = {
         "the broker leading a partition, from the workload's hints; a seeded broker without them"
     ),
     "zk-leader": "the ZooKeeper whose srvr mode is leader (or standalone)",
+    "busiest-leader": (
+        "the broker leading the partition with the most sends in flight now (pipelined sends); "
+        "sync sends: as partition-leader"
+    ),
+    "txn-coordinator": (
+        "the broker leading the __transaction_state partition of one of the run's "
+        "transactional ids (--txn), drawn with the step's seed"
+    ),
 }
 TARGETS = tuple(TARGET_MEANINGS)
+# Selectors a plan aims only where a spec names them: they read facts only some workloads give
+# (nemesis/targets.py), and plans drawn before they existed must stay the same.
+NAMED_ONLY_TARGETS = ("busiest-leader", "txn-coordinator")
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ class Kind:
     draws: tuple[Draw, ...] = ()
     # Topologies where a plan may choose it (None: all); ``check`` does not refuse it elsewhere.
     only_on: tuple[str, ...] | None = None
+    # False: a plan chooses it only where a spec names it, never for a bare package name.
+    drawn: bool = True
 
     def applies_to(self, topology: str) -> bool:
         return self.only_on is None or topology in self.only_on
@@ -143,7 +145,7 @@ class Menu:
         draw for a single one; a named ``target`` is the step's target, not drawn.
         """
         if kinds is None:
-            kind = rng.choice(self.kinds_for(topology))
+            kind = rng.choice([k for k in self.kinds_for(topology) if k.drawn])
         elif len(kinds) == 1:
             kind = self.kind(kinds[0])
         else:
@@ -197,6 +199,7 @@ class Menu:
                     "reads": list(k.reads),
                     "plan_draws": {d.param: d.describe() for d in k.draws},
                     "only_on": list(k.only_on) if k.only_on is not None else None,
+                    **({} if k.drawn else {"drawn": False}),
                 }
                 for k in self.kinds
             ],

@@ -11,7 +11,7 @@ from typing import Any
 
 from clusters.capabilities import Controllable, Pause, Process
 from clusters.topology import TOPOLOGIES, ZK_TOPOLOGIES
-from nemesis.api import TARGETS, FaultContext, FaultStep
+from nemesis.api import NAMED_ONLY_TARGETS, TARGETS, FaultContext, FaultStep
 from nemesis.errors import before_touching
 from nemesis.menu import Kind, Menu
 from nemesis.nodes import on_each, on_live, split_running, wait_for
@@ -28,7 +28,12 @@ AIMED_ONLY_ON = {
 def signal_menu(fault: str, meaning: str) -> Menu:
     """Kill and pause: every kind is a selector, and the nodes it names get the signal."""
     kinds = tuple(
-        Kind(t, f"the nodes target '{t}' names (below)", only_on=AIMED_ONLY_ON.get(t))
+        Kind(
+            t,
+            f"the nodes target '{t}' names (below)",
+            only_on=AIMED_ONLY_ON.get(t),
+            drawn=t not in NAMED_ONLY_TARGETS,
+        )
         for t in TARGETS
     )
     return Menu(fault, kinds, kind_is_target=True, meaning=meaning)

@@ -111,6 +111,101 @@ def partition_leader(
     )
 
 
+# Hints the workload gives for the producer-state selectors (workloads/queue.py hints).
+IN_FLIGHT_HINT = "in_flight"  # partition -> sends in flight now; absent: sync sends
+TXN_IDS_HINT = "transactional_ids"  # the run's transactional ids; absent: no --txn
+TXN_TOPIC = "__transaction_state"
+
+
+def busiest_leader(
+    topology: Topology, hints: dict[str, Any], params: dict[str, Any], rng: random.Random
+) -> Resolved:
+    """The leader of the partition with the most sends in flight (ties: the step's seed).
+
+    Without an in-flight hint (sync sends, one send per process) or with nothing in flight,
+    the partition-leader rule, and the evidence says so."""
+    counts = {p: n for p, n in (hints.get(IN_FLIGHT_HINT) or {}).items() if n > 0}
+    leaders = hints.get("partition_leaders") or {}
+    led = {p: n for p, n in counts.items() if leaders.get(p) is not None}
+    if not led:
+        found = partition_leader(topology, hints, params, rng)
+        why = (
+            "no in-flight hint (sync sends)"
+            if IN_FLIGHT_HINT not in hints
+            else "no send in flight on a partition with a known leader"
+        )
+        note = f"{why}: the partition-leader rule"
+        return Resolved("busiest-leader", found.targets, {**found.evidence, "fallback": note})
+    most = max(led.values())
+    part = rng.choice(sorted(p for p, n in led.items() if n == most))
+    name = _node_name(topology, leaders[part])
+    return Resolved(
+        "busiest-leader", [name], {"partition": part, "in_flight": most, "leader": name}
+    )
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode: s[0]*31^(n-1) + ... + s[n-1] over UTF-16 code units, as int32."""
+    h = 0
+    units = s.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def txn_partition(transactional_id: str, partitions: int) -> int:
+    """Kafka's TransactionStateManager.partitionFor: Utils.abs(id.hashCode) % partitions, where
+    Utils.abs maps Integer.MIN_VALUE to 0 (Math.abs would leave it negative)."""
+    h = java_string_hash(transactional_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def txn_state_leaders(topology: Topology) -> dict[int, int]:
+    """__transaction_state partition -> leader broker id, as the cluster metadata says now."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": topology.bootstrap_servers(), "log_level": 0})
+    try:
+        md = admin.list_topics(TXN_TOPIC, timeout=5)
+    except KafkaException as exc:
+        raise NemesisError(f"cannot read {TXN_TOPIC} metadata: {exc}") from None
+    t = md.topics.get(TXN_TOPIC)
+    if t is None or t.error is not None:
+        raise NemesisError(f"cannot read {TXN_TOPIC} metadata: {t.error if t else 'no topic'}")
+    return {p: pm.leader for p, pm in t.partitions.items()}
+
+
+def txn_coordinator(
+    topology: Topology,
+    hints: dict[str, Any],
+    rng: random.Random,
+    metadata: Callable[[Topology], dict[int, int]] = txn_state_leaders,
+) -> Resolved:
+    """The transaction coordinator of one of the run's transactional ids (the step's seed
+    picks which): the leader of its __transaction_state partition, from metadata read now."""
+    ids = sorted(hints.get(TXN_IDS_HINT) or ())
+    if not ids:
+        raise NemesisError(
+            "target txn-coordinator needs a run with transactions (--txn): this workload "
+            "gives no transactional ids"
+        )
+    txn_id = rng.choice(ids)
+    leaders = metadata(topology)
+    if not leaders:
+        raise NemesisError(f"{TXN_TOPIC} has no partitions in the cluster metadata")
+    part = txn_partition(txn_id, len(leaders))
+    leader = leaders.get(part)
+    if leader is None or leader < 0:
+        raise NemesisError(f"{TXN_TOPIC}-{part} (of {txn_id}) has no leader now")
+    name = _node_name(topology, leader)
+    return Resolved(
+        "txn-coordinator",
+        [name],
+        {"transactional_id": txn_id, "partition": part, "partitions": len(leaders), "leader": name},
+    )
+
+
 def _node_name(topology: Topology, ref: int | str) -> str:
     for n in topology.nodes:
         if ref in (n.name, n.node_id, str(n.node_id)) and not n.is_zookeeper:
@@ -159,6 +254,10 @@ def resolve(
         return Resolved(selector, pick_count(topo.names(), selector, rng))
     if selector == "partition-leader":
         return partition_leader(topo, ctx.hints, params or {}, rng)
+    if selector == "busiest-leader":
+        return busiest_leader(topo, ctx.hints, params or {}, rng)
+    if selector == "txn-coordinator":
+        return txn_coordinator(topo, ctx.hints, rng)
     if selector == "zk-leader" or (selector == "quorum-leader" and not topo.kraft):
         # In ZooKeeper mode the quorum is the ensemble: its leader is the quorum leader.
         found = zk_leader(zk_modes(ctx))

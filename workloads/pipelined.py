@@ -17,6 +17,7 @@ history belong to the harness's worker slots.
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -69,6 +70,35 @@ def history_header(gen: dict[str, Any]) -> dict[str, Any]:
     return {SEND_MODE_FIELD: ASYNC, IN_FLIGHT_FIELD: int(gen["in_flight"]), IDEMPOTENCE_FIELD: True}
 
 
+class InFlight:
+    """Sends in flight per partition over every live pipelined producer, for the busiest-leader
+    target (nemesis/targets.py). Each producer counts in a row of its own that only its slot's
+    thread writes (produce() and the delivery reports its polls serve run there), so a send
+    takes no lock; a fault reads the sums, at most a few sends stale."""
+
+    def __init__(self, partitions: int) -> None:
+        self.partitions = partitions
+        self._rows: dict[int, list[int]] = {}
+        self._lock = threading.Lock()  # only rows coming and going
+
+    def register(self, producer: int) -> list[int]:
+        row = [0] * self.partitions
+        with self._lock:
+            self._rows[producer] = row
+        return row
+
+    def unregister(self, producer: int) -> None:
+        with self._lock:
+            self._rows.pop(producer, None)
+
+    def by_partition(self) -> dict[int, int]:
+        """Partition -> sends in flight now; partitions with none are left out."""
+        with self._lock:
+            rows = list(self._rows.values())
+        sums = [sum(col) for col in zip(*rows, strict=True)] if rows else []
+        return {p: n for p, n in enumerate(sums) if n > 0}
+
+
 class QueueState(Protocol):
     """What a pipelined producer reads of its queue workload (workloads/queue.py)."""
 
@@ -77,6 +107,7 @@ class QueueState(Protocol):
     topic: str
     bootstrap: str
     leaders: Any  # .leaders: partition -> node name, as the cluster metadata last said
+    sends_in_flight: InFlight
 
     def note_acked(self, key: int, offset: int | None, value: int) -> None: ...
 
@@ -149,6 +180,9 @@ class PipelinedProducer:
         self._next_value = producer * int(wl.gen["value_stride"])
         quiet = {"log_level": 0, "error_cb": self._error}
         self._producer = Producer({**(conf or producer_conf(wl)), **quiet})
+        # A workload that aims no fault by it may give none: the counts are then this one's.
+        self._counts: InFlight = getattr(wl, "sends_in_flight", None) or InFlight(wl.keys)
+        self._in_flight = self._counts.register(producer)
 
     def _error(self, err: KafkaError) -> None:
         # librdkafka reports a fatal idempotence error (e.g. an out-of-order sequence it cannot
@@ -167,6 +201,7 @@ class PipelinedProducer:
         _, key, value = op.value[0]
 
         def delivered(err: KafkaError | None, msg: Any) -> None:
+            self._in_flight[key] -= 1
             done(self.completion(op, key, value, err, msg.offset() if err is None else None))
 
         try:
@@ -185,6 +220,7 @@ class PipelinedProducer:
             return Completion(kind, op.value, describe(exc), op.node)
         except BufferError as exc:
             return Completion("fail", op.value, f"local queue full: {exc}", op.node)
+        self._in_flight[key] += 1
         return None
 
     def completion(
@@ -207,6 +243,7 @@ class PipelinedProducer:
 
     def close(self) -> None:
         # Sends still queued locally are abandoned (the slot recorded them as info already).
+        self._counts.unregister(self.producer)
         try:
             self._producer.purge(in_queue=True, in_flight=False)
             self._producer.flush(0)

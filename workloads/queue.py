@@ -34,6 +34,7 @@ from workloads.client import Completion, Invocation
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 from workloads.pipelined import (
     ASYNC,
+    InFlight,
     PipelinedProducer,
     ProducerClient,
     generator_params,
@@ -139,6 +140,7 @@ class QueueWorkload:
         self.acked: list[tuple[int, int | None, int]] = []
         self._acked_lock = threading.Lock()
         self.leaders = LeaderMap(self.bootstrap, self.topic, topology)
+        self.sends_in_flight = InFlight(self.keys)
 
     def setup_says(self) -> str:
         return f"workload setup: topic {self.topic} with {self.keys} partitions"
@@ -217,7 +219,19 @@ class QueueWorkload:
         return PipelinedProducer(self, producer, rng)
 
     def hints(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition_leaders": dict(self.leaders.leaders)}
+        hints: dict[str, Any] = {
+            "topic": self.topic,
+            "partition_leaders": dict(self.leaders.leaders),
+        }
+        # For the busiest-leader and txn-coordinator targets (nemesis/targets.py).
+        if self.pipelined_lanes():
+            hints["in_flight"] = self.sends_in_flight.by_partition()
+        if self.gen["txn"]:
+            hints["transactional_ids"] = [
+                transactional_id(self.run_id, slot, self.concurrency)
+                for slot in range(self.concurrency)
+            ]
+        return hints
 
     def consumer_conf(self, group: str) -> dict[str, Any]:
         return _quiet(
