@@ -21,8 +21,9 @@ killed when it leads one of the perf topic's partitions, else partition 0's lead
 it, and the seconds from the restart to the first ok after it. kchaos's come from its history
 (the nemesis ops' completions, the sends' ok completions); the perf tool prints a line only per
 5-second window (3.9's ProducerPerformance has no shorter interval), so the bench also samples
-the perf topic's high watermarks every 0.25 s: with acks=all a record can be acknowledged only
-once the high watermark passed it, so their sum is what the tool can have had acknowledged.
+the perf topic's high watermarks every 0.25 s (with acks=all a record can be acknowledged only
+once the high watermark passed it) for the first ok after the restart; its ok/s per phase come
+from its window lines, each line's records spread evenly over its window.
 Goal: kchaos >= 50% of the perf tool and >= 5,000 recorded ok sends/s. The perf tool runs
 second, on a cluster kchaos has warmed up; both run on the same 2 cores as the brokers.
 
@@ -45,7 +46,7 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import TopicCollection, TopicPartition
+from confluent_kafka import KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from clusters.docker_cluster import DockerCluster, container_name
@@ -194,10 +195,15 @@ class Watermarks(threading.Thread):
 
     def run(self) -> None:
         while not self.stopping.wait(0.25):
-            futs = self.admin.list_offsets(
-                {tp: OffsetSpec.latest() for tp in self.parts}, request_timeout=1
-            )
-            for tp, fut in futs.items():
+            # One request per partition: a dead leader's timeout then fails only its own.
+            futs = [
+                (tp, f)
+                for tp in self.parts
+                for f in self.admin.list_offsets(
+                    {tp: OffsetSpec.latest()}, request_timeout=1
+                ).values()
+            ]
+            for tp, fut in futs:
                 with contextlib.suppress(Exception):
                     self.last[tp.partition] = max(self.last[tp.partition], fut.result().offset)
             self.samples.append((time.monotonic(), sum(self.last.values())))
@@ -227,11 +233,39 @@ class LeaderKill(threading.Thread):
 def perf_victim(admin: AdminClient, topo_nodes: dict[int, str], prefer: str | None) -> str:
     """The node kchaos killed when it leads one of the perf topic's partitions, else the leader
     of partition 0: the same kind of node, a partition leader."""
-    desc = admin.describe_topics(TopicCollection([PERF_TOPIC]))[PERF_TOPIC].result(timeout=30)
-    leaders = {p.id: topo_nodes[p.leader.id] for p in desc.partitions if p.leader is not None}
+    # A topic just created is unknown to a broker until its metadata reaches it: ask again.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            fut = admin.describe_topics(TopicCollection([PERF_TOPIC]))[PERF_TOPIC]
+            desc = fut.result(timeout=10)
+            leaders = {p.id: topo_nodes[p.leader.id] for p in desc.partitions if p.leader}
+            if 0 in leaders:
+                break
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{PERF_TOPIC}: partition 0 has no leader after 30 s")
+        time.sleep(0.2)
     if prefer in leaders.values():
         return str(prefer)
     return leaders[0]
+
+
+def window_rates(lines: list[tuple[float, int]], kill: float, restart: float) -> dict[str, float]:
+    """Ok/s before, during and after the fault from the tool's own window lines: a line at t
+    counts the records acknowledged since the line before, spread evenly over that stretch.
+    The first line's stretch is left out (it holds the JVM's start-up)."""
+    edges = {"before": (lines[0][0], kill), "during": (kill, restart),
+             "after": (restart, lines[-1][0])}  # fmt: skip
+    out: dict[str, float] = {}
+    for name, (a, b) in edges.items():
+        n = 0.0
+        for (s, _), (e, count) in itertools.pairwise(lines):
+            n += count * max(0.0, min(b, e) - max(a, s)) / (e - s)
+        out[f"{name}_ok_per_s"] = round(n / (b - a), 1) if b > a else 0.0
+    return out
 
 
 def perf_phases(
@@ -241,20 +275,24 @@ def perf_phases(
     kill: LeaderKill,
     end: float,
 ) -> dict[str, object]:
-    """The perf tool's phases from the high-watermark samples (their increments, at the time
-    they were seen), its window lines beside them, and the first growth after the restart."""
+    """The perf tool's phases from its own window lines, and the first growth of the high
+    watermarks after the restart (the samples' view of the phases beside them)."""
     if kill.killed is None or kill.restarted is None:
         raise SystemExit(f"the perf tool's kill did not happen: {kill.error}")
+    if len(lines) < 2:
+        raise SystemExit("ProducerPerformance printed fewer than two windows")
     events = [(t, b - a) for (_, a), (t, b) in itertools.pairwise(hw) if b > a]
-    # From the first records the tool got acknowledged: its JVM takes a second to start.
+    # From the first records seen acknowledged: the tool's JVM takes a second to start.
     start = events[0][0] if events else t0
+    marks = phase_rates(events, start, kill.killed, kill.restarted, end)
     out: dict[str, object] = {
         "kill_s": round(kill.killed - t0, 3),
         "restart_s": round(kill.restarted - t0, 3),
-        **phase_rates(events, start, kill.killed, kill.restarted, end),
+        **window_rates(lines, kill.killed, kill.restarted),
         "first_ok_after_restart_s": _first_after([t for t, _ in events], kill.restarted),
         "longest_ok_gap_s": _longest_gap([t for t, _ in events], kill.killed, end),
         "sample_s": 0.25,
+        "high_watermark_ok_per_s": marks,
         "window_lines": [
             {"at_s": round(t - t0, 2), "records": n} for t, n in lines
         ],
@@ -285,7 +323,9 @@ def perf_tool(
     killer = marks = None
     if args.kill:
         victim = perf_victim(admin, topo_nodes or {}, kchaos_victim)
-        marks = Watermarks(admin, PERF_TOPIC, args.keys)
+        # Its own client, quiet: librdkafka logs every refused connection to the killed node.
+        quiet = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
+        marks = Watermarks(quiet, PERF_TOPIC, args.keys)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     t0 = time.monotonic()
     if marks is not None:

@@ -50,16 +50,21 @@ def test_history_without_a_kill_is_refused(tmp_path: Path) -> None:
         history_phases(_write(tmp_path / "history.jsonl", [_send("invoke", 0), _send("ok", 1)]))
 
 
-def test_perf_phases_count_high_watermark_growth_when_seen() -> None:
+def test_perf_phases_from_window_lines_and_high_watermark_growth() -> None:
     kill = LeaderKill("c", 0.0, 10.0, 20.0)
     kill.killed, kill.restarted = 10.0, 20.0
-    # Growth of 100 per second until the kill, none until 23 s, then 100 per second again.
+    # High watermarks: 100 a second until the kill, none until 23 s, then 100 a second again.
     hw = [(t * 1.0, 100 * t) for t in range(11)]
     hw += [(t * 1.0, 1000) for t in range(11, 23)]
     hw += [(t * 1.0, 1000 + 100 * (t - 22)) for t in range(23, 31)]
-    got = perf_phases(hw, [(5.0, 500)], 0.0, kill, 30.0)
-    assert got["before_ok_per_s"] == 100.0  # from the first growth seen, at 1 s
-    assert got["during_ok_per_s"] == 10.0  # the growth seen at 10 s, the kill's own second
+    # Window lines every 5 s: 500 records each, but none in the one from 10 s to 15 s.
+    lines = [(5.0, 400), (10.0, 500), (15.0, 0), (20.0, 500), (25.0, 500), (30.0, 500)]
+    got = perf_phases(hw, lines, 0.0, kill, 30.0)
+    # The first window (the JVM's start) is left out; each window's records spread evenly.
+    assert got["before_ok_per_s"] == 100.0
+    assert got["during_ok_per_s"] == 50.0
+    assert got["after_ok_per_s"] == 100.0
+    assert got["high_watermark_ok_per_s"]["before_ok_per_s"] == 100.0
     assert got["first_ok_after_restart_s"] == 3.0
     assert got["longest_ok_gap_s"] == 13.0
-    assert got["window_lines"] == [{"at_s": 5.0, "records": 500}]
+    assert got["window_lines"][0] == {"at_s": 5.0, "records": 400}
