@@ -11,27 +11,45 @@ On one kraft-combined cluster (3 nodes, Kafka 3.9 unless --version):
     same number of seconds.
 
 Prints the ok sends per second of each and their ratio, and writes ``bench/out/throughput.json``.
+
+With ``--kill`` both runs also take one single-node fault at the same times: the leader of one of
+the topic's partitions is SIGKILLed a third of the way in and started again at two thirds. kchaos
+gets it from its own nemesis (``--nemesis kill:partition-leader`` with an interval of a third of
+the run: exactly one window), the perf tool from the bench (``docker kill`` of the node kchaos
+killed when it leads one of the perf topic's partitions, else partition 0's leader, then
+``docker start``). For each: ok sends/s before the kill, from the kill to the restart and after
+it, and the seconds from the restart to the first ok after it. kchaos's come from its history
+(the nemesis ops' completions, the sends' ok completions); the perf tool prints a line only per
+5-second window (3.9's ProducerPerformance has no shorter interval), so the bench also samples
+the perf topic's high watermarks every 0.25 s (with acks=all a record can be acknowledged only
+once the high watermark passed it) for the first ok after the restart; its ok/s per phase come
+from its window lines, each line's records spread evenly over its window.
 Goal: kchaos >= 50% of the perf tool and >= 5,000 recorded ok sends/s. The perf tool runs
 second, on a cluster kchaos has warmed up; both run on the same 2 cores as the brokers.
 
     .venv/bin/python bench/bench_throughput.py [--seconds 30] [--concurrency 2] [--in-flight 2000]
+        [--kill]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_cluster import DockerCluster, container_name
 from clusters.engine import client
 from clusters.topology import build_topology
 
@@ -56,13 +74,79 @@ def kchaos_run(args: argparse.Namespace, results: Path) -> dict[str, float]:
         "--cluster", args.name, "--subnet", args.subnet, "--results-dir", str(results),
         "--name", "throughput", "--seed", "1", "--keep-cluster",
     ]  # fmt: skip
+    if args.kill:
+        # One window: the kill at a third of the run, the restart at two thirds, none after.
+        cmd += ["--nemesis", "kill:partition-leader", "--nemesis-interval", f"{args.seconds / 3:g}"]
     started = time.monotonic()
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
     run_dir = (results / "latest").resolve()
     if not (run_dir / "history.jsonl").is_file():
         raise SystemExit(f"kchaos run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-    return {**count_history(run_dir / "history.jsonl"), **_run_json(run_dir), "wall_s": wall}
+    out = {**count_history(run_dir / "history.jsonl"), **_run_json(run_dir), "wall_s": wall}
+    if args.kill:
+        out["fault"] = history_phases(run_dir / "history.jsonl")
+    return out
+
+
+def history_phases(path: Path) -> dict[str, object]:
+    """Ok sends/s before the kill, kill to restart, and after; seconds from the restart to the
+    first ok send after it. The kill is the start-kill op's completion (the node has exited), the
+    restart the stop-kill op's (its JVM runs again: not yet serving, which is what we measure)."""
+    oks: list[int] = []
+    first = last = kill = restart = None
+    node = None
+    with path.open() as f:
+        next(f)
+        for line in f:
+            op = json.loads(line)
+            if op["process"] == "nemesis" and op["type"] == "ok":
+                if op["f"] == "start-kill":
+                    kill, node = op["time"], (op["value"].get("targets") or [None])[0]
+                elif op["f"] == "stop-kill":
+                    restart = op["time"]
+                continue
+            if op["f"] != "send" or not isinstance(op["process"], int):
+                continue
+            first = op["time"] if first is None else first
+            last = op["time"]
+            if op["type"] == "ok":
+                oks.append(op["time"])
+    if kill is None or restart is None or first is None or last is None:
+        raise SystemExit(f"{path}: no kill and restart by the nemesis, or no sends")
+    return {
+        "node": node,
+        "kill_s": round((kill - first) / 1e9, 3),
+        "restart_s": round((restart - first) / 1e9, 3),
+        **phase_rates([(t / 1e9, 1) for t in oks], first / 1e9, kill / 1e9, restart / 1e9,
+                      last / 1e9),
+        "first_ok_after_restart_s": _first_after([t / 1e9 for t in oks], restart / 1e9),
+        "longest_ok_gap_s": _longest_gap([t / 1e9 for t in oks], kill / 1e9, last / 1e9),
+    }  # fmt: skip
+
+
+def phase_rates(
+    events: list[tuple[float, int]], first: float, kill: float, restart: float, last: float
+) -> dict[str, float]:
+    """Ok/s in [first, kill), [kill, restart) and [restart, last] from (time, count) events."""
+    edges = {"before": (first, kill), "during": (kill, restart), "after": (restart, last)}
+    out: dict[str, float] = {}
+    for name, (a, b) in edges.items():
+        n = sum(c for t, c in events if a <= t < b or (name == "after" and t == b))
+        out[f"{name}_ok_per_s"] = round(n / (b - a), 1) if b > a else 0.0
+    return out
+
+
+def _first_after(times: list[float], t0: float) -> float | None:
+    later = [t for t in times if t >= t0]
+    return round(min(later) - t0, 3) if later else None
+
+
+def _longest_gap(times: list[float], a: float, b: float) -> float:
+    """The longest stretch of [a, b] with no ok in it."""
+    inside = sorted(t for t in times if a <= t <= b)
+    points = [a, *inside, b]
+    return round(max(y - x for x, y in itertools.pairwise(points)), 3)
 
 
 def count_history(path: Path) -> dict[str, float]:
@@ -98,8 +182,133 @@ def _run_json(run_dir: Path) -> dict[str, object]:
     }
 
 
-def perf_tool(args: argparse.Namespace, bootstrap: str, version: str) -> dict[str, float]:
-    """ProducerPerformance for `args.seconds`: records/s over its complete 5-second windows."""
+class Watermarks(threading.Thread):
+    """Samples the sum of a topic's high watermarks every 0.25 s until stopped. A partition
+    whose leader does not answer keeps its last value (a high watermark never goes back)."""
+
+    def __init__(self, admin: AdminClient, topic: str, partitions: int) -> None:
+        super().__init__(daemon=True)
+        self.admin, self.stopping = admin, threading.Event()
+        self.parts = [TopicPartition(topic, p) for p in range(partitions)]
+        self.last = dict.fromkeys(range(partitions), 0)
+        self.samples: list[tuple[float, int]] = []
+
+    def run(self) -> None:
+        while not self.stopping.wait(0.25):
+            # One request per partition: a dead leader's timeout then fails only its own.
+            futs = [
+                (tp, f)
+                for tp in self.parts
+                for f in self.admin.list_offsets(
+                    {tp: OffsetSpec.latest()}, request_timeout=1
+                ).values()
+            ]
+            for tp, fut in futs:
+                with contextlib.suppress(Exception):
+                    self.last[tp.partition] = max(self.last[tp.partition], fut.result().offset)
+            self.samples.append((time.monotonic(), sum(self.last.values())))
+
+
+class LeaderKill(threading.Thread):
+    """At `at` seconds docker-kills the node's container, at `back` starts it again."""
+
+    def __init__(self, container: str, t0: float, at: float, back: float) -> None:
+        super().__init__(daemon=True)
+        self.container, self.t0, self.at, self.back = container, t0, at, back
+        self.killed = self.restarted = None  # monotonic times, once done
+        self.error: str | None = None
+
+    def run(self) -> None:
+        try:
+            time.sleep(max(0.0, self.t0 + self.at - time.monotonic()))
+            subprocess.run(["docker", "kill", self.container], check=True, capture_output=True)
+            self.killed = time.monotonic()
+            time.sleep(max(0.0, self.t0 + self.back - time.monotonic()))
+            subprocess.run(["docker", "start", self.container], check=True, capture_output=True)
+            self.restarted = time.monotonic()
+        except subprocess.CalledProcessError as e:
+            self.error = f"{e.cmd}: {e.stderr!r}"
+
+
+def perf_victim(admin: AdminClient, topo_nodes: dict[int, str], prefer: str | None) -> str:
+    """The node kchaos killed when it leads one of the perf topic's partitions, else the leader
+    of partition 0: the same kind of node, a partition leader."""
+    # A topic just created is unknown to a broker until its metadata reaches it: ask again.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            fut = admin.describe_topics(TopicCollection([PERF_TOPIC]))[PERF_TOPIC]
+            desc = fut.result(timeout=10)
+            leaders = {p.id: topo_nodes[p.leader.id] for p in desc.partitions if p.leader}
+            if 0 in leaders:
+                break
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{PERF_TOPIC}: partition 0 has no leader after 30 s")
+        time.sleep(0.2)
+    if prefer in leaders.values():
+        return str(prefer)
+    return leaders[0]
+
+
+def window_rates(lines: list[tuple[float, int]], kill: float, restart: float) -> dict[str, float]:
+    """Ok/s before, during and after the fault from the tool's own window lines: a line at t
+    counts the records acknowledged since the line before, spread evenly over that stretch.
+    The first line's stretch is left out (it holds the JVM's start-up)."""
+    edges = {"before": (lines[0][0], kill), "during": (kill, restart),
+             "after": (restart, lines[-1][0])}  # fmt: skip
+    out: dict[str, float] = {}
+    for name, (a, b) in edges.items():
+        n = 0.0
+        for (s, _), (e, count) in itertools.pairwise(lines):
+            n += count * max(0.0, min(b, e) - max(a, s)) / (e - s)
+        out[f"{name}_ok_per_s"] = round(n / (b - a), 1) if b > a else 0.0
+    return out
+
+
+def perf_phases(
+    hw: list[tuple[float, int]],
+    lines: list[tuple[float, int]],
+    t0: float,
+    kill: LeaderKill,
+    end: float,
+) -> dict[str, object]:
+    """The perf tool's phases from its own window lines, and the first growth of the high
+    watermarks after the restart (the samples' view of the phases beside them)."""
+    if kill.killed is None or kill.restarted is None:
+        raise SystemExit(f"the perf tool's kill did not happen: {kill.error}")
+    if len(lines) < 2:
+        raise SystemExit("ProducerPerformance printed fewer than two windows")
+    events = [(t, b - a) for (_, a), (t, b) in itertools.pairwise(hw) if b > a]
+    # From the first records seen acknowledged: the tool's JVM takes a second to start.
+    start = events[0][0] if events else t0
+    marks = phase_rates(events, start, kill.killed, kill.restarted, end)
+    out: dict[str, object] = {
+        "kill_s": round(kill.killed - t0, 3),
+        "restart_s": round(kill.restarted - t0, 3),
+        **window_rates(lines, kill.killed, kill.restarted),
+        "first_ok_after_restart_s": _first_after([t for t, _ in events], kill.restarted),
+        "longest_ok_gap_s": _longest_gap([t for t, _ in events], kill.killed, end),
+        "sample_s": 0.25,
+        "high_watermark_ok_per_s": marks,
+        "window_lines": [
+            {"at_s": round(t - t0, 2), "records": n} for t, n in lines
+        ],
+    }  # fmt: skip
+    return out
+
+
+def perf_tool(
+    args: argparse.Namespace,
+    bootstrap: str,
+    version: str,
+    kchaos_victim: str | None = None,
+    topo_nodes: dict[int, str] | None = None,
+) -> dict[str, object]:
+    """ProducerPerformance for `args.seconds`: records/s over its complete 5-second windows;
+    with --kill, the same single-node kill as kchaos's, and its phases."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic = NewTopic(PERF_TOPIC, args.keys, 3, config={"min.insync.replicas": "2"})
     for fut in admin.create_topics([topic], operation_timeout=30).values():
@@ -111,8 +320,21 @@ def perf_tool(args: argparse.Namespace, bootstrap: str, version: str) -> dict[st
         "--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all",
         "enable.idempotence=true", f"linger.ms={args.linger_ms:g}",
     ]  # fmt: skip
+    killer = marks = None
+    if args.kill:
+        victim = perf_victim(admin, topo_nodes or {}, kchaos_victim)
+        # Its own client, quiet: librdkafka logs every refused connection to the killed node.
+        quiet = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
+        marks = Watermarks(quiet, PERF_TOPIC, args.keys)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    t0 = time.monotonic()
+    if marks is not None:
+        killer = LeaderKill(container_name(args.name, victim), t0, args.seconds / 3,
+                            2 * args.seconds / 3)  # fmt: skip
+        marks.start()
+        killer.start()
     windows: list[tuple[int, float]] = []
+    lines: list[tuple[float, int]] = []
     deadline = time.monotonic() + args.seconds + 1
     try:
         assert proc.stdout is not None
@@ -124,19 +346,29 @@ def perf_tool(args: argparse.Namespace, bootstrap: str, version: str) -> dict[st
             m = WINDOW.match(line)
             if m:
                 windows.append((int(m.group(1)), float(m.group(2))))
+                lines.append((time.monotonic(), int(m.group(1))))
     finally:
+        end = time.monotonic()
         proc.terminate()
         proc.wait(10)
+        if marks is not None:
+            marks.stopping.set()
+            marks.join(5)
+        if killer is not None:
+            killer.join(2 * args.seconds)
     if not windows:
         raise SystemExit("ProducerPerformance printed no window")
     records = sum(n for n, _ in windows)
     seconds = sum(n / rate for n, rate in windows if rate)
-    return {
+    out: dict[str, object] = {
         "records": records,
         "seconds": round(seconds, 2),
         "ok_per_s": round(records / seconds, 1),
         "windows_per_s": [rate for _, rate in windows],
     }
+    if marks is not None and killer is not None:
+        out["fault"] = {"node": victim, **perf_phases(marks.samples, lines, t0, killer, end)}
+    return out
 
 
 def main() -> None:
@@ -149,6 +381,7 @@ def main() -> None:
     ap.add_argument("--version", default="3.9")
     ap.add_argument("--name", default=CLUSTER, help="Docker cluster name")
     ap.add_argument("--subnet", default=SUBNET)
+    ap.add_argument("--kill", action="store_true", help="one partition leader killed, restarted")
     args = ap.parse_args()
     dc = DockerCluster(client(), args.name)
     dc.remove()
@@ -156,7 +389,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as d:
             kchaos = kchaos_run(args, Path(d))
             topo = build_topology("kraft-combined", cluster=args.name, subnet=args.subnet)
-            perf = perf_tool(args, topo.bootstrap_servers(), str(kchaos["kafka_version"]))
+            victim = (kchaos.get("fault") or {}).get("node")
+            ids = {n.node_id: n.name for n in topo.brokers}
+            perf = perf_tool(
+                args, topo.bootstrap_servers(), str(kchaos["kafka_version"]), victim, ids
+            )
     finally:
         dc.remove()
     ratio = kchaos["ok_per_s"] / perf["ok_per_s"] if perf["ok_per_s"] else 0.0
@@ -179,6 +416,19 @@ def main() -> None:
     print(f"kchaos (recorded, ok sends/s): {kchaos['ok_per_s']:,.0f}  check: {kchaos['check']}")
     print(f"ProducerPerformance (records/s): {perf['ok_per_s']:,.0f}")
     print(f"ratio: {ratio:.2f}  goal met: {result['goal_met']}")
+    if args.kill:
+        print_phases(kchaos["fault"], perf["fault"])
+
+
+def print_phases(kchaos: dict[str, object], perf: dict[str, object]) -> None:
+    """The fault table: one row per tool."""
+    head = ("", "node", "kill s", "restart s", "before/s", "during/s", "after/s",
+            "1st ok after restart s", "longest ok gap s")  # fmt: skip
+    keys = ("node", "kill_s", "restart_s", "before_ok_per_s", "during_ok_per_s",
+            "after_ok_per_s", "first_ok_after_restart_s", "longest_ok_gap_s")  # fmt: skip
+    print(" | ".join(head))
+    for name, row in (("kchaos", kchaos), ("ProducerPerformance", perf)):
+        print(" | ".join([name, *(f"{row.get(k)}" for k in keys)]))
 
 
 if __name__ == "__main__":
