@@ -203,12 +203,7 @@ class QuorumSteps:
             dynamic=True,
             fresh=True,
         )
-        try:
-            was_running = node.is_running()
-            if was_running:
-                node.stop(timeout=STOP_TIMEOUT_S)
-        except ClusterError as exc:
-            raise StepUnsure(f"could not stop {node.name}: {exc}") from None
+        was_running = _stopped(node)
         try:
             node.put_files({**cfg.files, WIPE_MARKER: "kchaos reprovision-controller\n"})
         except ClusterError as exc:
@@ -241,15 +236,7 @@ class QuorumSteps:
             driver, f"{node.name} added", "add", lambda k: _tool(driver, node, args)
         )
         at_ack = controller_views(driver)
-        controllers = [driver.nodes[c.name] for c in self.topology.controllers]
-
-        def joined(s: QuorumStatus) -> bool:
-            return (nid, directory) in s.voters and quorum_agreed(controllers)[0]
-
-        took, after = driver.until(
-            f"({nid}, {directory}) a voter and the controllers agreeing",
-            _voters_say(driver, joined),
-        )
+        took, after = self._voter(driver, nid, directory, "a voter")
         return {
             "node_id": nid,
             "directory_id": out.directory_id or directory,
@@ -264,19 +251,25 @@ class QuorumSteps:
 
     # stop-controller and await-auto-join (KIP-1186) ---------------------------------------------
     def stop(self, driver: UpgradeDriver, step: UpgradeStep, value: dict[str, Any]) -> dict:
-        node = _node(driver, step)
-        try:
-            was_running = node.is_running()
-            if was_running:
-                node.stop(timeout=STOP_TIMEOUT_S)
-        except ClusterError as exc:
-            raise StepUnsure(f"could not stop {node.name}: {exc}") from None
-        return {"was_running": was_running}
+        return {"was_running": _stopped(_node(driver, step))}
+
+    def _voter(
+        self, driver: UpgradeDriver, nid: int, directory: str, what: str
+    ) -> tuple[float, Any]:
+        """Waits until (nid, directory) is a voter and the controllers agree on a leader."""
+        controllers = [driver.nodes[c.name] for c in self.topology.controllers]
+
+        def joined(s: QuorumStatus) -> bool:
+            return (nid, directory) in s.voters and quorum_agreed(controllers)[0]
+
+        return driver.until(
+            f"({nid}, {directory}) {what} and the controllers agreeing",
+            _voters_say(driver, joined),
+        )
 
     def await_join(self, driver: UpgradeDriver, step: UpgradeStep, value: dict[str, Any]) -> dict:
         node = _node(driver, step)
         nid = node.spec.node_id
-        controllers = [driver.nodes[c.name] for c in self.topology.controllers]
         try:
             fetching, seen = driver.until(
                 f"{node.name} fetching from a leader", lambda: _knows_leader(node)
@@ -284,14 +277,7 @@ class QuorumSteps:
             directory = _directory_id(node)
         except (StepUnsure, ClusterError) as exc:
             raise StepUnsure(f"{node.name} never fetched from a leader: {exc}") from None
-
-        def joined(s: QuorumStatus) -> bool:
-            return (nid, directory) in s.voters and quorum_agreed(controllers)[0]
-
-        took, after = driver.until(
-            f"({nid}, {directory}) a voter by its own request and the controllers agreeing",
-            _voters_say(driver, joined),
-        )
+        took, after = self._voter(driver, nid, directory, "a voter by its own request")
         return {
             "node_id": nid,
             "directory_id": directory,
@@ -518,6 +504,17 @@ def _directory_id(node: DockerNode) -> str:
 
 def _props(values: dict[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+def _stopped(node: DockerNode) -> bool:
+    """Stops the node if it runs; whether it ran. StepUnsure when it could not be stopped."""
+    try:
+        was_running = node.is_running()
+        if was_running:
+            node.stop(timeout=STOP_TIMEOUT_S)
+    except ClusterError as exc:
+        raise StepUnsure(f"could not stop {node.name}: {exc}") from None
+    return was_running
 
 
 def _start_anyway(node: DockerNode) -> None:
