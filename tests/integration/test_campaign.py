@@ -49,9 +49,10 @@ def test_the_example_campaign_stopped_mid_cell_and_resumed_finishes_every_cell(
             record = _record(tmp_path)
             if first.poll() is not None:
                 return True
-            if record is None:
-                return False
-            second = next(tmp_path.glob("example/*/runs")) / record["cells"][1]["id"]
+            runs = next(tmp_path.glob("example/*/runs"), None)
+            if record is None or runs is None:
+                return False  # the record is written before the first cell's folder exists
+            second = runs / record["cells"][1]["id"]
             return any('"type":"ok"' in h.read_text() for h in second.glob("*/history.jsonl"))
 
         wait_until("the second cell's workload", second_cell_recording, timeout=400, every=0.2)
