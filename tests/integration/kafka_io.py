@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 T = TypeVar("T")
@@ -32,14 +32,29 @@ def wait_until(
     raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r}){why}")
 
 
+# A create whose broker handle librdkafka replaced mid-request (a bootstrap handle retired once
+# the cluster's own brokers are known: "_DESTROY_BROKER", lost a CI run) may or may not have
+# happened: asked again, "already exists" is then our own first attempt.
+_RETRIED = (KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT)
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int = 3, replication: int = 3) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics(
-        [NewTopic(topic, partitions, replication, config={"min.insync.replicas": "2"})],
-        operation_timeout=60,
-    )
-    for f in futures.values():
-        f.result(timeout=90)
+    for attempt in range(3):
+        futures = admin.create_topics(
+            [NewTopic(topic, partitions, replication, config={"min.insync.replicas": "2"})],
+            operation_timeout=60,
+        )
+        try:
+            for f in futures.values():
+                f.result(timeout=90)
+            return
+        except KafkaException as exc:
+            code = exc.args[0].code()
+            if attempt and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                return
+            if code not in _RETRIED or attempt == 2:
+                raise
 
 
 def produce(
