@@ -275,7 +275,12 @@ class Run:
         observer.start()
         faults.start()
         if self.plan.migration:
-            nodes, dist = live.cluster.nodes(up.info), live.cluster.dist(up.info)
+            nodes = live.cluster.nodes(up.info)
+            # The release the nodes run, not the newest one the run assembled (the cluster's
+            # tools): a migration's restarts render ZooKeeper-mode brokers whose
+            # inter.broker.protocol.version must be their own (3.9 brokers refused "4.0").
+            started = [d for d in self.releases.values() if d.version == up.info.version]
+            dist = started[0] if started else live.cluster.dist(up.info)
             live.migration = MigrationDriver(self.plan.migration, up.info, dist, nodes, rec)
             self.say(f"migration: {len(self.plan.migration)} steps (see plan.json)")
             live.migration.start()
