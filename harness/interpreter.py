@@ -51,6 +51,7 @@ from history.format import JSONL_NAME
 from nemesis.api import FaultContext, Nemesis
 from nemesis.registry import build
 from workloads.api import Workload
+from workloads.client_choice import history_header as client_header
 from workloads.observe import Observer
 from workloads.pipelined import history_header, lanes_of
 from workloads.registry import WORKLOADS
@@ -235,7 +236,11 @@ class Run:
             # The newest release's tools read what every release wrote.
             live.cluster.tools = max(self.releases.values(), key=lambda d: parse_version(d.version))
         ctx = FaultContext(topology=info.topology, nodes=live.cluster.nodes(info))
-        header = {**self.workload_kind.HISTORY_HEADER, **history_header(self.plan.generator)}
+        header = {
+            **self.workload_kind.HISTORY_HEADER,
+            **history_header(self.plan.generator),
+            **client_header(self.plan.generator),
+        }
         # Pipelined sends write thousands of lines a second: flushed by time, not per line.
         flush = PIPELINED_FLUSH_S if history_header(self.plan.generator) else None
         rec = Recorder(live.run_dir / JSONL_NAME, self.run_id, header=header, flush_seconds=flush)

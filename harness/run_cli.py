@@ -17,6 +17,7 @@ from harness.console import console, err_console, say
 from harness.nemesis_items import EXAMPLE, SYNTAX
 from harness.plan import build_plan, load_plan, new_seed
 from harness.spec import AVAILABILITY, SEND_MODES, RunSpec, load_spec_file, spec_from_dict
+from workloads.client_choice import CLIENTS, GROUP_PROTOCOLS, TXN_PROTOCOLS
 
 # CLI option name -> spec field, for options that may also come from a spec file.
 SPEC_OPTIONS = {
@@ -49,6 +50,10 @@ SPEC_OPTIONS = {
     "linger_ms": "linger_ms",
     "batch_size": "batch_size",
     "features": "features",
+    "client": "client",
+    "client_version": "client_version",
+    "group_protocol": "group_protocol",
+    "txn_protocol": "txn_protocol",
 }
 
 _D = RunSpec()
@@ -193,6 +198,34 @@ _D = RunSpec()
     "(after any roll): name=level (upgrade or downgrade, whichever the finalized level calls "
     "for), name=level!unsafe, dry-run:name=level, metadata.version=release:X; comma-separated "
     "(docs/upgrades.md, Feature steps).",
+)
+@click.option(
+    "--client",
+    type=click.Choice(CLIENTS),
+    default=None,
+    help="The Kafka client the queue drives: librdkafka (confluent-kafka, the default) or "
+    "java (Kafka's own client, from the Maven jars; docs/clients.md).",
+)
+@click.option(
+    "--client-version",
+    default=None,
+    help="With --client java: the Kafka release whose client jars to use (default: the "
+    "release the run starts on).",
+)
+@click.option(
+    "--group-protocol",
+    type=click.Choice(GROUP_PROTOCOLS),
+    default=None,
+    help="With --mode subscribe: the consumer group protocol, classic (the default) or "
+    "consumer (KIP-848, Kafka 4.0+).",
+)
+@click.option(
+    "--txn-protocol",
+    type=click.Choice(TXN_PROTOCOLS),
+    default=None,
+    help="With --txn on Kafka 4.0+: the transaction protocol the cluster is formatted with, "
+    "classic (transaction.version 0) or v2 (KIP-890 part 2, --client java only); default: "
+    "the release's own default.",
 )
 @click.option(
     "--plan-only",

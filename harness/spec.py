@@ -20,6 +20,8 @@ from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_
 from clusters.upgrade_paths import check_downgrade, check_upgrade
 from harness.feature_steps import FeatureItem, FeatureSpecError, parse_features
 from harness.nemesis_items import ItemError, named_selectors, parse_items
+from workloads.client_choice import CLIENTS, GROUP_PROTOCOLS, ClientChoiceError
+from workloads.client_choice import check as check_client
 
 TIMINGS = ("fast", "default")
 QUEUE_MODES = ("assign", "subscribe")
@@ -76,6 +78,14 @@ class RunSpec:
     # Feature steps of the user's own (harness/feature_steps.py): "transaction.version=0,
     # dry-run:group.version=0, metadata.version=release:4.0, ...", each one planned step.
     features: str | None = None
+    # The client the queue drives (workloads/client_choice.py): librdkafka (None) or Kafka's own
+    # Java client, from the jars of `client_version` (None: the release the run starts on); the
+    # subscribers' group protocol (KIP-848 "consumer", or "classic" as every earlier run); the
+    # transaction protocol the cluster is formatted with (transaction.version 0 or 2).
+    client: str | None = None
+    client_version: str | None = None
+    group_protocol: str | None = None
+    txn_protocol: str | None = None
 
     @property
     def run_name(self) -> str:
@@ -99,6 +109,10 @@ class RunSpec:
             del out["availability"]
         if out.get("send_mode") == SEND_MODES[0]:
             del out["send_mode"]
+        if out.get("client") == CLIENTS[0]:
+            del out["client"]
+        if out.get("group_protocol") == GROUP_PROTOCOLS[0]:
+            del out["group_protocol"]
         return out
 
     @property
@@ -116,6 +130,10 @@ _LATER_OPTIONS = (
     "linger_ms",
     "batch_size",
     "features",
+    "client",
+    "client_version",
+    "group_protocol",
+    "txn_protocol",
 )
 
 
@@ -179,6 +197,24 @@ def validate(spec: RunSpec) -> RunSpec:
             f"unknown availability '{spec.availability}': choose one of {', '.join(AVAILABILITY)}"
         )
     _check_send_mode(spec)
+    try:
+        if spec.client_version is not None:
+            check_release(spec.client_version)
+        check_client(
+            client=spec.client,
+            client_version=spec.client_version,
+            group_protocol=spec.group_protocol,
+            txn_protocol=spec.txn_protocol,
+            workload=spec.workload,
+            mode=spec.mode,
+            txn=spec.txn,
+            topology=spec.topology,
+            releases=spec.releases(),
+        )
+    except ClientChoiceError as exc:
+        raise SpecError(str(exc)) from None
+    except ClusterError as exc:
+        raise SpecError(f"client-version: {exc}") from None
     if spec.zookeepers not in (1, 3):
         raise SpecError(f"zookeepers must be 1 or 3, not {spec.zookeepers}")
     if spec.timing not in TIMINGS:
@@ -252,6 +288,10 @@ _OPTIONAL_KINDS: dict[str, type] = {
     "linger_ms": float,
     "batch_size": int,
     "features": str,
+    "client": str,
+    "client_version": str,
+    "group_protocol": str,
+    "txn_protocol": str,
 }
 
 

@@ -31,6 +31,7 @@ from clusters.topology import Topology
 from history.format import CONSUMER_AFTER_ABORT, REWIND, TXN_ID_PER_SLOT
 from workloads.api import Options
 from workloads.client import Completion, Invocation
+from workloads.client_choice import client_params
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 from workloads.pipelined import (
     ASYNC,
@@ -124,6 +125,8 @@ class QueueWorkload:
             "min_insync_replicas": 2,
             # Pipelined sends (--send-mode async) only: absent otherwise.
             **generator_params(options),
+            # --client, --group-protocol, --txn-protocol: absent when not asked for.
+            **client_params(options),
         }
 
     @staticmethod

@@ -49,13 +49,23 @@ DEFAULTS: dict[str, Any] = {
     "linger_ms": None,
     "batch_size": None,
     "features": None,
+    "client": None,
+    "client_version": None,
+    "group_protocol": None,
+    "txn_protocol": None,
 }
 # Where and how a run is kept, not what it tests.
 NOT_SCENARIO = frozenset(
     {"seed", "name", "cluster", "subnet", "results_dir", "keep_cluster", "replay_of"}
 )
 # The values spec.py's to_dict drops as "what every earlier run had".
-_SAME_AS_DEFAULT = {"quorum": "static", "availability": "report", "send_mode": "sync"}
+_SAME_AS_DEFAULT = {
+    "quorum": "static",
+    "availability": "report",
+    "send_mode": "sync",
+    "client": "librdkafka",
+    "group_protocol": "classic",
+}
 _HEAD = ("workload", "topology", "version", "nemesis")
 
 

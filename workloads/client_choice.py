@@ -1,0 +1,134 @@
+"""Which Kafka client a queue run drives, and the protocols it asks the cluster for.
+
+Two clients record the same history: librdkafka through confluent-kafka (every run before
+`--client` existed) and Kafka's own Java client (`workloads/java_client.py`), which speaks the
+newest protocols first: the 4.x transaction protocol (KIP-890 part 2, `transaction.version`
+2) is in no librdkafka release (librdkafka#5423). Beside the client, a run may choose the
+consumer group protocol of its subscribers (KIP-848) and the transaction protocol the cluster
+is formatted with.
+
+Pure data and refusals: the spec checks them before any run (harness/spec.py), the queue
+workload writes them into plan.json's generator, and the history's header says them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusters.errors import ClusterError
+from clusters.kafka_dist import parse_version
+
+LIBRDKAFKA, JAVA = "librdkafka", "java"
+CLIENTS = (LIBRDKAFKA, JAVA)  # the first is what a run without the option does
+CLASSIC, CONSUMER = "classic", "consumer"
+GROUP_PROTOCOLS = (CLASSIC, CONSUMER)
+V2 = "v2"
+TXN_PROTOCOLS = (CLASSIC, V2)
+# The finalized `transaction.version` each transaction protocol formats the cluster with.
+TRANSACTION_VERSION = {CLASSIC: 0, V2: 2}
+# The first release whose brokers run KIP-848's consumer protocol by default, and the first with
+# transaction.version 2 production-ready (KIP-890 part 2, KIP-1022).
+CONSUMER_PROTOCOL_FROM = (4, 0)
+TXN_V2_FROM = (4, 0)
+# History header fields (docs/history.md): which client wrote it and what it asked for.
+CLIENT_FIELD, CLIENT_VERSION_FIELD = "client", "client_version"
+GROUP_PROTOCOL_FIELD, TXN_PROTOCOL_FIELD = "group_protocol", "txn_protocol"
+
+
+class ClientChoiceError(ValueError):
+    """A client option that cannot work; the message is the whole story."""
+
+
+def client_of(gen: dict[str, Any]) -> str:
+    return str(gen.get(CLIENT_FIELD) or LIBRDKAFKA)
+
+
+def client_params(options: Any) -> dict[str, Any]:
+    """The generator parameters of the client choice: {} for what every earlier run did
+    (librdkafka, classic groups, the release's own transaction protocol), so earlier plans stay
+    byte for byte the same."""
+    out: dict[str, Any] = {}
+    client = getattr(options, "client", None)
+    if client not in (None, LIBRDKAFKA):
+        out[CLIENT_FIELD] = client
+        version = getattr(options, "client_version", None) or options.version
+        out[CLIENT_VERSION_FIELD] = version
+    group = getattr(options, "group_protocol", None)
+    if group not in (None, CLASSIC):
+        out[GROUP_PROTOCOL_FIELD] = group
+    txn = getattr(options, "txn_protocol", None)
+    if txn is not None:
+        out[TXN_PROTOCOL_FIELD] = txn
+    return out
+
+
+def history_header(gen: dict[str, Any]) -> dict[str, Any]:
+    """What the history's header declares of the client; {} for librdkafka with defaults."""
+    return {k: gen[k] for k in (CLIENT_FIELD, GROUP_PROTOCOL_FIELD, TXN_PROTOCOL_FIELD) if k in gen}
+
+
+def check(
+    *,
+    client: str | None,
+    client_version: str | None,
+    group_protocol: str | None,
+    txn_protocol: str | None,
+    workload: str,
+    mode: str,
+    txn: bool,
+    topology: str,
+    releases: list[str],
+) -> None:
+    """Raises ClientChoiceError for a combination that cannot run as asked."""
+    if client is not None and client not in CLIENTS:
+        raise ClientChoiceError(f"unknown client '{client}': choose one of {', '.join(CLIENTS)}")
+    if client_version is not None and client != JAVA:
+        raise ClientChoiceError("client-version only applies with --client java")
+    if client == JAVA and workload != "queue":
+        raise ClientChoiceError(
+            f"--client java drives the queue workload; '{workload}' runs on librdkafka only"
+        )
+    if group_protocol is not None:
+        if group_protocol not in GROUP_PROTOCOLS:
+            raise ClientChoiceError(
+                f"unknown group protocol '{group_protocol}': choose one of "
+                f"{', '.join(GROUP_PROTOCOLS)}"
+            )
+        if mode != "subscribe":
+            raise ClientChoiceError("group-protocol applies to subscribers: use --mode subscribe")
+        if group_protocol == CONSUMER:
+            old = [r for r in releases if parse_version(r)[:2] < CONSUMER_PROTOCOL_FROM]
+            if old:
+                raise ClientChoiceError(
+                    f"group-protocol consumer (KIP-848) needs Kafka 4.0 or later on every "
+                    f"release of the run, not {', '.join(old)}"
+                )
+    if txn_protocol is not None:
+        if txn_protocol not in TXN_PROTOCOLS:
+            raise ClientChoiceError(
+                f"unknown transaction protocol '{txn_protocol}': choose one of "
+                f"{', '.join(TXN_PROTOCOLS)}"
+            )
+        if not txn:
+            raise ClientChoiceError("txn-protocol applies to transactions: add --txn")
+        if topology not in ("kraft", "kraft-combined"):
+            # The level is set when the storage is formatted, which only KRaft topologies do.
+            raise ClientChoiceError(
+                f"txn-protocol needs a KRaft topology (kraft or kraft-combined), not {topology}"
+            )
+        old = [r for r in releases if parse_version(r)[:2] < TXN_V2_FROM]
+        if old:
+            raise ClientChoiceError(
+                f"txn-protocol needs Kafka 4.0 or later (the transaction.version feature), "
+                f"not {', '.join(old)}"
+            )
+        if txn_protocol == V2 and client != JAVA:
+            raise ClientChoiceError(
+                "txn-protocol v2 needs --client java: librdkafka does not implement "
+                "transaction.version 2 (KIP-890 part 2, librdkafka#5423)"
+            )
+    if client_version is not None:
+        try:
+            parse_version(client_version)
+        except ClusterError as exc:
+            raise ClientChoiceError(f"client-version: {exc}") from None
