@@ -272,6 +272,25 @@ def test_every_other_feature_becomes_one_operation_per_feature_with_its_level(tm
     assert {op["process"] for op in ops} == {"upgrade"} and {op["type"] for op in ops} == {"ok"}
 
 
+def test_a_step_for_every_other_feature_completes_the_upgrade_with_several_operations(tmp_path):
+    # The migration-then-upgrade run to 4.0 said "ended early: None": its one '*' step became
+    # three operations, and completion compared operations with planned steps.
+    views = {
+        n: {**v, "supported": {**v["supported"], "transaction.version": [0, 2]}}
+        for n, v in VIEWS.items()
+    }
+    step = UpgradeStep(
+        0.0,
+        FEATURES,
+        "n1",
+        {"action": "upgrade", "feature": "*", "level": "latest", "dry_run": False},
+    )
+    driver = Scripted(Recorder(tmp_path / "history.jsonl", "test"), [step], views)
+    ops = _run(tmp_path, driver)
+    assert len(ops) == 2 and {op["type"] for op in ops} == {"ok"}
+    assert driver.completed() and driver.summary()["ended"] is None
+
+
 def test_a_refused_step_ends_the_upgrade_and_the_rest_is_not_attempted(tmp_path):
     steps = [
         UpgradeStep(
