@@ -255,6 +255,9 @@ class Run:
             self.plan.generator, up.info.topology, self.plan.seed, self.run_id
         )
         live.workload = workload
+        # Times a client takes itself (a consumer's rebalance events) on the history's clock.
+        if hasattr(workload, "history_t0_ns"):
+            workload.history_t0_ns = up.recorder.t0_ns
         self._prepare_nemeses(live.cluster, up, up.ctx)
         self.say(workload.setup_says())
         workload.setup()

@@ -46,6 +46,11 @@ class Recorder:
             time.sleep(self._flush_every)
             self._writer.flush()
 
+    @property
+    def t0_ns(self) -> int:
+        """The `time.monotonic_ns()` reading the history's times count from."""
+        return self._t0
+
     def now_ns(self) -> int:
         return time.monotonic_ns() - self._t0
 
@@ -58,12 +63,16 @@ class Recorder:
         node: str | None = None,
         error: str | None = None,
         producer: int | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """`producer`: the producer instance of a pipelined send (docs/history.md); absent
-        from the line when None, so histories without pipelining are as they were."""
+        from the line when None, so histories without pipelining are as they were. `extra`:
+        further fields a client records (a consumer's rebalance events and commits)."""
         op: dict[str, Any] = {"type": type_, "f": f, "value": value, "process": process}
         if error is not None:
             op["error"] = error
+        if extra:
+            op.update(extra)
         with self._lock:
             if self._closed:
                 # The history is final: an operation ending now stays an open invocation,

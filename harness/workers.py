@@ -169,7 +169,15 @@ class Clients:
             done = apply(op)
         except Exception as exc:  # a client bug: the op's fate is unknown
             done = Completion("info", op.value, f"{type(exc).__name__}: {exc}", op.node)
-        rec.record(done.type, op.f, done.value, client.process, done.node or op.node, done.error)
+        rec.record(
+            done.type,
+            op.f,
+            done.value,
+            client.process,
+            done.node or op.node,
+            done.error,
+            extra=done.extra,
+        )
         return done.type != "info" and not done.retire
 
     def run_pipelined(self, slot: int) -> None:

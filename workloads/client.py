@@ -20,6 +20,9 @@ class Completion:
     # The outcome is known, but the client's own state is not (a consumer whose position could
     # not be restored): the process retires, as after `info`.
     retire: bool = False
+    # Further fields of the completion's history line (docs/history.md: `rebalance`, `commit`,
+    # `commit_error`, `foreign`); None: none.
+    extra: dict[str, Any] | None = None
 
 
 @dataclass

@@ -31,7 +31,9 @@ from clusters.topology import Topology
 from history.format import CONSUMER_AFTER_ABORT, REWIND, TXN_ID_PER_SLOT
 from workloads.api import Options
 from workloads.client import Completion, Invocation
-from workloads.client_choice import client_params
+from workloads.client_choice import CLIENT_VERSION_FIELD, JAVA, client_of, client_params
+from workloads.java_client import JavaPipelinedProducer, JavaQueueClient, final_reads_java
+from workloads.java_host import JavaHost, client_dist
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 from workloads.pipelined import (
     ASYNC,
@@ -151,12 +153,24 @@ class QueueWorkload:
         self._acked_lock = threading.Lock()
         self.leaders = LeaderMap(self.bootstrap, self.topic, topology)
         self.sends_in_flight = InFlight(self.keys)
+        # Kafka's own Java client (--client java): its JVM, started by setup.
+        self.java: JavaHost | None = None
+        # The monotonic nanoseconds the history's clock counts from (harness/recorder.py), for
+        # the times clients take themselves (rebalance events); the harness sets it.
+        self.history_t0_ns = 0
+
+    def history_ns(self, monotonic_ns: int) -> int:
+        """A `time.monotonic_ns()` reading on the history's clock."""
+        return monotonic_ns - self.history_t0_ns
 
     def setup_says(self) -> str:
         return f"workload setup: topic {self.topic} with {self.keys} partitions"
 
     def setup(self, timeout: float = 120.0) -> None:
-        """Creates the topic and waits until every partition has a leader."""
+        """Creates the topic and waits until every partition has a leader; with the Java
+        client, first starts its JVM (compiling it on a release's first use)."""
+        if client_of(self.gen) == JAVA and self.java is None:
+            self.java = JavaHost(client_dist(str(self.gen[CLIENT_VERSION_FIELD])))
         replication = min(int(self.gen["replication"]), len(self.topology.brokers))
         min_isr = min(int(self.gen["min_insync_replicas"]), replication)
         admin = AdminClient(_quiet({"bootstrap.servers": self.bootstrap}))
@@ -217,7 +231,14 @@ class QueueWorkload:
         with self._acked_lock:
             self.acked.append((key, offset, value))
 
-    def client(self, process: int, rng: random.Random) -> QueueClient:
+    def client(self, process: int, rng: random.Random) -> QueueClient | JavaQueueClient:
+        if self.java is not None:
+            tid = (
+                transactional_id(self.run_id, process, self.concurrency)
+                if self.gen["txn"]
+                else None
+            )
+            return JavaQueueClient(self, self.java, process, rng, tid)
         return QueueClient(self, process, rng)
 
     def pipelined_lanes(self) -> int:
@@ -226,6 +247,8 @@ class QueueWorkload:
         return lanes_of(self.gen) if self.gen.get("send_mode") == ASYNC else 0
 
     def producer_client(self, producer: int, rng: random.Random) -> ProducerClient:
+        if self.java is not None:
+            return JavaPipelinedProducer(self, self.java, producer, rng)
         return PipelinedProducer(self, producer, rng)
 
     def hints(self) -> dict[str, Any]:
@@ -259,10 +282,14 @@ class QueueWorkload:
     def final(
         self, new_process: Callable[[], int], record: Callable[..., Any], timeout: float
     ) -> dict[str, Any]:
+        if self.java is not None:
+            return final_reads_java(self, self.java, new_process, record, timeout)
         return final_reads(self, new_process, record, timeout)
 
     def close(self) -> None:
         self.leaders.stop()
+        if self.java is not None:
+            self.java.close()
 
 
 def transactional_id(run_id: str, process: int, concurrency: int) -> str:
