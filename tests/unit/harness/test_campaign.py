@@ -39,6 +39,15 @@ def test_the_example_campaign_expands_to_four_checked_cells():
     )
 
 
+def test_the_clients_campaign_puts_both_clients_under_the_same_faults():
+    camp = load_campaign(EXAMPLE.with_name("clients.yaml"))
+    assert len(camp.cells) == 8
+    java = [c for c in camp.cells if c.options.get("client") == "java"]
+    assert len(java) == 4 and all("client=java" in c.scenario for c in java)
+    # librdkafka is what a run without the option does: its scenarios name no client.
+    assert not any("client=" in c.scenario for c in camp.cells if c not in java)
+
+
 def test_plan_only_lists_the_cells_and_a_bad_cell_is_refused_naming_it(tmp_path):
     ok = CliRunner().invoke(main, ["campaign", str(EXAMPLE), "--plan-only"])
     assert ok.exit_code == 0, ok.output
