@@ -10,6 +10,7 @@ from checkers.data_log.acks import acked_other_writes
 from checkers.data_log.attribution import send_mops
 from checkers.data_log.fencing import stale_producer_writes
 from checkers.data_log.parse import DataLog, DataLogError, read_data_logs
+from checkers.data_log.protocol import protocol_note
 from checkers.findings import Finding
 from history.format import DATA_LOGS_DIR
 
@@ -76,6 +77,9 @@ def check_data_logs(read: DataLogRead, op_rows: list[dict[str, Any]]) -> DataLog
     acked, notes = acked_other_writes(logs, op_rows, op_of_value)
     result.findings += acked
     result.notes += notes
+    protocol = protocol_note(logs)
+    if protocol:
+        result.notes.append(protocol)
     batches = sum(len(bs) for log in logs.values() for bs in log.partitions.values())
     result.notes.append(f"data logs: {batches} batches in {len(logs)} brokers' final logs")
     return result

@@ -273,3 +273,25 @@ def test_acks_the_logs_bear_out_are_silent(case):
     assert "acked-offset-holds-other-write" not in kinds(result.findings)
     if case == "held elsewhere":
         assert any("held at offset(s) [4]" in n for n in result.notes)
+
+
+# Which transaction protocol the markers show ----------------------------------------------------
+def test_markers_one_epoch_above_their_writes_are_transaction_version_2():
+    from checkers.data_log.protocol import marker_epochs, protocol_note
+
+    # KIP-890 part 2: each end bumps the epoch; the next transaction writes with the new one.
+    v2 = [
+        B(7, 0, values=(1,)),
+        B(7, 1, marker="COMMIT"),
+        B(7, 1, values=(2,)),
+        B(7, 2, marker="ABORT"),
+    ]
+    classic = [B(8, 0, values=(3,)), B(8, 0, marker="COMMIT"), B(8, 0, values=(4,))]
+    assert marker_epochs(logs(n1={0: v2})) == (0, 2)
+    assert marker_epochs(logs(n1={0: classic})) == (1, 0)
+    assert "transaction.version 2" in protocol_note(logs(n1={0: v2}))
+    assert "classic transaction protocol" in protocol_note(logs(n1={0: classic}))
+    assert "both protocols" in protocol_note(logs(n1={0: v2 + classic}))
+    # A marker whose writes are not in this log (truncated away) says nothing either way.
+    assert marker_epochs(logs(n1={0: [B(9, 3, marker="COMMIT")]})) == (0, 0)
+    assert protocol_note(logs(n1={0: [B(9, 3, values=(5,))]})) is None
