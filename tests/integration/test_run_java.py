@@ -1,0 +1,49 @@
+"""`kchaos run --client java` on a real Kafka 4.4 cluster: Kafka's own Java client runs the
+queue with transactions, its subscribers on KIP-848's consumer group protocol, while a node is
+killed. The history carries what only a group member knows (rebalance events, commits), the
+brokers' logs show transaction.version 2's epoch bump at every end, and the run is judged."""
+
+from __future__ import annotations
+
+import json
+
+from history.reader import read_history
+from tests.integration.runs import quiet_run
+
+NAME = "kjava"
+SUBNET = "10.213.174.0/24"
+
+
+def test_the_java_client_runs_transactions_and_a_kip848_group_under_kills(docker_client, tmp_path):
+    done = quiet_run(
+        docker_client,
+        NAME,
+        SUBNET,
+        7,
+        tmp_path,
+        version="4.4",
+        client="java",
+        txn=True,
+        mode="subscribe",
+        group_protocol="consumer",
+        nemesis=["kill"],
+        time_limit=25,
+        rate=30,
+    )
+    assert done.left_behind == []
+    result = done.result
+    assert done.plan.generator["client"] == "java"
+    d = result.run_dir
+    history = read_history(d)
+    assert history.header["client"] == "java" and history.header["group_protocol"] == "consumer"
+    clients = [op for op in history.ops if isinstance(op["process"], int)]
+    assert any(op["f"] == "txn" and op["type"] == "ok" for op in clients)
+    events = [e for op in clients for e in op.get("rebalance", [])]
+    assert any(e[0] == "assigned" and e[1] for e in events), events[:5]
+    assert any("commit" in op for op in clients)
+    run = json.loads((d / "run.json").read_text())
+    assert run["final_reads"]["complete"] is True, run["final_reads"]
+    results = json.loads((d / "results.json").read_text())
+    assert any("transaction.version 2" in n for n in results["notes"]), results["notes"]
+    assert results["status"] == "valid", results
+    assert result.exit_code == 0
