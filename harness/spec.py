@@ -263,10 +263,6 @@ def _check_send_mode(spec: RunSpec) -> None:
         return
     if spec.workload != "queue":
         raise SpecError(f"send-mode async is a queue option, not one of '{spec.workload}'")
-    if spec.txn:
-        # A transaction spanning many pipelined sends is not built yet: one clear refusal
-        # rather than a run whose transactions would be one send each.
-        raise SpecError("txn cannot be combined with send-mode async (not supported yet)")
     if spec.in_flight is not None and spec.in_flight <= 0:
         raise SpecError(f"in-flight must be positive, not {spec.in_flight}")
     if spec.linger_ms is not None and spec.linger_ms < 0:

@@ -94,6 +94,9 @@ def is_int64(x: object) -> bool:
 # its producers. workloads/pipelined.py writes these fields; the queue checker reads them.
 SEND_MODE_FIELD, IN_FLIGHT_FIELD, IDEMPOTENCE_FIELD = "send_mode", "in_flight", "idempotence"
 ASYNC_SEND_MODE = "async"
+# A pipelined transactional run's header field (docs/history.md, "Pipelined transactions"): the
+# sends one `txn` op held at most, all produced before its commit.
+TXN_SENDS_FIELD = "txn_sends"
 # The op field naming the producer instance of a pipelined send.
 PRODUCER_FIELD = "producer"
 

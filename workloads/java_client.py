@@ -23,6 +23,7 @@ from workloads.client import Completion, Invocation
 from workloads.client_choice import CONSUMER
 from workloads.java_host import JavaError, JavaGone, JavaHost, conf_args, error_of
 from workloads.pipelined import DEFAULT_LINGER_MS, InFlight, QueueState
+from workloads.queue_ops import OpChooser
 
 SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
@@ -133,7 +134,7 @@ class JavaQueueClient:
         self.host = host
         self.process = process
         self.rng = rng
-        self._next_value = process * int(wl.gen["value_stride"])
+        self.ops = OpChooser(wl.gen, process, rng)
         self._txn = bool(wl.gen["txn"])
         self._subscribe = wl.gen["mode"] == "subscribe"
         self._topic = wl.topic
@@ -145,13 +146,7 @@ class JavaQueueClient:
         group = f"kchaos-{wl.run_id}"
         self._group = group if self._subscribe else f"{group}-{process}"
         self._txn_ready = False
-        self.setup_op = self._choose_assignment()
-
-    def _choose_assignment(self) -> Invocation:
-        if self._subscribe:
-            return Invocation("subscribe", list(range(self.wl.keys)))
-        n = self.rng.randint(1, self.wl.keys)
-        return Invocation("assign", sorted(self.rng.sample(range(self.wl.keys), n)))
+        self.setup_op = self.ops.assignment()
 
     def _done(self, type_: str, value: Any, error: str | None = None, **kw: Any) -> Completion:
         """A completion carrying the rebalance events the op's calls ran (subscribe mode)."""
@@ -165,7 +160,8 @@ class JavaQueueClient:
         """Makes the process's producer and consumer, then assigns or subscribes. Handles are
         made here, not at construction, so that a JVM that is gone ends an op, not a slot."""
         try:
-            conf = producer_conf(self.wl, self._tid, False)
+            # Pipelined transactions (txn_sends) batch their sends as pipelined producers do.
+            conf = producer_conf(self.wl, self._tid, bool(self.wl.gen.get("txn_sends")))
             self.host.call("producer", self._p, *conf_args(conf), timeout=30)
             self._opened.append(self._p)
             conf = consumer_conf(self.wl, self._group, self._subscribe)
@@ -183,26 +179,9 @@ class JavaQueueClient:
             return self._done("info", op.value, str(exc))
         return self._done("ok", op.value)
 
-    # Generation (the same as the librdkafka client's, so a seed draws the same ops) ----------
-    def _value(self) -> int:
-        self._next_value += 1
-        return self._next_value
-
-    def _mop(self, kind: str) -> list[Any]:
-        if kind == "send":
-            return ["send", self.rng.randrange(self.wl.keys), self._value()]
-        return ["poll"]
-
     def next_op(self) -> Invocation:
-        mix: dict[str, int] = self.wl.gen["mix"]
-        f = self.rng.choices(sorted(mix), weights=[mix[k] for k in sorted(mix)])[0]
-        if f == "txn":
-            n = self.rng.randint(2, int(self.wl.gen["max_txn_ops"]))
-            mops = [self._mop(self.rng.choice(("send", "poll"))) for _ in range(n)]
-            return Invocation("txn", mops)
-        mop = self._mop(f)
-        node = self.wl.leaders.leaders.get(mop[1]) if f == "send" else None
-        return Invocation(f, [mop], node)
+        # The same generator as the librdkafka client's: a seed draws the same ops on either.
+        return self.ops.next_op(self.wl.leaders.leaders)
 
     # Application ------------------------------------------------------------------------------
     def apply(self, op: Invocation) -> Completion:

@@ -23,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from history.format import TXN_SENDS_FIELD
 from workloads.client import Completion, Invocation
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 
@@ -53,20 +54,31 @@ def generator_params(options: Any) -> dict[str, Any]:
         # producer would only slow the producer down on this 2-core box).
         "mix": {"send": 1},
     }
+    if getattr(options, "txn", False):
+        # Pipelined transactions: a producer runs one transaction at a time (Kafka's rule), so
+        # each worker slot is one process as in sync mode, and each `txn` op holds up to
+        # `in_flight` sends, all produced before its commit: that many in flight at once.
+        params["mix"] = {"txn": 1}
+        params["txn_sends"] = params["in_flight"]
     if getattr(options, "batch_size", None) is not None:
         params["batch_size"] = int(options.batch_size)
     return params
 
 
 def lanes_of(gen: dict[str, Any]) -> int:
-    """Process ids per worker slot: a pipelined producer's in-flight bound, else 1."""
-    return int(gen["in_flight"]) if gen.get("send_mode") == ASYNC else 1
+    """Process ids per worker slot: a pipelined producer's in-flight bound, else 1 (sync, and
+    pipelined transactions, whose sends are one op)."""
+    if gen.get("send_mode") == ASYNC and not gen.get("txn"):
+        return int(gen["in_flight"])
+    return 1
 
 
 def history_header(gen: dict[str, Any]) -> dict[str, Any]:
     """What a pipelined run's history header declares; {} for sync (headers stay the same)."""
     if gen.get("send_mode") != ASYNC:
         return {}
+    if gen.get("txn"):
+        return {TXN_SENDS_FIELD: int(gen["txn_sends"])}
     return {SEND_MODE_FIELD: ASYNC, IN_FLIGHT_FIELD: int(gen["in_flight"]), IDEMPOTENCE_FIELD: True}
 
 

@@ -43,6 +43,7 @@ from workloads.pipelined import (
     generator_params,
     lanes_of,
 )
+from workloads.queue_ops import OpChooser
 
 SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
@@ -244,7 +245,9 @@ class QueueWorkload:
     def pipelined_lanes(self) -> int:
         """Sends in flight per producer with --send-mode async (workloads/pipelined.py); 0:
         the run's sends are synchronous, one per process."""
-        return lanes_of(self.gen) if self.gen.get("send_mode") == ASYNC else 0
+        if self.gen.get("send_mode") != ASYNC or self.gen["txn"]:
+            return 0  # pipelined transactions run on sync slots, their sends one op each
+        return lanes_of(self.gen)
 
     def producer_client(self, producer: int, rng: random.Random) -> ProducerClient:
         if self.java is not None:
@@ -311,15 +314,18 @@ class QueueClient:
         self.wl = wl
         self.process = process
         self.rng = rng
-        self._next_value = process * int(wl.gen["value_stride"])
+        self.ops = OpChooser(wl.gen, process, rng)
         self._txn = bool(wl.gen["txn"])
         conf = {
             "bootstrap.servers": wl.bootstrap,
             "acks": "all",
             "enable.idempotence": True,
             "message.timeout.ms": int(SEND_TIMEOUT_S * 1000),
-            "linger.ms": 0,
+            # Pipelined transactions batch their sends as pipelined producers do.
+            "linger.ms": float(wl.gen.get("linger_ms", 0)),
         }
+        if wl.gen.get("batch_size") is not None:
+            conf["batch.size"] = int(wl.gen["batch_size"])
         if self._txn:
             conf["transactional.id"] = transactional_id(wl.run_id, process, wl.concurrency)
             conf["transaction.timeout.ms"] = int(TXN_TIMEOUT_S * 1000)
@@ -329,13 +335,7 @@ class QueueClient:
         if wl.gen["mode"] == "assign":
             group = f"{group}-{process}"
         self.consumer = Consumer(wl.consumer_conf(group))
-        self.setup_op = self._choose_assignment()
-
-    def _choose_assignment(self) -> Invocation:
-        if self.wl.gen["mode"] == "subscribe":
-            return Invocation("subscribe", list(range(self.wl.keys)))
-        n = self.rng.randint(1, self.wl.keys)
-        return Invocation("assign", sorted(self.rng.sample(range(self.wl.keys), n)))
+        self.setup_op = self.ops.assignment()
 
     def open(self, op: Invocation) -> Completion:
         """Applies the assign/subscribe chosen at construction."""
@@ -350,26 +350,8 @@ class QueueClient:
             return Completion("fail", op.value, describe(exc))
         return Completion("ok", op.value)
 
-    # Generation ------------------------------------------------------------------------------
-    def _value(self) -> int:
-        self._next_value += 1
-        return self._next_value
-
-    def _mop(self, kind: str) -> list[Any]:
-        if kind == "send":
-            return ["send", self.rng.randrange(self.wl.keys), self._value()]
-        return ["poll"]
-
     def next_op(self) -> Invocation:
-        mix: dict[str, int] = self.wl.gen["mix"]
-        f = self.rng.choices(sorted(mix), weights=[mix[k] for k in sorted(mix)])[0]
-        if f == "txn":
-            n = self.rng.randint(2, int(self.wl.gen["max_txn_ops"]))
-            mops = [self._mop(self.rng.choice(("send", "poll"))) for _ in range(n)]
-            return Invocation("txn", mops)
-        mop = self._mop(f)
-        node = self.wl.leaders.leaders.get(mop[1]) if f == "send" else None
-        return Invocation(f, [mop], node)
+        return self.ops.next_op(self.wl.leaders.leaders)
 
     # Application -----------------------------------------------------------------------------
     def apply(self, op: Invocation) -> Completion:

@@ -53,9 +53,10 @@ def run_slots(run_dir: Path) -> tuple[int | None, str | None]:
         )
     if gen.get("workload", "queue") != "queue" or gen.get("txn") is not True:
         return None, None
-    if gen.get("send_mode") == ASYNC_SEND_MODE:
-        # Pipelined runs refuse transactions today; were they allowed, process ids would be
-        # lanes (slot s owns s*in_flight ...), and `process mod concurrency` no slot.
+    if gen.get("send_mode") == ASYNC_SEND_MODE and not gen.get("txn_sends"):
+        # Pipelined transactions run one process per worker slot, as sync ones; a plan that
+        # pairs async sends and transactions without `txn_sends` would have lanes (slot s owns
+        # s*in_flight ...), where `process mod concurrency` is no slot.
         return None, (
             _NOT_JUDGED + "pipelined sends: process ids are a producer's lanes, not worker slots"
         )

@@ -201,7 +201,8 @@ def test_spark_agrees_on_generated_pipelined_histories(tmp_path_factory, spark, 
 
 def test_slots_are_never_read_from_lane_process_ids(tmp_path):
     """fenced-producer-read's `process mod concurrency` names no slot for a lane: a pipelined
-    plan is not judged, even one claiming transactions (which the spec refuses today)."""
+    plan with lanes is not judged, even one claiming transactions; pipelined transactions
+    (`txn_sends`) run one process per slot and are judged."""
     import json
 
     from checkers.queue.fencing import run_slots
@@ -212,3 +213,6 @@ def test_slots_are_never_read_from_lane_process_ids(tmp_path):
     (tmp_path / "plan.json").write_text(json.dumps({"generator": plan}))
     slots, note = run_slots(tmp_path)
     assert slots is None and note is not None and "lanes" in note
+    plan = {**plan, "txn_sends": 5}
+    (tmp_path / "plan.json").write_text(json.dumps({"generator": plan}))
+    assert run_slots(tmp_path) == (2, None)

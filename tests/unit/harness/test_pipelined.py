@@ -24,6 +24,7 @@ from history.columnar import to_table
 from history.reader import read_history
 from workloads.client import Completion, Invocation
 from workloads.pipelined import PipelinedProducer, history_header, lanes_of
+from workloads.queue_ops import OpChooser
 
 
 def test_lanes_free_after_recording_and_retire_on_info():
@@ -243,14 +244,44 @@ def test_spec_options_and_plans():
     assert "batch_size" not in gen and lanes_of(gen) == 50
     assert history_header(gen) == {"send_mode": "async", "in_flight": 50, "idempotence": True}
     assert history_header(json.loads(plain)["generator"]) == {}
-    with pytest.raises(SpecError, match="txn cannot be combined with send-mode async"):
-        spec_from_dict({"send_mode": "async", "txn": True})
     with pytest.raises(SpecError, match="in-flight only apply with send-mode async"):
         spec_from_dict({"in_flight": 3})
     with pytest.raises(SpecError, match="in-flight must be positive"):
         spec_from_dict({"send_mode": "async", "in_flight": 0})
     with pytest.raises(SpecError, match="unknown send mode"):
         spec_from_dict({"send_mode": "fast"})
+
+
+def test_pipelined_transactions_keep_one_process_per_slot_and_only_sends():
+    spec = spec_from_dict({"send_mode": "async", "txn": True, "in_flight": 40})
+    gen = json.loads(build_plan(spec, 7).to_json())["generator"]
+    assert gen["mix"] == {"txn": 1} and gen["txn_sends"] == 40 and lanes_of(gen) == 1
+    # Not the lanes' header: the ops are a sync transactional run's, each with many sends.
+    assert history_header(gen) == {"txn_sends": 40}
+    chooser = OpChooser(gen, 3, random.Random(1))
+    ops = [chooser.next_op({}) for _ in range(50)]
+    assert all(op.f == "txn" and 1 <= len(op.value) <= 40 for op in ops)
+    assert all(m[0] == "send" for op in ops for m in op.value)
+    values = [m[2] for op in ops for m in op.value]
+    assert len(set(values)) == len(values) and min(values) > 3 * 10**9
+
+
+# Drawn by QueueClient's own methods before they moved into OpChooser (commit 33e0868).
+FIRST_OPS_SEED7_P2 = [
+    ("assign", [0, 1, 2, 3, 4, 5, 6, 7]),
+    ("txn", [["poll"], ["send", 7, 2000001], ["poll"]]),
+    ("poll", [["poll"]]),
+    ("txn", [["send", 1, 2000002], ["poll"], ["send", 7, 2000003]]),
+]
+
+
+def test_the_same_seed_draws_the_same_ops_as_before_the_chooser_was_shared():
+    # The generator every queue client shares (workloads/queue_ops.py) draws as QueueClient did:
+    # the assignment first, then each op's kind, its micro-ops, keys and values.
+    gen = json.loads(build_plan(spec_from_dict({"txn": True}), 7).to_json())["generator"]
+    chooser = OpChooser(gen, 2, random.Random("kchaos/7/client/2"))
+    first = [chooser.assignment(), *(chooser.next_op({}) for _ in range(3))]
+    assert [(op.f, op.value) for op in first] == FIRST_OPS_SEED7_P2
 
 
 def test_the_cli_options_reach_the_plan():

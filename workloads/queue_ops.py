@@ -1,0 +1,54 @@
+"""What a queue process does next: its assignment and its operations, drawn from its own random
+stream. Every client of the queue workload (librdkafka's, the Java client's) draws through this,
+so one seed gives the same operations whichever client runs them (docs/history.md)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from workloads.client import Invocation
+
+
+class OpChooser:
+    """One process's generator: keys, unique values (process p's n-th value is
+    p * value_stride + n), and the mix of plan.json's generator."""
+
+    def __init__(self, gen: dict[str, Any], process: int, rng: random.Random) -> None:
+        self.gen = gen
+        self.rng = rng
+        self.keys = int(gen["keys"])
+        self._next_value = process * int(gen["value_stride"])
+        # Pipelined transactions (--send-mode async --txn): each transaction holds up to this
+        # many sends and nothing else; None: the mix of sends and polls of max_txn_ops.
+        self.txn_sends = gen.get("txn_sends")
+
+    def assignment(self) -> Invocation:
+        if self.gen["mode"] == "subscribe":
+            return Invocation("subscribe", list(range(self.keys)))
+        n = self.rng.randint(1, self.keys)
+        return Invocation("assign", sorted(self.rng.sample(range(self.keys), n)))
+
+    def _value(self) -> int:
+        self._next_value += 1
+        return self._next_value
+
+    def _mop(self, kind: str) -> list[Any]:
+        if kind == "send":
+            return ["send", self.rng.randrange(self.keys), self._value()]
+        return ["poll"]
+
+    def next_op(self, leaders: dict[int, str | None]) -> Invocation:
+        """The next operation; a single send names the leader its key had last (`leaders`)."""
+        mix: dict[str, int] = self.gen["mix"]
+        f = self.rng.choices(sorted(mix), weights=[mix[k] for k in sorted(mix)])[0]
+        if f == "txn":
+            if self.txn_sends:
+                n = self.rng.randint(1, int(self.txn_sends))
+                return Invocation("txn", [self._mop("send") for _ in range(n)])
+            n = self.rng.randint(2, int(self.gen["max_txn_ops"]))
+            mops = [self._mop(self.rng.choice(("send", "poll"))) for _ in range(n)]
+            return Invocation("txn", mops)
+        mop = self._mop(f)
+        node = leaders.get(mop[1]) if f == "send" else None
+        return Invocation(f, [mop], node)
