@@ -37,7 +37,9 @@ class Checker(Protocol):
 
     def needs(self, inputs: RunInputs) -> Needs:
         """Asked before anything is read: `inputs` answers only where the run is
-        (`run_dir`, `has_dir`) and how it is checked (`engine`)."""
+        (`run_dir`, `has_dir`), what the history's metadata says (`header`, `has_op_fields`)
+        and how it is checked (`engine`); plan.json (`generator`) for a checker that reads it
+        anyway."""
         ...
 
     def check(self, inputs: RunInputs) -> CheckerResult: ...

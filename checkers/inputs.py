@@ -30,7 +30,7 @@ from checkers.queue.dispatch import ENGINE_CHOICES, engine_name
 from checkers.queue.vector import workers
 from checkers.run_files import read_cluster, read_generator
 from checkers.zk_controller.parse import Event, read_logs
-from history.columnar import is_in, read_header, write_parquet
+from history.columnar import has_op_fields, is_in, read_header, write_parquet
 from history.errors import HistoryError
 from history.format import (
     JSONL_NAME,
@@ -148,6 +148,12 @@ class RunInputs:
 
     def has_dir(self, name: str) -> bool:
         return (self.run_dir / name).is_dir()
+
+    def has_op_fields(self) -> bool:
+        """Might some op carry a consumer-group or foreign-record field (history.format
+        OP_FIELDS)? From the Parquet file's metadata alone, so that a checker asks for the op
+        rows that hold them only when there can be some."""
+        return self._once(("has_op_fields",), lambda: has_op_fields(self.parquet))
 
     def plan(self, needs: Iterable[Needs]) -> None:
         """The op rows the one read of the history decodes whole: every checker's, asked up

@@ -16,7 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checkers import admin, features, metadata, migration, quorum_membership
+from checkers import (
+    admin,
+    features,
+    fenced_acks,
+    foreign,
+    groups,
+    metadata,
+    migration,
+    quorum_membership,
+)
 from checkers.data_log import acks as data_acks
 from checkers.data_log import fencing as data_fencing
 from checkers.metadata_log import applied, lease, liveness, observers, rules
@@ -60,6 +69,7 @@ QUEUE, CYCLES, KRAFT = ("queue",), ("cycles",), ("kraft-metadata",)
 LOGS, DATA, ADMIN, ZK = ("metadata-logs",), ("data-logs",), ("admin",), ("zk-controller",)
 FEATURES = ("feature-levels",)
 QUORUM = ("quorum-membership",)
+GROUPS, FOREIGN, ACKS = ("consumer-groups",), ("foreign-records",), ("fenced-acks",)
 JEPSEN_KAFKA = "jepsen.tests.kafka/"
 
 KINDS: tuple[Kind, ...] = (
@@ -173,6 +183,15 @@ KINDS: tuple[Kind, ...] = (
         QUEUE,
         data_fencing.RULE,
         "KIP-98 (InitPidRequest); kchaos, from the history alone",
+        NEVER,
+    ),
+    Kind(
+        "read-from-other-partition",
+        QUEUE,
+        "a poll of a partition returns only records written to that partition: a value sent "
+        "to one key (partition) is never read from another",
+        "kchaos; values are unique in a kchaos run, so the send of the value read is the "
+        "record's writer (Jepsen's histories: garbage-read)",
         NEVER,
     ),
     Kind(
@@ -411,6 +430,25 @@ KINDS: tuple[Kind, ...] = (
         "KIP-853, KIP-595",
         NEVER,
     ),
+    # -- consumer groups, foreign records, fenced acknowledgements --------------------------
+    Kind(
+        "group-double-owner",
+        GROUPS,
+        groups.OWNER_RULE,
+        "KIP-848 (reconciliation); Kafka's ConsumerRebalanceListener; kchaos, from the "
+        "subscribers' rebalance events",
+        NEVER,
+    ),
+    Kind(
+        "committed-offset-regressed",
+        GROUPS,
+        groups.COMMIT_RULE,
+        "KIP-848 (member epoch fencing of offset commits); the classic protocol's generation "
+        "(CommitFailedException); kchaos",
+        NEVER,
+    ),
+    Kind("read-from-other-topic", FOREIGN, foreign.RULE, "kchaos", NEVER),
+    Kind("fenced-producer-ack", ACKS, fenced_acks.RULE, "KIP-98 (InitPidRequest); KIP-890", NEVER),
     # -- lease liveness (checkers/metadata_log/liveness.py) ----------------------------------
     Kind("dead-broker-not-fenced", LOGS, liveness.DEAD_RULE, "KIP-631", NEVER),
     Kind(

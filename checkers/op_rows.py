@@ -14,3 +14,21 @@ def row_value(row: dict[str, Any]) -> Any:
         return json.loads(row["value_json"]) if row.get("value_json") else None
     except ValueError:
         return None
+
+
+def row_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """The row's consumer-group and foreign-record fields (history.format.OP_FIELDS, carried in
+    history.columnar.FIELDS_COLUMN); {} when it has none, its file predates the column, or its
+    JSON cannot be read."""
+    try:
+        fields = json.loads(row["fields_json"]) if row.get("fields_json") else {}
+    except ValueError:
+        return {}
+    return fields if isinstance(fields, dict) else {}
+
+
+def client_process(process: Any) -> int | None:
+    """A client process's id (docs/history.md: client processes are ints, stored as their
+    decimal text); None for the special processes and anything else."""
+    p = str(process)
+    return int(p) if p.isascii() and p.isdigit() else None

@@ -1,7 +1,8 @@
 """Every checker `kchaos check` runs, in order, and what each reads of the run.
 
 Each class adapts one family of pure checks (their own modules: queue/, cycles.py, metadata.py,
-migration.py, admin.py, data_log/, metadata_log/, zk_controller/, quorum_membership.py) to the
+migration.py, admin.py, data_log/, metadata_log/, zk_controller/, quorum_membership.py,
+groups.py, foreign.py, fenced_acks.py) to the
 Checker protocol (checkers/checker.py): it declares its Needs and turns the family's answer into
 a CheckerResult.
 The order of REGISTRY is the order of findings and notes in results.json, and a checker that
@@ -21,6 +22,9 @@ from checkers.checker_result import CheckerResult
 from checkers.cycles import find_cycles
 from checkers.data_log.check import check_data_logs
 from checkers.features import check_features
+from checkers.fenced_acks import ACK_FS, fenced_acks
+from checkers.foreign import FOREIGN_FS, foreign_reads
+from checkers.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
 from checkers.inputs import (
     BROKER_LOGS,
     CLUSTER,
@@ -47,6 +51,7 @@ from checkers.queue.check import (
 )
 from checkers.queue.dispatch import run_engine
 from checkers.queue.fencing import run_slots
+from checkers.queue.rules.fencing import generator_slots
 from checkers.queue.source import ElementSource
 from checkers.quorum_membership import check_membership, membership_input
 from checkers.zk_controller.check import check_zk_logs, zk_brokers
@@ -306,6 +311,66 @@ class QuorumMembershipChecker:
         return CheckerResult(check_membership(data, samples), checked=True, stats=stats)
 
 
+class ConsumerGroupsChecker:
+    """Partition ownership and committed offsets of the run's consumer group, from the
+    subscribers' rebalance events and commits (checkers/groups.py)."""
+
+    name = "consumer-groups"
+
+    def _fs(self, inputs: RunInputs) -> tuple[str, ...]:
+        # Without op fields only the subscribe ops are read (are there subscribers to say were
+        # not judged?); they are read whole for the queue's resets already.
+        return GROUP_FS if inputs.has_op_fields() else SUBSCRIBE_FS
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({HISTORY}), fs=self._fs(inputs))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        groups = check_groups(inputs.op_rows(fs=self._fs(inputs)))
+        return CheckerResult(groups.findings, groups.notes, groups.checked, groups.stats)
+
+
+class ForeignRecordsChecker:
+    """Records of another topic than the run's handed to a consumer (checkers/foreign.py)."""
+
+    name = "foreign-records"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        # Histories without op fields (every one written before the clients recorded them, and
+        # Jepsen's) have nothing to read: not even their polls are decoded whole.
+        if not inputs.has_op_fields():
+            return Needs()
+        return Needs(frozenset({HISTORY}), fs=FOREIGN_FS)
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        if not inputs.has_op_fields():
+            return CheckerResult()
+        found, n = foreign_reads(inputs.op_rows(fs=FOREIGN_FS))
+        return CheckerResult(found, checked=True, stats={"foreign_record_ops": n} if n else {})
+
+
+class FencedAcksChecker:
+    """Acknowledgements a fenced transactional producer was given after its successor's first
+    commit (checkers/fenced_acks.py), for runs with per-slot transactional ids."""
+
+    name = "fenced-acks"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        slots, _ = generator_slots(inputs.generator)
+        if slots is None:
+            return Needs(frozenset({PLAN}))
+        return Needs(frozenset({HISTORY, PLAN}), fs=ACK_FS)
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        # Why a run is not judged is the queue checker's note (fenced-producer-read): the same
+        # plans decide both rules.
+        slots, _ = generator_slots(inputs.generator)
+        if slots is None:
+            return CheckerResult()
+        found, n = fenced_acks(inputs.op_rows(fs=ACK_FS), slots)
+        return CheckerResult(found, checked=n > 0, stats={"transactional_acks": n})
+
+
 REGISTRY: tuple[Checker, ...] = (
     QueueChecker(),
     CyclesChecker(),
@@ -317,4 +382,7 @@ REGISTRY: tuple[Checker, ...] = (
     ZkControllerChecker(),
     FeatureLevelsChecker(),
     QuorumMembershipChecker(),
+    ConsumerGroupsChecker(),
+    ForeignRecordsChecker(),
+    FencedAcksChecker(),
 )

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from history.errors import HistoryError
-from history.format import INFO, INVOKE, QUEUE_FS, is_int64
+from history.format import INFO, INVOKE, OP_FIELDS, QUEUE_FS, REBALANCE_FIELD, is_int64
 from history.reader import History
 
 OP_ROW, ELEM_ROW = "op", "elem"
@@ -37,6 +37,7 @@ SEND, POLL = "send", "poll"
 QUEUE = sorted(QUEUE_FS)
 
 _str = pa.dictionary(pa.int32(), pa.string())
+FIELDS_COLUMN = "fields_json"
 SCHEMA = pa.schema(
     [
         ("row", _str),
@@ -61,6 +62,10 @@ SCHEMA = pa.schema(
         # The producer instance of a pipelined send (docs/history.md), on its op row and its
         # element rows; null for every other op and for histories without the field.
         ("producer", pa.int64()),
+        # The op's consumer-group and foreign-record fields (format.OP_FIELDS: rebalance,
+        # commit, commit_error, foreign) it has, as one JSON object; null on element rows, on
+        # ops without them, and absent from files written before the column existed.
+        (FIELDS_COLUMN, pa.string()),
     ]
 )
 ELEMENT_COLUMNS = [
@@ -126,9 +131,15 @@ def _add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: in
         "error": None if error is None else str(error),
         "value_json": json.dumps(op.get("value"), separators=(",", ":")),
         "producer": op.get("producer"),
+        FIELDS_COLUMN: _op_fields(op),
     }
     for name in cols:
         cols[name].append(row.get(name))
+
+
+def _op_fields(op: dict[str, Any]) -> str | None:
+    fields = {name: op[name] for name in OP_FIELDS if op.get(name) is not None}
+    return json.dumps(fields, separators=(",", ":")) if fields else None
 
 
 def _add_elements(
@@ -229,7 +240,9 @@ def _elements_of(mop: Any, bad: Any) -> list[tuple[str, int, int | None, int | N
 
 
 def _rebalanced_keys(op: dict[str, Any], bad: Any) -> set[int]:
-    """Keys whose assignment changed during the op (optional `rebalance_log`, as in Jepsen)."""
+    """Keys whose assignment changed during the op: Jepsen's optional `rebalance_log`, and the
+    keys of kchaos's `rebalance` events (assigned, revoked or lost while the op ran: the
+    consumer's position on them may have moved to the group's committed offset)."""
     log = op.get("rebalance_log") or []
     if not isinstance(log, list):
         raise bad("rebalance_log is not a list")
@@ -238,6 +251,13 @@ def _rebalanced_keys(op: dict[str, Any], bad: Any) -> set[int]:
         if not isinstance(event, dict) or not isinstance(event.get("keys", []), list):
             raise bad(f'rebalance_log entry {event!r:.60} is not {{"keys": [...]}}')
         keys.update(_int_key(k, bad) for k in event.get("keys", []))
+    events = op.get(REBALANCE_FIELD) or []
+    if not isinstance(events, list):
+        raise bad(f"{REBALANCE_FIELD} is not a list")
+    for event in events:
+        if not isinstance(event, list) or len(event) != 3 or not isinstance(event[1], list):
+            raise bad(f"{REBALANCE_FIELD} event {event!r:.60} is not [event, [keys], time]")
+        keys.update(_int_key(k, bad) for k in event[1])
     return keys
 
 
@@ -431,6 +451,27 @@ def read_element_keys(path: str | Path) -> np.ndarray:
             key = pc.fill_null(key, 0) if key.null_count else key
             parts.extend(c.to_numpy() for c in key.chunks if len(c))
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def has_op_fields(path: str | Path) -> bool:
+    """Might some op of this Parquet history carry a consumer-group or foreign-record field
+    (FIELDS_COLUMN)? From the file's metadata alone: False when the column is absent (files
+    written before it) or every row group's statistics count it null in every row; True when
+    some row holds one, or a row group has no statistics to tell."""
+    pf = _open(path)
+    if FIELDS_COLUMN not in pf.schema_arrow.names:
+        return False
+    meta = pf.metadata
+    for i in range(meta.num_row_groups):
+        rg = meta.row_group(i)
+        for j in range(rg.num_columns):
+            col = rg.column(j)
+            if col.path_in_schema != FIELDS_COLUMN:
+                continue
+            st = col.statistics
+            if st is None or not st.has_null_count or st.null_count != rg.num_rows:
+                return True
+    return False
 
 
 def op_rows_at_most(path: str | Path) -> int:

@@ -106,3 +106,17 @@ def idempotent_producers(header: dict[str, object]) -> bool:
     enable.idempotence=true), whose sends to one partition Kafka appends in send order? Only
     then is one producer's order judged (checkers/queue/rules/producer_order.py)."""
     return header.get(SEND_MODE_FIELD) == ASYNC_SEND_MODE and header.get(IDEMPOTENCE_FIELD) is True
+
+
+# Consumer groups and foreign records (docs/history.md, "Consumer groups: rebalances and
+# commits"): further op fields a queue client writes on its completions. The columnar form
+# carries them in one JSON column (history/columnar.py FIELDS_COLUMN) for the checkers.
+REBALANCE_FIELD = "rebalance"  # [[event, [keys], time], ...] in the listener's order
+COMMIT_FIELD = "commit"  # {"<key>": next offset to read} a synchronous commit stored
+COMMIT_ERROR_FIELD = "commit_error"  # what the client saw when its commit failed
+FOREIGN_FIELD = "foreign"  # [[topic, partition, offset, value], ...] of another topic
+OP_FIELDS = (REBALANCE_FIELD, COMMIT_FIELD, COMMIT_ERROR_FIELD, FOREIGN_FIELD)
+# A rebalance event: given to the member, taken back in an orderly rebalance, or lost (the
+# member was fenced or its assignment is gone: another may have had the partitions already).
+ASSIGNED, REVOKED, LOST = "assigned", "revoked", "lost"
+REBALANCE_EVENTS = (ASSIGNED, REVOKED, LOST)

@@ -10,13 +10,18 @@ from typing import Any
 
 from history.errors import HistoryError
 from history.format import (
+    COMMIT_ERROR_FIELD,
+    COMMIT_FIELD,
     COMPLETIONS,
+    FOREIGN_FIELD,
     FORMAT_VERSION,
     HEADER_KEY,
     INVOCATIONS_ADDED,
     INVOKE,
     JSONL_NAME,
     OP_TYPES,
+    REBALANCE_EVENTS,
+    REBALANCE_FIELD,
     REQUIRED_FIELDS,
     TIME_FROM,
     TIME_FROM_INDEX,
@@ -189,12 +194,67 @@ def _check_op(p: str | Path, lineno: int, op: dict[str, Any], expected_index: in
     producer = op.get("producer")
     if producer is not None and not is_int64(producer):
         raise HistoryError(p, lineno, f"'producer' is {producer!r:.40}, expected a 64-bit int")
+    _check_group_fields(p, lineno, op)
     if op["index"] != expected_index:
         raise HistoryError(
             p, lineno, f"index {op['index']} out of order: expected {expected_index}"
         )
     if op["type"] not in OP_TYPES:
         raise HistoryError(p, lineno, f"type {op['type']!r} is not one of {sorted(OP_TYPES)}")
+
+
+def _is_key(k: object) -> bool:
+    """A queue key: an int64, or its decimal string (JSON object keys are strings)."""
+    if isinstance(k, str):
+        return k.isascii() and (k.isdigit() or (k[:1] == "-" and k[1:].isdigit()))
+    return is_int64(k)
+
+
+def _check_group_fields(p: str | Path, lineno: int, op: dict[str, Any]) -> None:
+    """The consumer-group and foreign-record fields (docs/history.md), when present: their
+    shapes are checked here so that the checkers that read them judge only what they say."""
+
+    def bad(name: str, what: object, expected: str) -> HistoryError:
+        return HistoryError(p, lineno, f"{name!r}: {what!r:.60} is not {expected}")
+
+    rebalance = op.get(REBALANCE_FIELD)
+    if rebalance is not None:
+        if not isinstance(rebalance, list):
+            raise bad(REBALANCE_FIELD, rebalance, "a list of [event, [keys], time]")
+        for ev in rebalance:
+            if (
+                not isinstance(ev, list)
+                or len(ev) != 3
+                or ev[0] not in REBALANCE_EVENTS
+                or not isinstance(ev[1], list)
+                or not all(_is_key(k) for k in ev[1])
+                or not is_int64(ev[2])
+            ):
+                raise bad(
+                    REBALANCE_FIELD, ev, f"[event ({'|'.join(REBALANCE_EVENTS)}), [keys], time]"
+                )
+    commit = op.get(COMMIT_FIELD)
+    if commit is not None and (
+        not isinstance(commit, dict)
+        or not all(_is_key(k) and is_int64(o) for k, o in commit.items())
+    ):
+        raise bad(COMMIT_FIELD, commit, '{"<key>": offset, ...}')
+    error = op.get(COMMIT_ERROR_FIELD)
+    if error is not None and not isinstance(error, str):
+        raise bad(COMMIT_ERROR_FIELD, error, "a string")
+    foreign = op.get(FOREIGN_FIELD)
+    if foreign is not None:
+        if not isinstance(foreign, list):
+            raise bad(FOREIGN_FIELD, foreign, "a list of [topic, partition, offset, value]")
+        for rec in foreign:
+            if (
+                not isinstance(rec, list)
+                or len(rec) != 4
+                or not isinstance(rec[0], str)
+                or not is_int64(rec[1])
+                or not (rec[2] is None or is_int64(rec[2]))
+            ):
+                raise bad(FOREIGN_FIELD, rec, "[topic, partition, offset, value]")
 
 
 def _pair(

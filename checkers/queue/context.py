@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from checkers.queue.elem import Elem
 from history.format import FAIL, INFO, JEPSEN, REWIND, UNDECLARED
 
 # The reset op name abort_resets gives an op whose polls moved the consumer unseen.
@@ -85,6 +86,12 @@ class ElementFacts(Protocol):
 
     def polled_among(self, values: list[int]) -> Iterable[tuple[int, int]]:
         """(key, value) of polls that returned one of `values` (more pairs are harmless)."""
+        ...
+
+    def sends_among(self, values: list[int]) -> list[tuple[int, Elem]]:
+        """(key, send) of every send of one of `values`, whatever its op's outcome: asked after
+        the check, for the few values polls returned from a key nobody sent them to
+        (rules/reads.attribute_elsewhere)."""
         ...
 
 

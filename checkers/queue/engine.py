@@ -9,7 +9,8 @@ from typing import Protocol
 
 from checkers.queue.context import ElementFacts, QueueContext, Resets, queue_context
 from checkers.queue.result import QueueResult
-from history.format import UNDECLARED
+from checkers.queue.rules.reads import attribute_elsewhere
+from history.format import JEPSEN, UNDECLARED
 
 
 class QueueEngine(ElementFacts, Protocol):
@@ -28,5 +29,11 @@ def run(
     after_abort: str = UNDECLARED,
     producers: bool = False,
 ) -> QueueResult:
-    """`resets`: check.queue_resets; `slots`, `after_abort`, `producers`: QueueContext's."""
-    return engine.check(queue_context(engine, resets, slots, after_abort, producers))
+    """`resets`: check.queue_resets; `slots`, `after_abort`, `producers`: QueueContext's.
+    Garbage reads of a value sent to another key become `read-from-other-partition` here,
+    after every key was checked (rules/reads.attribute_elsewhere), where values name one send
+    in the whole run: every history but Jepsen's."""
+    result = engine.check(queue_context(engine, resets, slots, after_abort, producers))
+    if after_abort != JEPSEN:
+        result.findings = attribute_elsewhere(result.findings, engine)
+    return result

@@ -62,6 +62,14 @@ class ReferenceEngine:
             (key[i], value[i]) for i in range(len(kind)) if kind[i] == "poll" and value[i] in wanted
         ]
 
+    def sends_among(self, values: list[int]) -> list[tuple[int, Elem]]:
+        kind, key, value = self.cols["kind"], self.cols["key"], self.cols["value"]
+        wanted = set(values)
+        rows = [i for i in range(len(kind)) if kind[i] == "send" and value[i] in wanted]
+        elems = elems_from_columns(self.cols, rows)
+        keys = {(int(self.cols["index"][i]), int(self.cols["seq"][i])): key[i] for i in rows}
+        return [(int(keys[e.index, e.seq]), e) for e in elems]
+
     def check(self, ctx: QueueContext) -> QueueResult:
         rows: dict[int, list[int]] = defaultdict(list)
         for i, k in enumerate(self.cols["key"]):

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from checkers.queue.arrays import elem_arrays
 from checkers.queue.context import QueueContext
+from checkers.queue.elem import Elem, elems_from_columns
 from checkers.queue.result import QueueResult, finish
 from checkers.queue.rows import ROW_DDL, ROW_SCHEMA, from_arrow, to_arrow
 from checkers.queue.source import ElementSource
@@ -61,6 +62,20 @@ class SparkEngine:
             .collect()
         )
         return [(int(r.key), int(r.value)) for r in polls]
+
+    def sends_among(self, values: list[int]) -> list[tuple[int, Elem]]:
+        from pyspark.sql import functions as F
+
+        sends = (
+            self.elems.filter((F.col("kind") == "send") & F.col("value").isin(values))
+            .toArrow()
+            .to_pydict()
+        )
+        elems = elems_from_columns(sends)
+        keys = {
+            (i, s): k for i, s, k in zip(sends["index"], sends["seq"], sends["key"], strict=True)
+        }
+        return [(int(keys[e.index, e.seq]), e) for e in elems]
 
     def check(self, ctx: QueueContext) -> QueueResult:
         from pyspark.sql import functions as F

@@ -20,7 +20,7 @@ from checkers.npsets import member
 from checkers.queue import dependencies
 from checkers.queue.arrays import ElemArrays
 from checkers.queue.context import QueueContext
-from checkers.queue.elem import INFO
+from checkers.queue.elem import INFO, Elem
 from checkers.queue.logs import Logs, runs
 from checkers.queue.result import QueueResult, finish
 from checkers.queue.rules import RULES
@@ -44,6 +44,12 @@ class LocalEngine:
         polls = np.flatnonzero(a.is_kind("poll") & a.has_val)
         polls = polls[member(a.value[polls], np.array(values, dtype=np.int64))]
         return zip(a.key[polls].tolist(), a.value[polls].tolist(), strict=True)
+
+    def sends_among(self, values: list[int]) -> list[tuple[int, Elem]]:
+        a = self.arrays
+        sends = np.flatnonzero(a.is_kind("send") & a.has_val)
+        sends = sends[member(a.value[sends], np.array(values, dtype=np.int64))]
+        return [(int(a.key[i]), a.elem(int(i))) for i in sends]
 
     def check(self, ctx: QueueContext) -> QueueResult:
         findings, edges, spans = check_by_keys(self.arrays, ctx, self.pool)

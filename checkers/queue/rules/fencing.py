@@ -25,6 +25,7 @@ scheme named one id per process, which fences nobody), histories without a plan 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,11 @@ _NOT_JUDGED = "fenced-producer-read not judged: "
 def run_slots(run_dir: Path) -> tuple[int | None, str | None]:
     """(worker slots sharing transactional ids, or None; why not judged, if it should be said).
     A run without transactions is simply outside the rule: no note."""
-    gen = read_generator(run_dir)
+    return generator_slots(read_generator(run_dir))
+
+
+def generator_slots(gen: dict[str, Any] | None) -> tuple[int | None, str | None]:
+    """run_slots of a plan's generator already read (None: the run has no plan.json)."""
     if gen is None:
         return None, (
             _NOT_JUDGED + "no plan.json beside the history says whether producers were "

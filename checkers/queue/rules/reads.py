@@ -1,6 +1,14 @@
 """What polls returned against what was sent, per key:
 
-- `garbage-read`: a poll returned a value nobody sent to that key.
+- `garbage-read`: a poll returned a value nobody sent to that key, nor to any other.
+- `read-from-other-partition`: a poll of key k' returned a value that was sent to another key
+  k, and to k' by nobody. Keys are partitions (the queue workload sends key k to partition k),
+  so a record of partition k came back from a fetch of partition k'. Decided after the per-key
+  forms, by `attribute_elsewhere`: a garbage read's value is looked up among every key's sends
+  (each engine answers `sends_among` from its own form of the elements, context.ElementFacts),
+  and a value some op sent to another key is this finding instead. Only where values are unique
+  in the whole run (kchaos's histories; Jepsen's values are unique per key only, so a value
+  equal to one sent to another key proves nothing there, and stays a garbage read).
 - `precommitted-read`: an op polled a value it sent itself, in the same transaction.
 - `G1a`: an ok poll returned the value of a failed send.
 - `lost-write`: a send that certainly happened, at or below the highest offset any poll
@@ -15,12 +23,19 @@ import numpy as np
 
 from checkers.findings import Finding, secs
 from checkers.npsets import sort_rows
-from checkers.queue.context import QueueContext
+from checkers.queue.context import ElementFacts, QueueContext
 from checkers.queue.elem import FAIL, OK, Elem
 from checkers.queue.key_log import KeyLog
 from checkers.queue.logs import Logs, runs
 
-KINDS = ("garbage-read", "precommitted-read", "G1a", "lost-write", "unseen")
+KINDS = (
+    "garbage-read",
+    "precommitted-read",
+    "G1a",
+    "lost-write",
+    "unseen",
+    "read-from-other-partition",
+)
 
 
 def _at(e: Elem) -> str:
@@ -36,6 +51,67 @@ def garbage_read(k: int, e: Elem) -> Finding:
         f"but no operation ever sent {e.value} to key {k}",
         {"value": e.value, "offset": e.offset},
     )
+
+
+def _sent(w: Elem) -> str:
+    if w.type == OK:
+        return f"acknowledged at offset {w.offset} (op {w.index}, ok at {secs(w.time)})"
+    outcome = {"info": "timed out (info)", "fail": "failed"}.get(w.type, "never completed")
+    return f"in op {w.index}, which {outcome}"
+
+
+def read_from_other_partition(
+    k: int, poll: int, offset: int | None, v: int, sent_key: int, w: Elem
+) -> Finding:
+    """Op `poll` read `v` from key `k` at `offset`; `w`, the send of `v`, went to `sent_key`."""
+    at = f"at offset {offset}" if offset is not None else "(offset unknown)"
+    return Finding(
+        "read-from-other-partition",
+        k,
+        tuple(sorted({w.index, poll})),
+        f"op {poll} polled value {v} from key {k} (partition {k}) {at}, but value {v} was "
+        f"sent to key {sent_key} (partition {sent_key}), {_sent(w)}, and no operation sent it "
+        f"to key {k}: a record of partition {sent_key} was returned by a fetch of partition "
+        f"{k}. Every value is sent once in the run, so that send is the record read",
+        {
+            "value": v,
+            "offset": offset,
+            "sent_key": sent_key,
+            "sent_offset": w.offset,
+            "writer": w.index,
+            "reader": poll,
+        },
+    )
+
+
+def attribute_elsewhere(findings: list[Finding], facts: ElementFacts) -> list[Finding]:
+    """`findings` (every key's, in Finding.sort_key order) with each `garbage-read` whose value
+    some op sent to another key made a `read-from-other-partition`, in the same order. For
+    histories whose values are unique in the run; `facts` answers from the engine's own form
+    of the elements, so every engine attributes the same sends."""
+    garbage = [f for f in findings if f.kind == "garbage-read" and f.data.get("value") is not None]
+    if not garbage:
+        return findings
+    sent: dict[int, list[tuple[int, Elem]]] = {}
+    for key, w in facts.sends_among(sorted({f.data["value"] for f in garbage})):
+        if w.value is not None:
+            sent.setdefault(w.value, []).append((key, w))
+    out = []
+    for f in findings:
+        elsewhere = (
+            [(w.index, key, w) for key, w in sent.get(f.data.get("value"), ()) if key != f.key]
+            if f.kind == "garbage-read" and f.key is not None
+            else []
+        )
+        if elsewhere:
+            # The value's first send (kchaos sends each value once; ties by key).
+            _, key, w = min(elsewhere, key=lambda t: (t[0], t[1], t[2].seq))
+            # Never tolerated (queue/policy.py), as the garbage read it replaces.
+            f = read_from_other_partition(
+                f.key, f.ops[0], f.data["offset"], f.data["value"], key, w
+            )
+        out.append(f)
+    return sorted(out, key=Finding.sort_key)
 
 
 def precommitted_read(k: int, e: Elem) -> Finding:

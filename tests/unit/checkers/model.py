@@ -248,6 +248,15 @@ def garbage_read(m: Model, k: int) -> None:
     m.append(k, m.fresh_value())  # a record nobody sent
 
 
+def read_from_other_partition(m: Model, k: int) -> None:
+    """A value acknowledged on another key whose record also lands in k's partition, where
+    consumers of k read it."""
+    k2 = KEYS[(KEYS.index(k) + 1) % len(KEYS)]
+    v = m.fresh_value()
+    m.h.send(m.producers[0], k2, v, m.append(k2, v))
+    m.append(k, v)
+
+
 def precommitted_read(m: Model, k: int) -> None:
     v = m.fresh_value()
     o = m.append(k, v)
@@ -396,6 +405,7 @@ INJECTIONS = {
     "inconsistent-offsets": inconsistent_offsets,
     "G1a": g1a,
     "garbage-read": garbage_read,
+    "read-from-other-partition": read_from_other_partition,
     "precommitted-read": precommitted_read,
     "poll-skip": poll_skip,
     "nonmonotonic-poll": nonmonotonic_poll,

@@ -51,6 +51,21 @@ def test_spark_finds_a_fenced_producer_read_as_the_reference_does(tmp_path, spar
     assert as_dicts(check_queue(path, spark=spark, slots=CONCURRENCY)) == as_dicts(local)
 
 
+def test_spark_finds_a_read_from_another_partition_as_the_reference_does(tmp_path, spark):
+    m = run_model([("send", 0, 2, "ok")], final_poll=False)
+    INJECTIONS["read-from-other-partition"](m, 1)
+    m.final_poll()
+    path = m.h.write(tmp_path)
+    local = check_queue(path, reference=True)
+    assert [f.kind for f in local.findings] == ["read-from-other-partition"]
+    assert as_dicts(check_queue(path, spark=spark)) == as_dicts(local)
+    engine = SparkEngine(ElementSource(parquet=path, spark=spark))
+    values = list(range(1000, m.next_value + 1))
+    got = sorted((k, e.index, e.seq, e.value) for k, e in engine.sends_among(values))
+    want = LocalEngine(ElementSource(parquet=path)).sends_among(values)
+    assert got == sorted((k, e.index, e.seq, e.value) for k, e in want)
+
+
 def test_spark_engines_facts_give_the_local_engines_context(tmp_path, spark):
     m = run_model(
         [("send", 0, 1, "info-happened"), ("txn", 1, [0, 2], "info-commit"), ("send", 0, 2, "ok")]
