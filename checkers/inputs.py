@@ -30,13 +30,14 @@ from checkers.queue.dispatch import ENGINE_CHOICES, engine_name
 from checkers.queue.vector import workers
 from checkers.run_files import read_cluster, read_generator
 from checkers.zk_controller.parse import Event, read_logs
-from history.columnar import has_op_fields, is_in, read_header, write_parquet
+from history.columnar import FIELDS_COLUMN, has_op_fields, is_in, read_header, write_parquet
 from history.errors import HistoryError
 from history.format import (
     JSONL_NAME,
     MIGRATION,
     NEMESIS,
     OBSERVER,
+    OP_FIELDS,
     PARQUET_NAME,
     UPGRADE,
     after_abort_rule,
@@ -334,10 +335,26 @@ def _parquet_for(jsonl: Path | None, parquet: Path, notes: list[str]) -> Path:
         return parquet
     history = read_history(jsonl)
     notes.extend(history.notes())
-    # The JSONL is the record; a Parquet older than it is rebuilt, never trusted.
-    if not parquet.exists() or parquet.stat().st_mtime < jsonl.stat().st_mtime:
+    # The JSONL is the record; a Parquet older than it is rebuilt, never trusted. So is one
+    # written before the columnar form carried the op fields (consumer groups) this history has.
+    if (
+        not parquet.exists()
+        or parquet.stat().st_mtime < jsonl.stat().st_mtime
+        or _lacks_op_fields(parquet, history)
+    ):
         write_parquet(history, parquet)
     return parquet
+
+
+def _lacks_op_fields(parquet: Path, history: Any) -> bool:
+    import pyarrow.parquet as pq
+
+    try:
+        if FIELDS_COLUMN in pq.read_schema(parquet).names:
+            return False
+    except (OSError, ValueError):
+        return True  # unreadable: rebuilt from the record
+    return any(name in op for op in history.ops for name in OP_FIELDS)
 
 
 def _names(parquet: Path, header: dict[str, Any]) -> Names | None:

@@ -80,3 +80,17 @@ def test_malformed_fields_name_the_line(tmp_path, extra, fragment):
     with pytest.raises(HistoryError, match=fragment) as e:
         read_history(history_file(tmp_path, extra))
     assert ":3:" in str(e.value)
+
+
+def test_a_parquet_from_before_the_column_is_rebuilt_for_a_history_with_the_fields(tmp_path):
+    # A run checked before the columnar form carried the fields left a newer Parquet file
+    # without them: trusting it would hide the history's rebalance events from the checks.
+    from checkers.inputs import RunInputs
+
+    path = history_file(tmp_path, FIELDS)
+    parquet = write_parquet(read_history(path), tmp_path / "history.parquet")
+    table = pq.read_table(parquet)
+    pq.write_table(table.drop_columns([FIELDS_COLUMN]), parquet)
+    assert FIELDS_COLUMN not in pq.read_schema(parquet).names
+    RunInputs.open(tmp_path)
+    assert FIELDS_COLUMN in pq.read_schema(parquet).names
