@@ -491,6 +491,11 @@ def check_groups(rows: list[dict[str, Any]]) -> GroupsResult:
         "group_handovers_judged": judged,
         "group_commits_judged": n_judged,
     }
+    out.notes.append(
+        f"consumer groups: {n_events} rebalance event(s) of {len(members)} subscriber(s); "
+        f"{judged} handover(s) judged for a second owner's polls, {n_judged} commit(s) for "
+        "order"
+    )
     if quiet:
         out.notes.append(
             f"consumer groups: {quiet} handover(s) in which the previous owner's orderly revoke "
