@@ -50,7 +50,7 @@ from harness.wrapup import check_run, collect_and_tear_down, keep_history, not_c
 from history.format import JSONL_NAME
 from nemesis.api import FaultContext, Nemesis
 from nemesis.registry import build
-from workloads.api import Workload
+from workloads.api import Clocked, Workload
 from workloads.client_choice import history_header as client_header
 from workloads.observe import Observer
 from workloads.pipelined import history_header, lanes_of
@@ -255,6 +255,9 @@ class Run:
             self.plan.generator, up.info.topology, self.plan.seed, self.run_id
         )
         live.workload = workload
+        if isinstance(workload, Clocked):
+            # Times its clients write into op fields are on the history's own clock.
+            workload.clock = up.recorder.now_ns
         self._prepare_nemeses(live.cluster, up, up.ctx)
         self.say(workload.setup_says())
         workload.setup()

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from history.format import FAIL, INFO, INVOKE, OK, SPECIAL_PROCESSES
+from history.format import FAIL, INFO, INVOKE, OK, OP_FIELDS, SPECIAL_PROCESSES
 from history.writer import HistoryWriter
 
 
@@ -58,9 +58,17 @@ class Recorder:
         node: str | None = None,
         error: str | None = None,
         producer: int | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """`producer`: the producer instance of a pipelined send (docs/history.md); absent
-        from the line when None, so histories without pipelining are as they were."""
+        from the line when None, so histories without pipelining are as they were. `extra`:
+        the op's further fields (a completion's `Completion.extra`), written last in their
+        order; None or empty: none. A name the recorder writes itself is refused (ValueError):
+        a client's field must never hide the op's own time or node."""
+        if extra:
+            clash = sorted(OP_FIELDS & extra.keys())
+            if clash:
+                raise ValueError(f"op fields {clash} are the history's own, not a client's")
         op: dict[str, Any] = {"type": type_, "f": f, "value": value, "process": process}
         if error is not None:
             op["error"] = error
@@ -74,6 +82,8 @@ class Recorder:
             op["node"] = node
             if producer is not None:
                 op["producer"] = producer
+            if extra:
+                op.update(extra)
             written = self._writer.append(op)
         if type_ != INVOKE and process not in SPECIAL_PROCESSES:
             self.counts[type_] += 1

@@ -97,6 +97,19 @@ ASYNC_SEND_MODE = "async"
 # The op field naming the producer instance of a pipelined send.
 PRODUCER_FIELD = "producer"
 
+# Consumer groups (docs/history.md, "Consumer groups: rebalances and commits"): op fields a
+# subscriber's completion may carry. `rebalance`: [[event, [keys], time], ...]; `commit`:
+# {"<key>": offset}; `commit_error`: what the client saw; `foreign`: [[topic, partition, offset,
+# value], ...], records of another topic than the run's.
+REBALANCE_FIELD, COMMIT_FIELD, COMMIT_ERROR_FIELD = "rebalance", "commit", "commit_error"
+FOREIGN_FIELD = "foreign"
+ASSIGNED, REVOKED, LOST = "assigned", "revoked", "lost"
+# The fields every op line has or may have from the recorder itself: an op's further fields
+# (workloads/client.py Completion.extra) never take one of these names.
+OP_FIELDS = frozenset(
+    {"index", "type", "f", "value", "process", "time", "wall", "node", "error", PRODUCER_FIELD}
+)
+
 
 def idempotent_producers(header: dict[str, object]) -> bool:
     """Does the history's writer declare pipelined idempotent producers (acks=all,
