@@ -255,6 +255,15 @@ def running_version(cmdline: str) -> str | None:
     return found.group(1) if found else None
 
 
+def feature_options(features: dict[str, int] | None) -> list[str]:
+    """`kafka-storage format --feature name=level` for each feature (Kafka 4.0+; the spelling
+    is the same in 4.0 and 4.4): the level the cluster's bootstrap metadata finalizes in place
+    of the release's default. None or {}: none, the command as it always was."""
+    return [
+        arg for name, level in (features or {}).items() for arg in ("--feature", f"{name}={level}")
+    ]
+
+
 def _entrypoint(node: NodeSpec, main: list[str], prepare: str) -> str:
     # The JVM must be PID 1 (exec) so that signals sent to the container reach Kafka itself.
     return f"""#!/bin/sh
@@ -277,11 +286,13 @@ def render_node(
     extra: dict[str, str] | None = None,
     dynamic: bool | None = None,
     fresh: bool = False,
+    features: dict[str, int] | None = None,
 ) -> NodeConfig:
     """All files and the PID-1 command for one node (``phase``: its migration phase; ``ibp``:
     ZooKeeper mode's pinned inter.broker.protocol.version; ``dynamic``: configured for a dynamic
     quorum, by default as the topology starts; ``fresh``: a controller re-provisioned to join a
-    dynamic quorum, whose next start wipes its data if WIPE_MARKER is there)."""
+    dynamic quorum, whose next start wipes its data if WIPE_MARKER is there; ``features``: the
+    feature levels a KRaft node is formatted with, ``feature_options``)."""
     files: dict[str, str] = {}
     logging_file = "log4j.properties" if dist.line.logging == "reload4j" else "log4j2.properties"
     files[f"{CONF_DIR}/{logging_file}"] = LOG4J1 if dist.line.logging == "reload4j" else LOG4J2
@@ -333,6 +344,7 @@ def render_node(
                 f"{CONF_DIR}/server.properties",
                 "--ignore-formatted",
                 *format_options(topo, node, cluster_id, dynamic, fresh),
+                *feature_options(features),
             ]
             if fresh:
                 prepare = (

@@ -51,6 +51,7 @@ from history.format import JSONL_NAME
 from nemesis.api import FaultContext, Nemesis
 from nemesis.registry import build
 from workloads.api import Clocked, Workload
+from workloads.client_choice import format_features
 from workloads.client_choice import history_header as client_header
 from workloads.observe import Observer
 from workloads.pipelined import history_header, lanes_of
@@ -229,6 +230,8 @@ class Run:
             timing=spec.timing,
             say=self.say,
             extra_props=node_properties(self.plan.upgrade) or None,
+            # --txn-protocol: the transaction.version the storage is formatted with.
+            features=format_features(self.plan.generator) or None,
         )
         self.summary["kafka_version"] = info.version
         if len(self.releases) > 1:
