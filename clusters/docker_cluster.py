@@ -46,10 +46,12 @@ class DockerCluster(LabelledCluster):
         wait: bool = True,
         ready_timeout: float = READY_TIMEOUT_S,
         extra_props: dict[str, str] | None = None,
+        features: dict[str, int] | None = None,
     ) -> ClusterInfo:
-        """Creates network and nodes, starts them, and waits until the cluster is ready."""
+        """Creates network and nodes, starts them, and waits until the cluster is ready;
+        ``features``: feature levels the KRaft nodes are formatted with."""
         return docker_lifecycle.up(
-            self, topo, version, timing, heap_mb, say, wait, ready_timeout, extra_props
+            self, topo, version, timing, heap_mb, say, wait, ready_timeout, extra_props, features
         )
 
     def down(self, collect: Path | None = None, say: Callable[[str], None] = print) -> int:

@@ -38,9 +38,11 @@ def up(
     wait: bool = True,
     ready_timeout: float = READY_TIMEOUT_S,
     extra_props: dict[str, str] | None = None,
+    features: dict[str, int] | None = None,
 ) -> ClusterInfo:
     """Creates network and nodes, starts them, and waits until the cluster is ready;
-    ``extra_props`` go into every Kafka node's server.properties."""
+    ``extra_props`` go into every Kafka node's server.properties, ``features`` (name: level)
+    into every KRaft node's storage format (``config.feature_options``)."""
     node_config.check_timing(timing)
     if cluster.exists():
         raise ClusterError(
@@ -60,7 +62,14 @@ def up(
         _create_network(cluster, topo)
         configs = {
             n.name: node_config.render_node(
-                topo, n, dist, timing, info.cluster_id, heap_mb, extra=extra_props
+                topo,
+                n,
+                dist,
+                timing,
+                info.cluster_id,
+                heap_mb,
+                extra=extra_props,
+                features=features,
             )
             for n in topo.nodes
         }

@@ -50,7 +50,8 @@ from harness.wrapup import check_run, collect_and_tear_down, keep_history, not_c
 from history.format import JSONL_NAME
 from nemesis.api import FaultContext, Nemesis
 from nemesis.registry import build
-from workloads.api import Workload
+from workloads.api import Clocked, Workload
+from workloads.client_choice import format_features
 from workloads.client_choice import history_header as client_header
 from workloads.observe import Observer
 from workloads.pipelined import history_header, lanes_of
@@ -229,6 +230,8 @@ class Run:
             timing=spec.timing,
             say=self.say,
             extra_props=node_properties(self.plan.upgrade) or None,
+            # --txn-protocol: the transaction.version the storage is formatted with.
+            features=format_features(self.plan.generator) or None,
         )
         self.summary["kafka_version"] = info.version
         if len(self.releases) > 1:
@@ -255,9 +258,9 @@ class Run:
             self.plan.generator, up.info.topology, self.plan.seed, self.run_id
         )
         live.workload = workload
-        # Times a client takes itself (a consumer's rebalance events) on the history's clock.
-        if hasattr(workload, "history_t0_ns"):
-            workload.history_t0_ns = up.recorder.t0_ns
+        if isinstance(workload, Clocked):
+            # Times its clients write into op fields are on the history's own clock.
+            workload.clock = up.recorder.now_ns
         self._prepare_nemeses(live.cluster, up, up.ctx)
         self.say(workload.setup_says())
         workload.setup()

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from history.format import FAIL, INFO, INVOKE, OK, SPECIAL_PROCESSES
+from history.format import FAIL, INFO, INVOKE, OK, RECORDER_FIELDS, SPECIAL_PROCESSES
 from history.writer import HistoryWriter
 
 
@@ -46,11 +46,6 @@ class Recorder:
             time.sleep(self._flush_every)
             self._writer.flush()
 
-    @property
-    def t0_ns(self) -> int:
-        """The `time.monotonic_ns()` reading the history's times count from."""
-        return self._t0
-
     def now_ns(self) -> int:
         return time.monotonic_ns() - self._t0
 
@@ -67,12 +62,16 @@ class Recorder:
     ) -> dict[str, Any]:
         """`producer`: the producer instance of a pipelined send (docs/history.md); absent
         from the line when None, so histories without pipelining are as they were. `extra`:
-        further fields a client records (a consumer's rebalance events and commits)."""
+        the op's further fields (a completion's `Completion.extra`), written last in their
+        order; None or empty: none. A name the recorder writes itself is refused (ValueError):
+        a client's field must never hide the op's own time or node."""
+        if extra:
+            clash = sorted(RECORDER_FIELDS & extra.keys())
+            if clash:
+                raise ValueError(f"op fields {clash} are the history's own, not a client's")
         op: dict[str, Any] = {"type": type_, "f": f, "value": value, "process": process}
         if error is not None:
             op["error"] = error
-        if extra:
-            op.update(extra)
         with self._lock:
             if self._closed:
                 # The history is final: an operation ending now stays an open invocation,
@@ -83,6 +82,8 @@ class Recorder:
             op["node"] = node
             if producer is not None:
                 op["producer"] = producer
+            if extra:
+                op.update(extra)
             written = self._writer.append(op)
         if type_ != INVOKE and process not in SPECIAL_PROCESSES:
             self.counts[type_] += 1

@@ -169,15 +169,8 @@ class Clients:
             done = apply(op)
         except Exception as exc:  # a client bug: the op's fate is unknown
             done = Completion("info", op.value, f"{type(exc).__name__}: {exc}", op.node)
-        rec.record(
-            done.type,
-            op.f,
-            done.value,
-            client.process,
-            done.node or op.node,
-            done.error,
-            extra=done.extra,
-        )
+        node = done.node or op.node
+        rec.record(done.type, op.f, done.value, client.process, node, done.error, extra=done.extra)
         return done.type != "info" and not done.retire
 
     def run_pipelined(self, slot: int) -> None:
@@ -243,7 +236,7 @@ class Clients:
         def record() -> None:
             node = c.node or op.node
             self.recorder.record(
-                c.type, op.f, c.value, process, node, c.error, producer=client.producer
+                c.type, op.f, c.value, process, node, c.error, client.producer, c.extra
             )
 
         lanes.finish(process, op, c.type == "info" or c.retire, record)

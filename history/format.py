@@ -100,6 +100,12 @@ TXN_SENDS_FIELD = "txn_sends"
 # The op field naming the producer instance of a pipelined send.
 PRODUCER_FIELD = "producer"
 
+# The fields every op line has or may have from the recorder itself: an op's further fields
+# (workloads/client.py Completion.extra, such as OP_FIELDS below) never take one of these names.
+RECORDER_FIELDS = frozenset(
+    {"index", "type", "f", "value", "process", "time", "wall", "node", "error", PRODUCER_FIELD}
+)
+
 
 def idempotent_producers(header: dict[str, object]) -> bool:
     """Does the history's writer declare pipelined idempotent producers (acks=all,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from clusters.topology import Topology
 from workloads.client import Client
@@ -56,6 +56,17 @@ class Workload(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Clocked(Protocol):
+    """An optional capability of a workload whose clients write times into op fields (a
+    consumer's rebalance listener, docs/history.md): ``clock()`` is the history's clock,
+    monotonic nanoseconds since the run started (harness/recorder.py ``Recorder.now_ns``). The
+    harness sets it right after constructing the workload, before ``setup``; until then it is
+    the workload's own stand-in."""
+
+    clock: Callable[[], int]
 
 
 class WorkloadKind(Protocol):

@@ -20,8 +20,10 @@ class Completion:
     # The outcome is known, but the client's own state is not (a consumer whose position could
     # not be restored): the process retires, as after `info`.
     retire: bool = False
-    # Further fields of the completion's history line (docs/history.md: `rebalance`, `commit`,
-    # `commit_error`, `foreign`); None: none.
+    # Further fields of the completion's line (docs/history.md: a consumer's `rebalance`,
+    # `commit`, `commit_error`, `foreign`), written after the standard ones in this order; None
+    # or empty: none, and the line is as it was without them. A name the history already uses
+    # (`time`, `node`, ...) is refused when it is recorded (harness/recorder.py).
     extra: dict[str, Any] | None = None
 
 

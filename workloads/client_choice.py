@@ -25,6 +25,7 @@ GROUP_PROTOCOLS = (CLASSIC, CONSUMER)
 V2 = "v2"
 TXN_PROTOCOLS = (CLASSIC, V2)
 # The finalized `transaction.version` each transaction protocol formats the cluster with.
+TRANSACTION_VERSION_FEATURE = "transaction.version"
 TRANSACTION_VERSION = {CLASSIC: 0, V2: 2}
 # The first release whose brokers run KIP-848's consumer protocol by default, and the first with
 # transaction.version 2 production-ready (KIP-890 part 2, KIP-1022).
@@ -60,6 +61,16 @@ def client_params(options: Any) -> dict[str, Any]:
     if txn is not None:
         out[TXN_PROTOCOL_FIELD] = txn
     return out
+
+
+def format_features(gen: dict[str, Any]) -> dict[str, int]:
+    """The feature levels the run's KRaft nodes are formatted with (`kafka-storage format
+    --feature`, clusters/config.py): `transaction.version` by the transaction protocol asked
+    for; {} without one, so the nodes are formatted with the release's own levels as before."""
+    txn = gen.get(TXN_PROTOCOL_FIELD)
+    if txn is None:
+        return {}
+    return {TRANSACTION_VERSION_FEATURE: TRANSACTION_VERSION[txn]}
 
 
 def history_header(gen: dict[str, Any]) -> dict[str, Any]:

@@ -106,7 +106,10 @@ class Events:
     """Rebalance events of one consumer, as the listener reported them, until an op takes them
     (docs/history.md: `rebalance`, times in the history's clock)."""
 
-    def __init__(self, topic: str, clock: Callable[[int], int]) -> None:
+    def __init__(self, topic: str, clock: Callable[[], int]) -> None:
+        """`clock`: the history's clock (workloads/api.py Clocked), read as each event arrives:
+        the JVM writes an event when its listener runs, before the reply of the poll that ran
+        it, and the one reader thread takes them in that order."""
         self._topic = topic
         self._clock = clock
         self._events: list[list[Any]] = []
@@ -115,7 +118,7 @@ class Events:
     def __call__(self, msg: dict[str, Any]) -> None:
         keys = sorted(p for t, p in msg["p"] if t == self._topic)
         with self._lock:
-            self._events.append([msg["ev"], keys, self._clock(msg["t"])])
+            self._events.append([msg["ev"], keys, self._clock()])
 
     def take(self) -> list[list[Any]]:
         with self._lock:
@@ -138,7 +141,7 @@ class JavaQueueClient:
         self._txn = bool(wl.gen["txn"])
         self._subscribe = wl.gen["mode"] == "subscribe"
         self._topic = wl.topic
-        self._events = Events(wl.topic, wl.history_ns)
+        self._events = Events(wl.topic, wl.clock)
         self._tid = tid
         self._p = host.handle()
         self._c = host.handle(self._events if self._subscribe else None)

@@ -21,7 +21,6 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -200,7 +199,6 @@ class JavaHost:
                     if "ev" in msg:
                         listener = self._listeners.get(msg["h"])
                         if listener is not None:
-                            msg["t"] = time.monotonic_ns()
                             listener(msg)
                     elif msg.get("ready"):
                         self._ready.set()

@@ -28,10 +28,28 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters.topology import Topology
-from history.format import CONSUMER_AFTER_ABORT, REWIND, TXN_ID_PER_SLOT
+from history.format import (
+    ASSIGNED,
+    COMMIT_ERROR_FIELD,
+    COMMIT_FIELD,
+    CONSUMER_AFTER_ABORT,
+    FOREIGN_FIELD,
+    LOST,
+    REBALANCE_FIELD,
+    REVOKED,
+    REWIND,
+    TXN_ID_PER_SLOT,
+)
 from workloads.api import Options
 from workloads.client import Completion, Invocation
-from workloads.client_choice import CLIENT_VERSION_FIELD, JAVA, client_of, client_params
+from workloads.client_choice import (
+    CLIENT_VERSION_FIELD,
+    CONSUMER,
+    GROUP_PROTOCOL_FIELD,
+    JAVA,
+    client_of,
+    client_params,
+)
 from workloads.java_client import JavaPipelinedProducer, JavaQueueClient, final_reads_java
 from workloads.java_host import JavaHost, client_dist
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
@@ -156,13 +174,10 @@ class QueueWorkload:
         self.sends_in_flight = InFlight(self.keys)
         # Kafka's own Java client (--client java): its JVM, started by setup.
         self.java: JavaHost | None = None
-        # The monotonic nanoseconds the history's clock counts from (harness/recorder.py), for
-        # the times clients take themselves (rebalance events); the harness sets it.
-        self.history_t0_ns = 0
-
-    def history_ns(self, monotonic_ns: int) -> int:
-        """A `time.monotonic_ns()` reading on the history's clock."""
-        return monotonic_ns - self.history_t0_ns
+        # The history's clock for the times clients write into op fields (workloads/api.py
+        # Clocked): the interpreter gives its recorder's; this stand-in counts from here.
+        born = time.monotonic_ns()
+        self.clock: Callable[[], int] = lambda: time.monotonic_ns() - born
 
     def setup_says(self) -> str:
         return f"workload setup: topic {self.topic} with {self.keys} partitions"
@@ -269,18 +284,24 @@ class QueueWorkload:
             ]
         return hints
 
-    def consumer_conf(self, group: str) -> dict[str, Any]:
-        return _quiet(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "group.id": group,
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed" if self.gen["txn"] else "read_uncommitted",
-                "session.timeout.ms": 6000,
-                "heartbeat.interval.ms": 1000,
-            }
-        )
+    def consumer_conf(self, group: str, subscriber: bool = False) -> dict[str, Any]:
+        """A consumer's configuration; a `subscriber` joins the group by the run's group
+        protocol. Under KIP-848's (`group.protocol=consumer`) the session and heartbeat are the
+        brokers' (group.consumer.*, clusters/config.py): librdkafka refuses the client-side
+        settings there."""
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed" if self.gen["txn"] else "read_uncommitted",
+        }
+        if subscriber and self.gen.get(GROUP_PROTOCOL_FIELD) == CONSUMER:
+            conf["group.protocol"] = CONSUMER
+        else:
+            conf["session.timeout.ms"] = 6000
+            conf["heartbeat.interval.ms"] = 1000
+        return _quiet(conf)
 
     def final(
         self, new_process: Callable[[], int], record: Callable[..., Any], timeout: float
@@ -305,6 +326,29 @@ def _parse_value(raw: bytes | None) -> int | None:
         return int(raw) if raw is not None else None
     except ValueError:
         return None
+
+
+def commit_fields(answered: list[TopicPartition], topic: str) -> dict[str, Any]:
+    """The op fields of a synchronous commit that did not raise, from its answer: `commit`
+    {"<key>": offset} for each partition of `topic` it stored, and `commit_error` naming each
+    partition the coordinator refused (a partial failure: librdkafka raises only when every
+    partition failed). A partition answered with a negative (logical) offset was not sent:
+    librdkafka leaves out what it had nothing new to store for; it is not listed."""
+    stored: dict[str, int] = {}
+    refused: list[str] = []
+    for tp in answered:
+        if tp.topic != topic:
+            continue
+        if tp.error is not None:
+            refused.append(f"{tp.partition}: {describe(tp.error)}")
+        elif tp.offset >= 0:
+            stored[str(tp.partition)] = tp.offset
+    fields: dict[str, Any] = {}
+    if stored:
+        fields[COMMIT_FIELD] = stored
+    if refused:
+        fields[COMMIT_ERROR_FIELD] = "partitions refused: " + "; ".join(refused)
+    return fields
 
 
 class QueueClient:
@@ -332,23 +376,60 @@ class QueueClient:
         self.producer = Producer(_quiet(conf))
         self._txn_ready = False
         group = f"kchaos-{wl.run_id}"
-        if wl.gen["mode"] == "assign":
+        subscriber = wl.gen["mode"] == "subscribe"
+        if not subscriber:
             group = f"{group}-{process}"
-        self.consumer = Consumer(wl.consumer_conf(group))
+        self.consumer = Consumer(wl.consumer_conf(group, subscriber))
+        # What the op in progress saw beside its value (docs/history.md): the rebalance
+        # listener's events (it runs inside consume() and close(), on this client's thread)
+        # and records of another topic; each completion takes them (`_finish`).
+        self._rebalance: list[list[Any]] = []
+        self._foreign: list[list[Any]] = []
         self.setup_op = self.ops.assignment()
 
     def open(self, op: Invocation) -> Completion:
         """Applies the assign/subscribe chosen at construction."""
         try:
             if op.f == "subscribe":
-                self.consumer.subscribe([self.wl.topic])
+                self.consumer.subscribe(
+                    [self.wl.topic],
+                    on_assign=self._listener(ASSIGNED),
+                    on_revoke=self._listener(REVOKED),
+                    on_lost=self._listener(LOST),
+                )
             else:
                 self.consumer.assign(
                     [TopicPartition(self.wl.topic, k, OFFSET_BEGINNING) for k in op.value]
                 )
         except KafkaException as exc:
-            return Completion("fail", op.value, describe(exc))
-        return Completion("ok", op.value)
+            return self._finish(Completion("fail", op.value, describe(exc)))
+        return self._finish(Completion("ok", op.value))
+
+    def _listener(self, event: str) -> Callable[[Consumer, list[TopicPartition]], None]:
+        """The rebalance callback for `event`: records the partitions it was given, on the
+        history's clock. Under KIP-848 and cooperative protocols librdkafka gives the change
+        (incremental); under the classic eager protocol the whole assignment. It does not
+        assign: confluent-kafka then does what librdkafka needs (assign or incremental_assign,
+        by the rebalance protocol), as it did without a listener."""
+
+        def heard(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            keys = sorted(tp.partition for tp in partitions if tp.topic == self.wl.topic)
+            self._rebalance.append([event, keys, self.wl.clock()])
+
+        return heard
+
+    def _finish(self, done: Completion, fields: dict[str, Any] | None = None) -> Completion:
+        """`done` with what the op saw beside its value (`fields`, the listener's events, the
+        records of other topics) as its further fields; the buffers start empty again."""
+        extra: dict[str, Any] = {}
+        if self._rebalance:
+            extra[REBALANCE_FIELD], self._rebalance = self._rebalance, []
+        extra.update(fields or {})
+        if self._foreign:
+            extra[FOREIGN_FIELD], self._foreign = self._foreign, []
+        if extra:
+            done.extra = {**(done.extra or {}), **extra}
+        return done
 
     def next_op(self) -> Invocation:
         return self.ops.next_op(self.wl.leaders.leaders)
@@ -356,10 +437,10 @@ class QueueClient:
     # Application -----------------------------------------------------------------------------
     def apply(self, op: Invocation) -> Completion:
         if op.f == "poll":
-            return self._poll_op(op)
+            return self._finish(*self._poll_op(op))
         if self._txn or op.f == "txn":
-            return self._txn_op(op)
-        return self._send_op(op)
+            return self._finish(self._txn_op(op))
+        return self._finish(self._send_op(op))
 
     def _produce(self, key: int, value: int, results: dict[int, Any]) -> None:
         """Queues one send; its delivery report puts the offset (None when librdkafka does not
@@ -422,20 +503,35 @@ class QueueClient:
                     continue
                 return dict(read), KafkaException(err)
             value = _parse_value(msg.value())
+            if msg.topic() != self.wl.topic:
+                # Never in a poll's value, whose keys are the run's topic's partitions.
+                self._foreign.append([msg.topic(), msg.partition(), msg.offset(), value])
+                continue
             if value is not None:
                 read[str(msg.partition())].append([msg.offset(), value])
         return dict(read), None
 
-    def _poll_op(self, op: Invocation) -> Completion:
+    def _poll_op(self, op: Invocation) -> tuple[Completion, dict[str, Any]]:
+        """The poll's completion and, in subscribe mode, what its commit stored."""
         read, exc = self._poll()
         if exc is not None:
             # A read has no effect on the data, but the consumer's position is now unknown.
-            return Completion("info", [["poll", read]], describe(exc))
+            return Completion("info", [["poll", read]], describe(exc)), {}
+        fields: dict[str, Any] = {}
         if read and self.wl.gen["mode"] == "subscribe":
-            # A lost commit only means re-reading later, which subscribe mode tolerates.
-            with contextlib.suppress(KafkaException):
-                self.consumer.commit(asynchronous=False)
-        return Completion("ok", [["poll", read]])
+            # A lost commit only means re-reading later, which subscribe mode tolerates: the
+            # poll stays ok, and the history says what was committed or what went wrong.
+            fields = self._commit()
+        return Completion("ok", [["poll", read]]), fields
+
+    def _commit(self) -> dict[str, Any]:
+        """Commits the consumer's positions synchronously; the op fields saying what it stored
+        (`commit`, from commit()'s own answer) or why not (`commit_error`)."""
+        try:
+            answered = self.consumer.commit(asynchronous=False)
+        except KafkaException as exc:
+            return {COMMIT_ERROR_FIELD: describe(exc)}
+        return commit_fields(answered or [], self.wl.topic)
 
     def _txn_op(self, op: Invocation) -> Completion:
         results: dict[int, Any] = {}
