@@ -197,3 +197,20 @@ def test_every_ok_latency_dot_is_inside_the_latency_axis(tmp_path):
     low, high = fig.axes[0].get_ylim()
     plt.close(fig)
     assert ms.min() > 0 and low <= ms.min() and ms.max() <= high
+
+
+def test_a_nodes_leadership_is_one_bar_per_uninterrupted_span():
+    # Drawn per sample, a 10-minute run's thousands of bars took half the report's CPU.
+    import matplotlib.pyplot as plt
+
+    from checkers.report.data import Sample
+    from checkers.report.plots import _bars
+
+    states = ["leader", "leader", "follower", "leader", "leader"]
+    samples = [Sample("n1", float(t), st, 1, 3) for t, st in enumerate(states)]
+    fig, ax = plt.subplots()
+    _bars(ax, samples, ["n1"], 10.0, lambda s: s.state == "leader")
+    [bars] = ax.collections
+    spans = [(float(e.x0), float(e.width)) for e in (p.get_extents() for p in bars.get_paths())]
+    assert spans == [(0.0, 2.0), (3.0, 7.0)]
+    plt.close(fig)
