@@ -23,7 +23,7 @@ from workloads.client import Completion, Invocation
 from workloads.client_choice import CONSUMER
 from workloads.java_host import JavaError, JavaGone, JavaHost, conf_args, error_of
 from workloads.pipelined import DEFAULT_LINGER_MS, InFlight, QueueState
-from workloads.queue_ops import OpChooser
+from workloads.queue_ops import OpChooser, final_outcome
 
 SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
@@ -476,13 +476,4 @@ def final_reads_java(
     finally:
         with contextlib.suppress(JavaError, JavaGone):
             host.call("close", h, 0, timeout=15)
-    missing = sorted(wanted - seen)
-    return {
-        "acknowledged": len(wanted),
-        "read_acknowledged": len(wanted) - len(missing),
-        "missing": [list(m) for m in missing[:50]],
-        "complete": not missing,
-        "polls": polls,
-        "seconds": round(time.monotonic() - started, 2),
-        "high_watermarks": {str(k): v for k, v in ends.items()},
-    }
+    return final_outcome(wanted, seen, polls, started, ends)

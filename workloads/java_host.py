@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -115,6 +116,9 @@ class JavaHost:
             HEAP,
             "-XX:+UseSerialGC",
             "-Xss512k",
+            # A JVM crash's report goes beside other temporary files, not into the working
+            # directory (a checkout, when the run was started from one).
+            f"-XX:ErrorFile={tempfile.gettempdir()}/kchaos-java-client-hs_err_%p.log",
             *quiet_logging(),
             "-cp",
             f"{classes}{os.pathsep}{dist.host_classpath()}",

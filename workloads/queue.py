@@ -61,7 +61,7 @@ from workloads.pipelined import (
     generator_params,
     lanes_of,
 )
-from workloads.queue_ops import OpChooser
+from workloads.queue_ops import OpChooser, final_outcome
 
 SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
@@ -697,13 +697,4 @@ def final_reads(
                 break
     finally:
         consumer.close()
-    missing = sorted(wanted - seen)
-    return {
-        "acknowledged": len(wanted),
-        "read_acknowledged": len(wanted) - len(missing),
-        "missing": [list(m) for m in missing[:50]],
-        "complete": not missing,
-        "polls": polls,
-        "seconds": round(time.monotonic() - started, 2),
-        "high_watermarks": {str(k): v for k, v in ends.items()},
-    }
+    return final_outcome(wanted, seen, polls, started, ends)

@@ -5,6 +5,7 @@ so one seed gives the same operations whichever client runs them (docs/history.m
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
 from workloads.client import Invocation
@@ -52,3 +53,24 @@ class OpChooser:
         mop = self._mop(f)
         node = leaders.get(mop[1]) if f == "send" else None
         return Invocation(f, [mop], node)
+
+
+def final_outcome(
+    wanted: set[tuple[int, int]],
+    seen: set[tuple[int, int]],
+    polls: int,
+    started: float,
+    ends: dict[int, int],
+) -> dict[str, Any]:
+    """What the final reads found (run.json's `final_reads`), whichever client read: how many
+    acknowledged (key, value) sends were read back, and the first missing ones by name."""
+    missing = sorted(wanted - seen)
+    return {
+        "acknowledged": len(wanted),
+        "read_acknowledged": len(wanted) - len(missing),
+        "missing": [list(m) for m in missing[:50]],
+        "complete": not missing,
+        "polls": polls,
+        "seconds": round(time.monotonic() - started, 2),
+        "high_watermarks": {str(k): v for k, v in ends.items()},
+    }
