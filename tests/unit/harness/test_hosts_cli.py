@@ -1,0 +1,61 @@
+"""`--hosts` on the cluster commands: what the inventory says cannot also be an option, and a bad
+inventory ends as one line and exit code 254, before any host is contacted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+
+INVENTORY = """cluster: lab
+known_hosts: kh
+defaults: {user: root, key: id}
+hosts:
+  - {name: n1, address: 192.0.2.11, role: broker,controller}
+"""
+
+
+def kchaos(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def flat(result) -> str:
+    return " ".join(result.output.split())
+
+
+@pytest.fixture
+def inventory(tmp_path: Path) -> str:
+    path = tmp_path / "hosts.yaml"
+    path.write_text(INVENTORY)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["cluster", "up", "--brokers", "5"], "--brokers: with --hosts the inventory names"),
+        (["cluster", "up", "--name", "x", "--subnet", "10.0.0.0/24"], "--name, --subnet"),
+        (["cluster", "down", "--name", "x"], "--name: with --hosts"),
+        (["cluster", "status", "--name", "x"], "--name: with --hosts"),
+    ],
+)
+def test_the_inventory_names_the_cluster_and_its_nodes(inventory: str, args, says):
+    r = kchaos(*args, "--hosts", inventory)
+    assert r.exit_code == 254 and says in flat(r)
+
+
+def test_accepting_new_host_keys_needs_hosts():
+    r = kchaos("cluster", "status", "--accept-new-host-keys")
+    assert r.exit_code == 254 and "--accept-new-host-keys goes with --hosts" in flat(r)
+
+
+@pytest.mark.parametrize("command", [["cluster", "status"], ["heal"], ["cluster", "down"]])
+def test_a_bad_inventory_is_one_line(tmp_path: Path, command):
+    bad = tmp_path / "hosts.yaml"
+    bad.write_text("hosts: [{name: n1, address: kafka1, role: broker}]\n")
+    r = kchaos(*command, "--hosts", str(bad))
+    assert r.exit_code == 254
+    assert "address must be an IPv4 address" in flat(r) and "Traceback" not in r.output
