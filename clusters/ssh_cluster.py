@@ -176,6 +176,24 @@ class SshCluster:
             cluster_id=str(first["cluster_id"]),
         )
 
+    def missing(self, info: ClusterInfo) -> str | None:
+        """What of the cluster as it came up is no longer on its hosts (None: all of it is, or
+        the hosts cannot be asked, which proves no removal)."""
+        try:
+            states = self._states()
+        except ClusterError:
+            return None
+        gone = [
+            name
+            for name, state in states.items()
+            if state is None or state.get("cluster_id") != info.cluster_id
+        ]
+        return f"hosts {', '.join(gone)} no longer hold it" if gone else None
+
+    def topology(self, quorum: str = "static") -> Topology:
+        """The cluster's shape, from the inventory."""
+        return self._topology(quorum)
+
     def _topology(self, quorum: str = "static") -> Topology:
         topo = self.inventory.topology()
         return Topology(topo.kind, topo.cluster, topo.subnet, topo.nodes, quorum=quorum)

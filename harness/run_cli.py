@@ -55,6 +55,7 @@ SPEC_OPTIONS = {
     "client_version": "client_version",
     "group_protocol": "group_protocol",
     "txn_protocol": "txn_protocol",
+    "hosts": "hosts",
 }
 
 _D = RunSpec()
@@ -227,6 +228,12 @@ _D = RunSpec()
     help="With --txn on Kafka 4.0+: the transaction protocol the cluster is formatted with, "
     "classic (transaction.version 0) or v2 (KIP-890 part 2, --client java only); default: "
     "the release's own default.",
+)
+@click.option(
+    "--hosts",
+    default=None,
+    help="Run on the hosts of this SSH inventory instead of Docker (docs/ssh.md): the cluster "
+    "takes their name and topology.",
 )
 @click.option(
     "--plan-only",

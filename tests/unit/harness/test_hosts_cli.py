@@ -14,7 +14,7 @@ INVENTORY = """cluster: lab
 known_hosts: kh
 defaults: {user: root, key: id}
 hosts:
-  - {name: n1, address: 192.0.2.11, role: broker,controller}
+  - {name: n1, address: 192.0.2.11, role: "broker,controller"}
 """
 
 
@@ -59,3 +59,27 @@ def test_a_bad_inventory_is_one_line(tmp_path: Path, command):
     r = kchaos(*command, "--hosts", str(bad))
     assert r.exit_code == 254
     assert "address must be an IPv4 address" in flat(r) and "Traceback" not in r.output
+
+
+def test_a_run_on_hosts_takes_their_name_and_topology(inventory: str):
+    import json
+
+    r = kchaos("run", "--hosts", inventory, "--nemesis", "partition,kill", "--plan-only")
+    assert r.exit_code == 0, r.output
+    spec = json.loads(r.stdout)["spec"]
+    assert (spec["cluster"], spec["topology"]) == ("lab", "kraft-combined")
+    assert spec["hosts"] == str(Path(inventory).resolve())
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--cluster", "other"], "cluster 'other': a run on the hosts"),
+        (["--topology", "zk"], "topology 'zk': a run on the hosts"),
+        (["--upgrade-to", "4.0"], "--upgrade-to is not supported on SSH hosts"),
+        (["--quorum", "dynamic"], "--quorum dynamic and static-to-dynamic are not supported"),
+    ],
+)
+def test_what_a_run_on_hosts_cannot_do_is_refused_before_it_starts(inventory: str, args, says):
+    r = kchaos("run", "--hosts", inventory, *args, "--plan-only")
+    assert r.exit_code == 254 and says in flat(r)
