@@ -71,8 +71,8 @@ mkdir -p /run/sshd
 exec /usr/sbin/sshd -D -e
 """
 ENTRY_PATH = "/usr/local/sbin/kchaos-sshd"
-# Run once in a container of the node image (on Docker's default bridge: apt needs the mirror),
-# then committed as the hosts' image.
+# Run once in a container of the node image (apt needs Debian's mirror), then committed as the
+# hosts' image.
 BUILD_SCRIPT = f"""set -e
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
@@ -115,8 +115,13 @@ def ensure_hosts_image(client: docker.DockerClient, say: Callable[[str], None] =
     except docker.errors.ImageNotFound:
         pass
     say(f"building SSH host image {tag} from {base} (openssh-server, sudo from Debian's mirror)")
+    # The host's network, as debootstrap has for the node image: apt reaches Debian's mirror
+    # whether or not Docker's default bridge has a way out.
     builder = client.containers.create(
-        base, ["sh", "-c", BUILD_SCRIPT], labels={HOSTS_LABEL + ".build": "1"}
+        base,
+        ["sh", "-c", BUILD_SCRIPT],
+        labels={HOSTS_LABEL + ".build": "1"},
+        network_mode="host",
     )
     try:
         builder.start()
