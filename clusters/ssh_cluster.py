@@ -213,8 +213,10 @@ class SshCluster:
         return SshNode(self.session(host), spec, host, chosen)
 
     def nodes(self, info: ClusterInfo | None = None) -> dict[str, SshNode]:
-        if info is None or len(self._supervisors) < len(self.inventory.hosts):
-            info = self.info() if info is None else info
+        with self._lock:
+            known = len(self._supervisors) == len(self.inventory.hosts)
+        if info is None or not known:
+            self.info()  # learns each host's supervisor from its state file
         return {h.name: self.node(h) for h in self.inventory.hosts}
 
     def dist(self, info: ClusterInfo) -> KafkaDist:

@@ -12,9 +12,11 @@ two processes must not share one SSH transport.
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -32,9 +34,18 @@ IDLE_TIMEOUT_S = 600.0
 # much longer before it gives up on the host itself.
 GRACE_S = 30.0
 CHUNK = 1 << 16
+# sshd allows MaxSessions (10 by default) channels at once on one connection: commands hold at
+# most this many, which leaves room for SFTP and for sessions sshd has not yet let go of after
+# their close. A channel refused anyway is asked for again after a pause, this many times.
+MAX_CHANNELS = 6
+OPEN_ATTEMPTS = 20
 # sudo's secure_path and root's login PATH, so iptables, tc and sshd's tools are found whoever
 # logs in: a non-root user's PATH over SSH often lacks the sbin directories.
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+# paramiko logs a refused channel (which is retried) and a dropped connection (which is opened
+# again, or becomes a HostUnreachable that says so) at ERROR on stderr, into the run's output.
+logging.getLogger("paramiko.transport").setLevel(logging.CRITICAL)
 
 
 class HostUnreachable(ClusterError):
@@ -99,6 +110,7 @@ class SshSession:
         self._lock = threading.Lock()
         self._sftp: paramiko.SFTPClient | None = None
         self._sftp_lock = threading.Lock()
+        self._channels = threading.BoundedSemaphore(MAX_CHANNELS)
 
     def __repr__(self) -> str:
         h = self.host
@@ -177,22 +189,46 @@ class SshSession:
                 self._client.close()
             self._client, self._sftp = None, None
 
+    def _drop(self, client: paramiko.SSHClient) -> None:
+        """Forgets a connection that failed, unless another thread has replaced it already."""
+        with self._lock:
+            if self._client is client and self._pid == os.getpid():
+                client.close()
+                self._client, self._sftp = None, None
+
     # Commands ---------------------------------------------------------------------------------
     def _channel(self, command: str, idle: float) -> paramiko.Channel:
-        for attempt in (1, 2):
-            transport = self.client().get_transport()
+        last: Exception | None = None
+        reconnected = False
+        for attempt in range(OPEN_ATTEMPTS):
+            client = self.client()
+            transport = client.get_transport()
             try:
-                assert transport is not None
+                if transport is None:
+                    raise paramiko.SSHException("no transport")
                 chan = transport.open_session(timeout=CONNECT_TIMEOUT_S)
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                last = exc
+                if transport is not None and transport.is_active():
+                    # Refused by the server (too many sessions at once): the connection is
+                    # fine, and other threads' channels on it go on.
+                    time.sleep(min(0.05 * (attempt + 1), 0.5))
+                    continue
+                # The connection dropped since its last use: opened again, once.
+                self._drop(client)
+                if reconnected:
+                    break
+                reconnected = True
+                continue
+            try:
                 chan.settimeout(idle)
                 chan.exec_command(command)
-                return chan
-            except (paramiko.SSHException, OSError, EOFError, AssertionError) as exc:
-                # A connection that dropped since its last use is opened again, once.
-                self.close()
-                if attempt == 2:
-                    raise HostUnreachable(f"{self.where}: cannot run a command: {exc}") from None
-        raise AssertionError("unreachable")
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                chan.close()
+                last = exc
+                continue
+            return chan
+        raise HostUnreachable(f"{self.where}: cannot run a command: {last}")
 
     def run(
         self,
@@ -205,7 +241,13 @@ class SshSession:
         host's (every command as root); raises HostUnreachable when it cannot be run at all."""
         sudo = self.host.sudo if sudo is None else sudo
         idle = (timeout + GRACE_S) if timeout else IDLE_TIMEOUT_S
-        chan = self._channel(command_line(argv, sudo, timeout), idle)
+        with self._channels:
+            return self._run(argv, command_line(argv, sudo, timeout), idle, stdin)
+
+    def _run(
+        self, argv: list[str], command: str, idle: float, stdin: bytes | None
+    ) -> tuple[int, bytes, bytes]:
+        chan = self._channel(command, idle)
         try:
             if stdin is not None:
                 chan.sendall(stdin)
@@ -234,7 +276,13 @@ class SshSession:
         """Runs ``argv`` and hands its stdout, as a file, to ``consume`` while it runs (a tar
         read as it is written): (exit code, stderr, what ``consume`` returned)."""
         sudo = self.host.sudo if sudo is None else sudo
-        chan = self._channel(command_line(argv, sudo), IDLE_TIMEOUT_S)
+        with self._channels:
+            return self._stream(argv, command_line(argv, sudo), consume)
+
+    def _stream(
+        self, argv: list[str], command: str, consume: Callable[[IO[bytes]], Any]
+    ) -> tuple[int, bytes, Any]:
+        chan = self._channel(command, IDLE_TIMEOUT_S)
         try:
             chan.shutdown_write()
             err: list[bytes] = []
