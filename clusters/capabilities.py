@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from clusters.byteman import LoadedRule, Rule
 from clusters.errors import ClusterError
+from clusters.layout import IMAGE_LAYOUT, Layout
 from clusters.topology import NodeSpec
 
 
@@ -124,6 +125,39 @@ class Rules(Node, Protocol):
 
     def delete_all_rules(self) -> list[str]: ...
     def loaded_rules(self) -> list[LoadedRule]: ...
+
+
+@runtime_checkable
+class Placed(Node, Protocol):
+    """A node whose kchaos files are not where the node image keeps them (an SSH host: under the
+    inventory's directories). A node without it has the image's layout (``layout_of``)."""
+
+    @property
+    def layout(self) -> Layout: ...
+
+
+@runtime_checkable
+class MainPid(Node, Protocol):
+    """A node whose Kafka (or ZooKeeper) JVM is not its PID 1 (a host, where PID 1 is init).
+    A node without it is a container whose PID 1 is the JVM (``proc_dir``)."""
+
+    def main_pid(self) -> int | None:
+        """The JVM's pid, None when it does not run."""
+        ...
+
+
+def layout_of(node: object) -> Layout:
+    """Where ``node`` keeps kchaos's files: its own layout, or the node image's."""
+    return node.layout if isinstance(node, Placed) else IMAGE_LAYOUT
+
+
+def proc_dir(node: object) -> str:
+    """``/proc/<pid>`` of the node's JVM as seen inside the node: ``/proc/1`` in a container;
+    on a host the JVM's own, or a path that exists nowhere when it does not run."""
+    if not isinstance(node, MainPid):
+        return "/proc/1"
+    pid = node.main_pid()
+    return f"/proc/{pid}" if pid else "/proc/-1"
 
 
 # Capabilities taken together, for callers that use several. Python has no intersection types:

@@ -14,9 +14,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from clusters.capabilities import Collectable, Files, Logs, require
+from clusters.capabilities import Collectable, Files, Logs, layout_of, require
 from clusters.cluster import Cluster
-from clusters.config import CONF_DIR, DATA_DIR
 from clusters.data_logs import collect_data_logs, dump_grouped
 from clusters.errors import ClusterError
 from history.format import CLUSTER_JSON, LOGS_DIR, METADATA_DIR, NODE_LOG, OBSERVERS_DIR
@@ -79,7 +78,7 @@ def collect_cluster(
         logs.mkdir(parents=True, exist_ok=True)
         (logs / NODE_LOG).write_text(node.logs())
         try:
-            node.copy_dir_out(CONF_DIR, logs)
+            node.copy_dir_out(layout_of(node).conf_dir, logs)
         except ClusterError as exc:
             say(f"warning: {exc}")
     if info.topology.kraft:
@@ -104,7 +103,9 @@ def _collect_metadata_logs(
             (Path(tmp) / node.name / METADATA_PARTITION).mkdir(parents=True)
             try:
                 node.copy_files_out(
-                    [f"{DATA_DIR}/{METADATA_PARTITION}"], Path(tmp) / node.name, kept_raw_file
+                    [f"{layout_of(node).data_dir}/{METADATA_PARTITION}"],
+                    Path(tmp) / node.name,
+                    kept_raw_file,
                 )
             except ClusterError as exc:
                 say(f"warning: {exc}")

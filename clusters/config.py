@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from clusters.byteman import BYTEMAN_PORT
 from clusters.errors import ClusterError
 from clusters.kafka_dist import BYTEMAN_JAR, JOLOKIA_JAR, KafkaDist, parse_version
+from clusters.layout import IMAGE_LAYOUT, Layout
 from clusters.migration import initial_phase, migration_properties
 from clusters.quorum import (
     auto_join_properties,
@@ -32,18 +33,20 @@ from clusters.topology import (
 )
 
 TIMINGS = ("default", "fast")
-CONF_DIR = "/etc/kafka"
-DATA_DIR = "/var/lib/kafka/data"
-ZK_DATA_DIR = "/var/lib/zookeeper"
+# The node image's paths (clusters/layout.py); an SSH host's are under its inventory's
+# directories, and each function below that names a path takes the node's ``layout``.
+CONF_DIR = IMAGE_LAYOUT.conf_dir
+DATA_DIR = IMAGE_LAYOUT.data_dir
+ZK_DATA_DIR = IMAGE_LAYOUT.zk_data_dir
 # Every assembled Kafka version, mounted read-only into every node: a rolling upgrade restarts a
 # node on another version's jars without recreating its container (same data, same id).
-DISTS_DIR = "/opt/kafka/dists"
-AGENTS_DIR = "/opt/kchaos/agents"
+DISTS_DIR = IMAGE_LAYOUT.dists_dir
+AGENTS_DIR = IMAGE_LAYOUT.agents_dir
 # When this file exists in a node, the entrypoint starts the JVM under libfaketime with it.
-FAKETIME_ENV = "/etc/kafka/faketime.env"
+FAKETIME_ENV = IMAGE_LAYOUT.faketime_env
 # When this file exists in a re-provisioned controller, its next start empties its data
 # directory first (harness/quorum_steps.py): a new disk, hence a new directory id (KIP-853).
-WIPE_MARKER = "/etc/kafka/wipe-data"
+WIPE_MARKER = IMAGE_LAYOUT.wipe_marker
 
 # Short heartbeats, sessions and elections, so fault tests see failover in seconds, not minutes.
 FAST_KRAFT = {
@@ -110,6 +113,7 @@ def server_properties(
     ibp: str | None = None,
     extra: dict[str, str] | None = None,
     dynamic: bool | None = None,
+    layout: Layout = IMAGE_LAYOUT,
 ) -> dict[str, str]:
     """A Kafka node's properties; ``phase`` (migration topology only) is its migration phase;
     ``ibp`` (ZooKeeper mode) the inter.broker.protocol.version if not the version's own;
@@ -145,7 +149,7 @@ def server_properties(
         props["inter.broker.listener.name"] = "PLAINTEXT"
     if not topo.migration:
         props["listeners"] = ",".join(listeners)
-    props["log.dirs"] = DATA_DIR
+    props["log.dirs"] = layout.data_dir
     props.update(
         {
             "auto.create.topics.enable": "false",
@@ -179,13 +183,13 @@ def server_properties(
     return props
 
 
-def zoo_cfg(topo: Topology, timing: str) -> dict[str, str]:
+def zoo_cfg(topo: Topology, timing: str, layout: Layout = IMAGE_LAYOUT) -> dict[str, str]:
     check_timing(timing)
     cfg = {
         "tickTime": "500" if timing == "fast" else "2000",
         "initLimit": "20",
         "syncLimit": "10",
-        "dataDir": ZK_DATA_DIR,
+        "dataDir": layout.zk_data_dir,
         "clientPort": str(ZK_CLIENT_PORT),
         "maxClientCnxns": "0",
         "admin.enableServer": "false",
@@ -215,11 +219,12 @@ rootLogger.appenderRef.stdout.ref = STDOUT
 """
 
 
-def jvm_options(dist: KafkaDist, heap_mb: int) -> list[str]:
+def jvm_options(dist: KafkaDist, heap_mb: int, layout: Layout = IMAGE_LAYOUT) -> list[str]:
+    conf = layout.conf_dir
     if dist.line.logging == "reload4j":
-        logging = f"-Dlog4j.configuration=file:{CONF_DIR}/log4j.properties"
+        logging = f"-Dlog4j.configuration=file:{conf}/log4j.properties"
     else:
-        logging = f"-Dlog4j2.configurationFile={CONF_DIR}/log4j2.properties"
+        logging = f"-Dlog4j2.configurationFile={conf}/log4j2.properties"
     return [
         f"-Xms{min(heap_mb, 128)}m",
         f"-Xmx{heap_mb}m",
@@ -228,30 +233,32 @@ def jvm_options(dist: KafkaDist, heap_mb: int) -> list[str]:
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",
         logging,
-        f"-javaagent:{AGENTS_DIR}/{JOLOKIA_JAR}=host=0.0.0.0,port={JOLOKIA_PORT},"
+        f"-javaagent:{layout.agents_dir}/{JOLOKIA_JAR}=host=0.0.0.0,port={JOLOKIA_PORT},"
         "discoveryEnabled=false",
     ]
 
 
-def byteman_agent(node: NodeSpec) -> str:
+def byteman_agent(node: NodeSpec, layout: Layout = IMAGE_LAYOUT) -> str:
     """Byteman's agent with its rule listener on the node's own cluster address only (never
     0.0.0.0): the harness host and the nodes reach it, nothing outside the network does.
     Kafka JVMs only: no fault kind hooks ZooKeeper."""
     return (
-        f"-javaagent:{AGENTS_DIR}/{BYTEMAN_JAR}=listener:true,address:{node.ip},port:{BYTEMAN_PORT}"
+        f"-javaagent:{layout.agents_dir}/{BYTEMAN_JAR}=listener:true,address:{node.ip},"
+        f"port:{BYTEMAN_PORT}"
     )
 
 
-def node_classpath(dist: KafkaDist) -> str:
-    """The version's jars as a node sees them (clusters/docker_lifecycle.py mounts them)."""
-    return f"{DISTS_DIR}/{dist.version}/libs/*"
+def node_classpath(dist: KafkaDist, layout: Layout = IMAGE_LAYOUT) -> str:
+    """The version's jars as a node sees them (clusters/docker_lifecycle.py mounts them; an SSH
+    host has them installed, clusters/ssh_install.py)."""
+    return f"{layout.dists_dir}/{dist.version}/libs/*"
 
 
-def running_version(cmdline: str) -> str | None:
-    """The Kafka version a node's JVM runs, from its command line (``/proc/1/cmdline``, NUL- or
-    space-separated): the version directory of its classpath, which an upgrade roll changes
+def running_version(cmdline: str, layout: Layout = IMAGE_LAYOUT) -> str | None:
+    """The Kafka version a node's JVM runs, from its command line (``/proc/<pid>/cmdline``, NUL-
+    or space-separated): the version directory of its classpath, which an upgrade roll changes
     node by node. None for a command line without one."""
-    found = re.search(rf"{re.escape(DISTS_DIR)}/([^/\s\x00]+)/libs/", cmdline)
+    found = re.search(rf"{re.escape(layout.dists_dir)}/([^/\s\x00]+)/libs/", cmdline)
     return found.group(1) if found else None
 
 
@@ -264,12 +271,14 @@ def feature_options(features: dict[str, int] | None) -> list[str]:
     ]
 
 
-def _entrypoint(node: NodeSpec, main: list[str], prepare: str) -> str:
-    # The JVM must be PID 1 (exec) so that signals sent to the container reach Kafka itself.
+def _entrypoint(node: NodeSpec, main: list[str], prepare: str, layout: Layout) -> str:
+    # The JVM must be PID 1 (exec) so that signals sent to the container reach Kafka itself;
+    # on a host, the pid its supervisor started, for the same reason.
+    env = layout.faketime_env
     return f"""#!/bin/sh
 set -e
 {prepare}
-if [ -f {FAKETIME_ENV} ]; then . {FAKETIME_ENV}; fi
+if [ -f {env} ]; then . {env}; fi
 exec {shlex.join(main)}
 """
 
@@ -287,43 +296,50 @@ def render_node(
     dynamic: bool | None = None,
     fresh: bool = False,
     features: dict[str, int] | None = None,
+    layout: Layout = IMAGE_LAYOUT,
 ) -> NodeConfig:
     """All files and the PID-1 command for one node (``phase``: its migration phase; ``ibp``:
     ZooKeeper mode's pinned inter.broker.protocol.version; ``dynamic``: configured for a dynamic
     quorum, by default as the topology starts; ``fresh``: a controller re-provisioned to join a
     dynamic quorum, whose next start wipes its data if WIPE_MARKER is there; ``features``: the
-    feature levels a KRaft node is formatted with, ``feature_options``)."""
+    feature levels a KRaft node is formatted with, ``feature_options``; ``layout``: where the
+    node keeps its files, the node image's unless it is a host)."""
+    conf, data = layout.conf_dir, layout.data_dir
     files: dict[str, str] = {}
     logging_file = "log4j.properties" if dist.line.logging == "reload4j" else "log4j2.properties"
-    files[f"{CONF_DIR}/{logging_file}"] = LOG4J1 if dist.line.logging == "reload4j" else LOG4J2
-    classpath = node_classpath(dist)
+    files[f"{conf}/{logging_file}"] = LOG4J1 if dist.line.logging == "reload4j" else LOG4J2
+    classpath = node_classpath(dist, layout)
     if node.is_zookeeper:
         if not dist.line.zookeeper:
             raise ClusterError(f"Kafka {dist.version} has no ZooKeeper mode (removed in 4.0)")
-        files[f"{CONF_DIR}/zoo.cfg"] = _props(zoo_cfg(topo, timing))
+        files[f"{conf}/zoo.cfg"] = _props(zoo_cfg(topo, timing, layout))
         main = [
             "java",
-            *jvm_options(dist, min(heap_mb, 128)),
+            *jvm_options(dist, min(heap_mb, 128), layout),
             "-cp",
             classpath,
             dist.classes["zookeeper"],
-            f"{CONF_DIR}/zoo.cfg",
+            f"{conf}/zoo.cfg",
         ]
-        prepare = f"mkdir -p {ZK_DATA_DIR} && echo {node.node_id} > {ZK_DATA_DIR}/myid"
+        prepare = (
+            f"mkdir -p {layout.zk_data_dir} && echo {node.node_id} > {layout.zk_data_dir}/myid"
+        )
     else:
         dynamic = configured_dynamic(topo) if dynamic is None else dynamic
-        props = server_properties(topo, node, timing, phase, dist.version, ibp, extra, dynamic)
-        files[f"{CONF_DIR}/server.properties"] = _props(props)
+        props = server_properties(
+            topo, node, timing, phase, dist.version, ibp, extra, dynamic, layout
+        )
+        files[f"{conf}/server.properties"] = _props(props)
         main = [
             "java",
-            *jvm_options(dist, heap_mb),
-            byteman_agent(node),
+            *jvm_options(dist, heap_mb, layout),
+            byteman_agent(node, layout),
             "-cp",
             classpath,
             dist.classes["kafka"],
-            f"{CONF_DIR}/server.properties",
+            f"{conf}/server.properties",
         ]
-        prepare = f"mkdir -p {DATA_DIR}"
+        prepare = f"mkdir -p {data}"
         # Migrating brokers keep the meta.properties their ZooKeeper-mode start wrote.
         if topo.kraft and not (topo.migration and node.is_broker):
             # Formatting runs once per container: a restarted node keeps its formatted data.
@@ -332,8 +348,8 @@ def render_node(
                 "-Xmx96m",
                 "-XX:TieredStopAtLevel=1",
                 "-XX:+UseSerialGC",
-                f"-Dlog4j.configuration=file:{CONF_DIR}/log4j.properties",
-                f"-Dlog4j2.configurationFile={CONF_DIR}/log4j2.properties",
+                f"-Dlog4j.configuration=file:{conf}/log4j.properties",
+                f"-Dlog4j2.configurationFile={conf}/log4j2.properties",
                 "-cp",
                 classpath,
                 dist.classes["storage"],
@@ -341,15 +357,16 @@ def render_node(
                 "-t",
                 cluster_id,
                 "-c",
-                f"{CONF_DIR}/server.properties",
+                f"{conf}/server.properties",
                 "--ignore-formatted",
                 *format_options(topo, node, cluster_id, dynamic, fresh),
                 *feature_options(features),
             ]
             if fresh:
                 prepare = (
-                    f"if [ -f {WIPE_MARKER} ]; then rm -rf {DATA_DIR} {WIPE_MARKER}; fi\n" + prepare
+                    f"if [ -f {layout.wipe_marker} ]; then rm -rf {data} {layout.wipe_marker}; fi\n"
+                    + prepare
                 )
-            prepare += f"\nif [ ! -f {DATA_DIR}/meta.properties ]; then {shlex.join(fmt)}; fi"
-    files[f"{CONF_DIR}/entrypoint.sh"] = _entrypoint(node, main, prepare)
-    return NodeConfig(files=files, command=["/bin/sh", f"{CONF_DIR}/entrypoint.sh"])
+            prepare += f"\nif [ ! -f {data}/meta.properties ]; then {shlex.join(fmt)}; fi"
+    files[f"{conf}/entrypoint.sh"] = _entrypoint(node, main, prepare, layout)
+    return NodeConfig(files=files, command=["/bin/sh", f"{conf}/entrypoint.sh"])

@@ -16,9 +16,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from clusters.capabilities import Files, require
+from clusters.capabilities import Files, layout_of, require
 from clusters.cluster import Cluster, ClusterInfo
-from clusters.config import DATA_DIR
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist, quiet_logging
 from history.format import DATA_LOGS_DIR
@@ -120,7 +119,8 @@ def collect_data_logs(
         for node in brokers:
             root = Path(tmp) / node.name
             root.mkdir()
-            wanted = [f"{DATA_DIR}/{partition}" for partition in partitions]
+            data_dir = layout_of(node).data_dir
+            wanted = [f"{data_dir}/{partition}" for partition in partitions]
             # A directory the broker lacks is a partition it holds no replica of; none, none.
             with contextlib.suppress(ClusterError):
                 node.copy_files_out(wanted, root, _is_segment)

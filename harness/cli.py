@@ -23,6 +23,7 @@ from harness.campaign_cli import campaign
 from harness.cluster_cli import cluster
 from harness.console import console, err_console, say
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED_EXIT
+from harness.hosts_cli import hosts
 from harness.nemeses_cli import nemeses
 from harness.run_cli import heal, run
 from harness.spec import SpecError
@@ -91,6 +92,7 @@ main.add_command(cluster)
 main.add_command(run)
 main.add_command(campaign)
 main.add_command(heal)
+main.add_command(hosts)
 main.add_command(nemeses)
 main.add_command(check_command)
 main.add_command(analyze_command)

@@ -1,4 +1,7 @@
-"""``kchaos cluster``: bring real Kafka clusters up and down, and see what each node says."""
+"""``kchaos cluster``: bring real Kafka clusters up and down, and see what each node says.
+
+On Docker by default (``--name``); on the hosts of an SSH inventory with ``--hosts hosts.yaml``
+(docs/ssh.md), whose cluster name is the inventory's."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 from rich import box
 from rich.table import Table
 
@@ -17,6 +21,7 @@ from clusters.hold import Holder, holding, note_forced_removal
 from clusters.kafka_dist import DEFAULT_VERSION
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology
 from harness.console import console, print_json, say
+from harness.hosts import accept_option, hosts_option, open_hosts
 
 name_option = click.option(
     "--name", default="kchaos", show_default=True, help="Cluster name (several can coexist)."
@@ -30,7 +35,26 @@ force_option = click.option(
 
 @click.group()
 def cluster() -> None:
-    """Real Kafka clusters on Docker."""
+    """Real Kafka clusters on Docker, or on SSH hosts (--hosts)."""
+
+
+def _on_hosts(ctx: click.Context, hosts: Path | None, accept: bool, docker_only: tuple[str, ...]):
+    """The cluster on the inventory's hosts, or None without --hosts. What the inventory says
+    (the cluster's name and shape) cannot also be given as an option."""
+    if hosts is None:
+        if accept:
+            raise click.UsageError("--accept-new-host-keys goes with --hosts")
+        return None
+    given = [
+        f"--{o.replace('_', '-')}"
+        for o in docker_only
+        if ctx.get_parameter_source(o) not in (ParameterSource.DEFAULT, None)
+    ]
+    if given:
+        raise click.UsageError(
+            f"{', '.join(given)}: with --hosts the inventory names the cluster and its nodes"
+        )
+    return open_hosts(hosts, accept, say)
 
 
 @cluster.command()
@@ -58,7 +82,11 @@ def cluster() -> None:
     "--no-wait", is_flag=True, help="Return once containers start, without waiting for readiness."
 )
 @force_option
+@hosts_option
+@accept_option
+@click.pass_context
 def up(
+    ctx: click.Context,
     name: str,
     topology: str,
     version: str,
@@ -69,8 +97,28 @@ def up(
     heap_mb: int,
     no_wait: bool,
     force: bool,
+    hosts: Path | None,
+    accept_new_host_keys: bool,
 ) -> None:
     """Creates a cluster and waits until it is ready (leader elected, brokers unfenced)."""
+    ssh = _on_hosts(
+        ctx, hosts, accept_new_host_keys, ("name", "topology", "brokers", "zookeepers", "subnet")
+    )
+    if ssh is not None:
+        started = time.monotonic()
+        with (
+            holding(ssh.cluster, "kchaos cluster up", force, "bring it up anyway", say),
+            console.status(
+                f"bringing up cluster '{ssh.cluster}' on {len(ssh.inventory.hosts)} hosts"
+            ),
+        ):
+            info = ssh.up(None, version, timing=timing, heap_mb=heap_mb, say=say, wait=not no_wait)
+        verb = "started" if no_wait else "ready"
+        console.print(
+            f"[green]cluster '{ssh.cluster}' {verb}[/green] in {time.monotonic() - started:.1f} s; "
+            f"bootstrap servers {info.topology.bootstrap_servers()}"
+        )
+        return
     topo = build_topology(
         topology, cluster=name, brokers=brokers, zookeepers=int(zookeepers), subnet=subnet
     )
@@ -97,16 +145,40 @@ def up(
     help="First copy node logs and decoded metadata logs into this directory.",
 )
 @force_option
-def down(name: str, collect: Path | None, force: bool) -> None:
+@hosts_option
+@accept_option
+@click.pass_context
+def down(
+    ctx: click.Context,
+    name: str,
+    collect: Path | None,
+    force: bool,
+    hosts: Path | None,
+    accept_new_host_keys: bool,
+) -> None:
     """Removes every container and network of the cluster (after collecting, if asked).
 
-    Refused while a run uses the cluster, unless --force (the run then ends with an error)."""
+    On SSH hosts: undoes every fault first (a host's iptables chains and qdiscs outlive its
+    node), then stops the JVMs and removes what the cluster put there; the installed Kafka jars
+    stay for the next cluster. Refused while a run uses the cluster, unless --force (the run
+    then ends with an error)."""
+    ssh = _on_hosts(ctx, hosts, accept_new_host_keys, ("name",))
+    name = ssh.cluster if ssh is not None else name
 
     def tell_holder(holder: Holder | None) -> None:
         note_forced_removal(name, holder, "kchaos cluster down --force")
 
     does = "remove it anyway (the run on it then ends with an error)"
     with holding(name, "kchaos cluster down", force, does, say, tell_holder):
+        if ssh is not None:
+            from nemesis.heal import heal_cluster
+
+            if ssh.exists():
+                for action in heal_cluster(ssh):
+                    say(f"healed: {action}")
+            removed = ssh.down(collect=collect, say=say)
+            console.print(f"cluster '{name}': removed from {removed} hosts")
+            return
         removed = DockerCluster(client(), name).down(collect=collect, say=say)
     console.print(f"cluster '{name}': removed {removed} containers and networks")
 
@@ -121,11 +193,17 @@ def list_() -> None:
 @cluster.command()
 @name_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def status(name: str, as_json: bool) -> None:
+@hosts_option
+@accept_option
+@click.pass_context
+def status(
+    ctx: click.Context, name: str, as_json: bool, hosts: Path | None, accept_new_host_keys: bool
+) -> None:
     """Each node's processes and its own view of the quorum."""
     from clusters.status import cluster_status
 
-    st = cluster_status(DockerCluster(client(), name))
+    ssh = _on_hosts(ctx, hosts, accept_new_host_keys, ("name",))
+    st = cluster_status(ssh if ssh is not None else DockerCluster(client(), name))
     if as_json:
         print_json(st)
     else:
@@ -136,9 +214,20 @@ def status(name: str, as_json: bool) -> None:
 @name_option
 @click.argument("node")
 @click.option("--tail", type=int, default=None, help="Only the last N lines.")
-def logs(name: str, node: str, tail: int | None) -> None:
+@hosts_option
+@accept_option
+@click.pass_context
+def logs(
+    ctx: click.Context,
+    name: str,
+    node: str,
+    tail: int | None,
+    hosts: Path | None,
+    accept_new_host_keys: bool,
+) -> None:
     """Prints a node's log."""
-    dc = DockerCluster(client(), name)
+    ssh = _on_hosts(ctx, hosts, accept_new_host_keys, ("name",))
+    dc = ssh if ssh is not None else DockerCluster(client(), name)
     info = dc.info()
     info.topology.node(node)
     sys.stdout.write(dc.nodes(info)[node].logs(tail=tail))

@@ -30,6 +30,7 @@ from clusters.errors import ClusterError
 from clusters.hold import ClusterRemoved, Hold, holding
 from clusters.kafka_dist import KafkaDist, ensure_dist, parse_version
 from clusters.quorum import STATIC
+from clusters.ssh_cluster import SshCluster
 from clusters.topology import build_topology
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED_EXIT
 from harness.faults import FaultDriver, heal, prepare
@@ -93,7 +94,7 @@ class Live:
     from wherever the run got to, stops, heals and closes exactly what is there."""
 
     run_dir: Path
-    cluster: DockerCluster
+    cluster: DockerCluster | SshCluster
     up: Up | None = None
     workload: Workload | None = None
     observer: Observer | None = None
@@ -174,7 +175,7 @@ class Run:
         if self.hold is not None:
             self.hold.note_run_dir(run_dir)
         self.say(f"seed {self.plan.seed}; run directory {run_dir}")
-        live = Live(run_dir, DockerCluster(docker_client(), self.spec.cluster))
+        live = Live(run_dir, self._cluster())
         interrupted = False
         error: BaseException | None = None
         started = time.monotonic()
@@ -202,16 +203,27 @@ class Run:
             raise error
         return RunResult(run_dir, self.plan.seed, code, self.summary)
 
+    def _cluster(self) -> DockerCluster | SshCluster:
+        """Where the run's cluster lives: Docker, or the hosts of an SSH inventory (--hosts)."""
+        if self.spec.hosts:
+            from harness.hosts import open_hosts
+
+            return open_hosts(self.spec.hosts, say=self.say)
+        return DockerCluster(docker_client(), self.spec.cluster)
+
     # The run proper, in order ------------------------------------------------------------------
     def _bring_up(self, live: Live) -> Up:
         spec = self.spec
-        topo = build_topology(
-            spec.topology,
-            cluster=spec.cluster,
-            subnet=spec.subnet,
-            zookeepers=spec.zookeepers,
-            quorum=spec.quorum_mode,
-        )
+        if isinstance(live.cluster, SshCluster):
+            topo = live.cluster.topology(spec.quorum_mode)
+        else:
+            topo = build_topology(
+                spec.topology,
+                cluster=spec.cluster,
+                subnet=spec.subnet,
+                zookeepers=spec.zookeepers,
+                quorum=spec.quorum_mode,
+            )
         # Every release the run will roll to is assembled first: an unknown one is refused
         # before any container exists.
         self.releases = {v: ensure_dist(v) for v in spec.releases()}
@@ -266,7 +278,7 @@ class Run:
         workload.setup()
         return workload
 
-    def _prepare_nemeses(self, dc: DockerCluster, up: Up, ctx: FaultContext) -> None:
+    def _prepare_nemeses(self, dc: DockerCluster | SshCluster, up: Up, ctx: FaultContext) -> None:
         if prepare(self.nemeses, ctx, up.recorder, self.say):
             self._wait_ready(dc, up.info, "after preparing the nodes", PREPARE_READY_TIMEOUT_S)
 
@@ -329,7 +341,9 @@ class Run:
         observer.stop()
         self.summary["observer_samples"] = observer.samples
 
-    def _wait_ready(self, dc: DockerCluster, info: ClusterInfo, why: str, timeout: float) -> None:
+    def _wait_ready(
+        self, dc: DockerCluster | SshCluster, info: ClusterInfo, why: str, timeout: float
+    ) -> None:
         wait_observed_ready(dc, info, why, timeout, self.say)
 
     # Ending, on every path -----------------------------------------------------------------------
@@ -448,8 +462,10 @@ class Run:
         ).run_slot(slot)
 
 
-def _gone(dc: DockerCluster, info: ClusterInfo) -> str | None:
+def _gone(dc: DockerCluster | SshCluster, info: ClusterInfo) -> str | None:
     """What of the cluster as it came up is no longer there (None: all of it is)."""
+    if isinstance(dc, SshCluster):
+        return dc.missing(info)
     try:
         present = {c.labels.get(f"{LABEL}.node") for c in dc.containers()}
         network = bool(dc.networks())

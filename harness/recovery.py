@@ -18,6 +18,7 @@ import docker.errors
 from clusters.docker_cluster import DockerCluster
 from clusters.engine import client as docker_client
 from clusters.errors import ClusterError
+from clusters.ssh_cluster import SshCluster
 from harness.exit_codes import CRASHED_RUN_EXIT
 from harness.outcome import RunResult
 from harness.rundir import write_json
@@ -35,7 +36,7 @@ def recover(
     summary: dict[str, Any] = dict(facts.get("summary") or run.summary)
     summary["crashed"] = crashed
     made, history = bool(facts.get("made")), bool(facts.get("history"))
-    cluster = _cluster(spec.cluster, say) if made else None
+    cluster = _cluster(spec, say) if made else None
     if cluster is not None and not facts.get("healed"):
         summary["healed"] = _heal(cluster, say)
     if history and not facts.get("history_kept"):
@@ -64,20 +65,30 @@ def describe(crashed: dict[str, Any]) -> str:
     return f"the client host {how} during {crashed['where']}"
 
 
-def _cluster(name: str, say: Any) -> DockerCluster | None:
+def _cluster(spec: Any, say: Any) -> DockerCluster | SshCluster | None:
     try:
-        cluster = DockerCluster(docker_client(), name)
+        if getattr(spec, "hosts", None):
+            from harness.hosts import open_hosts
+
+            cluster: DockerCluster | SshCluster = open_hosts(spec.hosts, say=say)
+        else:
+            cluster = DockerCluster(docker_client(), spec.cluster)
         return cluster if cluster.exists() else None
     except (ClusterError, docker.errors.DockerException) as exc:
         say(f"warning: cannot reach the cluster to heal and tear it down: {exc}")
         return None
 
 
-def _heal(cluster: DockerCluster, say: Any) -> list[str] | dict[str, str]:
+def _heal(cluster: DockerCluster | SshCluster, say: Any) -> list[str] | dict[str, str]:
     try:
         done = heal_cluster(cluster)
     except Exception as exc:  # the teardown still runs; `kchaos heal` can be tried again
-        say(f"warning: healing failed: {exc}; retry: kchaos heal --name {cluster.cluster}")
+        where = (
+            f"--hosts {cluster.inventory.path}"
+            if isinstance(cluster, SshCluster)
+            else f"--name {cluster.cluster}"
+        )
+        say(f"warning: healing failed: {exc}; retry: kchaos heal {where}")
         return {"error": f"{type(exc).__name__}: {exc}"}
     for action in done:
         say(f"healed: {action}")

@@ -14,6 +14,7 @@ from clusters.kafka_dist import DEFAULT_VERSION
 from clusters.quorum import QUORUMS
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
 from harness.console import console, err_console, say
+from harness.hosts import accept_option, hosts_option, open_hosts
 from harness.nemesis_items import EXAMPLE, SYNTAX
 from harness.plan import build_plan, load_plan, new_seed
 from harness.spec import AVAILABILITY, SEND_MODES, RunSpec, load_spec_file, spec_from_dict
@@ -54,6 +55,7 @@ SPEC_OPTIONS = {
     "client_version": "client_version",
     "group_protocol": "group_protocol",
     "txn_protocol": "txn_protocol",
+    "hosts": "hosts",
 }
 
 _D = RunSpec()
@@ -228,6 +230,12 @@ _D = RunSpec()
     "the release's own default.",
 )
 @click.option(
+    "--hosts",
+    default=None,
+    help="Run on the hosts of this SSH inventory instead of Docker (docs/ssh.md): the cluster "
+    "takes their name and topology.",
+)
+@click.option(
     "--plan-only",
     is_flag=True,
     help="Print the plan and exit without running. Checks all a run checks without a network "
@@ -302,16 +310,39 @@ def run(
     help="Heal even while a run holds the cluster (it heals itself as it ends; undoing its "
     "faults early makes its history say faults were on that were not).",
 )
-def heal(cluster: str, force: bool) -> None:
-    """Undoes every fault any nemesis could have left on a cluster (after a crashed run)."""
-    from clusters.docker_cluster import DockerCluster
-    from clusters.engine import client
+@hosts_option
+@accept_option
+@click.pass_context
+def heal(
+    ctx: click.Context,
+    cluster: str,
+    force: bool,
+    hosts: Path | None,
+    accept_new_host_keys: bool,
+) -> None:
+    """Undoes every fault any nemesis could have left on a cluster (after a crashed run).
+
+    With --hosts, on the inventory's hosts: every kchaos iptables chain and netem qdisc,
+    stopped and exited JVMs, libfaketime, Byteman rules; a host's network rules outlive its
+    JVM, so hosts whose JVM is down are cleaned too."""
     from clusters.hold import holding
     from nemesis.heal import heal_cluster
 
+    if hosts is not None:
+        if ctx.get_parameter_source("cluster") not in (ParameterSource.DEFAULT, None):
+            raise click.UsageError("--name: with --hosts the inventory names the cluster")
+        target: Any = open_hosts(hosts, accept_new_host_keys, say)
+        cluster = target.cluster
+    else:
+        from clusters.docker_cluster import DockerCluster
+        from clusters.engine import client
+
+        if accept_new_host_keys:
+            raise click.UsageError("--accept-new-host-keys goes with --hosts")
+        target = DockerCluster(client(), cluster)
     does = "heal it anyway (the run's history then shows faults on that were already undone)"
     with holding(cluster, "kchaos heal", force, does, say):
-        done = heal_cluster(DockerCluster(client(), cluster))
+        done = heal_cluster(target)
     for action in done:
         say(action)
     what = f"{len(done)} fault(s) undone" if done else "no fault was in place"

@@ -86,6 +86,9 @@ class RunSpec:
     client_version: str | None = None
     group_protocol: str | None = None
     txn_protocol: str | None = None
+    # An SSH inventory (clusters/inventory.py, docs/ssh.md): the run's cluster is brought up on
+    # its hosts instead of Docker, and takes their name and topology. None: Docker.
+    hosts: str | None = None
 
     @property
     def run_name(self) -> str:
@@ -134,7 +137,16 @@ _LATER_OPTIONS = (
     "client_version",
     "group_protocol",
     "txn_protocol",
+    "hosts",
 )
+# What a run on SSH hosts cannot do yet: these steps write configurations and install releases
+# the way Docker's nodes take them (harness/upgrade.py, harness/migration.py,
+# harness/quorum_steps.py).
+NOT_ON_HOSTS = {
+    "upgrade_to": "--upgrade-to",
+    "downgrade_to": "--downgrade-to",
+    "features": "--features",
+}
 
 
 def check_release(version: str) -> None:
@@ -288,6 +300,7 @@ _OPTIONAL_KINDS: dict[str, type] = {
     "client_version": str,
     "group_protocol": str,
     "txn_protocol": str,
+    "hosts": str,
 }
 
 
@@ -335,6 +348,8 @@ def spec_from_dict(data: Any, where: str = "spec") -> RunSpec:
         except SpecError as exc:
             raise SpecError(f"{where}: {exc}") from None
     try:
+        if values.get("hosts"):
+            values.update(_on_hosts(values, defaults))
         return check_named_targets(validate(RunSpec(**values)))
     except SpecError as exc:
         raise SpecError(f"{where}: {exc}") from None
@@ -360,6 +375,33 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SpecError(f"{p}: expected a mapping of options, found {type(data).__name__}")
     return data
+
+
+def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
+    """A run on an inventory's hosts takes their cluster name and topology: an option left at
+    its default becomes the inventory's, one given otherwise is refused. The inventory's path
+    is kept absolute, so a replay from elsewhere finds it."""
+    from clusters.inventory import load_inventory
+
+    try:
+        inventory = load_inventory(values["hosts"])
+        kind = inventory.topology().kind
+    except ClusterError as exc:
+        raise SpecError(f"hosts: {exc}") from None
+    out: dict[str, Any] = {"hosts": str(inventory.path or values["hosts"])}
+    for key, theirs in (("cluster", inventory.cluster), ("topology", kind)):
+        given = values.get(key, getattr(defaults, key))
+        if given not in (getattr(defaults, key), theirs):
+            raise SpecError(
+                f"{key} {given!r}: a run on the hosts of {values['hosts']} has theirs ({theirs!r})"
+            )
+        out[key] = theirs
+    for key, option in NOT_ON_HOSTS.items():
+        if values.get(key) is not None:
+            raise SpecError(f"{option} is not supported on SSH hosts yet (docs/ssh.md)")
+    if values.get("quorum") not in (None, STATIC):
+        raise SpecError("--quorum dynamic and static-to-dynamic are not supported on SSH hosts yet")
+    return out
 
 
 def check_named_targets(spec: RunSpec) -> RunSpec:

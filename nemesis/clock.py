@@ -8,6 +8,10 @@ resets act on the running JVM without a restart. Monotonic time is left alone
 (FAKETIME_DONT_FAKE_MONOTONIC=1): Java 17 hangs when its monotonic clock jumps, and it keeps
 Kafka's timeouts honest, which is what docs/nemesis.md explains, with why
 FAKETIME_FORCE_MONOTONIC_FIX=0 is needed for the JVM not to spin.
+
+The files are where the node keeps its configuration (``layout_of``: a container's /etc/kafka,
+a host's under its install directory), and "the JVM" is the node's own process (``proc_dir``:
+PID 1 of a container, the supervisor's pid on a host, whose PID 1 is init).
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ import random
 import shlex
 from typing import Any
 
-from clusters.capabilities import Exec, Host, Process, Shell
-from clusters.config import FAKETIME_ENV
+from clusters.capabilities import Exec, Host, Process, Shell, layout_of, proc_dir
+from clusters.layout import IMAGE_LAYOUT, Layout
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, before_touching
 from nemesis.menu import Interval, Kind, Menu, Param, Pick
@@ -25,19 +29,26 @@ from nemesis.nodes import number, on_each, run, split_running, wait_for
 from nemesis.targets import resolve
 
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-OFFSET_FILE = "/etc/kafka/faketime.rc"
+OFFSET_FILE = IMAGE_LAYOUT.faketime_offset
 STROBE_PID = "/tmp/kchaos-strobe.pid"
+
+
 # FAKETIME_FORCE_MONOTONIC_FIX=0: on glibc >= 2.30 libfaketime otherwise rebases the deadline of
 # every timed wait on a monotonic condition variable onto its *faked* monotonic clock, which with
 # DONT_FAKE_MONOTONIC lies decades away from the JVM's real one: each wait times out at once and
 # the JVM's sleeping threads spin. That made Kafka start 6-10x slower; with 0 the JVM's own
 # deadline is passed through unchanged (bench/bench_faketime.py measures both).
-ENV_TEXT = f"""export LD_PRELOAD={LIBFAKETIME}
+def env_text(layout: Layout = IMAGE_LAYOUT) -> str:
+    """What the entrypoint sources before the JVM starts, for a node of ``layout``."""
+    return f"""export LD_PRELOAD={LIBFAKETIME}
 export FAKETIME_DONT_FAKE_MONOTONIC=1
 export FAKETIME_FORCE_MONOTONIC_FIX=0
-export FAKETIME_TIMESTAMP_FILE={OFFSET_FILE}
+export FAKETIME_TIMESTAMP_FILE={layout.faketime_offset}
 export FAKETIME_CACHE_DURATION=1
 """
+
+
+ENV_TEXT = env_text()
 DEFAULT_DELTA_S = 60.0
 DEFAULT_PERIOD_S = 2.0
 # Twice libfaketime's re-read interval (FAKETIME_CACHE_DURATION=1): a period of one re-read can
@@ -109,9 +120,9 @@ def offset_text(delta_s: float) -> str:
 
 
 def faked(node: Exec) -> bool:
-    """True when the running JVM (PID 1) was started under libfaketime with our offset file."""
-    environ = node.exec(["cat", "/proc/1/environ"], timeout=10).stdout
-    return f"FAKETIME_TIMESTAMP_FILE={OFFSET_FILE}" in environ.split("\0")
+    """True when the running JVM was started under libfaketime with our offset file."""
+    environ = node.exec(["cat", f"{proc_dir(node)}/environ"], timeout=10).stdout
+    return f"FAKETIME_TIMESTAMP_FILE={layout_of(node).faketime_offset}" in environ.split("\0")
 
 
 def restart(node: Process) -> float:
@@ -123,8 +134,9 @@ def restart(node: Process) -> float:
 
 def set_offset(node: Shell, delta_s: float) -> None:
     # Written beside and renamed, so the library never reads a half-written offset.
-    node.put_file(OFFSET_FILE + ".new", offset_text(delta_s))
-    run(node, ["mv", "-f", OFFSET_FILE + ".new", OFFSET_FILE])
+    offset = layout_of(node).faketime_offset
+    node.put_file(offset + ".new", offset_text(delta_s))
+    run(node, ["mv", "-f", offset + ".new", offset])
 
 
 def skew(node: Host, delta_s: float, force_restart: bool = False) -> bool:
@@ -132,7 +144,7 @@ def skew(node: Host, delta_s: float, force_restart: bool = False) -> bool:
     stop_strobe(node)
     set_offset(node, delta_s)
     if force_restart or not faked(node):
-        node.put_file(FAKETIME_ENV, ENV_TEXT)
+        node.put_file(layout_of(node).faketime_env, env_text(layout_of(node)))
         restart(node)
         return True
     return False
@@ -142,11 +154,12 @@ def start_strobe(node: Exec, delta_s: float, period_s: float, duration_s: float)
     """Flips the offset between +delta and 0 every period, inside the node, for duration_s."""
     flips = max(1, int(duration_s / period_s / 2))
     on, off = shlex.quote(offset_text(delta_s)), shlex.quote(offset_text(0))
-    new = OFFSET_FILE + ".new"
+    offset = layout_of(node).faketime_offset
+    new = offset + ".new"
     loop = (
         f"i=0; while [ $i -lt {flips} ]; do i=$((i+1)); "
-        f"printf {on} > {new}; mv -f {new} {OFFSET_FILE}; sleep {period_s:g}; "
-        f"printf {off} > {new}; mv -f {new} {OFFSET_FILE}; sleep {period_s:g}; done"
+        f"printf {on} > {new}; mv -f {new} {offset}; sleep {period_s:g}; "
+        f"printf {off} > {new}; mv -f {new} {offset}; sleep {period_s:g}; done"
     )
     # Detached, its output closed, so the exec returns while the loop runs on in the node.
     script = f"nohup sh -c {shlex.quote(loop)} >/dev/null 2>&1 & echo $! > {STROBE_PID}"
@@ -163,7 +176,7 @@ def stop_strobe(node: Exec) -> bool:
 
 
 def has_env(node: Exec) -> bool:
-    return node.exec(["test", "-f", FAKETIME_ENV]).ok
+    return node.exec(["test", "-f", layout_of(node).faketime_env]).ok
 
 
 def unfake(node: Host) -> bool:
@@ -171,7 +184,9 @@ def unfake(node: Host) -> bool:
     stop_strobe(node)
     if not (has_env(node) or faked(node)):
         return False
-    run(node, ["rm", "-f", FAKETIME_ENV, OFFSET_FILE, OFFSET_FILE + ".new"])
+    layout = layout_of(node)
+    offset = layout.faketime_offset
+    run(node, ["rm", "-f", layout.faketime_env, offset, offset + ".new"])
     restart(node)
     return True
 

@@ -36,6 +36,8 @@ from clusters.capabilities import (
     Logs,
     MissingCapability,
     Rules,
+    layout_of,
+    proc_dir,
     require,
 )
 from clusters.classfile import declared_methods
@@ -402,8 +404,8 @@ def _targets(ctx: FaultContext, step: FaultStep) -> tuple[Resolved, dict[str, st
 
 
 def _version(node: Exec) -> str:
-    got = node.exec(["cat", "/proc/1/cmdline"], timeout=10)
-    version = running_version(got.stdout) if got.ok else None
+    got = node.exec(["cat", f"{proc_dir(node)}/cmdline"], timeout=10)
+    version = running_version(got.stdout, layout_of(node)) if got.ok else None
     if version is None:
         raise NemesisError(f"node {node.name}: cannot tell which Kafka version its JVM runs")
     return version

@@ -5,6 +5,10 @@ qdisc per node on eth0, replaced on each start so faults do not stack. Not every
 netem (CONFIG_NET_SCH_NETEM); where it is missing those kinds fail with that said plainly.
 Loss needs no netem: an iptables ``statistic`` match drops a share of the packets arriving from
 other nodes, in a chain of its own, so the host's observers keep a clean path as with partitions.
+
+The device is the node's own (``Layout.interface``: a container's eth0, a host's from its
+inventory), and stop clears every node that may hold a qdisc or chain: the running ones, and
+every host, whose network outlives its JVM (nemesis/partition.py says why that matters).
 """
 
 from __future__ import annotations
@@ -12,12 +16,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from clusters.capabilities import Controllable, Exec
+from clusters.capabilities import Exec, layout_of
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, NotApplied, before_touching
 from nemesis.iptables import install_chain, remove_chain
 from nemesis.menu import Kind, Menu, Param, Pick
 from nemesis.nodes import number, on_each, run, split_running
+from nemesis.partition import holding_rules
 from nemesis.targets import resolve
 
 DEV = "eth0"
@@ -99,7 +104,7 @@ def loss_rules(peer_ips: list[str], percent: float) -> list[str]:
 
 
 def apply_netem(node: Exec, args: list[str]) -> None:
-    cmd = ["tc", "qdisc", "replace", "dev", DEV, "root", "netem", *args]
+    cmd = ["tc", "qdisc", "replace", "dev", layout_of(node).interface, "root", "netem", *args]
     result = node.exec(cmd, timeout=30)
     if "qdisc kind is unknown" in result.stderr:
         raise NotApplied(
@@ -112,10 +117,11 @@ def apply_netem(node: Exec, args: list[str]) -> None:
 
 def clear(node: Exec) -> bool:
     """Removes our netem qdisc and loss chain; the kernel's default qdisc needs no deleting."""
-    shown = node.exec(["tc", "qdisc", "show", "dev", DEV, "root"]).stdout
+    dev = layout_of(node).interface
+    shown = node.exec(["tc", "qdisc", "show", "dev", dev, "root"]).stdout
     had_netem = "netem" in shown
     if had_netem:
-        run(node, ["tc", "qdisc", "del", "dev", DEV, "root"])
+        run(node, ["tc", "qdisc", "del", "dev", dev, "root"])
     return bool(remove_chain(node, CHAIN)) or had_netem
 
 
@@ -152,14 +158,15 @@ class PacketNemesis:
             # One node first: a kernel without netem refuses there, before any node has changed.
             apply_netem(nodes[0], args)
             on_each(nodes[1:], lambda n: apply_netem(n, args))
-        return {**out, "dev": DEV, "netem": " ".join(args)}
+        devs = sorted({layout_of(n).interface for n in nodes}) or [DEV]
+        return {**out, "dev": devs[0] if len(devs) == 1 else devs, "netem": " ".join(args)}
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        cleared = on_each(_running(ctx), clear)
+        cleared = on_each(holding_rules(ctx), clear)
         return {"kind": step.kind, "cleared": sorted(n for n, c in cleared.items() if c)}
 
     def heal_all(self, ctx: FaultContext) -> list[str]:
-        cleared = on_each(_running(ctx), clear)
+        cleared = on_each(holding_rules(ctx), clear)
         return [
             f"{n}: removed netem qdisc and {CHAIN} chain" for n, c in sorted(cleared.items()) if c
         ]
@@ -167,7 +174,3 @@ class PacketNemesis:
 
 def _others(ips: list[str], own: str) -> list[str]:
     return [ip for ip in ips if ip != own]
-
-
-def _running(ctx: FaultContext) -> list[Controllable]:
-    return [n for n in ctx.nodes.values() if n.is_running()]

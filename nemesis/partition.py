@@ -4,6 +4,14 @@ Rules live in one chain, KCHAOS, jumped to from INPUT, and match only the source
 other nodes: the host (the bridge gateway, where clients and JMX reads come from) is never
 dropped, so observers keep seeing every side. See nemesis/iptables.py for how the chain is
 replaced atomically and removed without touching the node's other rules.
+
+Where the rules live decides who gets them. A container's network namespace is new at every
+start, so a node that is down when a partition starts gets none (its next start would drop
+them) and holds none to remove. A host's network is the host's: its rules outlive a killed JVM
+(``Layout.lasting_network``), so a host whose JVM is down gets its rules like the rest (it
+rejoins the partition as it restarts) and every host's chain is removed when the partition
+ends. Left on a killed host, the chain would cut it off after the history says the partition
+was healed, and every check that reads fault windows would judge a fault that was not recorded.
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from clusters.capabilities import Controllable, Exec, Shell
+from clusters.capabilities import Controllable, Exec, Shell, layout_of
 from nemesis import grudge as g
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, before_touching
@@ -106,6 +114,7 @@ class PartitionNemesis:
         # A node that is down gets no rules (its namespace is new when it starts again), but
         # grudges are symmetric and TCP needs both directions: the other side's rules still cut.
         running, down = split_running(ctx.nodes.values())
+        running += [ctx.nodes[n] for n in down if layout_of(ctx.nodes[n]).lasting_network]
         installed = on_each(running, lambda n: on_live(n, lambda: install(n, drops[n.name])))
         rules = {n: r for n, r in installed.items() if r is not None}
         down = sorted([*down, *(n for n, r in installed.items() if r is None)])
@@ -128,9 +137,11 @@ class PartitionNemesis:
 
 
 def _remove_all(ctx: FaultContext) -> dict[str, int]:
-    removed = on_each(_running(ctx), lambda n: on_live(n, lambda: remove(n)))
+    removed = on_each(holding_rules(ctx), lambda n: on_live(n, lambda: remove(n)))
     return {n: k or 0 for n, k in removed.items()}
 
 
-def _running(ctx: FaultContext) -> list[Controllable]:
-    return [n for n in ctx.nodes.values() if n.is_running()]
+def holding_rules(ctx: FaultContext) -> list[Controllable]:
+    """The nodes that may hold network rules: the running ones, and every host, whose network
+    outlives its JVM."""
+    return [n for n in ctx.nodes.values() if layout_of(n).lasting_network or n.is_running()]

@@ -47,3 +47,28 @@ def test_status_readiness_and_collection_never_reach_docker_orchestration():
     for caller in ("clusters.status", "clusters.readiness", "clusters.collect"):
         reached = nx.descendants(graph, caller)
         assert not reached & {"clusters.docker_lifecycle", "clusters.docker_labels"}, caller
+
+
+def _imports_docker(module: str) -> bool:
+    path = ROOT / f"{module.removeprefix('clusters.')}.py"
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
+        if any(n == "docker" or n.startswith("docker.") for n in names):
+            return True
+    return False
+
+
+def test_the_ssh_path_never_reaches_docker():
+    """A cluster on SSH hosts is brought up, faulted and collected with no Docker call: only
+    the test hosts (clusters/ssh_hosts.py, `kchaos hosts`) are made with Docker."""
+    graph = import_graph()
+    for caller in ("clusters.ssh_cluster", "clusters.ssh_node", "clusters.ssh_session"):
+        reached = {caller, *nx.descendants(graph, caller)}
+        assert "clusters.ssh_hosts" not in reached, caller
+        assert [m for m in sorted(reached) if _imports_docker(m)] == [], caller
