@@ -17,7 +17,9 @@ def op_stats(spark: Any, parquets: list[Path]) -> pd.DataFrame:
 
     if not parquets:
         return pd.DataFrame(columns=["path", "ok", "fail", "info", "faults", "seconds"])
-    df = spark.read.parquet(*[str(p) for p in parquets]).where(F.col("row") == "op")
+    # Absolute paths: a Connect server or an executor resolves a relative one in its own cwd.
+    paths = [str(Path(p).absolute()) for p in parquets]
+    df = spark.read.parquet(*paths).where(F.col("row") == "op")
     df = df.withColumn("path", F.input_file_name())
     client = ~F.col("process").isin(*SPECIAL_PROCESSES)
 

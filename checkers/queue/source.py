@@ -62,7 +62,9 @@ class ElementSource:
     def parquet_path(self) -> str:
         if self.parquet is None:
             raise ValueError("the Spark engine reads a Parquet history: none given")
-        return str(self.parquet)
+        # Absolute: a Spark Connect server, or a cluster's executors, resolve a relative path
+        # against their own working directory, not ours.
+        return str(Path(self.parquet).absolute())
 
 
 def _with_producers(columns: list[str]) -> list[str]:
