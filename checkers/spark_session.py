@@ -63,6 +63,18 @@ def binds_loopback(master: str | None) -> bool:
     return host in LOOPBACK_NAMES
 
 
+def spark_path(path: str | Path) -> str:
+    """A file of this machine's as Spark must be told it: absolute (a Connect server or an
+    executor would resolve a relative path in its own working directory) and file:// (a cluster
+    resolves a path without a scheme on its default filesystem: HDFS on YARN). kchaos reads the
+    run itself through this machine's filesystem, so executors must see it at the same path
+    (docs/spark.md). A URL (hdfs://, s3a://, file://) is passed as it is."""
+    text = str(path)
+    if "://" in text:
+        return text
+    return "file://" + str(Path(text).absolute())
+
+
 def spark_session(
     master: str | None = None,
     shuffle_partitions: int | None = None,

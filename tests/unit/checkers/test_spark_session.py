@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.spark_session import binds_loopback, is_connect
+from checkers.spark_session import binds_loopback, is_connect, spark_path
 
 CHECKERS = Path(__file__).resolve().parents[3] / "checkers"
 # What a Spark Connect session lacks: the SparkContext, RDDs, and the py4j gateway to the JVM.
@@ -57,3 +57,10 @@ def test_sc_urls_are_spark_connect():
     assert is_connect("sc://127.0.0.1:15002")
     assert not is_connect("spark://127.0.0.1:7077")
     assert not is_connect(None)
+
+
+def test_spark_reads_local_files_by_absolute_file_urls(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert spark_path("run/history.parquet") == f"file://{tmp_path}/run/history.parquet"
+    assert spark_path(tmp_path / "a b.parquet") == f"file://{tmp_path}/a b.parquet"
+    assert spark_path("s3a://bucket/run/history.parquet") == "s3a://bucket/run/history.parquet"
