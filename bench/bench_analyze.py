@@ -113,7 +113,7 @@ def main() -> None:
                 "master": master or "local[*]",
             }
             for key in samples[0]:
-                row[key] = statistics.median(s[key] for s in samples)
+                row[key] = round(statistics.median(s[key] for s in samples), 2)
             row["samples"] = samples
             rows.append(row)
             print(f"{n} runs x {args.ops} ops on {row['master']}: wall {row['wall_s']} s, "
