@@ -138,7 +138,8 @@ def daemon_env(
         # The master's and worker's own heaps (not the executors'): they only keep books.
         SPARK_DAEMON_MEMORY=os.environ.get("SPARK_DAEMON_MEMORY", "512m"),
         PYSPARK_PYTHON=python or sys.executable,
-        # pip's pyspark starts spark-submit in Connect mode when this says so; we say which.
+        # Spark 4's launcher runs an application in Connect mode when this is 1; the sbin
+        # scripts set 0 for the daemons, as we do.
         SPARK_CONNECT_MODE="0",
     )
     if pythonpath:
