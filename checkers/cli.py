@@ -26,7 +26,10 @@ def _out_dir(path: str) -> Path:
 
 @click.command("check")
 @click.argument("history", type=click.Path())
-@click.option("--spark-master", default=None, help="Spark master URL (default: local[*]).")
+@click.option("--spark-master", default=None,
+              help="local[*] (default), spark://, yarn, k8s://, or sc://HOST:PORT for Spark "
+              "Connect; the run must be readable at the same path by the executors "
+              "(docs/spark.md).")  # fmt: skip
 @click.option(
     "--engine",
     type=click.Choice(ENGINE_CHOICES),

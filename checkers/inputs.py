@@ -102,6 +102,7 @@ class RunInputs:
         self.notes: list[str] = []  # what reading the history had to say
         self.results: dict[str, CheckerResult] = {}  # the checkers' results so far, by name
         self._spark_master, self._spark = spark_master, spark
+        self._started_spark = False  # a session this check started (and stops), not one given
         self._cache: dict[Any, Any] = {}
         self._fs: tuple[str, ...] = ()
         self._processes: tuple[str, ...] = ()
@@ -144,6 +145,10 @@ class RunInputs:
     ) -> None:
         if self._pool is not None:
             self._pool.shutdown()
+        if self._started_spark:
+            # A Connect server keeps a client's session until it is released or times out; a
+            # cluster keeps the application's executors until its driver goes.
+            self._spark.stop()
 
     # -- what checkers may ask before anything is read -------------------------------------
 
@@ -308,6 +313,7 @@ class RunInputs:
             from checkers.spark_session import spark_session
 
             self._spark = spark_session(self._spark_master)
+            self._started_spark = True
         return self._spark
 
 

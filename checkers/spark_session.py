@@ -2,8 +2,10 @@
 
 Spark's own console output (JVM warnings, log4j lines, `[Stage 0:>...]` bars) must not spill into
 kchaos's: the progress bar is off, log4j logs only errors, and the JVM's stderr goes to a log
-file. A local session binds to loopback only, so its driver never listens on the host's network
-address (nor logs that the hostname "resolves to a loopback address").
+file. A local session, and one on a master at 127.0.0.1, binds to loopback only, so its driver
+never listens on the host's network address (nor logs that the hostname "resolves to a loopback
+address"). A Spark Connect URL (sc://) gives a Connect client: no JVM here, and only the DataFrame
+API, which is all kchaos uses (no SparkContext, no RDD): docs/spark.md.
 """
 
 from __future__ import annotations
@@ -13,9 +15,14 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 LOOPBACK = "127.0.0.1"
+LOOPBACK_NAMES = (LOOPBACK, "localhost", "::1")
 # log4j2 for the driver JVM: errors only, to its stderr (which spark_session sends to a file).
+# The root level holds from the JVM's start (Spark's "Setting default log level to WARN" line
+# is about a filter below it), so no SparkContext.setLogLevel call is needed, which a Connect
+# session could not make.
 _LOG4J2 = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = STDERR
@@ -40,38 +47,85 @@ def default_log_path() -> Path:
     return Path(tempfile.gettempdir()) / f"kchaos-spark-{os.getuid()}.log"
 
 
+def is_connect(master: str | None) -> bool:
+    """A Spark Connect URL (sc://host:port): the session is a client of a remote server."""
+    return bool(master) and master.startswith("sc://")
+
+
+def binds_loopback(master: str | None) -> bool:
+    """Whether the driver listens on 127.0.0.1 only: for local[*], and for a master on this
+    machine's loopback (spark://127.0.0.1:PORT: its executors reach the driver there). Any other
+    master's executors must reach the driver over the network, so Spark's own choice of address
+    stands (SPARK_LOCAL_IP or spark.driver.host set it: docs/spark.md)."""
+    if not master or master.startswith("local"):
+        return True
+    host = urlparse(master).hostname if "://" in master else None
+    return host in LOOPBACK_NAMES
+
+
+def spark_path(path: str | Path) -> str:
+    """A file of this machine's as Spark must be told it: absolute (a Connect server or an
+    executor would resolve a relative path in its own working directory) and file:// (a cluster
+    resolves a path without a scheme on its default filesystem: HDFS on YARN). kchaos reads the
+    run itself through this machine's filesystem, so executors must see it at the same path
+    (docs/spark.md). A URL (hdfs://, s3a://, file://) is passed as it is."""
+    text = str(path)
+    if "://" in text:
+        return text
+    return "file://" + str(Path(text).absolute())
+
+
 def spark_session(
     master: str | None = None,
     shuffle_partitions: int | None = None,
     log_path: str | Path | None = None,
+    app_name: str = "kchaos-check",
 ) -> Any:
-    """A SparkSession on `master` (default local[*]) tuned for small shuffles of Arrow batches.
-    The JVM's stderr goes to `log_path` (default: kchaos-spark-<uid>.log in the temp dir)."""
+    """A SparkSession on `master` (default local[*]; spark://, yarn, k8s://, or sc://host:port
+    for Spark Connect) tuned for small shuffles of Arrow batches. The JVM's stderr goes to
+    `log_path` (default: kchaos-spark-<uid>.log in the temp dir); `app_name` is what a
+    cluster's master lists it as. `shuffle_partitions`: the
+    Spark engine's hash buckets; default twice this machine's cores for local[*], the cluster's
+    own setting (Spark's default 200) elsewhere, where this machine's cores say nothing."""
     from pyspark.sql import SparkSession
 
-    # Workers must run the same Python as the driver (the venv with kchaos installed).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     master = master or "local[*]"
     local = master.startswith("local")
-    if local:
+    partitions = shuffle_partitions or ((os.cpu_count() or 2) * 2 if local else None)
+    # Settings a running session takes (SQL settings): the only kind a Connect client may set.
+    sql_conf = {
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.adaptive.enabled": "true",
+    }
+    if partitions:
+        sql_conf["spark.sql.shuffle.partitions"] = str(partitions)
+    if is_connect(master):
+        # No JVM here: the server's driver and executors run the plans (and the Python of the
+        # Spark engine's per-bucket function: the server's PYSPARK_PYTHON, with kchaos).
+        builder = SparkSession.builder.remote(master)
+        for k, v in sql_conf.items():
+            builder = builder.config(k, v)
+        return builder.getOrCreate()
+    # Workers must run the same Python as the driver (the venv with kchaos installed).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    loopback = binds_loopback(master)
+    if loopback:
         # Read by the JVM before any config: without it Spark looks the hostname up, finds
         # loopback and picks eth0's address instead, with a warning.
         os.environ["SPARK_LOCAL_IP"] = LOOPBACK
-    partitions = shuffle_partitions or (os.cpu_count() or 2) * 2
     builder = (
         SparkSession.builder.master(master)
-        .appName("kchaos-check")
+        .appName(app_name)
         # The driver collects every edge for the cycle search (13M rows at 10M ops), and with
         # local[*] it is the executor too: Spark's default 1g heap ran out at 10M ops.
         .config("spark.driver.memory", os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"))
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.adaptive.enabled", "true")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_log4j2_file()}")
     )
-    if local:
+    for k, v in sql_conf.items():
+        builder = builder.config(k, v)
+    if loopback:
         builder = builder.config("spark.driver.bindAddress", LOOPBACK).config(
             "spark.driver.host", LOOPBACK
         )
@@ -79,9 +133,7 @@ def spark_session(
     log.parent.mkdir(parents=True, exist_ok=True)
     with _stderr_to(log):
         # The JVM starts here and keeps the stderr it inherited: the log file.
-        session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+        return builder.getOrCreate()
 
 
 class _stderr_to:

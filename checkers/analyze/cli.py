@@ -17,7 +17,10 @@ BAD_INPUT_EXIT = 254
 
 @click.command("analyze")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option("--spark-master", default=None, help="Spark master URL (default: local[*]).")
+@click.option("--spark-master", default=None,
+              help="local[*] (default), spark://, yarn, k8s://, or sc://HOST:PORT for Spark "
+              "Connect; DIRECTORY must be readable at the same path by the executors "
+              "(docs/spark.md).")  # fmt: skip
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Where to write the HTML (default: DIRECTORY/analysis.html).")  # fmt: skip
 @click.option("--last", type=click.IntRange(min=1), default=DEFAULT_LAST, show_default=True,
@@ -53,7 +56,7 @@ def analyze_command(directory: str, spark_master: str | None, out: str | None, l
     log = out_path.parent / PARQUET_DIR / "spark.log"
     console.print(f"analyze: {len(runs)} runs under {directory}")
     with console.status("starting Spark (local)" if not spark_master else "starting Spark"):
-        spark = spark_session(spark_master, log_path=log)
+        spark = spark_session(spark_master, log_path=log, app_name="kchaos-analyze")
     console.print(f"  Spark started ({time.monotonic() - started:.1f} s; its log: {log})")
     try:
         with console.status("analyzing") as status:

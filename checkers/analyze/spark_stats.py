@@ -8,6 +8,7 @@ from urllib.parse import unquote, urlparse
 
 import pandas as pd
 
+from checkers.spark_session import spark_path
 from history.format import NEMESIS, SPECIAL_PROCESSES
 
 
@@ -17,7 +18,7 @@ def op_stats(spark: Any, parquets: list[Path]) -> pd.DataFrame:
 
     if not parquets:
         return pd.DataFrame(columns=["path", "ok", "fail", "info", "faults", "seconds"])
-    df = spark.read.parquet(*[str(p) for p in parquets]).where(F.col("row") == "op")
+    df = spark.read.parquet(*[spark_path(p) for p in parquets]).where(F.col("row") == "op")
     df = df.withColumn("path", F.input_file_name())
     client = ~F.col("process").isin(*SPECIAL_PROCESSES)
 

@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from checkers.queue.arrays import PRODUCER_COLUMNS, ElemArrays, elem_arrays
+from checkers.spark_session import spark_path
 from history.columnar import ELEMENT_COLUMNS, read_elements
 
 
@@ -62,7 +63,7 @@ class ElementSource:
     def parquet_path(self) -> str:
         if self.parquet is None:
             raise ValueError("the Spark engine reads a Parquet history: none given")
-        return str(self.parquet)
+        return spark_path(self.parquet)
 
 
 def _with_producers(columns: list[str]) -> list[str]:

@@ -12,8 +12,10 @@ from clusters.topology import build_topology
 
 
 def pytest_collection_modifyitems(items):
+    # Every integration test needs Docker but those marked `spark`, which start only Spark
+    # daemons on this machine (test_spark_cluster.py): `-m "not docker"` runs them too.
     for item in items:
-        if "tests/integration" in str(item.fspath):
+        if "tests/integration" in str(item.fspath) and item.get_closest_marker("spark") is None:
             item.add_marker(pytest.mark.docker)
 
 
