@@ -235,9 +235,11 @@ class SshCluster:
         wait: bool = True,
         ready_timeout: float = READY_TIMEOUT_S,
         extra_props: dict[str, str] | None = None,
+        features: dict[str, int] | None = None,
     ) -> ClusterInfo:
         """Installs and starts Kafka on every host and waits until the cluster is ready.
-        ``topo``: the run's topology, which must be the inventory's (None: the inventory's)."""
+        ``topo``: the run's topology, which must be the inventory's (None: the inventory's);
+        ``features``: feature levels the KRaft nodes are formatted with (--txn-protocol)."""
         node_config.check_timing(timing)
         own = self._topology(topo.quorum if topo is not None else "static")
         if topo is not None:
@@ -266,7 +268,10 @@ class SshCluster:
                 self._supervisors.update(supervisors)
             nodes = {h.name: self.node(h, supervisors[h.name]) for h in hosts}
             _on_hosts(
-                hosts, lambda h: self._provision(nodes[h.name], info, dist, heap_mb, extra_props)
+                hosts,
+                lambda h: self._provision(
+                    nodes[h.name], info, dist, heap_mb, extra_props, features
+                ),
             )
             _on_hosts(list(nodes.values()), lambda n: n.start())
             say(
@@ -366,6 +371,7 @@ class SshCluster:
         dist: KafkaDist,
         heap_mb: int,
         extra: dict[str, str] | None,
+        features: dict[str, int] | None = None,
     ) -> None:
         """Empties the directories kchaos owns on the host, writes the node's configuration,
         its supervisor's unit (systemd) and the cluster's state file."""
@@ -390,6 +396,7 @@ class SshCluster:
             info.cluster_id,
             heap_mb,
             extra=extra,
+            features=features,
             layout=layout,
         )
         node.put_files(cfg.files)

@@ -206,3 +206,16 @@ def test_the_scripts_quote_what_they_are_given():
     unit = unit_text("n1", "lab", "/opt/kchaos/etc/kafka/entrypoint.sh", "/opt/kchaos/logs/k.out")
     assert "ExecStart=/bin/sh /opt/kchaos/etc/kafka/entrypoint.sh" in unit
     assert "Restart=no" in unit and "StandardOutput=append:/opt/kchaos/logs/k.out" in unit
+
+
+def test_an_ssh_cluster_comes_up_with_every_option_a_docker_cluster_takes():
+    # The interpreter brings either up with the same keywords: a merge that taught Docker's
+    # `up` a new one (features, for --txn-protocol) and not the hosts' broke every run on them.
+    import inspect
+
+    from clusters.docker_cluster import DockerCluster
+    from clusters.ssh_cluster import SshCluster
+
+    docker = set(inspect.signature(DockerCluster.up).parameters)
+    ssh = set(inspect.signature(SshCluster.up).parameters)
+    assert docker <= ssh, docker - ssh
