@@ -36,6 +36,28 @@ CLIENT_FIELD, CLIENT_VERSION_FIELD = "client", "client_version"
 GROUP_PROTOCOL_FIELD, TXN_PROTOCOL_FIELD = "group_protocol", "txn_protocol"
 
 
+def consumer_settings(
+    gen: dict[str, Any], bootstrap: str, group: str, subscriber: bool
+) -> dict[str, Any]:
+    """The queue consumer's settings every client shares (librdkafka and Kafka's Java client
+    spell them alike). A `subscriber` joins the group by the run's group protocol: under
+    KIP-848's (`group.protocol=consumer`) the session and heartbeat are the brokers'
+    (group.consumer.*, clusters/config.py), and both clients refuse the client-side ones."""
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed" if gen["txn"] else "read_uncommitted",
+    }
+    if subscriber and gen.get(GROUP_PROTOCOL_FIELD) == CONSUMER:
+        conf["group.protocol"] = CONSUMER
+    else:
+        conf["session.timeout.ms"] = 6000
+        conf["heartbeat.interval.ms"] = 1000
+    return conf
+
+
 class ClientChoiceError(ValueError):
     """A client option that cannot work; the message is the whole story."""
 

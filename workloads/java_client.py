@@ -20,7 +20,7 @@ from typing import Any
 
 from history.format import QUEUE_FS
 from workloads.client import Completion, Invocation
-from workloads.client_choice import CONSUMER
+from workloads.client_choice import consumer_settings
 from workloads.java_host import JavaError, JavaGone, JavaHost, conf_args, error_of
 from workloads.pipelined import DEFAULT_LINGER_MS, InFlight, QueueState
 from workloads.queue_ops import OpChooser, final_outcome
@@ -83,23 +83,14 @@ def producer_conf(wl: QueueState, transactional_id: str | None, pipelined: bool)
 
 
 def consumer_conf(wl: QueueState, group: str, subscribe: bool) -> dict[str, Any]:
-    gen = wl.gen
-    conf: dict[str, Any] = {
-        "bootstrap.servers": wl.bootstrap,
-        "group.id": group,
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "isolation.level": "read_committed" if gen["txn"] else "read_uncommitted",
-        "max.poll.records": int(gen["poll_max_messages"]),
+    """The settings both clients share (client_choice.consumer_settings), and the Java
+    consumer's own bounds: a poll returns what librdkafka's consume(64) would, and no call
+    blocks past the client's timeouts."""
+    return {
+        **consumer_settings(wl.gen, wl.bootstrap, group, subscribe),
+        "max.poll.records": int(wl.gen["poll_max_messages"]),
         "default.api.timeout.ms": 10000,
     }
-    if subscribe and gen.get("group_protocol") == CONSUMER:
-        # KIP-848: the coordinator owns session and heartbeat timing; the client may not set it.
-        conf["group.protocol"] = CONSUMER
-    else:
-        conf["session.timeout.ms"] = 6000
-        conf["heartbeat.interval.ms"] = 1000
-    return conf
 
 
 class Events:

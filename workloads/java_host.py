@@ -163,12 +163,16 @@ class JavaHost:
         """The result of one request; raises JavaError for what the client threw, JavaGone
         when the JVM exited or `timeout` passed without an answer."""
         call = _Call(None)
-        self._send(call, cmd, h, args)
+        i = self._send(call, cmd, h, args)
         if not call.done.wait(timeout):
             with self._lock:
-                self._pending = {k: v for k, v in self._pending.items() if v is not call}
+                self._pending.pop(i, None)
             raise JavaGone(f"no answer to {cmd} within {timeout:g} s")
-        return _result(call.reply)
+        assert call.reply is not None
+        err = error_of(call.reply)
+        if err is not None:
+            raise err
+        return call.reply.get("r")
 
     def call_async(
         self, cmd: str, h: int, *args: Any, callback: Callable[[dict[str, Any]], None]
@@ -176,7 +180,8 @@ class JavaHost:
         """Sends a request whose reply `callback` gets, on the reader thread."""
         self._send(_Call(callback), cmd, h, args)
 
-    def _send(self, call: _Call, cmd: str, h: int, args: tuple[Any, ...]) -> None:
+    def _send(self, call: _Call, cmd: str, h: int, args: tuple[Any, ...]) -> int:
+        """Writes the request; its id, under which its reply is awaited."""
         i = next(self._ids)
         line = "\t".join((str(i), cmd, str(h), *map(str, args))) + "\n"
         with self._lock:
@@ -192,6 +197,7 @@ class JavaHost:
             with self._lock:
                 self._pending.pop(i, None)
             raise JavaGone(f"the Java client is gone: {exc}") from None
+        return i
 
     def _read(self) -> None:
         assert self._proc.stdout is not None
@@ -253,17 +259,8 @@ class JavaHost:
                 self._log.close()  # type: ignore[union-attr]
 
 
-def _result(reply: dict[str, Any] | None) -> Any:
-    assert reply is not None
-    if "e" in reply:
-        if reply.get("c") == "gone":
-            raise JavaGone(reply["e"])
-        raise JavaError(reply["e"], reply.get("c", "other"), bool(reply.get("pre")))
-    return reply.get("r")
-
-
 def error_of(reply: dict[str, Any]) -> JavaError | JavaGone | None:
-    """What a callback's reply says went wrong; None: it succeeded."""
+    """What a reply says went wrong; None: it succeeded."""
     if "e" not in reply:
         return None
     if reply.get("c") == "gone":

@@ -65,12 +65,15 @@ def generator_params(options: Any) -> dict[str, Any]:
     return params
 
 
+def has_lanes(gen: dict[str, Any]) -> bool:
+    """Do the run's producers own lanes (several process ids each)? Pipelined sends do;
+    sync runs and pipelined transactions (whose sends are one op) do not."""
+    return gen.get("send_mode") == ASYNC and not gen.get("txn")
+
+
 def lanes_of(gen: dict[str, Any]) -> int:
-    """Process ids per worker slot: a pipelined producer's in-flight bound, else 1 (sync, and
-    pipelined transactions, whose sends are one op)."""
-    if gen.get("send_mode") == ASYNC and not gen.get("txn"):
-        return int(gen["in_flight"])
-    return 1
+    """Process ids per worker slot: a pipelined producer's in-flight bound, else 1."""
+    return int(gen["in_flight"]) if has_lanes(gen) else 1
 
 
 def history_header(gen: dict[str, Any]) -> dict[str, Any]:

@@ -44,21 +44,20 @@ from workloads.api import Options
 from workloads.client import Completion, Invocation
 from workloads.client_choice import (
     CLIENT_VERSION_FIELD,
-    CONSUMER,
-    GROUP_PROTOCOL_FIELD,
     JAVA,
     client_of,
     client_params,
+    consumer_settings,
 )
 from workloads.java_client import JavaPipelinedProducer, JavaQueueClient, final_reads_java
 from workloads.java_host import JavaHost, client_dist
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 from workloads.pipelined import (
-    ASYNC,
     InFlight,
     PipelinedProducer,
     ProducerClient,
     generator_params,
+    has_lanes,
     lanes_of,
 )
 from workloads.queue_ops import OpChooser, final_outcome
@@ -260,9 +259,7 @@ class QueueWorkload:
     def pipelined_lanes(self) -> int:
         """Sends in flight per producer with --send-mode async (workloads/pipelined.py); 0:
         the run's sends are synchronous, one per process."""
-        if self.gen.get("send_mode") != ASYNC or self.gen["txn"]:
-            return 0  # pipelined transactions run on sync slots, their sends one op each
-        return lanes_of(self.gen)
+        return lanes_of(self.gen) if has_lanes(self.gen) else 0
 
     def producer_client(self, producer: int, rng: random.Random) -> ProducerClient:
         if self.java is not None:
@@ -285,23 +282,8 @@ class QueueWorkload:
         return hints
 
     def consumer_conf(self, group: str, subscriber: bool = False) -> dict[str, Any]:
-        """A consumer's configuration; a `subscriber` joins the group by the run's group
-        protocol. Under KIP-848's (`group.protocol=consumer`) the session and heartbeat are the
-        brokers' (group.consumer.*, clusters/config.py): librdkafka refuses the client-side
-        settings there."""
-        conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed" if self.gen["txn"] else "read_uncommitted",
-        }
-        if subscriber and self.gen.get(GROUP_PROTOCOL_FIELD) == CONSUMER:
-            conf["group.protocol"] = CONSUMER
-        else:
-            conf["session.timeout.ms"] = 6000
-            conf["heartbeat.interval.ms"] = 1000
-        return _quiet(conf)
+        """A librdkafka consumer's configuration (workloads/client_choice.consumer_settings)."""
+        return _quiet(consumer_settings(self.gen, self.bootstrap, group, subscriber))
 
     def final(
         self, new_process: Callable[[], int], record: Callable[..., Any], timeout: float
