@@ -139,9 +139,44 @@ def _software_version(app_info: Any) -> str | None:
     return None
 
 
+# Kafka computes each raft-metrics attribute on its own when read, so one read can mix two
+# epochs: an observer once reported (observer, leader 3003, epoch 7) while moving from following
+# 3003 in epoch 6 to epoch 7, which 3001 led, and the split-brain rule took it for two leaders of
+# epoch 7. Within one epoch the leader is unknown or one node, so a read between two equal reads
+# of current-epoch (Jolokia runs a bulk request's reads in order) is one state of the node.
+RAFT_REREADS = 2
+_TORN: dict[str, Any] = {}
+
+
+def _raft_view(got: dict[str, Any]) -> dict[str, Any] | None:
+    """The raft-metrics view, _TORN when the epoch moved while it was read."""
+    raft = got.get("raft")
+    if not isinstance(raft, dict) or raft.get("current-state") is None:
+        return None
+    epoch = _num(raft.get("current-epoch"))
+    before, after = _num(_epoch(got.get("epoch_before"))), _num(_epoch(got.get("epoch_after")))
+    if before != epoch or after != epoch:
+        return _TORN
+    return {
+        "state": raft.get("current-state"),
+        "leader": _num(raft.get("current-leader")),
+        "epoch": epoch,
+        "high_watermark": _num(raft.get("high-watermark")),
+        "log_end_offset": _num(raft.get("log-end-offset")),
+    }
+
+
+def _epoch(value: Any) -> Any:
+    return value.get("current-epoch") if isinstance(value, dict) else None
+
+
 def sample_kafka(host: str, roles: frozenset[str], timeout: float = 2.0) -> dict[str, Any]:
     """What a Kafka node says about the quorum and itself, in the history's observe shape."""
-    reads: dict[str, tuple[str, list[str] | None]] = {
+    has_raft = "controller" in roles or "broker" in roles
+    reads: dict[str, tuple[str, list[str] | None]] = {}
+    if has_raft:
+        reads["epoch_before"] = (RAFT, ["current-epoch"])
+    reads |= {
         "broker_state": (BROKER_STATE, ["Value"]),
         "active": (ACTIVE_CONTROLLERS, ["Value"]),
         "fenced": (FENCED_BROKERS, ["Value"]),
@@ -152,21 +187,29 @@ def sample_kafka(host: str, roles: frozenset[str], timeout: float = 2.0) -> dict
         "app_info": (APP_INFO, None),
         "runtime": (RUNTIME, ["StartTime"]),
     }
-    if "controller" in roles or "broker" in roles:
+    if has_raft:
         reads["raft"] = (RAFT, RAFT_ATTRS)
     if "broker" in roles:
         reads["metadata"] = (BROKER_METADATA, ["last-applied-record-offset"])
-    got = Jolokia(host, timeout=timeout).read_many(reads)
-    raft = got.get("raft")
-    raft_view = None
-    if isinstance(raft, dict) and raft.get("current-state") is not None:
-        raft_view = {
-            "state": raft.get("current-state"),
-            "leader": _num(raft.get("current-leader")),
-            "epoch": _num(raft.get("current-epoch")),
-            "high_watermark": _num(raft.get("high-watermark")),
-            "log_end_offset": _num(raft.get("log-end-offset")),
-        }
+    if has_raft:
+        reads["epoch_after"] = (RAFT, ["current-epoch"])
+    jolokia = Jolokia(host, timeout=timeout)
+    got = jolokia.read_many(reads)
+    raft_view = _raft_view(got)
+    for _ in range(RAFT_REREADS):
+        if raft_view is not _TORN:
+            break
+        raft_view = _raft_view(
+            jolokia.read_many(
+                {
+                    "epoch_before": reads["epoch_before"],
+                    "raft": reads["raft"],
+                    "epoch_after": reads["epoch_after"],
+                }
+            )
+        )
+    if raft_view is _TORN:
+        raft_view = None
     metadata = got.get("metadata")
     state_code = _num(_gauge(got.get("broker_state")))
     migration = _num(_gauge(got.get("migration")))

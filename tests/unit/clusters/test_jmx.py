@@ -40,3 +40,65 @@ def test_a_node_that_reports_neither_has_nulls(monkeypatch):
     fake_reads(monkeypatch, {})
     got = sample_kafka("10.0.0.1", frozenset({"broker"}))
     assert got["version"] is None and got["started_ms"] is None
+
+
+def scripted_reads(monkeypatch, rounds: list[dict]) -> list[dict]:
+    """Each request answers from the next round's values, as a node moving between reads would."""
+    asked: list[dict] = []
+
+    def read_many(self, reads):
+        answers = rounds[min(len(asked), len(rounds) - 1)]
+        asked.append(reads)
+        return {name: answers.get(name) for name in reads}
+
+    monkeypatch.setattr(jmx.Jolokia, "read_many", read_many)
+    return asked
+
+
+def raft_round(state, leader, epoch, before, after) -> dict:
+    return {
+        "epoch_before": {"current-epoch": float(before)},
+        "raft": {
+            "current-state": state,
+            "current-leader": float(leader),
+            "current-epoch": float(epoch),
+            "high-watermark": 514.0,
+            "log-end-offset": 515.0,
+        },
+        "epoch_after": {"current-epoch": float(after)},
+    }
+
+
+def test_the_raft_view_is_read_between_two_reads_of_the_epoch_in_one_request(monkeypatch):
+    asked = scripted_reads(monkeypatch, [raft_round("follower", 3001, 7, 7, 7)])
+    got = sample_kafka("10.0.0.1", frozenset({"controller"}))
+    names = list(asked[0])
+    assert len(asked) == 1
+    assert names[0] == "epoch_before" and names[-1] == "epoch_after"
+    assert got["raft"] == {
+        "state": "follower",
+        "leader": 3001,
+        "epoch": 7,
+        "high_watermark": 514,
+        "log_end_offset": 515,
+    }
+
+
+def test_a_read_that_straddles_an_epoch_change_is_read_again(monkeypatch):
+    # CI run queue/20261124T210151-1: broker b3 moved from following 3003 in epoch 6 to epoch 7
+    # (led by 3001) while its gauges were read, and reported leader 3003 for epoch 7.
+    torn = raft_round("observer", 3003, 7, 6, 7)
+    settled = raft_round("unattached", -1, 7, 7, 7)
+    asked = scripted_reads(monkeypatch, [torn, settled])
+    got = sample_kafka("10.0.0.1", frozenset({"broker"}))
+    assert len(asked) == 2
+    assert set(asked[1]) == {"epoch_before", "raft", "epoch_after"}
+    assert got["raft"]["state"] == "unattached" and got["raft"]["leader"] == -1
+
+
+def test_a_raft_view_that_never_holds_still_is_left_out(monkeypatch):
+    rounds = [raft_round("candidate", -1, e + 1, e, e + 1) for e in range(5, 9)]
+    asked = scripted_reads(monkeypatch, rounds)
+    got = sample_kafka("10.0.0.1", frozenset({"controller"}))
+    assert got["raft"] is None
+    assert len(asked) == 1 + jmx.RAFT_REREADS
