@@ -28,11 +28,14 @@ Goal: kchaos >= 50% of the perf tool and >= 5,000 recorded ok sends/s. The perf 
 second, on a cluster kchaos has warmed up; both run on the same 2 cores as the brokers.
 
     .venv/bin/python bench/bench_throughput.py [--seconds 30] [--concurrency 2] [--in-flight 2000]
-        [--kill] [--clients librdkafka,java]
+        [--kill] [--clients librdkafka,java,jvm] [--jvm-seconds 5] [--jvm-in-flight 10000]
 
-Each client in ``--clients`` (default both, librdkafka first) gets its own kchaos run on a fresh
-cluster; the perf tool runs on the cluster the last one kept. The goal is judged on the client
-that recorded the most; every client's figures and ratio are printed and kept.
+Each client in ``--clients`` (default all three, librdkafka first) gets its own kchaos run on a
+fresh cluster; the perf tool runs on the cluster the last one kept. ``java`` is the Java client
+with every send recorded by the harness, ``jvm`` the Java client recording its own sends in its
+JVM (docs/history.md, "Sends recorded in the JVM"), with its own time limit and sends in flight
+(``run_shape`` says why). The goal is judged on the client that recorded the most; every
+client's figures and ratio are printed and kept.
 """
 
 from __future__ import annotations
@@ -67,28 +70,56 @@ RECORD_SIZE = 10
 WINDOW = re.compile(r"^(\d+) records sent, ([\d.]+) records/sec")
 
 
+# The bench's clients: how each is asked of `kchaos run`. `java` is the Java client with every
+# send through the harness's recorder (as librdkafka's), `jvm` the Java client recording its
+# own sends in its JVM (history/merge.py), the Java client's default.
+CLIENT_ARGS = {
+    "librdkafka": ["--client", "librdkafka"],
+    "java": ["--client", "java", "--send-recorder", "harness"],
+    "jvm": ["--client", "java", "--send-recorder", "jvm"],
+}
+
+
+def run_shape(args: argparse.Namespace, kafka_client: str) -> tuple[float, int]:
+    """(seconds, sends in flight per producer) of `kafka_client`'s run. The JVM-recorded run
+    keeps ~10x more sends in flight (the broker's batches fill only then: kchaos sends to a
+    random partition, the perf tool's sticky partitioner fills one batch at a time) and runs
+    shorter: it records ~0.5M sends a second, and the run's check reads its history.jsonl
+    whole (checkers/inputs.py read_history: ~3.6 GB and ~23 s per million sends here)."""
+    if kafka_client == "jvm":
+        return args.jvm_seconds, args.jvm_in_flight
+    return args.seconds, args.in_flight
+
+
 def kchaos_run(args: argparse.Namespace, results: Path, kafka_client: str) -> dict[str, float]:
     """One `kchaos run` in its own process with `kafka_client`, cluster kept; what its history
     recorded."""
+    seconds, in_flight = run_shape(args, kafka_client)
     cmd = [
         sys.executable, "-m", "harness.cli", "run",
         "--workload", "queue", "--send-mode", "async", "--rate", "0",
-        "--time-limit", str(args.seconds), "--concurrency", str(args.concurrency),
-        "--in-flight", str(args.in_flight), "--linger-ms", str(args.linger_ms),
+        "--time-limit", f"{seconds:g}", "--concurrency", str(args.concurrency),
+        "--in-flight", str(in_flight), "--linger-ms", str(args.linger_ms),
         "--keys", str(args.keys), "--version", args.version, "--timing", "fast",
         "--cluster", args.name, "--subnet", args.subnet, "--results-dir", str(results),
-        "--name", "throughput", "--seed", "1", "--keep-cluster", "--client", kafka_client,
+        "--name", "throughput", "--seed", "1", "--keep-cluster", *CLIENT_ARGS[kafka_client],
     ]  # fmt: skip
     if args.kill:
         # One window: the kill at a third of the run, the restart at two thirds, none after.
-        cmd += ["--nemesis", "kill:partition-leader", "--nemesis-interval", f"{args.seconds / 3:g}"]
+        cmd += ["--nemesis", "kill:partition-leader", "--nemesis-interval", f"{seconds / 3:g}"]
     started = time.monotonic()
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
     run_dir = (results / "latest").resolve()
     if not (run_dir / "history.jsonl").is_file():
         raise SystemExit(f"kchaos run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-    out = {**count_history(run_dir / "history.jsonl"), **_run_json(run_dir), "wall_s": wall}
+    out = {
+        **count_history(run_dir / "history.jsonl"),
+        **_run_json(run_dir),
+        "wall_s": round(wall, 1),
+        "time_limit_s": seconds,
+        "in_flight": in_flight,
+    }
     if args.kill:
         out["fault"] = history_phases(run_dir / "history.jsonl")
     return out
@@ -389,10 +420,19 @@ def main() -> None:
     ap.add_argument("--kill", action="store_true", help="one partition leader killed, restarted")
     ap.add_argument(
         "--clients",
-        default="librdkafka,java",
-        help="kchaos's clients, one run each on a fresh cluster, in this order (comma-separated)",
+        default="librdkafka,java,jvm",
+        help="kchaos's clients, one run each on a fresh cluster, in this order (comma-separated): "
+        "librdkafka, java (every send through the harness's recorder), jvm (the Java client "
+        "recording its own sends)",
+    )
+    ap.add_argument("--jvm-seconds", type=float, default=5, help="the jvm client's time limit")
+    ap.add_argument(
+        "--jvm-in-flight", type=int, default=10000, help="the jvm client's sends in flight"
     )
     args = ap.parse_args()
+    unknown = set(args.clients.split(",")) - set(CLIENT_ARGS)
+    if unknown:
+        raise SystemExit(f"unknown clients {sorted(unknown)}: choose from {list(CLIENT_ARGS)}")
     dc = DockerCluster(client(), args.name)
     runs: dict[str, dict[str, float]] = {}
     try:
@@ -438,7 +478,8 @@ def main() -> None:
     for name, r in runs.items():
         print(
             f"kchaos on {name} (recorded, ok sends/s): {r['ok_per_s']:,.0f}  "
-            f"ratio {ratios[name]:.2f}  check: {r['check']}"
+            f"ratio {ratios[name]:.2f}  check: {r['check']}  ({r['ok_sends']:,} ok sends in "
+            f"{r['span_s']:g} s, {r['in_flight']} in flight per producer)"
         )
     print(f"ProducerPerformance (records/s): {perf['ok_per_s']:,.0f}")
     print(f"best ({best}) ratio: {ratio:.2f}  goal met: {result['goal_met']}")

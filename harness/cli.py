@@ -10,6 +10,7 @@ tracebacks are for kchaos's own bugs only.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -27,6 +28,7 @@ from harness.hosts_cli import hosts
 from harness.nemeses_cli import nemeses
 from harness.run_cli import heal, run
 from harness.spec import SpecError
+from history.format import JSONL_NAME
 
 # Exceptions whose message is the whole story for the user.
 USER_ERRORS: tuple[type[Exception], ...] = (ClusterError, SpecError)
@@ -66,6 +68,44 @@ class KchaosGroup(click.Group):
             sys.exit(INTERRUPTED_EXIT)
 
 
+def merging_first(command: click.Command) -> click.Command:
+    """`kchaos check` as the checkers define it, but a run whose JVM-recorded sends never
+    reached its history (the run was killed before its ending merged them) is merged first
+    (history/merge.py): the check then sees every op recorded, and says what a killed writer
+    tore."""
+    inner = command.callback
+    assert inner is not None
+
+    def callback(**kwargs: Any) -> Any:
+        merge_if_pending(Path(kwargs["history"]))
+        return inner(**kwargs)
+
+    return click.Command(
+        command.name,
+        callback=callback,
+        params=command.params,
+        help=command.help,
+        short_help=command.short_help,
+    )
+
+
+def merge_if_pending(path: Path) -> None:
+    from history.errors import HistoryError
+    from history.merge import merge_run, pending
+
+    run_dir = path if path.is_dir() else path.parent
+    if path.is_dir() or path.name == JSONL_NAME:
+        if not pending(run_dir):
+            return
+        try:
+            done = merge_run(run_dir)
+        except (HistoryError, OSError) as exc:
+            err_console.print(f"warning: JVM-recorded sends not merged: {exc}", highlight=False)
+            return
+        if done is not None:
+            say(f"merged {done.side_ops} JVM-recorded send ops into {run_dir / JSONL_NAME}")
+
+
 @click.group(cls=KchaosGroup)
 def main() -> None:
     """kchaos: Jepsen-style fault injection and checking for Apache Kafka."""
@@ -94,7 +134,7 @@ main.add_command(campaign)
 main.add_command(heal)
 main.add_command(hosts)
 main.add_command(nemeses)
-main.add_command(check_command)
+main.add_command(merging_first(check_command))
 main.add_command(analyze_command)
 
 

@@ -77,7 +77,13 @@ CLIENT_RNG = "random.Random('kchaos/<seed>/client/<process>')"
 
 def client_rng(seed: int, process: int) -> random.Random:
     """The random stream of one client process: fixed by the seed, whatever the thread timing."""
-    return random.Random(f"kchaos/{seed}/client/{process}")
+    return random.Random(client_rng_prefix(seed) + str(process))
+
+
+def client_rng_prefix(seed: int) -> str:
+    """client_rng's seed string without the process: what a producer recording its own sends
+    in the JVM seeds Python's generator with (workloads/java/PyRandom.java)."""
+    return f"kchaos/{seed}/client/"
 
 
 def fault_windows(spec: RunSpec) -> list[tuple[float, float | None]]:

@@ -12,7 +12,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from history.format import FAIL, INFO, INVOKE, OK, RECORDER_FIELDS, SPECIAL_PROCESSES
+from history.format import (
+    FAIL,
+    INFO,
+    INVOKE,
+    JVM_SENDS_DIR,
+    OK,
+    RECORDER_FIELDS,
+    SPECIAL_PROCESSES,
+)
 from history.writer import HistoryWriter
 
 
@@ -48,6 +56,24 @@ class Recorder:
 
     def now_ns(self) -> int:
         return time.monotonic_ns() - self._t0
+
+    @property
+    def t0_ns(self) -> int:
+        """The history's zero in time.monotonic_ns() (CLOCK_MONOTONIC): a writer in another
+        process (a JVM recording sends) subtracts it from the same clock."""
+        return self._t0
+
+    @property
+    def side_dir(self) -> Path:
+        """Where writers beside this one put their side files (history/merge.py)."""
+        return self._writer.path.parent / JVM_SENDS_DIR
+
+    def add_counts(self, counts: dict[str, int]) -> None:
+        """Client completions recorded elsewhere (side files), for the display and run.json."""
+        with self._lock:
+            for type_, n in counts.items():
+                if n:
+                    self.counts[type_] += n
 
     def record(
         self,

@@ -19,6 +19,7 @@ from harness.nemesis_items import EXAMPLE, SYNTAX
 from harness.plan import build_plan, load_plan, new_seed
 from harness.spec import AVAILABILITY, SEND_MODES, RunSpec, load_spec_file, spec_from_dict
 from workloads.client_choice import CLIENTS, GROUP_PROTOCOLS, TXN_PROTOCOLS
+from workloads.pipelined import SEND_RECORDERS
 
 # CLI option name -> spec field, for options that may also come from a spec file.
 SPEC_OPTIONS = {
@@ -50,6 +51,7 @@ SPEC_OPTIONS = {
     "in_flight": "in_flight",
     "linger_ms": "linger_ms",
     "batch_size": "batch_size",
+    "send_recorder": "send_recorder",
     "features": "features",
     "client": "client",
     "client_version": "client_version",
@@ -192,6 +194,14 @@ _D = RunSpec()
     type=int,
     default=None,
     help="With --send-mode async: the producer's batch.size in bytes (librdkafka's default).",
+)
+@click.option(
+    "--send-recorder",
+    type=click.Choice(SEND_RECORDERS),
+    default=None,
+    help="With --client java --send-mode async: who writes each send's operations, the "
+    "producer's JVM (jvm, the default: tens of thousands of sends a second) or the harness "
+    "(each send through its recorder, as librdkafka's are; docs/history.md).",
 )
 @click.option(
     "--features",

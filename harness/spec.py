@@ -20,8 +20,10 @@ from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_
 from clusters.upgrade_paths import check_downgrade, check_upgrade
 from harness.feature_steps import FeatureItem, FeatureSpecError, parse_features
 from harness.nemesis_items import ItemError, named_selectors, parse_items
-from workloads.client_choice import CLIENTS, GROUP_PROTOCOLS, ClientChoiceError
+from history.format import JVM_RECORDER
+from workloads.client_choice import CLIENTS, GROUP_PROTOCOLS, JAVA, ClientChoiceError
 from workloads.client_choice import check as check_client
+from workloads.pipelined import SEND_RECORDERS
 
 TIMINGS = ("fast", "default")
 QUEUE_MODES = ("assign", "subscribe")
@@ -75,6 +77,9 @@ class RunSpec:
     in_flight: int | None = None
     linger_ms: float | None = None
     batch_size: int | None = None
+    # Who writes pipelined sends' operations (workloads/pipelined.py SEND_RECORDERS): with the
+    # Java client its JVM ("jvm", what None means there), else the harness's recorder.
+    send_recorder: str | None = None
     # Feature steps of the user's own (harness/feature_steps.py): "transaction.version=0,
     # dry-run:group.version=0, metadata.version=release:4.0, ...", each one planned step.
     features: str | None = None
@@ -132,6 +137,7 @@ _LATER_OPTIONS = (
     "in_flight",
     "linger_ms",
     "batch_size",
+    "send_recorder",
     "features",
     "client",
     "client_version",
@@ -267,6 +273,7 @@ def _check_send_mode(spec: RunSpec) -> None:
         "in_flight": spec.in_flight,
         "linger_ms": spec.linger_ms,
         "batch_size": spec.batch_size,
+        "send_recorder": spec.send_recorder,
     }
     if spec.send_mode != "async":
         given = [k.replace("_", "-") for k, v in tuning.items() if v is not None]
@@ -281,6 +288,22 @@ def _check_send_mode(spec: RunSpec) -> None:
         raise SpecError(f"linger-ms must be 0 or positive, not {spec.linger_ms:g}")
     if spec.batch_size is not None and spec.batch_size <= 0:
         raise SpecError(f"batch-size must be positive, not {spec.batch_size}")
+    if spec.send_recorder is not None:
+        if spec.send_recorder not in SEND_RECORDERS:
+            raise SpecError(
+                f"unknown send recorder '{spec.send_recorder}': choose one of "
+                f"{', '.join(SEND_RECORDERS)}"
+            )
+        if spec.client != JAVA:
+            raise SpecError(
+                "send-recorder applies to --client java (librdkafka's sends are "
+                "recorded by the harness)"
+            )
+        if spec.txn and spec.send_recorder == JVM_RECORDER:
+            raise SpecError(
+                "send-recorder jvm records pipelined sends, not transactions: with --txn each "
+                "txn op spans its sends and its commit, and the harness records it"
+            )
 
 
 # Fields whose default is None, so their type cannot be read off the default.
@@ -295,6 +318,7 @@ _OPTIONAL_KINDS: dict[str, type] = {
     "in_flight": int,
     "linger_ms": float,
     "batch_size": int,
+    "send_recorder": str,
     "features": str,
     "client": str,
     "client_version": str,

@@ -10,12 +10,19 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
-from harness.plan import client_rng
+from harness.plan import client_rng, client_rng_prefix
 from harness.recorder import Recorder
 from workloads.api import Workload
 from workloads.client import Client, Completion, Invocation
-from workloads.pipelined import SEND_TIMEOUT_S, Pipelining, ProducerClient
+from workloads.pipelined import (
+    SEND_TIMEOUT_S,
+    Pipelining,
+    ProducerClient,
+    RecordsSends,
+    SlotSetup,
+)
 
 # After the time limit a pipelined producer waits this long for its sends' delivery reports
 # (librdkafka gives one by message.timeout.ms), then records the rest as unknown.
@@ -24,6 +31,8 @@ DRAIN_S = SEND_TIMEOUT_S + 2.0
 LANE_WAIT_S = 0.05
 # Unpaced sends queued onto free lanes between two polls.
 BURST = 64
+# How often a slot whose producer records its own sends asks it how far it got.
+RECORDED_STATS_S = 0.25
 
 
 class ProcessIds:
@@ -44,6 +53,11 @@ class ProcessIds:
         with self._lock:
             self.highest += 1
             return self.highest
+
+    def reserve(self, highest: int) -> None:
+        """Process ids up to `highest` were taken elsewhere (lanes retired in a JVM)."""
+        with self._lock:
+            self.highest = max(self.highest, highest)
 
 
 class Lanes:
@@ -142,7 +156,11 @@ class Clients:
 
     def run_slot(self, slot: int) -> None:
         if self.lanes:
-            self.run_pipelined(slot)
+            wl = self.workload
+            if isinstance(wl, RecordsSends) and wl.records_sends():
+                self.run_recorded(slot)
+            else:
+                self.run_pipelined(slot)
             return
         process = slot
         # Slots start staggered so that the total rate is smooth, not bursts of `concurrency`.
@@ -206,6 +224,41 @@ class Clients:
             self.drain(client, lanes, DRAIN_S)
             client.close()
             producer += self.concurrency
+
+    def run_recorded(self, slot: int) -> None:
+        """A pipelined producer that records its own sends (workloads/java_recorded.py): the
+        same lanes, producer ids, pacing and drain as ``run_pipelined``, carried out where the
+        producer runs and written into a side file the history is merged with at the end
+        (history/merge.py). This thread asks how far it got, for the counts, until the stop."""
+        assert isinstance(self.workload, RecordsSends)
+        setup = SlotSetup(
+            side_dir=self.recorder.side_dir,
+            t0_ns=self.recorder.t0_ns,
+            seed_prefix=client_rng_prefix(self.seed),
+            concurrency=self.concurrency,
+            lanes=self.lanes,
+            interval_s=self.interval,
+            start_delay_s=self.interval * slot / self.concurrency,
+            drain_s=DRAIN_S,
+        )
+        producer = self.workload.recorded_producer(slot, setup)
+        seen = dict.fromkeys(("ok", "fail", "info"), 0)
+
+        def took(stats: dict[str, Any]) -> None:
+            now = {t: int(stats.get(t) or 0) for t in seen}
+            self.recorder.add_counts({t: now[t] - seen[t] for t in seen})
+            seen.update(now)
+
+        try:
+            while not self.stop.wait(RECORDED_STATS_S):
+                stats = producer.stats()
+                took(stats)
+                if stats.get("gone"):
+                    break  # nothing sends any more; finish says what it last knew
+        finally:
+            final = producer.finish()
+            took(final)
+            self.processes.reserve(int(final.get("highest") or 0))
 
     def send_one(self, client: ProducerClient, lanes: Lanes) -> bool:
         """Invokes one send on a free lane and queues it; False: no lane is free."""

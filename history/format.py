@@ -126,3 +126,18 @@ OP_FIELDS = (REBALANCE_FIELD, COMMIT_FIELD, COMMIT_ERROR_FIELD, FOREIGN_FIELD)
 # member was fenced or its assignment is gone: another may have had the partitions already).
 ASSIGNED, REVOKED, LOST = "assigned", "revoked", "lost"
 REBALANCE_EVENTS = (ASSIGNED, REVOKED, LOST)
+
+# Sends recorded in the JVM (docs/history.md, "Sends recorded in the JVM"): with `--client java
+# --send-mode async` each worker slot's producer runs in the Java client's JVM and writes its own
+# send operations, in the history's shape without `index` and with `time` first, into
+# `<run>/jvm-sends/slot<s>.jsonl` (beside them `slot<s>.acked`, the acknowledged sends as int64
+# triples for the final reads). history/merge.py merges them into history.jsonl at the end of
+# the run (or when `kchaos check` finds a run whose merge did not happen), renumbering indices.
+JVM_SENDS_DIR = "jvm-sends"
+SIDE_SUFFIX = ".jsonl"
+# The header field a merged history carries: {"files": [...], "ops": n} and, when the merge had
+# to drop a torn last line, "torn": [file names] (a side file) and "history_torn": true.
+JVM_SENDS_FIELD = "jvm_sends"
+# The header field of a run whose sends the JVM recorded (before and after the merge).
+SEND_RECORDER_FIELD = "send_recorder"
+JVM_RECORDER = "jvm"

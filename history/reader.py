@@ -19,6 +19,8 @@ from history.format import (
     INVOCATIONS_ADDED,
     INVOKE,
     JSONL_NAME,
+    JVM_SENDS_DIR,
+    JVM_SENDS_FIELD,
     OP_TYPES,
     REBALANCE_EVENTS,
     REBALANCE_FIELD,
@@ -62,7 +64,26 @@ class History:
                 f"(first: op {self.incomplete[0]})"
             )
         out.extend(_jepsen_notes(self.header))
+        out.extend(_merge_notes(self.header))
         return out
+
+
+def _merge_notes(header: dict[str, Any]) -> list[str]:
+    """What merging the JVM-recorded sends dropped (history/merge.py), as the header says."""
+    merged = header.get(JVM_SENDS_FIELD)
+    if not isinstance(merged, dict):
+        return []
+    out = [
+        f"{JVM_SENDS_DIR}/{name}: last line is torn (no newline), ignored: the JVM recording "
+        "these sends was killed mid-line; its earlier sends are merged"
+        for name in merged.get("torn") or []
+    ]
+    if merged.get("history_torn"):
+        out.append(
+            f"{JSONL_NAME}: its last line was torn (no newline) when the JVM's sends were "
+            "merged into it, and was left out: the writer was killed mid-line"
+        )
+    return out
 
 
 def _jepsen_notes(header: dict[str, Any]) -> list[str]:

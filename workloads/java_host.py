@@ -29,7 +29,8 @@ from typing import Any
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist, ensure_dist, quiet_logging
 
-SOURCE = Path(__file__).with_name("java") / "KchaosClient.java"
+SOURCES = Path(__file__).with_name("java")
+SOURCE = SOURCES / "KchaosClient.java"
 MAIN_CLASS = "KchaosClient"
 # Enough for a run's few dozen producers and consumers; small, as every JVM on a 2-core box.
 HEAP = "-Xmx384m"
@@ -59,9 +60,13 @@ class JavaError(Exception):
 
 
 def compiled(dist: KafkaDist) -> Path:
-    """The directory holding KchaosClient's classes for `dist`, compiled on first use."""
-    source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source).hexdigest()[:12]
+    """The directory holding KchaosClient's classes for `dist`, compiled on first use (every
+    source in workloads/java/, one digest over all of them)."""
+    sources = sorted(SOURCES.glob("*.java"))
+    h = hashlib.sha256()
+    for src in sources:
+        h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
+    digest = h.hexdigest()[:12]
     out = dist.home / "kchaos-java-client" / digest
     if (out / f"{MAIN_CLASS}.class").exists():
         return out
@@ -72,7 +77,7 @@ def compiled(dist: KafkaDist) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     proc = subprocess.run(
-        [javac, "-nowarn", "-cp", dist.host_classpath(), "-d", str(tmp), str(SOURCE)],
+        [javac, "-nowarn", "-cp", dist.host_classpath(), "-d", str(tmp), *map(str, sources)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -19,12 +19,15 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from history.format import TXN_SENDS_FIELD
+from history.format import JVM_RECORDER, SEND_RECORDER_FIELD, TXN_SENDS_FIELD
 from workloads.client import Completion, Invocation
+from workloads.client_choice import JAVA
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 
 ASYNC = "async"
@@ -62,7 +65,30 @@ def generator_params(options: Any) -> dict[str, Any]:
         params["txn_sends"] = params["in_flight"]
     if getattr(options, "batch_size", None) is not None:
         params["batch_size"] = int(options.batch_size)
+    if records_in_jvm(options):
+        params[SEND_RECORDER_FIELD] = JVM_RECORDER
     return params
+
+
+# Who writes a pipelined send's operations (`--send-recorder`): the harness's recorder, each
+# send through it (every client, and every run before the option), or, with the Java client,
+# the producer's own JVM (workloads/java_recorded.py, docs/history.md "Sends recorded in the
+# JVM"), which is the Java client's default.
+HARNESS_RECORDER = "harness"
+SEND_RECORDERS = (JVM_RECORDER, HARNESS_RECORDER)
+
+
+def records_in_jvm(options: Any) -> bool:
+    """Do the run's pipelined sends get recorded in the Java client's JVM? Only pipelined
+    sends of the Java client without transactions (pipelined transactions keep the harness's
+    recording: a `txn` op spans its sends and its commit, docs/history.md), unless the run
+    asks for the harness's recorder."""
+    return (
+        getattr(options, "send_mode", None) == ASYNC
+        and getattr(options, "client", None) == JAVA
+        and not getattr(options, "txn", False)
+        and getattr(options, "send_recorder", None) in (None, JVM_RECORDER)
+    )
 
 
 def has_lanes(gen: dict[str, Any]) -> bool:
@@ -82,7 +108,14 @@ def history_header(gen: dict[str, Any]) -> dict[str, Any]:
         return {}
     if gen.get("txn"):
         return {TXN_SENDS_FIELD: int(gen["txn_sends"])}
-    return {SEND_MODE_FIELD: ASYNC, IN_FLIGHT_FIELD: int(gen["in_flight"]), IDEMPOTENCE_FIELD: True}
+    header: dict[str, Any] = {
+        SEND_MODE_FIELD: ASYNC,
+        IN_FLIGHT_FIELD: int(gen["in_flight"]),
+        IDEMPOTENCE_FIELD: True,
+    }
+    if gen.get(SEND_RECORDER_FIELD) == JVM_RECORDER:
+        header[SEND_RECORDER_FIELD] = JVM_RECORDER
+    return header
 
 
 class InFlight:
@@ -157,6 +190,50 @@ class Pipelining(Protocol):
         ...
 
     def producer_client(self, producer: int, rng: random.Random) -> ProducerClient: ...
+
+
+@dataclass(frozen=True)
+class SlotSetup:
+    """What the harness gives a worker slot whose producer records its own sends."""
+
+    # Where the slot's side file goes (history/format.py JVM_SENDS_DIR in the run directory).
+    side_dir: Path
+    # The history's clock: its zero in time.monotonic_ns() (harness/recorder.py).
+    t0_ns: int
+    # harness/plan.py client_rng's seed string without the producer id: producer q's keys come
+    # from the stream of `seed_prefix + str(q)`, as the harness-recorded producer's do.
+    seed_prefix: str
+    concurrency: int
+    lanes: int
+    # Seconds between two sends of the slot (0: unpaced), and before its first.
+    interval_s: float
+    start_delay_s: float
+    # How long the sends in flight at the end are waited for before they are recorded info.
+    drain_s: float
+
+
+class RecordedProducer(Protocol):
+    """One worker slot's pipelined producer that records its own sends, driven by the slot's
+    thread: it runs from construction until `finish`."""
+
+    def stats(self) -> dict[str, Any]:
+        """Counts so far (`invoke`, `ok`, `fail`, `info`) and the highest process id; with
+        `gone` (why) when the producer can send no more (its host died)."""
+        ...
+
+    def finish(self) -> dict[str, Any]:
+        """Stops sending, drains, closes; the final `stats`. Its acknowledged sends are then
+        the workload's (final reads)."""
+        ...
+
+
+@runtime_checkable
+class RecordsSends(Protocol):
+    """A workload whose pipelined producers may record their own sends (the Java client's)."""
+
+    def records_sends(self) -> bool: ...
+
+    def recorded_producer(self, slot: int, setup: SlotSetup) -> RecordedProducer: ...
 
 
 def producer_conf(wl: QueueState) -> dict[str, Any]:

@@ -34,10 +34,12 @@ from history.format import (
     COMMIT_FIELD,
     CONSUMER_AFTER_ABORT,
     FOREIGN_FIELD,
+    JVM_RECORDER,
     LOST,
     REBALANCE_FIELD,
     REVOKED,
     REWIND,
+    SEND_RECORDER_FIELD,
     TXN_ID_PER_SLOT,
 )
 from workloads.api import Options
@@ -51,11 +53,13 @@ from workloads.client_choice import (
 )
 from workloads.java_client import JavaPipelinedProducer, JavaQueueClient, final_reads_java
 from workloads.java_host import JavaHost, client_dist
+from workloads.java_recorded import JvmRecordedProducer
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 from workloads.pipelined import (
     InFlight,
     PipelinedProducer,
     ProducerClient,
+    SlotSetup,
     generator_params,
     has_lanes,
     lanes_of,
@@ -246,6 +250,11 @@ class QueueWorkload:
         with self._acked_lock:
             self.acked.append((key, offset, value))
 
+    def acked_bulk(self, acked: list[tuple[int, int | None, int]]) -> None:
+        """Sends acknowledged where the harness did not see them (recorded in the JVM)."""
+        with self._acked_lock:
+            self.acked.extend(acked)
+
     def client(self, process: int, rng: random.Random) -> QueueClient | JavaQueueClient:
         if self.java is not None:
             tid = (
@@ -260,6 +269,15 @@ class QueueWorkload:
         """Sends in flight per producer with --send-mode async (workloads/pipelined.py); 0:
         the run's sends are synchronous, one per process."""
         return lanes_of(self.gen) if has_lanes(self.gen) else 0
+
+    def records_sends(self) -> bool:
+        """Do the run's pipelined producers record their own sends (in the Java client's
+        JVM, workloads/java_recorded.py)?"""
+        return self.java is not None and self.gen.get(SEND_RECORDER_FIELD) == JVM_RECORDER
+
+    def recorded_producer(self, slot: int, setup: SlotSetup) -> JvmRecordedProducer:
+        assert self.java is not None
+        return JvmRecordedProducer(self, self.java, slot, setup)
 
     def producer_client(self, producer: int, rng: random.Random) -> ProducerClient:
         if self.java is not None:

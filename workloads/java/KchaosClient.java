@@ -11,6 +11,9 @@
 // the order the harness invoked its sends. Compiled against the jars of the release it runs
 // with; it uses only API every supported release has (3.8+).
 //
+// A pipelined producer may also run here whole and record its own sends (`record`, `rstats`,
+// `rstop`, `leaders`: KchaosRecorded.java, workloads/java_recorded.py).
+//
 // When stdin closes (the harness is gone) the process exits: a client host never outlives it.
 
 import java.io.BufferedReader;
@@ -50,6 +53,8 @@ public final class KchaosClient {
         final ExecutorService exec;
         volatile KafkaProducer<String, String> producer;
         volatile KafkaConsumer<String, String> consumer;
+        // A pipelined producer that records its own sends (KchaosRecorded).
+        volatile KchaosRecorded recorded;
         // The thread inside producer.send(): a callback run on it reports a record refused
         // before it was queued (metadata wait, size), which never reached a broker.
         volatile Thread sending;
@@ -79,6 +84,8 @@ public final class KchaosClient {
             String[] f = line.split("\t", -1);
             dispatch(f);
         }
+        // The harness is gone: what recorded producers buffered still reaches their files.
+        KchaosRecorded.flushAll();
         Runtime.getRuntime().halt(0);
     }
 
@@ -107,7 +114,21 @@ public final class KchaosClient {
         final String cmd = f[1];
         final int h = Integer.parseInt(f[2]);
         if (cmd.equals("exit")) {
+            KchaosRecorded.flushAll();
             Runtime.getRuntime().halt(0);
+        }
+        if (cmd.equals("clock")) {
+            // The JVM's monotonic clock, which recorded producers write times with: the harness
+            // checks it reads the clock its own recorder reads (CLOCK_MONOTONIC) before it
+            // lets the JVM record.
+            OUT.add("{\"id\":" + id + ",\"r\":" + System.nanoTime() + "}");
+            return;
+        }
+        if (cmd.equals("leaders")) {
+            // Not a handle's: the node names a recorded producer writes on its sends' lines.
+            KchaosRecorded.setLeaders(f.length > 3 ? f[3] : "");
+            OUT.add("{\"id\":" + id + ",\"r\":true}");
+            return;
         }
         Handle handle = HANDLES.computeIfAbsent(h, Handle::new);
         if (cmd.equals("send")) {
@@ -159,6 +180,16 @@ public final class KchaosClient {
                 h.consumer = new KafkaConsumer<>(p);
                 return "true";
             }
+            case "record": {
+                KchaosRecorded r = new KchaosRecorded(f, 3);
+                r.start();
+                h.recorded = r;
+                return "true";
+            }
+            case "rstats":
+                return h.recorded.stats();
+            case "rstop":
+                return h.recorded.stop();
             case "init":
                 h.producer.initTransactions();
                 return "true";
@@ -367,7 +398,7 @@ public final class KchaosClient {
 
     // Kafka's own error categories (KIP-1050), read off the exception's class hierarchy by
     // name, so that one source compiles against every supported release.
-    private static String category(Throwable t) {
+    static String category(Throwable t) {
         String name = t.getClass().getSimpleName();
         switch (name) {
             case "ProducerFencedException":
@@ -410,6 +441,11 @@ public final class KchaosClient {
         while ((t instanceof ExecutionException) && t.getCause() != null) {
             t = t.getCause();
         }
+        return "{\"id\":" + id + ",\"e\":" + quote(describe(t)) + ",\"c\":\"" + category(t)
+            + "\",\"pre\":" + pre + "}";
+    }
+
+    static String describe(Throwable t) {
         String msg = t.getClass().getSimpleName() + ": " + t.getMessage();
         // The cause says what a wrapping KafkaException does not (a send that failed inside
         // the transaction a commit refuses).
@@ -418,11 +454,10 @@ public final class KchaosClient {
             msg += " (caused by " + cause.getClass().getSimpleName() + ": " + cause.getMessage()
                 + ")";
         }
-        return "{\"id\":" + id + ",\"e\":" + quote(msg) + ",\"c\":\"" + category(t)
-            + "\",\"pre\":" + pre + "}";
+        return msg;
     }
 
-    private static String quote(String s) {
+    static String quote(String s) {
         StringBuilder sb = new StringBuilder("\"");
         for (int i = 0; i < s.length(); i++) {
             char ch = s.charAt(i);

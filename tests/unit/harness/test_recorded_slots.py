@@ -1,0 +1,173 @@
+"""Worker slots whose producers record their own sends (harness/workers.py run_recorded) without
+a JVM: a fake producer writes side-file lines as KchaosRecorded.java does, the slots learn its
+counts and highest process id, and keeping the history merges the side files into it. And the
+`--send-recorder` option: what it writes into plan.json and the header, and what it refuses."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.plan import build_plan
+from harness.recorder import Recorder
+from harness.spec import RunSpec, SpecError, validate
+from harness.workers import Clients, ProcessIds
+from harness.wrapup import keep_history
+from history.format import JSONL_NAME, JVM_SENDS_DIR, JVM_SENDS_FIELD
+from history.reader import read_history
+from workloads.pipelined import SlotSetup, history_header
+
+
+class FakeRecorded:
+    """Writes a send's invoke and completion lines the way the JVM does, on its own thread;
+    every 5th send ends info and retires its lane."""
+
+    def __init__(self, slot: int, setup: SlotSetup) -> None:
+        self.slot, self.setup = slot, setup
+        self.lanes = [slot * setup.lanes + j for j in range(setup.lanes)]
+        self.counts = {"invoke": 0, "ok": 0, "fail": 0, "info": 0}
+        self.highest = max(self.lanes)
+        setup.side_dir.mkdir(parents=True, exist_ok=True)
+        self._f = (setup.side_dir / f"slot{slot}.jsonl").open("w")
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop)
+        self._t.start()
+
+    def _line(self, op: dict[str, Any]) -> None:
+        t = time.monotonic_ns() - self.setup.t0_ns
+        self._f.write(json.dumps({"time": t, **op}, separators=(",", ":")) + "\n")
+
+    def _loop(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            n += 1
+            j = n % len(self.lanes)
+            p, key = self.lanes[j], n % 3
+            common = {"process": p, "wall": time.time(), "node": "n1", "producer": self.slot}
+            with self._lock:
+                self._line({"type": "invoke", "f": "send", "value": [["send", key, n]], **common})
+                self.counts["invoke"] += 1
+                if n % 5 == 0:
+                    self._line({"type": "info", "f": "send", "value": [["send", key, n]],
+                                "error": "retriable: TimeoutException", **common})  # fmt: skip
+                    self.counts["info"] += 1
+                    self.lanes[j] = p + self.setup.concurrency * self.setup.lanes
+                    self.highest = max(self.highest, self.lanes[j])
+                else:
+                    self._line({"type": "ok", "f": "send", "value": [["send", key, [n, n]]],
+                                **common})  # fmt: skip
+                    self.counts["ok"] += 1
+            time.sleep(0.001)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {**self.counts, "highest": self.highest}
+
+    def finish(self) -> dict[str, Any]:
+        self._stop.set()
+        self._t.join()
+        self._f.close()
+        return self.stats()
+
+
+class FakeWorkload:
+    def __init__(self) -> None:
+        self.producers: list[FakeRecorded] = []
+
+    def pipelined_lanes(self) -> int:
+        return 3
+
+    def producer_client(self, producer: int, rng: Any) -> Any:
+        raise AssertionError("a slot whose producer records its own sends makes no other")
+
+    def records_sends(self) -> bool:
+        return True
+
+    def recorded_producer(self, slot: int, setup: SlotSetup) -> FakeRecorded:
+        p = FakeRecorded(slot, setup)
+        self.producers.append(p)
+        return p
+
+
+def test_recorded_slots_count_reserve_their_processes_and_merge_at_the_end(tmp_path: Path):
+    header = history_header({"send_mode": "async", "in_flight": 3, "send_recorder": "jvm"})
+    assert header["send_recorder"] == "jvm"
+    rec = Recorder(tmp_path / JSONL_NAME, "t", header=header, flush_seconds=0.2)
+    assert rec.side_dir == tmp_path / JVM_SENDS_DIR
+    wl = FakeWorkload()
+    ids = ProcessIds(2 * 3)
+    stop = threading.Event()
+    clients = Clients(wl, rec, 1, 2, 0.0, ids, stop)  # type: ignore[arg-type]
+    rec.invoke("start-kill", None, "nemesis")
+    clients.start()
+    time.sleep(0.6)
+    assert rec.counts["ok"] > 0  # learnt while the slots run, for the progress display
+    rec.ok("start-kill", {}, "nemesis")
+    stop.set()
+    clients.join(10)
+    final = [p.stats() for p in wl.producers]
+    assert rec.counts["ok"] == sum(s["ok"] for s in final)
+    assert rec.counts["info"] == sum(s["info"] for s in final)
+    # The final reads' fresh processes come after every lane the slots retired.
+    assert ids.fresh() == max(s["highest"] for s in final) + 1
+    counts = keep_history(rec, tmp_path, lambda m: None)
+    assert counts["ok"] == sum(s["ok"] for s in final)
+    history = read_history(tmp_path)
+    assert history.header[JVM_SENDS_FIELD]["files"] == ["slot0.jsonl", "slot1.jsonl"]
+    assert not (tmp_path / JVM_SENDS_DIR).exists() and (tmp_path / "history.parquet").exists()
+    times = [op["time"] for op in history.ops]
+    assert times == sorted(times)
+    sends = [op for op in history.ops if op["f"] == "send"]
+    assert len(sends) == 2 * sum(s["invoke"] for s in final)
+    nemesis = [i for i, op in enumerate(history.ops) if op["process"] == "nemesis"]
+    assert nemesis[0] < min(i for i, op in enumerate(history.ops) if op["f"] == "send")
+
+
+def _spec(**kw: Any) -> RunSpec:
+    base = {"version": "4.4", "send_mode": "async", "client": "java"}
+    return validate(RunSpec(**{**base, **kw}))
+
+
+def test_the_java_clients_pipelined_sends_are_recorded_in_its_jvm_unless_asked_otherwise():
+    assert build_plan(_spec(), 1).generator["send_recorder"] == "jvm"
+    assert "send_recorder" not in build_plan(_spec(send_recorder="harness"), 1).generator
+    # Pipelined transactions and librdkafka keep the harness's recording, as before.
+    assert "send_recorder" not in build_plan(_spec(txn=True), 1).generator
+    assert "send_recorder" not in build_plan(_spec(client=None, version="3.9"), 1).generator
+    assert "send_recorder" not in build_plan(_spec(client=None, send_mode=None), 1).generator
+
+
+@pytest.mark.parametrize(
+    ("kw", "says"),
+    [
+        ({"send_recorder": "jvm", "client": None}, "applies to --client java"),
+        ({"send_recorder": "jvm", "send_mode": None}, "only apply with send-mode async"),
+        ({"send_recorder": "jvm", "txn": True}, "not transactions"),
+        ({"send_recorder": "python"}, "unknown send recorder"),
+    ],
+)
+def test_send_recorder_options_that_cannot_run_are_refused(kw, says):
+    with pytest.raises(SpecError, match=says):
+        _spec(**kw)
+
+
+def test_a_history_beyond_the_machines_memory_is_left_unread_and_unchecked(tmp_path, monkeypatch):
+    import harness.wrapup as wrapup
+
+    (tmp_path / JSONL_NAME).write_bytes(b"x" * 1000)
+    monkeypatch.setattr(wrapup, "_available_memory", lambda: 2000 * wrapup.READ_BYTES_PER_BYTE)
+    assert wrapup.too_big_to_read(tmp_path) is None
+    monkeypatch.setattr(wrapup, "_available_memory", lambda: 1000)
+    said: list[str] = []
+    got = wrapup.check_run(tmp_path, said.append)
+    assert got["status"] == "not checked" and got["exit_code"] == 2
+    assert "kchaos check" in got["reason"] and said[0].startswith("not checked:")
+    assert json.loads((tmp_path / "results.json").read_text())["status"] == "not checked"
+    assert wrapup._parquet_copy(tmp_path, said.append) is None
+    assert said[1].startswith("warning: no Parquet copy")
