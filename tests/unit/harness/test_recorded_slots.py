@@ -171,3 +171,55 @@ def test_a_history_beyond_the_machines_memory_is_left_unread_and_unchecked(tmp_p
     assert json.loads((tmp_path / "results.json").read_text())["status"] == "not checked"
     assert wrapup._parquet_copy(tmp_path, said.append) is None
     assert said[1].startswith("warning: no Parquet copy")
+
+
+def _unmerged_run(tmp_path: Path) -> Path:
+    """A run whose client host died before its ending: the recorder's history (its last line
+    torn) and a slot's side file, never merged."""
+    header = {"kchaos_history": 1, "started_wall": 1.0, "run": "t", "send_mode": "async"}
+    nemesis = {"index": 0, "type": "invoke", "f": "start-kill", "value": None,
+               "process": "nemesis", "time": 5}  # fmt: skip
+    (tmp_path / JSONL_NAME).write_text(
+        json.dumps(header) + "\n" + json.dumps(nemesis) + "\n" + '{"index":1,"ty'
+    )
+    side = tmp_path / JVM_SENDS_DIR
+    side.mkdir()
+    line = (
+        '{"time":%d,"type":"%s","f":"send","value":%s,"process":0,"wall":1.0,"node":null,'
+        '"producer":0}\n'
+    )
+    (side / "slot0.jsonl").write_text(
+        line % (3, "invoke", '[["send",1,7]]') + line % (9, "ok", '[["send",1,[0,7]]]')
+    )
+    return tmp_path
+
+
+def test_a_crashed_runs_recovery_merges_what_the_jvm_recorded(tmp_path: Path):
+    from harness.wrapup import keep_history_file
+
+    run = _unmerged_run(tmp_path)
+    said: list[str] = []
+    assert keep_history_file(run, said.append) == {"ok": 1}
+    assert any("2 JVM-recorded send ops merged" in s for s in said)
+    history = read_history(run)
+    assert [(o["time"], o["type"]) for o in history.ops] == [
+        (3, "invoke"),
+        (5, "invoke"),
+        (9, "ok"),
+    ]
+    assert any("its last line was torn" in n for n in history.notes())
+
+
+def test_kchaos_check_merges_a_run_it_finds_unmerged(tmp_path: Path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    run = _unmerged_run(tmp_path)
+    CliRunner().invoke(main, ["check", str(run)])
+    assert not (run / JVM_SENDS_DIR).exists()
+    assert read_history(run).header[JVM_SENDS_FIELD] == {
+        "files": ["slot0.jsonl"],
+        "history_torn": True,
+    }
+    assert json.loads((run / "results.json").read_text())["status"] in ("valid", "unknown")
