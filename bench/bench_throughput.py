@@ -28,7 +28,7 @@ Goal: kchaos >= 50% of the perf tool and >= 5,000 recorded ok sends/s. The perf 
 second, on a cluster kchaos has warmed up; both run on the same 2 cores as the brokers.
 
     .venv/bin/python bench/bench_throughput.py [--seconds 30] [--concurrency 2] [--in-flight 2000]
-        [--kill] [--clients librdkafka,java,jvm] [--jvm-seconds 6] [--jvm-in-flight 10000]
+        [--kill] [--clients librdkafka,java,jvm] [--jvm-seconds 6] [--jvm-in-flight 100000]
 
 Each client in ``--clients`` (default all three, librdkafka first) gets its own kchaos run on a
 fresh cluster; the perf tool runs on the cluster the last one kept. ``java`` is the Java client
@@ -82,10 +82,13 @@ CLIENT_ARGS = {
 
 def run_shape(args: argparse.Namespace, kafka_client: str) -> tuple[float, int]:
     """(seconds, sends in flight per producer) of `kafka_client`'s run. The JVM-recorded run
-    keeps ~10x more sends in flight (the broker's batches fill only then: kchaos sends to a
-    random partition, the perf tool's sticky partitioner fills one batch at a time) and runs
-    shorter: it records ~0.5M sends a second, and the run's check reads its history.jsonl
-    whole (checkers/inputs.py read_history: ~3.6 GB and ~23 s per million sends here)."""
+    keeps 50x more sends in flight: the rate is lanes / latency, and a fresh cluster's first
+    seconds are slow (on one fresh cluster 100,000 lanes recorded 1.24M sends in 6 s where
+    10,000 recorded 0.38M; the perf tool is bounded only by its 32 MB buffer.memory, hundreds
+    of thousands of these records), and kchaos sends to a random partition, which fills
+    smaller batches than the perf tool's sticky partitioner. It runs shorter: it records
+    ~0.5M sends a second, and the run's check reads its history.jsonl whole
+    (checkers/inputs.py read_history: ~3.6 GB and ~23 s per million sends here)."""
     if kafka_client == "jvm":
         return args.jvm_seconds, args.jvm_in_flight
     return args.seconds, args.in_flight
@@ -456,7 +459,7 @@ def main() -> None:
     )
     ap.add_argument("--jvm-seconds", type=float, default=6, help="the jvm client's time limit")
     ap.add_argument(
-        "--jvm-in-flight", type=int, default=10000, help="the jvm client's sends in flight"
+        "--jvm-in-flight", type=int, default=100_000, help="the jvm client's sends in flight"
     )
     args = ap.parse_args()
     unknown = set(args.clients.split(",")) - set(CLIENT_ARGS)
