@@ -34,7 +34,7 @@ to single realtime edges when a cycle is explained.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -44,7 +44,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from checkers.edges import Edge, EdgeArrays
+from checkers.edges import Edge, EdgeArrays, SpilledEdges
 from checkers.findings import Finding, secs
 from checkers.npsets import member, sort_rows, unique_sorted
 from checkers.op_arrays import OpArrays, OpInfo
@@ -244,7 +244,7 @@ def _lookup(table: np.ndarray, ix: np.ndarray, missing: int) -> np.ndarray:
 
 
 def _windows(
-    parts: list[EdgeArrays], ops: OpArrays, back_spans: np.ndarray | None = None
+    parts: Sequence[EdgeArrays], ops: OpArrays, back_spans: np.ndarray | None = None
 ) -> list[tuple[int, int]]:
     """Invocation-time intervals that hold every cycle, merged; usually none.
 
@@ -286,7 +286,7 @@ def _windows(
     return list(zip(lo[starts].tolist(), reach[ends].tolist(), strict=True))
 
 
-def _back_edges(parts: list[EdgeArrays], ops: OpArrays) -> tuple[list[Any], list[Any]]:
+def _back_edges(parts: Sequence[EdgeArrays], ops: OpArrays) -> tuple[list[Any], list[Any]]:
     """(lo, hi) parts: the invocation times of each edge's ends, where the edge goes from an op
     invoked at hi to one invoked at lo <= hi."""
     # History indices are dense, so a direct table maps an op index to its invocation time:
@@ -307,15 +307,19 @@ def _back_edges(parts: list[EdgeArrays], ops: OpArrays) -> tuple[list[Any], list
 
 
 def find_cycles(
-    edges: EdgeArrays | list[EdgeArrays] | Iterable[Edge],
+    edges: EdgeArrays | Sequence[EdgeArrays] | Iterable[Edge],
     ops: OpArrays | list[OpInfo],
     back_spans: np.ndarray | None = None,
 ) -> list[Finding]:
-    """Cycles among queue ops; edges as arrays, or in parts (QueueResult.edge_parts), and ops
-    as arrays (objects are accepted, for tests). `back_spans`: QueueResult.back_spans, when the
-    checks made them (else they are found here from the edges)."""
+    """Cycles among queue ops; edges as arrays, or in parts (QueueResult.edge_parts: a streamed
+    check's are on disk, SpilledEdges), and ops as arrays (objects are accepted, for tests).
+    `back_spans`: QueueResult.back_spans, when the checks made them (else they are found here
+    from the edges)."""
+    parts: Sequence[EdgeArrays]
     if isinstance(edges, EdgeArrays):
         parts = [edges]
+    elif isinstance(edges, SpilledEdges):
+        parts = edges
     else:
         items = list(edges)
         parts = items if all(isinstance(e, EdgeArrays) for e in items) else []
@@ -325,25 +329,32 @@ def find_cycles(
     windows = _windows(parts, ops, back_spans)
     if not windows:
         return []
-    edges = EdgeArrays.concat(parts)
     lo, hi = (np.array(x, dtype=np.int64) for x in zip(*windows, strict=True))
     # Which window each op lies in (-1: none), then each edge with both ends in one window:
-    # one pass over the edges, however many windows.
+    # one pass over the edges, however many windows, a part at a time (a streamed check's
+    # edges are read from disk part by part, and only those inside a window are kept).
     w = np.searchsorted(lo, ops.invoke_time, side="right") - 1
     w = np.where((w >= 0) & (ops.invoke_time <= hi[np.maximum(w, 0)]), w, -1)
-    src, dst = _rows_of(ops, edges.src), _rows_of(ops, edges.dst)
-    ew = np.where((src >= 0) & (dst >= 0), w[np.maximum(src, 0)], -1)
-    ew = np.where(ew == np.where(dst >= 0, w[np.maximum(dst, 0)], -2), ew, -1)
-    inside = np.flatnonzero(ew >= 0)
-    inside = inside[np.argsort(ew[inside], kind="stable")]
-    e_bounds = np.searchsorted(ew[inside], np.arange(len(windows) + 1))
+    rows_of = _row_finder(ops)
+    kept, kept_w = [], []
+    for part in parts:
+        src, dst = rows_of(part.src), rows_of(part.dst)
+        ew = np.where((src >= 0) & (dst >= 0), w[np.maximum(src, 0)], -1)
+        ew = np.where(ew == np.where(dst >= 0, w[np.maximum(dst, 0)], -2), ew, -1)
+        inside = np.flatnonzero(ew >= 0)
+        kept.append(part.take(inside))
+        kept_w.append(ew[inside])
+    ew = np.concatenate(kept_w) if kept_w else np.zeros(0, dtype=np.int64)
+    by_window = np.argsort(ew, kind="stable")
+    edges, ew = EdgeArrays.concat(kept).take(by_window), ew[by_window]
+    e_bounds = np.searchsorted(ew, np.arange(len(windows) + 1))
     op_rows = np.flatnonzero(w >= 0)
     op_rows = op_rows[np.lexsort((ops.index[op_rows], w[op_rows]))]  # by window, then index
     o_bounds = np.searchsorted(w[op_rows], np.arange(len(windows) + 1))
     findings = []
     for i in range(len(windows)):
         rows = op_rows[o_bounds[i] : o_bounds[i + 1]]
-        local = edges.take(inside[e_bounds[i] : e_bounds[i + 1]])
+        local = edges.take(slice(e_bounds[i], e_bounds[i + 1]))
         rows = _in_cycles(local, ops, rows)
         if len(rows) < 2:
             continue
@@ -353,14 +364,22 @@ def find_cycles(
     return sorted(findings, key=Finding.sort_key)
 
 
-def _rows_of(ops: OpArrays, ix: np.ndarray) -> np.ndarray:
-    """The row of each op index in `ix`, -1 for none."""
+def _row_finder(ops: OpArrays) -> Callable[[np.ndarray], np.ndarray]:
+    """A function giving the row of each op index it is given, -1 for none: ops are kept in
+    index order (OpArrays), so a binary search, with no sort of millions of indices per call."""
     if len(ops) == 0:
-        return np.full(len(ix), -1, dtype=np.int64)
-    order = np.argsort(ops.index, kind="stable")
-    s = ops.index[order]
-    pos = np.minimum(np.searchsorted(s, ix), len(s) - 1)
-    return np.where(s[pos] == ix, order[pos], -1)
+        return lambda ix: np.full(len(ix), -1, dtype=np.int64)
+    if bool(np.all(ops.index[1:] > ops.index[:-1])):
+        order, s = None, ops.index
+    else:
+        order = np.argsort(ops.index, kind="stable")
+        s = ops.index[order]
+
+    def rows_of(ix: np.ndarray) -> np.ndarray:
+        pos = np.minimum(np.searchsorted(s, ix), len(s) - 1)
+        return np.where(s[pos] == ix, pos if order is None else order[pos], -1)
+
+    return rows_of
 
 
 def _in_cycles(edges: EdgeArrays, ops: OpArrays, rows: np.ndarray) -> np.ndarray:

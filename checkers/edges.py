@@ -8,8 +8,10 @@ the later value of a ww edge (0, meaningless, on wr edges).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import overload
 
 import numpy as np
 
@@ -85,3 +87,76 @@ class EdgeArrays:
             for r, s, d, k, v, v2 in zip(*cols, strict=True)
         ]
         return sorted(rows)
+
+
+# Edges per part read back from a spill: 4M edges are 164 MB.
+SPILL_PART = 1 << 22
+# What is written of each kind of edge: `rel` is the file's, and a wr edge has no value2.
+_STORED = {"ww": ("src", "dst", "key", "value", "value2"), "wr": ("src", "dst", "key", "value")}
+
+
+class EdgeSpill:
+    """Edges written to files as a check makes them, batch by batch, ww and wr apart: a streamed
+    check (checkers/queue/streamed.py) holds no more than one batch's edges. `finish` gives
+    them back as SpilledEdges: every ww edge, then every wr edge, each in the order written
+    (the order of the in-memory check's parts)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self._files = {
+            (rel, f): open(directory / f"{rel}.{f}", "wb")  # noqa: SIM115 (closed by finish)
+            for rel, stored in _STORED.items()
+            for f in stored
+        }
+        self._counts = dict.fromkeys(_STORED, 0)
+
+    def add(self, ww: EdgeArrays, wr: EdgeArrays) -> None:
+        for rel, part in (("ww", ww), ("wr", wr)):
+            for f in _STORED[rel]:
+                col = np.ascontiguousarray(getattr(part, f), dtype=np.int64)
+                self._files[(rel, f)].write(memoryview(col))
+            self._counts[rel] += len(part)
+
+    def finish(self, part: int = SPILL_PART) -> SpilledEdges:
+        for file in self._files.values():
+            file.close()
+        return SpilledEdges(self.directory, self._counts["ww"], self._counts["wr"], part)
+
+
+class SpilledEdges(Sequence[EdgeArrays]):
+    """Edges on disk (EdgeSpill), read back a part of at most `part` edges at a time: the cycle
+    search reads them part by part, and only when it has windows to look in."""
+
+    def __init__(self, directory: Path, ww: int, wr: int, part: int = SPILL_PART) -> None:
+        self.directory = directory
+        self._parts = [
+            (rel, lo, min(n, lo + part)) for rel, n in (("ww", ww), ("wr", wr))
+            for lo in range(0, n, part)
+        ]  # fmt: skip
+        self.edges = ww + wr
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    @overload
+    def __getitem__(self, i: int) -> EdgeArrays: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[EdgeArrays]: ...
+    def __getitem__(self, i: int | slice) -> EdgeArrays | list[EdgeArrays]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        rel, lo, hi = self._parts[i]
+        cols = {
+            f: np.fromfile(self.directory / f"{rel}.{f}", np.int64, hi - lo, offset=lo * 8)
+            for f in _STORED[rel]
+        }
+        code = WW_CODE if rel == "ww" else WR_CODE
+        return EdgeArrays(
+            np.full(hi - lo, code, dtype=np.int8),
+            cols["src"],
+            cols["dst"],
+            cols["key"],
+            cols["value"],
+            cols.get("value2", np.zeros(hi - lo, dtype=np.int64)),
+        )
