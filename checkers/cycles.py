@@ -259,22 +259,9 @@ def _windows(
         los, his = _back_edges(parts, ops)
     else:
         los, his = [back_spans[0]], [back_spans[1]]
-    done, t = ops.complete_time, ops.invoke_time
-    early = (done >= 0) & (done <= t)  # op -> its completion's time node goes back in time
-    los.append(done[early])
-    his.append(t[early])
-    # Ops are kept in index order: then a stable radix sort by process code alone orders them
-    # by (process, index).
-    in_order = len(ops) < 2 or bool(np.all(ops.index[1:] > ops.index[:-1]))
-    if in_order and len(ops.proc_names) < 1 << 15:
-        run = np.argsort(ops.proc.astype(np.int16), kind="stable")
-    else:
-        run = sort_rows(ops.proc, ops.index)
-    p, t = ops.proc[run], ops.invoke_time[run]
-    del run
-    back = (p[1:] == p[:-1]) & (t[1:] <= t[:-1])
-    los.append(t[1:][back])
-    his.append(t[:-1][back])
+    _op_spans(ops, los, his)
+    if not los:
+        return []
     lo, hi = np.concatenate(los), np.concatenate(his)
     if len(lo) == 0:
         return []
@@ -284,6 +271,62 @@ def _windows(
     starts = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])
     ends = np.r_[starts[1:], len(lo)] - 1
     return list(zip(lo[starts].tolist(), reach[ends].tolist(), strict=True))
+
+
+def _op_spans(ops: OpArrays, los: list[np.ndarray], his: list[np.ndarray]) -> None:
+    """The (lo, hi) spans the ops alone give, appended to `los` and `his`: an op completed at
+    or before its invocation time (op -> its completion's time node goes back in time), and
+    two ops of one process in a row whose later one was invoked at or before the earlier.
+
+    Ops are kept in index order (OpArrays): then a slice at a time, each slice's ops ordered
+    by (process, index) with a stable radix sort by process code alone, and each process's
+    last op carried to the next slice; no temporary is as long as the history (at 100M ops a
+    sort of every op at once was 2 GB of them). Ops in another order are sorted whole."""
+    n = len(ops)
+    in_order = _in_index_order(ops)
+    procs = len(ops.proc_names)
+    if not in_order:
+        run = sort_rows(ops.proc, ops.index)
+        slices = [(ops.proc[run], ops.invoke_time[run], ops.complete_time[run])]
+    else:
+        slices = (
+            (ops.proc[lo : lo + _SLICE], ops.invoke_time[lo : lo + _SLICE],
+             ops.complete_time[lo : lo + _SLICE])
+            for lo in range(0, n, _SLICE)
+        )  # fmt: skip
+    last = np.zeros(max(procs, 1), dtype=np.int64)  # each process's last invocation time
+    seen = np.zeros(max(procs, 1), dtype=bool)
+    for proc, t, done in slices:
+        early = (done >= 0) & (done <= t)
+        los.append(done[early])
+        his.append(t[early])
+        if in_order:
+            run = np.argsort(proc.astype(np.int16) if procs < 1 << 15 else proc, kind="stable")
+            p, t = proc[run], t[run]
+        else:
+            p = proc
+        first = np.r_[True, p[1:] != p[:-1]] if len(p) else np.zeros(0, dtype=bool)
+        back = ~first[1:] & (t[1:] <= t[:-1])
+        los.append(t[1:][back])
+        his.append(t[:-1][back])
+        # Across slices: each process's last op before, then its first op here.
+        starts = np.flatnonzero(first)
+        fp, ft = p[starts], t[starts]
+        cross = seen[fp] & (ft <= last[fp])
+        los.append(ft[cross])
+        his.append(last[fp][cross])
+        ends = np.r_[starts[1:] - 1, len(p) - 1] if len(p) else starts
+        last[p[ends]] = t[ends]
+        seen[p[ends]] = True
+
+
+def _in_index_order(ops: OpArrays) -> bool:
+    """Are the ops in ascending index order (as OpArrays keeps them)? A slice at a time."""
+    x, n = ops.index, len(ops) - 1  # pairs (i, i + 1) for i < n
+    return all(
+        bool(np.all(x[lo + 1 : min(lo + _SLICE, n) + 1] > x[lo : min(lo + _SLICE, n)]))
+        for lo in range(0, max(n, 0), _SLICE)
+    )
 
 
 def _back_edges(parts: Sequence[EdgeArrays], ops: OpArrays) -> tuple[list[Any], list[Any]]:
@@ -330,30 +373,46 @@ def find_cycles(
     if not windows:
         return []
     lo, hi = (np.array(x, dtype=np.int64) for x in zip(*windows, strict=True))
-    # Which window each op lies in (-1: none), then each edge with both ends in one window:
-    # one pass over the edges, however many windows, a part at a time (a streamed check's
-    # edges are read from disk part by part, and only those inside a window are kept).
-    w = np.searchsorted(lo, ops.invoke_time, side="right") - 1
-    w = np.where((w >= 0) & (ops.invoke_time <= hi[np.maximum(w, 0)]), w, -1)
+
+    def window_of(t: np.ndarray) -> np.ndarray:
+        """The window each invocation time lies in, -1 for none."""
+        w = np.searchsorted(lo, t, side="right") - 1
+        return np.where((w >= 0) & (t <= hi[np.maximum(w, 0)]), w, -1)
+
+    # The ops inside a window, a slice at a time (their rows and windows: usually few), then
+    # each edge with both ends in one window: one pass over the edges, however many windows,
+    # a part at a time (a streamed check's edges are read from disk part by part, and only
+    # those inside a window are kept).
+    op_rows, op_w = [], []
+    for s0 in range(0, len(ops), _SLICE):
+        w = window_of(ops.invoke_time[s0 : s0 + _SLICE])
+        inside = np.flatnonzero(w >= 0)
+        op_rows.append(inside + s0)
+        op_w.append(w[inside])
+    rows_in = np.concatenate(op_rows) if op_rows else np.zeros(0, dtype=np.int64)
+    rows_w = np.concatenate(op_w) if op_w else np.zeros(0, dtype=np.int64)
     rows_of = _row_finder(ops)
+
+    def end_window(ix: np.ndarray) -> np.ndarray:
+        rows = rows_of(ix)
+        return np.where(rows >= 0, window_of(ops.invoke_time[np.maximum(rows, 0)]), -1)
+
     kept, kept_w = [], []
     for part in parts:
-        src, dst = rows_of(part.src), rows_of(part.dst)
-        ew = np.where((src >= 0) & (dst >= 0), w[np.maximum(src, 0)], -1)
-        ew = np.where(ew == np.where(dst >= 0, w[np.maximum(dst, 0)], -2), ew, -1)
-        inside = np.flatnonzero(ew >= 0)
+        ws, wd = end_window(part.src), end_window(part.dst)
+        inside = np.flatnonzero((ws >= 0) & (ws == wd))
         kept.append(part.take(inside))
-        kept_w.append(ew[inside])
+        kept_w.append(ws[inside])
     ew = np.concatenate(kept_w) if kept_w else np.zeros(0, dtype=np.int64)
     by_window = np.argsort(ew, kind="stable")
     edges, ew = EdgeArrays.concat(kept).take(by_window), ew[by_window]
     e_bounds = np.searchsorted(ew, np.arange(len(windows) + 1))
-    op_rows = np.flatnonzero(w >= 0)
-    op_rows = op_rows[np.lexsort((ops.index[op_rows], w[op_rows]))]  # by window, then index
-    o_bounds = np.searchsorted(w[op_rows], np.arange(len(windows) + 1))
+    by_op = np.lexsort((ops.index[rows_in], rows_w))  # by window, then index
+    op_rows_sorted, op_windows = rows_in[by_op], rows_w[by_op]
+    o_bounds = np.searchsorted(op_windows, np.arange(len(windows) + 1))
     findings = []
     for i in range(len(windows)):
-        rows = op_rows[o_bounds[i] : o_bounds[i + 1]]
+        rows = op_rows_sorted[o_bounds[i] : o_bounds[i + 1]]
         local = edges.take(slice(e_bounds[i], e_bounds[i + 1]))
         rows = _in_cycles(local, ops, rows)
         if len(rows) < 2:
@@ -369,7 +428,7 @@ def _row_finder(ops: OpArrays) -> Callable[[np.ndarray], np.ndarray]:
     index order (OpArrays), so a binary search, with no sort of millions of indices per call."""
     if len(ops) == 0:
         return lambda ix: np.full(len(ix), -1, dtype=np.int64)
-    if bool(np.all(ops.index[1:] > ops.index[:-1])):
+    if _in_index_order(ops):
         order, s = None, ops.index
     else:
         order = np.argsort(ops.index, kind="stable")

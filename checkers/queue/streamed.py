@@ -72,7 +72,7 @@ class StreamedEngine:
         edges = EdgeSpill(Path(mkdtemp(prefix="edges-", dir=self.spilled.directory.parent)))
         findings, spans = [], []
         for b in range(len(self.spilled)):
-            arrays = self.spilled.load(b)
+            arrays = self.spilled.load(b, reuse=True)
             found, ww, wr, back = check_batches(arrays, ctx, self.pool)
             del arrays
             findings += found

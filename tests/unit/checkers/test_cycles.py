@@ -234,6 +234,29 @@ def test_searching_only_the_windows_finds_what_searching_everything_finds(graph)
                 assert a.complete_time is not None and a.complete_time < b.invoke_time
 
 
+@settings(max_examples=200)
+@given(random_graphs(), st.sampled_from([1, 2, 3]), st.sampled_from([1, 2, 5]))
+def test_ops_and_edges_in_slices_and_parts_change_nothing(graph, size, part):
+    """The ops read a slice at a time (process order carried across slices) and the edges a
+    part at a time (as a streamed check's are read from disk): the same windows and cycles."""
+    edges, ops = graph
+    arrays = EdgeArrays.from_edges(edges)
+    whole = find_cycles(arrays, ops)
+    windows = cycles_module._windows(
+        [arrays], OpArrays.from_infos(sorted(ops, key=lambda o: o.index))
+    )
+    parts = [arrays.take(slice(lo, lo + part)) for lo in range(0, len(arrays), part)]
+    saved = cycles_module._SLICE
+    cycles_module._SLICE = size
+    try:
+        sliced = find_cycles(parts, ops)
+        ordered = OpArrays.from_infos(sorted(ops, key=lambda o: o.index))
+        assert cycles_module._windows(parts, ordered) == windows
+    finally:
+        cycles_module._SLICE = saved
+    assert [f.to_dict() for f in sliced] == [f.to_dict() for f in whole]
+
+
 # Each G1c kind: the edge types of its graph without ww, and the types a cycle must hold.
 G1C_KINDS = {
     "G1c": ({"wr"}, {"wr"}),
