@@ -47,7 +47,7 @@ T = TypeVar("T")
 STREAM_ABOVE = 1 << 25
 # Element rows per bucket of a streamed history: a bucket's arrays (68 bytes an element) and
 # its check's temporaries and edges stay near 2.5 GB.
-BATCH_ELEMENTS = 1 << 24
+BATCH_ELEMENTS = 1 << 23
 
 
 @dataclass

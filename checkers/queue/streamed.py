@@ -22,14 +22,14 @@ from tempfile import mkdtemp
 
 import numpy as np
 
-from checkers.edges import EdgeArrays, EdgeSpill
+from checkers.edges import EdgeSpill
 from checkers.npsets import member
 from checkers.queue.context import QueueContext
 from checkers.queue.elem import Elem
 from checkers.queue.result import QueueResult, finish
 from checkers.queue.source import ElementSource
 from checkers.queue.spill import SpilledElements
-from checkers.queue.vector import check_batches, sends_among
+from checkers.queue.vector import checked_pieces, sends_among
 
 
 class StreamedEngine:
@@ -73,16 +73,11 @@ class StreamedEngine:
         findings, spans = [], []
         for b in range(len(self.spilled)):
             arrays = self.spilled.load(b, reuse=True)
-            found, ww, wr, back = check_batches(arrays, ctx, self.pool)
+            # Each piece's edges are written as soon as it is done, in key order.
+            for found, ww, wr, back in checked_pieces(arrays, ctx, self.pool):
+                findings += found
+                spans.append(back)
+                edges.add(ww, wr)
             del arrays
-            findings += found
-            spans.append(back)
-            for w in ww:
-                edges.add(w, _NONE)
-            for r in wr:
-                edges.add(_NONE, r)
         all_spans = np.concatenate(spans, axis=1) if spans else np.zeros((2, 0), dtype=np.int64)
         return finish(findings, edges.finish(), ctx.subscribe, all_spans)
-
-
-_NONE = EdgeArrays.empty()

@@ -9,7 +9,7 @@ quotes.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
 
 import numpy as np
@@ -96,6 +96,21 @@ def check_batches(
 ) -> tuple[list[Finding], list[EdgeArrays], list[EdgeArrays], np.ndarray]:
     """check_by_keys, with the ww and the wr edges in parts of their own: (findings, ww parts,
     wr parts, back spans)."""
+    results = list(checked_pieces(a, ctx, pool))
+    findings = [f for r in results for f in r[0]]
+    spans = np.concatenate([r[3] for r in results], axis=1)
+    return findings, [r[1] for r in results], [r[2] for r in results], spans
+
+
+Checked = tuple[list[Finding], EdgeArrays, EdgeArrays, np.ndarray]
+
+
+def checked_pieces(
+    a: ElemArrays, ctx: QueueContext, pool: Executor | None = None
+) -> Iterator[Checked]:
+    """(findings, ww edges, wr edges, back spans) of each run of whole keys of about CHUNK
+    elements, in key order, each as soon as it and those before it are done (in `pool`, when
+    given): a caller that writes the edges away holds few pieces' at once."""
     starts = runs(a.key)
     # Batches of about CHUNK, as many as make every thread's share equal: at 1M ops, five
     # batches on two threads left one thread idle for a fifth of the checks.
@@ -110,16 +125,13 @@ def check_batches(
         lo = int(starts[at])
     bounds.append((lo, len(a)))
 
-    def one(bound: tuple[int, int]) -> tuple[list[Finding], EdgeArrays, EdgeArrays, np.ndarray]:
+    def one(bound: tuple[int, int]) -> Checked:
         return _check(a.slice(*bound), ctx)
 
     if len(bounds) == 1 or pool is None:
-        results = [one(b) for b in bounds]
+        yield from (one(b) for b in bounds)
     else:
-        results = list(pool.map(one, bounds))
-    findings = [f for r in results for f in r[0]]
-    spans = np.concatenate([r[3] for r in results], axis=1)
-    return findings, [r[1] for r in results], [r[2] for r in results], spans
+        yield from pool.map(one, bounds)
 
 
 def check_arrays(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:
