@@ -89,21 +89,24 @@ class QueueChecker:
         resets = queue_resets(
             inputs.op_table(fs=RESET_FS), inputs.history.queue_ops, inputs.after_abort
         )
-        queue = self._engine(inputs, resets, slots)
+        stats: dict[str, int] = {"elements": n_elements}
+        queue = self._engine(inputs, resets, slots, stats)
         notes = [SUBSCRIBE_NOTE] if queue.subscribe else []
         if slots_note and n_elements:
             notes.append(slots_note)
-        return CheckerResult(
-            queue.findings, notes, n_elements > 0, {"elements": n_elements}, {"queue": queue}
-        )
+        return CheckerResult(queue.findings, notes, n_elements > 0, stats, {"queue": queue})
 
-    def _engine(self, inputs: RunInputs, resets: Resets, slots: int | None) -> QueueResult:
+    def _engine(
+        self, inputs: RunInputs, resets: Resets, slots: int | None, stats: dict[str, int]
+    ) -> QueueResult:
         # Each engine takes the form of the elements it works on: the decoded arrays (local,
         # handed over so they are held once), the Parquet file (reference, Spark).
         # A streamed history's spilled elements are deleted once checked (its edges stay, for
         # the cycle search, until the check ends).
         held = inputs.take_elements() if inputs.engine == "local" else None
         spilled = held if isinstance(held, SpilledElements) else None
+        if spilled is not None:  # streamed (checkers/load.py): in how many buckets of keys
+            stats["streamed_buckets"] = len(spilled)
         source = ElementSource(
             arrays=held if isinstance(held, ElemArrays) else None,
             spilled=spilled,

@@ -8,6 +8,7 @@ edges come from different buckets."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -21,8 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from checkers import inputs as inputs_module
 from checkers import load as loading
-from checkers.api import check
+from checkers.api import STREAMED_NO_REPORT, check
 from checkers.cycles import find_cycles
 from checkers.load import load
 from checkers.queue.check import RESET_FS, queue_resets
@@ -165,16 +167,18 @@ def test_a_check_streams_above_the_threshold_and_removes_its_spill(tmp_path, mon
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     made = []
-    real = SpilledElements.__init__
+    real = inputs_module.TemporaryDirectory
 
-    def noted(self, *args, **kwargs):
-        made.append(self)
-        real(self, *args, **kwargs)
+    def noted(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
 
-    monkeypatch.setattr(SpilledElements, "__init__", noted)
+    monkeypatch.setattr(inputs_module, "TemporaryDirectory", noted)
     with streaming(1):
         streamed = check(path, engine="local", write=False)
-    assert made and len(made[0]) == len(KEYS)
+    assert [Path(d.name).parent for d in made] == [scratch]
+    assert "streamed_buckets" not in held.stats
+    assert streamed.stats["streamed_buckets"] == len(KEYS)
     assert [f.to_dict() for f in streamed.findings] == [f.to_dict() for f in held.findings]
     assert {f.kind for f in streamed.findings} >= {"G1c"}
     assert os.listdir(scratch) == []
@@ -209,3 +213,13 @@ def test_a_key_not_counted_is_refused(tmp_path):
         spill.add(elems)
     spill.close()
     assert not (tmp_path / "s").exists()
+
+
+def test_a_streamed_check_says_why_it_draws_no_report(tmp_path):
+    m = run_model([("send", 0, k, "ok") for k in KEYS], final_poll=True)
+    written(m.table(), tmp_path, 1 << 20)
+    with streaming(2):
+        verdict = check(tmp_path / "history.parquet", engine="local")
+    assert verdict.status == "valid"
+    assert STREAMED_NO_REPORT in json.loads((tmp_path / "results.json").read_text())["notes"]
+    assert not (tmp_path / "report.html").exists()
