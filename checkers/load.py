@@ -118,7 +118,7 @@ def load(
     if elements and elems is None:  # a history without elements
         elems = sink()
     if isinstance(elems, SpilledElements):
-        return Loaded(None, n_elements, ops.finish(), wide_ops, elems)
+        return Loaded(None, n_elements, ops.finish(), wide_ops, elems.finish())
     return Loaded(elems.finish() if elems is not None else None, n_elements, ops.finish(), wide_ops)
 
 

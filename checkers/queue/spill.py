@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import io
 import shutil
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,6 +124,10 @@ class SpilledElements:
         self._blocks: list[list[_Block]] = [[] for _ in self.buckets]
         self._infos = _Infos()
         self._parts = 0
+        self._counts = counts
+        self._added = np.zeros(len(keys), dtype=np.int64)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="spill")
+        self._writing: Future[None] | None = None
         self.n_elements = 0
 
     def __len__(self) -> int:
@@ -157,9 +161,13 @@ class SpilledElements:
         else:
             list(self._pool.map(lambda job: job(), jobs))
         per_rank = np.bincount(rank, minlength=len(self.keys))
+        self._added += per_rank
         ranks = np.flatnonzero(per_rank)
         self._note_infos(cols, np.repeat(self.keys[ranks], per_rank[ranks]))
-        self._write(cols, ranks, per_rank[ranks])
+        # Written by a thread of its own while the next part is decoded; one part at a time, so
+        # that blocks stay in part order and at most one part's columns wait.
+        self._written()
+        self._writing = self._writer.submit(self._write, cols, ranks, per_rank[ranks], self._parts)
         self._parts += 1
         self.n_elements += n
 
@@ -173,7 +181,28 @@ class SpilledElements:
             self._infos.key.append(key[at])
             self._infos.value.append(cols["value"][at])
 
-    def _write(self, cols: dict[str, np.ndarray], ranks: np.ndarray, counts: np.ndarray) -> None:
+    def _written(self) -> None:
+        """Wait for the part being written (raising what its writing raised)."""
+        if self._writing is not None:
+            writing, self._writing = self._writing, None
+            writing.result()
+
+    def finish(self) -> SpilledElements:
+        """Every part given is written: the spill can be read."""
+        self._written()
+        self._writer.shutdown()
+        wrong = np.flatnonzero(self._added != self._counts)
+        if len(wrong):
+            k = int(wrong[0])
+            raise ValueError(
+                f"key {int(self.keys[k])}: {int(self._added[k])} element rows given, "
+                f"{int(self._counts[k])} counted"
+            )
+        return self
+
+    def _write(
+        self, cols: dict[str, np.ndarray], ranks: np.ndarray, counts: np.ndarray, part: int
+    ) -> None:
         """Each bucket's rows of the part (a run of `cols`, which are sorted by key rank) as one
         block file. The keys are not written (a block's runs say them), and the coded columns
         in the narrowest type that holds the block's codes (a few names: one byte, not four)."""
@@ -184,7 +213,7 @@ class SpilledElements:
         for i, j in zip(cuts.tolist(), [*cuts[1:].tolist(), len(ranks)], strict=True):
             b = int(buckets[i])
             lo, hi = int(starts[i]), int(ends[j - 1])
-            path = self.directory / f"{b}-{self._parts}"
+            path = self.directory / f"{b}-{part}"
             stored = []
             with open(path, "wb") as f:
                 for name in self._names:
@@ -277,6 +306,7 @@ class SpilledElements:
 
     def close(self) -> None:
         """Delete the spill's files (and drop the reused buckets' memory)."""
+        self._writer.shutdown()
         self._buffers = {}
         shutil.rmtree(self.directory, ignore_errors=True)
 

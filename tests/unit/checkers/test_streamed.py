@@ -205,12 +205,22 @@ def test_key_counts_are_the_keys_counted(tmp_path_factory, acts, row_group):
     assert counts.tolist() == many.tolist()
 
 
-def test_a_key_not_counted_is_refused(tmp_path):
+def test_a_key_not_counted_or_miscounted_is_refused(tmp_path):
     table = run_model([("send", 0, 1, "ok")]).table()
     spill = SpilledElements(tmp_path / "s", np.array([0]), np.array([1]), 4)
     elems = table.filter(is_in(table.column("row"), [ELEM_ROW]))
     with pytest.raises(ValueError, match="not among the keys"):
         spill.add(elems)
+    spill.close()
+    assert not (tmp_path / "s").exists()
+    spill = SpilledElements(tmp_path / "s", np.array([1]), np.array([elems.num_rows + 1]), 4)
+    spill.add(elems)
+    with pytest.raises(ValueError, match="rows given"):
+        spill.finish()
+    spill.close()
+    spill = SpilledElements(tmp_path / "s", np.array([1]), np.array([elems.num_rows]), 4)
+    spill.add(elems)
+    assert spill.finish().load(0).key.tolist() == [1] * elems.num_rows
     spill.close()
     assert not (tmp_path / "s").exists()
 
