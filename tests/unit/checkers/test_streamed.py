@@ -22,10 +22,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from checkers import cycles as cycles_module
 from checkers import inputs as inputs_module
 from checkers import load as loading
 from checkers.api import STREAMED_NO_REPORT, check
 from checkers.cycles import find_cycles
+from checkers.edges import SpilledEdges
 from checkers.load import load
 from checkers.queue.check import RESET_FS, queue_resets
 from checkers.queue.dispatch import run_engine
@@ -45,15 +47,17 @@ from tests.unit.checkers.model import CONCURRENCY, INJECTIONS, KEYS, action_list
 
 @contextmanager
 def streaming(budget: int | None) -> Iterator[None]:
-    """Every history streamed in buckets of at most `budget` elements; None: as configured
-    (the histories here are far below the threshold: held whole)."""
-    saved = loading.STREAM_ABOVE, loading.BATCH_ELEMENTS
+    """Every history streamed in buckets of at most `budget` elements, its cycle search over
+    groups of windows of at most `budget` ops; None: as configured (the histories here are far
+    below the threshold: held whole)."""
+    saved = loading.STREAM_ABOVE, loading.BATCH_ELEMENTS, cycles_module.WINDOW_GROUP_OPS
     if budget is not None:
         loading.STREAM_ABOVE, loading.BATCH_ELEMENTS = -1, budget
+        cycles_module.WINDOW_GROUP_OPS = budget
     try:
         yield
     finally:
-        loading.STREAM_ABOVE, loading.BATCH_ELEMENTS = saved
+        loading.STREAM_ABOVE, loading.BATCH_ELEMENTS, cycles_module.WINDOW_GROUP_OPS = saved
 
 
 def queue_check(path: Path, budget: int | None) -> tuple[list, list, list, int]:
@@ -76,9 +80,11 @@ def queue_check(path: Path, budget: int | None) -> tuple[list, list, list, int]:
             producers=idempotent_producers(header),
         )
         result = run_engine("local", source, resets, CONCURRENCY, rule)
+        # Before `edges` joins the parts: a streamed check's are on disk (edges.SpilledEdges).
+        assert isinstance(result.edge_parts, SpilledEdges) == (budget is not None)
+        cycles = find_cycles(result.edge_parts, loaded.queue_ops, result.back_spans)
         edges = result.edges
         rows = list(zip(*(getattr(edges, f).tolist() for f in vars(edges)), strict=True))
-        cycles = find_cycles(result.edge_parts, loaded.queue_ops, result.back_spans)
         buckets = len(loaded.spilled) if loaded.spilled is not None else 0
     return [f.to_dict() for f in result.findings], rows, [f.to_dict() for f in cycles], buckets
 
