@@ -7,15 +7,16 @@ The history's keys and their element counts are read first (history.columnar
 elements (a key with more is a bucket alone: no rule ever sees part of a key). Then one pass
 over the history decodes each part's element rows as the in-memory path does
 (arrays.column_jobs), sorts the part's rows by key (a stable, part-sized sort), and writes each
-bucket's rows as one block file: every column's raw bytes, one after the other. A bucket is
+bucket's rows as one block file: every column's bytes, one after the other, integer columns as
+offsets in the narrowest type that holds them (columns.narrowed), keys not at all. A bucket is
 loaded by reading its blocks in file order and putting each block's run of each key after
 that key's rows so far: the bucket's ElemArrays, rows in (key, index, seq) order, exactly the
 rows of those keys the in-memory path would hold. Buckets follow the keys' order, so their rows
 one after the other are the in-memory path's rows.
 
-Each block is read back by plain reads into fresh arrays (not mapped: mapped pages of the
-files would count in the process's resident memory as long as the kernel kept them), and the
-files are deleted with the spill (`close`). Info sends (QueueContext) are collected on the way,
+Each block is read back by plain reads (not mapped: mapped pages of the files would count in
+the process's resident memory as long as the kernel kept them), and the files are deleted with
+the spill (`close`). Info sends (QueueContext) are collected on the way,
 the one cross-key fact every check asks for.
 """
 
@@ -206,7 +207,7 @@ class SpilledElements:
         """Each bucket's rows of the part (a run of `cols`, which are sorted by key rank) as one
         block file. The keys are not written (a block's runs say them), and every integer
         column as offsets in the narrowest type that holds them (columns.narrowed: at 100M ops
-        the spill was 51 bytes an element, then 29)."""
+        the spill was 51 bytes an element, then 26)."""
         ends = np.cumsum(counts)
         starts = ends - counts
         buckets = self._bucket_of[ranks]

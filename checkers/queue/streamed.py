@@ -61,10 +61,10 @@ class StreamedEngine:
         out: list[tuple[int, Elem]] = []
         for b in range(len(self.spilled)):
             # Garbage reads are few and so are their values: a bucket is loaded whole only when
-            # one of its values is among them.
+            # one of its values is among them (into the memory the check's buckets used).
             cols = self.spilled.columns(b, ["has_value", "value"])
             if member(cols["value"][cols["has_value"]], want).any():
-                out += sends_among(self.spilled.load(b), values)
+                out += sends_among(self.spilled.load(b, reuse=True), values)
         return out
 
     def check(self, ctx: QueueContext) -> QueueResult:
