@@ -45,8 +45,9 @@ T = TypeVar("T")
 # back): at 10M ops 2.3 GB at peak, and about 230 bytes an element beyond, so that at this
 # size a check holds about 5.5 GB. Read when `load` is called (tests lower it).
 STREAM_ABOVE = 1 << 25
-# Element rows per bucket of a streamed history: a bucket's arrays (68 bytes an element) and
-# its check's temporaries and edges stay near 2.5 GB.
+# Element rows per bucket of a streamed history: a bucket's arrays (76 bytes an element with
+# its keys, 0.64 GB, reused bucket after bucket) beside the op arrays and the threads' check
+# temporaries; at 100M ops the check then holds about 5.4 GB.
 BATCH_ELEMENTS = 1 << 23
 
 
