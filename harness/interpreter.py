@@ -244,6 +244,7 @@ class Run:
             extra_props=node_properties(self.plan.upgrade) or None,
             # --txn-protocol: the transaction.version the storage is formatted with.
             features=format_features(self.plan.generator) or None,
+            logs_on_failure=live.run_dir,
         )
         self.summary["kafka_version"] = info.version
         if len(self.releases) > 1:
