@@ -152,27 +152,30 @@ def test_a_cluster_comes_up_over_ssh_is_healed_and_collected(hosts_yaml: Path, t
 
 
 def test_a_queue_run_with_partition_and_kill_over_ssh_is_valid(hosts_yaml: Path, tmp_path: Path):
-    run = kchaos(
-        "run",
-        "--hosts",
-        str(hosts_yaml),
-        "--nemesis",
-        "partition,kill",
-        "--time-limit",
-        "30",
-        "--nemesis-interval",
-        "5",
-        "--timing",
-        "fast",
-        "--seed",
-        str(SEED),
-        "--name",
-        "ssh",
-        "--results-dir",
-        str(tmp_path),
+    """The run as a nightly campaign on the hosts starts it (a one-cell campaign: the cell is
+    `kchaos run --spec` with the inventory, after a `cluster down --hosts`)."""
+    spec = tmp_path / "night.yaml"
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "ssh",
+                "base": {
+                    "hosts": str(hosts_yaml),
+                    "time_limit": 30,
+                    "nemesis_interval": 5,
+                    "timing": "fast",
+                },
+                "axes": {"nemesis": ["partition,kill"]},
+                "seeds": [SEED],
+            }
+        )
     )
+    run = kchaos("campaign", str(spec), "--results-dir", str(tmp_path), "--no-progress")
     assert run.returncode == 0, said(run)[-3000:]
-    run_dir = next((tmp_path / "ssh").glob("2*"))
+    (campaign,) = (tmp_path / "ssh").glob("2*")
+    (cell,) = json.loads((campaign / "campaign.json").read_text())["cells"]
+    assert cell["status"] == "valid", cell
+    run_dir = campaign / cell["run_dir"]
     summary = json.loads((run_dir / "run.json").read_text())
     assert summary["check"]["status"] == "valid"
     assert summary["final_reads"]["complete"] and not summary["final_reads"]["missing"]
