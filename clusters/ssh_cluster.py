@@ -315,6 +315,12 @@ class SshCluster:
         code, _, _ = session.run(has_systemd_script(), timeout=20)
         return "systemd" if code == 0 else "pidfile"
 
+    def install_releases(self, dists: list[KafkaDist], say: Callable[[str], None] = print) -> None:
+        """Every release a run rolls its nodes to, on every host that lacks it (the node image
+        sees every assembled release; a host has only what was installed)."""
+        for dist in dists:
+            self._install(list(self.inventory.hosts), dist, say)
+
     def _install(self, hosts: list[HostEntry], dist: KafkaDist, say: Callable[[str], None]) -> None:
         """The release's jars and the agents on every host that lacks them: one tar by SFTP."""
         files = dist_files(dist)
