@@ -136,7 +136,9 @@ class SparkEngine:
     def _pick(self, columns: list[str], keep: Callable[[pa.Table], pa.Array]) -> pa.Table:
         """The element rows `keep` marks, only `columns`: one task per row group, each reading
         its row group with pyarrow (a few rows come back, so rows are fine here)."""
-        uri, groups, read = self.path, self.groups, list(dict.fromkeys([*columns, *self.columns]))
+        # The columns asked for and the ones the predicates (_info_sends, _among) read.
+        read = list(dict.fromkeys([*columns, "kind", "type", "value"]))
+        uri, groups = self.path, self.groups
         with _open_file(self.file) as f:
             stored = pq.ParquetFile(f).schema_arrow
         schema = pa.schema([_plain(stored.field(c)) for c in columns])
