@@ -82,11 +82,14 @@ class SparkEngine:
         )
 
     @functools.cached_property
-    def groups(self) -> list[int]:
-        assert self.file is not None
-        fs, path = self.file
-        with fs.open_input_file(path) as f:
-            return element_row_groups(f)
+    def footer(self) -> tuple[list[int], pa.Schema, int]:
+        """From the history's footer, read once: the row groups that may hold elements, the
+        stored schema, and how many rows those row groups hold."""
+        with _open_file(self.file) as f:
+            parquet = pq.ParquetFile(f)
+            groups = element_row_groups(f)
+            rows = sum(parquet.metadata.row_group(i).num_rows for i in groups)
+            return groups, parquet.schema_arrow, rows
 
     def info_sends(self) -> list[tuple[int, int, int]]:
         if self.file is None:
@@ -138,9 +141,7 @@ class SparkEngine:
         its row group with pyarrow (a few rows come back, so rows are fine here)."""
         # The columns asked for and the ones the predicates (_info_sends, _among) read.
         read = list(dict.fromkeys([*columns, "kind", "type", "value"]))
-        uri, groups = self.path, self.groups
-        with _open_file(self.file) as f:
-            stored = pq.ParquetFile(f).schema_arrow
+        uri, (groups, stored, _) = self.path, self.footer
         schema = pa.schema([_plain(stored.field(c)) for c in columns])
         if not groups:
             return schema.empty_table()
@@ -161,7 +162,7 @@ class SparkEngine:
     def check(self, ctx: QueueContext) -> QueueResult:
         if self.file is None:
             return self._check_rows(ctx)
-        return self._check_blobs(ctx, self.file)
+        return self._check_blobs(ctx)
 
     def _check_rows(self, ctx: QueueContext) -> QueueResult:
         """Element rows from Spark's reader, shuffled by bucket and handed to Python as rows."""
@@ -181,11 +182,11 @@ class SparkEngine:
         findings, edges = from_arrow(out.cast(ROW_SCHEMA))
         return finish(findings, edges, ctx.subscribe)
 
-    def _check_blobs(self, ctx: QueueContext, history: tuple[pafs.FileSystem, str]) -> QueueResult:
+    def _check_blobs(self, ctx: QueueContext) -> QueueResult:
         """Row groups read by pyarrow in the workers, shuffled by bucket as Arrow IPC blobs."""
-        groups = self.groups
-        with _open_file(history) as f:
-            elements = _element_count(f, groups)
+        groups, _, elements = self.footer
+        if not groups:
+            return finish([], EdgeArrays.empty(), ctx.subscribe)
         buckets = max(
             int(self.spark.conf.get("spark.sql.shuffle.partitions")),
             -(-elements // BUCKET_ELEMENTS),
@@ -196,7 +197,7 @@ class SparkEngine:
         def per_bucket(table: pa.Table) -> pa.Table:
             return _check_blob_bucket(table, ctx, per_blob)
 
-        blobs = self.spark.range(0, max(len(groups), 1), 1, max(len(groups), 1))
+        blobs = self.spark.range(0, len(groups), 1, len(groups))
         out = (
             blobs.mapInArrow(scatter, schema=BLOB_DDL)
             .groupBy("bucket")
@@ -266,11 +267,6 @@ def _pyarrow_file(uri: str) -> tuple[pafs.FileSystem, str] | None:
     return fs, path
 
 
-def _element_count(f: pa.NativeFile, groups: list[int]) -> int:
-    meta = pq.ParquetFile(f).metadata
-    return sum(meta.row_group(i).num_rows for i in groups)
-
-
 def bucket_of(keys: np.ndarray, buckets: int) -> np.ndarray:
     """A key's bucket: Fibonacci hashing, so that keys 0..k spread evenly over any count."""
     mixed = keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
@@ -287,8 +283,6 @@ def _scatter(
         fs, path = pafs.FileSystem.from_uri(uri)
         for batch in ids:
             for task in batch.column("id").to_pylist():
-                if not groups:
-                    continue
                 rg = groups[task]
                 with fs.open_input_file(path) as f:
                     table = read_element_row_group(f, rg, columns)
