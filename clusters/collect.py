@@ -8,7 +8,6 @@ decoded on the host with the same Kafka jars, so a dead node's metadata log is s
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import tempfile
@@ -75,13 +74,7 @@ def collect_cluster(
         )
     )
     for name, node in handles.items():
-        logs = dest / LOGS_DIR / name
-        logs.mkdir(parents=True, exist_ok=True)
-        (logs / NODE_LOG).write_text(node.logs())
-        try:
-            node.copy_dir_out(layout_of(node).conf_dir, logs)
-        except ClusterError as exc:
-            say(f"warning: {exc}")
+        _write_node_log(name, node.logs(), node, dest, say)
     if info.topology.kraft:
         _collect_metadata_logs(cluster, dest, say)
     collect_data_logs(cluster, info, dest, say)
@@ -104,18 +97,26 @@ def keep_node_logs(
     kept = []
     for name, node in handles.items():
         try:
-            text = node.logs()
-        except Exception as exc:
+            _write_node_log(name, node.logs(), node, dest, say)
+        except Exception as exc:  # best effort: the bring-up's own error is what gets raised
             say(f"warning: {name}: no log kept: {exc}")
             continue
-        logs = dest / LOGS_DIR / name
-        logs.mkdir(parents=True, exist_ok=True)
-        (logs / NODE_LOG).write_text(text)
-        with contextlib.suppress(Exception):
-            node.copy_dir_out(layout_of(node).conf_dir, logs)
         kept.append(name)
     if kept:
         say(f"kept the logs of {', '.join(kept)} in {dest / LOGS_DIR}")
+
+
+def _write_node_log(
+    name: str, text: str, node: Collectable, dest: Path, say: Callable[[str], None]
+) -> None:
+    """``logs/<node>/``: the node's output and, beside it, its configuration directory."""
+    logs = dest / LOGS_DIR / name
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / NODE_LOG).write_text(text)
+    try:
+        node.copy_dir_out(layout_of(node).conf_dir, logs)
+    except ClusterError as exc:
+        say(f"warning: {exc}")
 
 
 def _collect_metadata_logs(
