@@ -68,6 +68,24 @@ def reused_memory() -> Iterator[None]:
         threading.Thread(target=libc.malloc_trim, args=(0,), daemon=True).start()
 
 
+_worker_set = False
+
+
+def worker_memory() -> None:
+    """reused_memory's settings for the rest of the process, once: for a Spark engine's Python
+    worker, which lives to run kchaos's per-bucket functions. Without them a fresh worker ran
+    each bucket at half the speed of a reused one (10M ops: 17.5 s against 8.1 s of checks)."""
+    global _worker_set
+    if _worker_set:
+        return
+    _worker_set = True
+    _no_hugepage_advice()
+    libc = _libc()
+    if libc is not None and libc.mallopt(_M_MMAP_THRESHOLD, _PART_SIZED) == 1:
+        libc.mallopt(_M_TRIM_THRESHOLD, _NEVER)
+        pa.set_memory_pool(pa.system_memory_pool())
+
+
 def _no_hugepage_advice() -> None:
     """numpy advises the kernel to back big arrays with huge pages. With transparent huge pages
     in `madvise` mode every fresh array then faults through direct compaction: at 10M ops that

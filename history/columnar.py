@@ -576,3 +576,22 @@ def _take(table: pa.Table, mask: np.ndarray) -> pa.Table:
     if rows[-1] - rows[0] + 1 == len(rows):
         return table.slice(int(rows[0]), len(rows))
     return table.take(pa.array(rows))
+
+
+def element_row_groups(source: str | Path | pa.NativeFile) -> list[int]:
+    """The row groups of a Parquet history that may hold element rows (by their statistics),
+    in file order: the units a distributed reader splits element rows into."""
+    pf = _open(source)
+    return [i for i in range(pf.num_row_groups) if _only_kind(pf.metadata.row_group(i)) != OP_ROW]
+
+
+def read_element_row_group(
+    source: str | Path | pa.NativeFile, i: int, columns: list[str]
+) -> pa.Table:
+    """The element rows of row group `i`, only `columns`, in file order."""
+    pf = _open(source)
+    with _readable(str(source)):
+        if _only_kind(pf.metadata.row_group(i)) == ELEM_ROW:
+            return pf.read_row_group(i, columns=columns)
+        rg = pf.read_row_group(i, columns=list(dict.fromkeys(["row", *columns])))
+        return _take(rg.select(columns), _in(rg.column("row"), [ELEM_ROW]))

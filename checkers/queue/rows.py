@@ -33,6 +33,17 @@ ROW_SCHEMA = pa.schema(
         ("value2", pa.int64()),
     ]
 )
+# Edges alone, in EdgeArrays' field order: what the Spark engine's blobs carry.
+EDGE_SCHEMA = pa.schema(
+    [
+        ("rel", pa.int8()),
+        ("src", pa.int64()),
+        ("dst", pa.int64()),
+        ("key", pa.int64()),
+        ("value", pa.int64()),
+        ("value2", pa.int64()),
+    ]
+)
 ROW_DDL = (
     "record string, kind string, key long, ops string, explanation string, data string, "
     "unknown boolean, rel byte, src long, dst long, value long, value2 long"

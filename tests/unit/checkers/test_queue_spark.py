@@ -76,3 +76,59 @@ def test_spark_engines_facts_give_the_local_engines_context(tmp_path, spark):
     assert local.committed_info
     spark_engine = SparkEngine(ElementSource(parquet=path, spark=spark))
     assert queue_context(spark_engine, resets, CONCURRENCY) == local
+
+
+def _in_small_row_groups(path, tmp_path):
+    """The same history with row groups of 7 rows: op and element rows share row groups, and a
+    key's elements are spread over many of them."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "small-groups.parquet"
+    pq.write_table(pq.read_table(path), out, row_group_size=7)
+    return out
+
+
+@settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(acts=action_lists, bug=st.sampled_from(sorted(INJECTIONS)), key=st.sampled_from(KEYS))
+def test_blobs_of_many_row_groups_buckets_and_edge_parts_agree_with_the_reference(
+    tmp_path_factory, spark, acts, bug, key
+):
+    import checkers.queue.spark as engine
+
+    m = run_model(acts, final_poll=False)
+    INJECTIONS[bug](m, key)
+    m.final_poll()
+    tmp = tmp_path_factory.mktemp("gen")
+    path = _in_small_row_groups(m.h.write(tmp), tmp)
+    saved = engine.BUCKET_ELEMENTS, engine.EDGES_PER_BLOB
+    engine.BUCKET_ELEMENTS, engine.EDGES_PER_BLOB = 3, 2
+    try:
+        got = check_queue(path, spark=spark, slots=CONCURRENCY)
+    finally:
+        engine.BUCKET_ELEMENTS, engine.EDGES_PER_BLOB = saved
+    assert as_dicts(got) == as_dicts(check_queue(path, reference=True, slots=CONCURRENCY))
+
+
+def test_a_history_pyarrow_cannot_open_goes_the_row_way_with_the_same_result(
+    tmp_path, spark, monkeypatch
+):
+    import checkers.queue.spark as engine
+
+    path = mixed_anomalies().write(tmp_path)
+    blobs = check_queue(path, spark=spark)
+    monkeypatch.setattr(engine, "_pyarrow_file", lambda uri: None)
+    rows = check_queue(path, spark=spark)
+    assert as_dicts(rows) == as_dicts(blobs)
+    assert rows.findings
+
+
+def test_keys_spread_over_every_bucket():
+    import numpy as np
+
+    from checkers.queue.spark import bucket_of
+
+    for buckets in (2, 7, 14, 64):
+        counts = np.bincount(bucket_of(np.arange(64 * buckets), buckets), minlength=buckets)
+        assert counts.min() >= 0.5 * counts.mean(), (buckets, counts)
