@@ -24,6 +24,11 @@ from checkers.verdict import Verdict, decide
 
 __all__ = ["ENGINES", "check", "check_table"]
 
+STREAMED_NO_REPORT = (
+    "report.html not written: the history was checked streamed, being bigger than the local "
+    "engine holds (docs/checkers.md), and the report reads every op whole"
+)
+
 
 def check(
     history_path_or_run_dir: str | Path,
@@ -60,8 +65,14 @@ def _check(
         stats={**run.stats, "seconds": round(time.monotonic() - started, 3)},
     )
     if write:
+        # The report reads every op row whole (checkers/report/data.py): a history too big to
+        # hold for the check (checkers/load.py streamed it) is too big for the report too.
+        streamed = bool(verdict.stats.get("streamed_buckets"))
+        if streamed:
+            verdict.notes.append(STREAMED_NO_REPORT)
         verdict.write(inputs.run_dir)
-        _write_report(inputs.run_dir, inputs.parquet, verdict)
+        if not streamed:
+            _write_report(inputs.run_dir, inputs.parquet, verdict)
     return verdict
 
 

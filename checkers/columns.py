@@ -90,3 +90,25 @@ def is_name(codes: np.ndarray, names: list[str | None], name: str) -> np.ndarray
         return codes == hits[0]
     table = np.array([n == name for n in names] + [False])  # codes index names: a lookup
     return table[codes] if table.any() else np.zeros(len(codes), dtype=bool)
+
+
+def narrowed(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """(stored, base): an integer column as offsets from its least value in the narrowest
+    unsigned type that holds them (x == stored + base), for a spill to write fewer bytes:
+    op indices, times, offsets and values of one part of a history span far less than their
+    type holds. Columns of another kind, or too wide a span, stay as they are (base 0)."""
+    if len(x) == 0 or x.dtype.kind not in "iu":
+        return x, 0
+    lo, hi = int(x.min()), int(x.max())
+    for t in (np.uint8, np.uint16, np.uint32):
+        if hi - lo <= np.iinfo(t).max:
+            return np.subtract(x, lo, dtype=np.int64).astype(t), lo
+    return x, 0
+
+
+def widened(stored: np.ndarray, base: int, out: np.ndarray) -> None:
+    """Undo `narrowed` into `out` (of the column's own type)."""
+    if base == 0 and stored.dtype == out.dtype:
+        out[...] = stored
+    else:
+        np.add(stored, base, out=out, dtype=np.int64, casting="unsafe")

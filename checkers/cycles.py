@@ -34,7 +34,7 @@ to single realtime edges when a cycle is explained.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -44,7 +44,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from checkers.edges import Edge, EdgeArrays
+from checkers.edges import Edge, EdgeArrays, SpilledEdges
 from checkers.findings import Finding, secs
 from checkers.npsets import member, sort_rows, unique_sorted
 from checkers.op_arrays import OpArrays, OpInfo
@@ -244,7 +244,7 @@ def _lookup(table: np.ndarray, ix: np.ndarray, missing: int) -> np.ndarray:
 
 
 def _windows(
-    parts: list[EdgeArrays], ops: OpArrays, back_spans: np.ndarray | None = None
+    parts: Sequence[EdgeArrays], ops: OpArrays, back_spans: np.ndarray | None = None
 ) -> list[tuple[int, int]]:
     """Invocation-time intervals that hold every cycle, merged; usually none.
 
@@ -259,22 +259,9 @@ def _windows(
         los, his = _back_edges(parts, ops)
     else:
         los, his = [back_spans[0]], [back_spans[1]]
-    done, t = ops.complete_time, ops.invoke_time
-    early = (done >= 0) & (done <= t)  # op -> its completion's time node goes back in time
-    los.append(done[early])
-    his.append(t[early])
-    # Ops are kept in index order: then a stable radix sort by process code alone orders them
-    # by (process, index).
-    in_order = len(ops) < 2 or bool(np.all(ops.index[1:] > ops.index[:-1]))
-    if in_order and len(ops.proc_names) < 1 << 15:
-        run = np.argsort(ops.proc.astype(np.int16), kind="stable")
-    else:
-        run = sort_rows(ops.proc, ops.index)
-    p, t = ops.proc[run], ops.invoke_time[run]
-    del run
-    back = (p[1:] == p[:-1]) & (t[1:] <= t[:-1])
-    los.append(t[1:][back])
-    his.append(t[:-1][back])
+    _op_spans(ops, los, his)
+    if not los:
+        return []
     lo, hi = np.concatenate(los), np.concatenate(his)
     if len(lo) == 0:
         return []
@@ -286,7 +273,63 @@ def _windows(
     return list(zip(lo[starts].tolist(), reach[ends].tolist(), strict=True))
 
 
-def _back_edges(parts: list[EdgeArrays], ops: OpArrays) -> tuple[list[Any], list[Any]]:
+def _op_spans(ops: OpArrays, los: list[np.ndarray], his: list[np.ndarray]) -> None:
+    """The (lo, hi) spans the ops alone give, appended to `los` and `his`: an op completed at
+    or before its invocation time (op -> its completion's time node goes back in time), and
+    two ops of one process in a row whose later one was invoked at or before the earlier.
+
+    Ops are kept in index order (OpArrays): then a slice at a time, each slice's ops ordered
+    by (process, index) with a stable radix sort by process code alone, and each process's
+    last op carried to the next slice; no temporary is as long as the history (at 100M ops a
+    sort of every op at once was 2 GB of them). Ops in another order are sorted whole."""
+    n = len(ops)
+    in_order = _in_index_order(ops)
+    procs = len(ops.proc_names)
+    if not in_order:
+        run = sort_rows(ops.proc, ops.index)
+        slices = [(ops.proc[run], ops.invoke_time[run], ops.complete_time[run])]
+    else:
+        slices = (
+            (ops.proc[lo : lo + _SLICE], ops.invoke_time[lo : lo + _SLICE],
+             ops.complete_time[lo : lo + _SLICE])
+            for lo in range(0, n, _SLICE)
+        )  # fmt: skip
+    last = np.zeros(max(procs, 1), dtype=np.int64)  # each process's last invocation time
+    seen = np.zeros(max(procs, 1), dtype=bool)
+    for proc, t, done in slices:
+        early = (done >= 0) & (done <= t)
+        los.append(done[early])
+        his.append(t[early])
+        if in_order:
+            run = np.argsort(proc.astype(np.int16) if procs < 1 << 15 else proc, kind="stable")
+            p, t = proc[run], t[run]
+        else:
+            p = proc
+        first = np.r_[True, p[1:] != p[:-1]] if len(p) else np.zeros(0, dtype=bool)
+        back = ~first[1:] & (t[1:] <= t[:-1])
+        los.append(t[1:][back])
+        his.append(t[:-1][back])
+        # Across slices: each process's last op before, then its first op here.
+        starts = np.flatnonzero(first)
+        fp, ft = p[starts], t[starts]
+        cross = seen[fp] & (ft <= last[fp])
+        los.append(ft[cross])
+        his.append(last[fp][cross])
+        ends = np.r_[starts[1:] - 1, len(p) - 1] if len(p) else starts
+        last[p[ends]] = t[ends]
+        seen[p[ends]] = True
+
+
+def _in_index_order(ops: OpArrays) -> bool:
+    """Are the ops in ascending index order (as OpArrays keeps them)? A slice at a time."""
+    x, n = ops.index, len(ops) - 1  # pairs (i, i + 1) for i < n
+    return all(
+        bool(np.all(x[lo + 1 : min(lo + _SLICE, n) + 1] > x[lo : min(lo + _SLICE, n)]))
+        for lo in range(0, max(n, 0), _SLICE)
+    )
+
+
+def _back_edges(parts: Sequence[EdgeArrays], ops: OpArrays) -> tuple[list[Any], list[Any]]:
     """(lo, hi) parts: the invocation times of each edge's ends, where the edge goes from an op
     invoked at hi to one invoked at lo <= hi."""
     # History indices are dense, so a direct table maps an op index to its invocation time:
@@ -307,15 +350,19 @@ def _back_edges(parts: list[EdgeArrays], ops: OpArrays) -> tuple[list[Any], list
 
 
 def find_cycles(
-    edges: EdgeArrays | list[EdgeArrays] | Iterable[Edge],
+    edges: EdgeArrays | Sequence[EdgeArrays] | Iterable[Edge],
     ops: OpArrays | list[OpInfo],
     back_spans: np.ndarray | None = None,
 ) -> list[Finding]:
-    """Cycles among queue ops; edges as arrays, or in parts (QueueResult.edge_parts), and ops
-    as arrays (objects are accepted, for tests). `back_spans`: QueueResult.back_spans, when the
-    checks made them (else they are found here from the edges)."""
+    """Cycles among queue ops; edges as arrays, or in parts (QueueResult.edge_parts: a streamed
+    check's are on disk, SpilledEdges), and ops as arrays (objects are accepted, for tests).
+    `back_spans`: QueueResult.back_spans, when the checks made them (else they are found here
+    from the edges)."""
+    parts: Sequence[EdgeArrays]
     if isinstance(edges, EdgeArrays):
         parts = [edges]
+    elif isinstance(edges, SpilledEdges):
+        parts = edges
     else:
         items = list(edges)
         parts = items if all(isinstance(e, EdgeArrays) for e in items) else []
@@ -325,42 +372,119 @@ def find_cycles(
     windows = _windows(parts, ops, back_spans)
     if not windows:
         return []
-    edges = EdgeArrays.concat(parts)
     lo, hi = (np.array(x, dtype=np.int64) for x in zip(*windows, strict=True))
-    # Which window each op lies in (-1: none), then each edge with both ends in one window:
-    # one pass over the edges, however many windows.
-    w = np.searchsorted(lo, ops.invoke_time, side="right") - 1
-    w = np.where((w >= 0) & (ops.invoke_time <= hi[np.maximum(w, 0)]), w, -1)
-    src, dst = _rows_of(ops, edges.src), _rows_of(ops, edges.dst)
-    ew = np.where((src >= 0) & (dst >= 0), w[np.maximum(src, 0)], -1)
-    ew = np.where(ew == np.where(dst >= 0, w[np.maximum(dst, 0)], -2), ew, -1)
-    inside = np.flatnonzero(ew >= 0)
-    inside = inside[np.argsort(ew[inside], kind="stable")]
-    e_bounds = np.searchsorted(ew[inside], np.arange(len(windows) + 1))
-    op_rows = np.flatnonzero(w >= 0)
-    op_rows = op_rows[np.lexsort((ops.index[op_rows], w[op_rows]))]  # by window, then index
-    o_bounds = np.searchsorted(w[op_rows], np.arange(len(windows) + 1))
+    rows_of = _row_finder(ops)
+    # Edges held in memory are searched all at once. Edges on disk (a streamed check's: the
+    # history was too big to hold) are searched a group of windows at a time, each group's
+    # edges read from the parts anew: in a real history most ops lie in some window (73-99% in
+    # kchaos's runs: a poll invoked before the send it reads goes back in time), and the edges
+    # of every window at once would be nearly all of them.
+    groups = [(0, len(lo))]
+    if isinstance(parts, SpilledEdges):
+        groups = _window_groups(ops, lo, hi, WINDOW_GROUP_OPS)
     findings = []
-    for i in range(len(windows)):
-        rows = op_rows[o_bounds[i] : o_bounds[i + 1]]
-        local = edges.take(inside[e_bounds[i] : e_bounds[i + 1]])
+    for g0, g1 in groups:
+        findings += _search_windows(parts, ops, lo[g0:g1], hi[g0:g1], rows_of)
+    return sorted(findings, key=Finding.sort_key)
+
+
+# Ops in the windows one group of a streamed check's cycle search holds at once (their edges
+# are read from disk for each group): about 1 GB of edges and ops.
+WINDOW_GROUP_OPS = 1 << 24
+
+
+def _window_of(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The window each invocation time lies in, -1 for none (windows [lo, hi], ascending and
+    disjoint)."""
+    w = np.searchsorted(lo, t, side="right") - 1
+    return np.where((w >= 0) & (t <= hi[np.maximum(w, 0)]), w, -1)
+
+
+def _window_groups(
+    ops: OpArrays, lo: np.ndarray, hi: np.ndarray, most: int
+) -> list[tuple[int, int]]:
+    """Runs of consecutive windows holding at most `most` ops each (a window holding more is
+    a run alone), as (first, end) window numbers; the ops counted a slice at a time."""
+    counts = np.zeros(len(lo), dtype=np.int64)
+    for s0 in range(0, len(ops), _SLICE):
+        w = _window_of(lo, hi, ops.invoke_time[s0 : s0 + _SLICE])
+        counts += np.bincount(w[w >= 0], minlength=len(lo))
+    groups, first, held = [], 0, 0
+    for i, c in enumerate(counts.tolist()):
+        if i > first and held + c > most:
+            groups.append((first, i))
+            first, held = i, 0
+        held += c
+    groups.append((first, len(lo)))
+    return groups
+
+
+def _search_windows(
+    parts: Sequence[EdgeArrays],
+    ops: OpArrays,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    rows_of: Callable[[np.ndarray], np.ndarray],
+) -> list[Finding]:
+    """The cycles inside the windows [lo, hi] (ascending, disjoint)."""
+    # The ops inside a window, a slice at a time, then each edge with both ends in one window:
+    # one pass over the edges, however many windows, a part at a time (a streamed check's
+    # edges are read from disk part by part, and only those inside a window are kept).
+    op_rows, op_w = [], []
+    for s0 in range(0, len(ops), _SLICE):
+        w = _window_of(lo, hi, ops.invoke_time[s0 : s0 + _SLICE])
+        inside = np.flatnonzero(w >= 0)
+        op_rows.append(inside + s0)
+        op_w.append(w[inside])
+    rows_in = np.concatenate(op_rows) if op_rows else np.zeros(0, dtype=np.int64)
+    rows_w = np.concatenate(op_w) if op_w else np.zeros(0, dtype=np.int64)
+
+    def end_window(ix: np.ndarray) -> np.ndarray:
+        rows = rows_of(ix)
+        return np.where(rows >= 0, _window_of(lo, hi, ops.invoke_time[np.maximum(rows, 0)]), -1)
+
+    kept, kept_w = [], []
+    for part in parts:
+        ws, wd = end_window(part.src), end_window(part.dst)
+        inside = np.flatnonzero((ws >= 0) & (ws == wd))
+        kept.append(part.take(inside))
+        kept_w.append(ws[inside])
+    ew = np.concatenate(kept_w) if kept_w else np.zeros(0, dtype=np.int64)
+    by_window = np.argsort(ew, kind="stable")
+    edges, ew = EdgeArrays.concat(kept).take(by_window), ew[by_window]
+    e_bounds = np.searchsorted(ew, np.arange(len(lo) + 1))
+    by_op = np.lexsort((ops.index[rows_in], rows_w))  # by window, then index
+    op_rows_sorted, op_windows = rows_in[by_op], rows_w[by_op]
+    o_bounds = np.searchsorted(op_windows, np.arange(len(lo) + 1))
+    findings = []
+    for i in range(len(lo)):
+        rows = op_rows_sorted[o_bounds[i] : o_bounds[i + 1]]
+        local = edges.take(slice(e_bounds[i], e_bounds[i + 1]))
         rows = _in_cycles(local, ops, rows)
         if len(rows) < 2:
             continue
         local = local.take(np.flatnonzero(member(local.src, ops.index[rows])))
         local = local.take(np.flatnonzero(member(local.dst, ops.index[rows])))
         findings += search_cycles(DependencyGraph(local.to_edges(), ops.infos(rows)))
-    return sorted(findings, key=Finding.sort_key)
+    return findings
 
 
-def _rows_of(ops: OpArrays, ix: np.ndarray) -> np.ndarray:
-    """The row of each op index in `ix`, -1 for none."""
+def _row_finder(ops: OpArrays) -> Callable[[np.ndarray], np.ndarray]:
+    """A function giving the row of each op index it is given, -1 for none: ops are kept in
+    index order (OpArrays), so a binary search, with no sort of millions of indices per call."""
     if len(ops) == 0:
-        return np.full(len(ix), -1, dtype=np.int64)
-    order = np.argsort(ops.index, kind="stable")
-    s = ops.index[order]
-    pos = np.minimum(np.searchsorted(s, ix), len(s) - 1)
-    return np.where(s[pos] == ix, order[pos], -1)
+        return lambda ix: np.full(len(ix), -1, dtype=np.int64)
+    if _in_index_order(ops):
+        order, s = None, ops.index
+    else:
+        order = np.argsort(ops.index, kind="stable")
+        s = ops.index[order]
+
+    def rows_of(ix: np.ndarray) -> np.ndarray:
+        pos = np.minimum(np.searchsorted(s, ix), len(s) - 1)
+        return np.where(s[pos] == ix, pos if order is None else order[pos], -1)
+
+    return rows_of
 
 
 def _in_cycles(edges: EdgeArrays, ops: OpArrays, rows: np.ndarray) -> np.ndarray:

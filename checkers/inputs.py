@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from tempfile import TemporaryDirectory, mkdtemp
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -27,6 +28,7 @@ from checkers.metadata_log.check import MetadataLogRead, read_run_metadata
 from checkers.observer_samples import MetadataInput, observe_samples_from_ops
 from checkers.queue.arrays import ElemArrays
 from checkers.queue.dispatch import ENGINE_CHOICES, engine_name
+from checkers.queue.spill import SpilledElements
 from checkers.queue.vector import workers
 from checkers.run_files import read_cluster, read_generator
 from checkers.zk_controller.parse import Event, read_logs
@@ -108,6 +110,7 @@ class RunInputs:
         self._processes: tuple[str, ...] = ()
         self._elements = False
         self._pool: ThreadPoolExecutor | None = None
+        self._scratch: TemporaryDirectory[str] | None = None
         self._serving: tuple[str, Needs] | None = None
         self.header: dict[str, Any] = {}
         self.after_abort = ""  # the history writer's poll rule after aborts (history.format)
@@ -145,6 +148,8 @@ class RunInputs:
     ) -> None:
         if self._pool is not None:
             self._pool.shutdown()
+        if self._scratch is not None:
+            self._scratch.cleanup()
         if self._started_spark:
             # A Connect server keeps a client's session until it is released or times out; a
             # cluster keeps the application's executors until its driver goes.
@@ -212,19 +217,31 @@ class RunInputs:
                 list(self._processes),
                 elements=self._elements,
                 pool=self.pool,
+                spill_to=self._spill_dir,
             ),
         )
 
-    def take_elements(self) -> ElemArrays:
+    def _spill_dir(self) -> Path:
+        """A directory for a streamed history's spill (checkers/load.py), removed when the
+        check ends: in the system's temporary directory (TMPDIR), not beside the run."""
+        if self._scratch is None:
+            self._scratch = TemporaryDirectory(prefix="kchaos-spill-")
+        return Path(mkdtemp(prefix="elements-", dir=self._scratch.name))
+
+    def take_elements(self) -> ElemArrays | SpilledElements:
         """The element arrays, handed over: from then on the caller holds them alone, so that
-        they are freed as soon as it is done (at 10M ops they are the largest thing held)."""
+        they are freed as soon as it is done (at 10M ops they are the largest thing held). A
+        history above load.STREAM_ABOVE gives its spilled elements instead, checked bucket by
+        bucket."""
         self._use(ELEMENTS)
         loaded = self._loaded()
-        arrays = loaded.elements
-        if arrays is None:
+        held: ElemArrays | SpilledElements | None = loaded.elements
+        if held is None:
+            held = loaded.spilled
+        if held is None:
             raise RuntimeError("no element arrays: already taken, or not the local engine")
-        loaded.elements = None
-        return arrays
+        loaded.elements = loaded.spilled = None
+        return held
 
     def op_table(self, fs: Iterable[str] = (), processes: Iterable[str] = ()) -> pa.Table:
         """The op rows with f in `fs`, or else with process in `processes`, every column, in

@@ -77,14 +77,18 @@ class OpArraysBuilder:
     into invocations and completions and decoded into preallocated columns: no part is kept in
     Arrow form, and the completions' columns become the result without a copy. `capacity`:
     an upper bound on the rows to come (more are taken, at the cost of a copy); pages never
-    written are never touched, so a loose bound is free."""
+    written are never touched, so a loose bound is free. A completion keeps the index of its
+    invocation only when it was not found in its own part (few): at 100M ops that column
+    alone was 800 MB."""
 
     def __init__(self, capacity: int) -> None:
         self._invokes = _Columns(capacity, index=np.int64, time=np.int64, proc=np.int32, done=bool)
         self._completes = _Columns(
-            capacity, index=np.int64, inv=np.int64, time=np.int64, typ=np.int32, proc=np.int32,
-            inv_time=np.int64, found=bool,
-        )  # fmt: skip
+            capacity, index=np.int64, time=np.int64, typ=np.int32, proc=np.int32, inv_time=np.int64
+        )
+        # Completions whose invocation was not in their part: their rows and invocations.
+        self._late_rows: list[np.ndarray] = []
+        self._late_inv: list[np.ndarray] = []
         self._types, self._procs = CodeBook(), CodeBook()
         self._sorted = True  # invocations so far in ascending index order (file order)
 
@@ -99,31 +103,39 @@ class OpArraysBuilder:
             inv = np.where(has_inv, inv, -1)  # a completion naming no invocation
         i_lo, c_lo = len(self._invokes), len(self._completes)
         self._invokes.append(is_invoke, index=index, time=time, proc=proc)
-        self._completes.append(~is_invoke, index=index, inv=inv, time=time, typ=typ, proc=proc)
-        self._match(i_lo, c_lo)
+        self._completes.append(~is_invoke, index=index, time=time, typ=typ, proc=proc)
+        self._match(i_lo, c_lo, inv[~is_invoke])
 
-    def _match(self, i_lo: int, c_lo: int) -> None:
-        """Each new completion's invocation, looked up among this part's invocations (nearly
-        all of them are there): a part-sized binary search instead of a table over every index
-        of the history (at 10M ops, 180 MB of fresh pages)."""
+    def _match(self, i_lo: int, c_lo: int, inv: np.ndarray) -> None:
+        """Each new completion's invocation (`inv`), looked up among this part's invocations
+        (nearly all of them are there): a part-sized binary search instead of a table over
+        every index of the history (at 10M ops, 180 MB of fresh pages). The others wait for
+        `finish`."""
         i, c = self._invokes.cols, self._completes.cols
         i_hi, c_hi = len(self._invokes), len(self._completes)
         i["done"][i_lo:i_hi] = False
-        c["found"][c_lo:c_hi] = False
         ix = i["index"][i_lo:i_hi]
         if self._sorted and len(ix):
             ahead = i_lo == 0 or int(ix[0]) > int(i["index"][i_lo - 1])
             self._sorted = ahead and bool(np.all(ix[1:] > ix[:-1]))
         if not self._sorted or i_hi == i_lo or c_hi == c_lo:
+            self._late(np.arange(c_lo, c_hi), inv)
             return
-        hit, at = _positions(ix, c["inv"][c_lo:c_hi])
+        hit, at = _positions(ix, inv)
         at += i_lo
-        c["found"][c_lo:c_hi] = hit
         np.copyto(c["inv_time"][c_lo:c_hi], i["time"][at], where=hit)
         i["done"][at[hit]] = True
+        missed = np.flatnonzero(~hit)
+        self._late(c_lo + missed, inv[missed])
+
+    def _late(self, rows: np.ndarray, inv: np.ndarray) -> None:
+        if len(rows):
+            self._late_rows.append(rows)
+            self._late_inv.append(inv)
 
     def finish(self) -> OpArrays:
         i, c = self._invokes.filled(), self._completes.filled()
+        del self._invokes, self._completes
         type_names = self._types.names
         if "info" not in type_names:
             type_names = [*type_names, "info"]
@@ -131,32 +143,61 @@ class OpArraysBuilder:
         # A completion whose invocation is not in the history may have been invoked at any
         # time before it: the earliest time puts no realtime edge into it that could be false.
         earliest = min((int(t.min()) for t in (i["time"], c["time"]) if len(t)), default=0)
-        if self._sorted:
-            invoke_time, done = c["inv_time"], i["done"]
-            # Invocations in an earlier part than their completion: few, looked up in all.
-            late = np.flatnonzero(~c["found"])
-            found, at = _positions(i["index"], c["inv"][late])
-            invoke_time[late] = earliest
-            invoke_time[late[found]] = i["time"][at[found]]
-            done[at[found]] = True
-        else:
-            invoke_time, done = _invocations(i["index"], i["time"], c["inv"], earliest)
+        invoke_time, done = c["inv_time"], i["done"]
+        if self._late_rows:
+            # Invocations in an earlier part than their completion (few when the invocations
+            # come in index order, looked up in all of them), or every completion when not.
+            late = np.concatenate(self._late_rows)
+            wanted = np.concatenate(self._late_inv)
+            if self._sorted:
+                found, at = _positions(i["index"], wanted)
+                invoke_time[late] = earliest
+                invoke_time[late[found]] = i["time"][at[found]]
+                done[at[found]] = True
+            else:
+                invoke_time[late], asked = _invocations(i["index"], i["time"], wanted, earliest)
+                done |= asked
         complete_time = c["time"]
         complete_time[c["typ"] == info] = -1
-        index, proc, typ = c["index"], c["proc"], c["typ"]
-        # Invocations that never completed count as info ops of their own.
-        if not done.all():
-            wait = np.flatnonzero(~done)
-            index = np.concatenate([index, i["index"][wait]])
-            proc = np.concatenate([proc, i["proc"][wait]])
-            typ = np.concatenate([typ, np.full(len(wait), info, dtype=typ.dtype)])
-            invoke_time = np.concatenate([invoke_time, i["time"][wait]])
-            complete_time = np.concatenate([complete_time, np.full(len(wait), -1, np.int64)])
+        cols = {
+            "index": c["index"], "proc": c["proc"], "typ": c["typ"],
+            "invoke_time": invoke_time, "complete_time": complete_time,
+        }  # fmt: skip
+        del c
+        # Invocations that never completed count as info ops of their own: few, put in index
+        # order among the completions one column at a time (a concatenation and a sort of every
+        # column at once held the op arrays three times over).
+        wait = np.flatnonzero(~done)
+        waiting = {
+            "index": i["index"][wait], "proc": i["proc"][wait],
+            "typ": np.full(len(wait), info, dtype=cols["typ"].dtype),
+            "invoke_time": i["time"][wait], "complete_time": np.full(len(wait), -1, np.int64),
+        }  # fmt: skip
+        del i, done, wait
+        _merge_in_order(cols, waiting)
+        return OpArrays(
+            cols["index"], cols["proc"], self._procs.names, cols["typ"], type_names,
+            cols["invoke_time"], cols["complete_time"],
+        )  # fmt: skip
+
+
+def _merge_in_order(cols: dict[str, np.ndarray], more: dict[str, np.ndarray]) -> None:
+    """`more`'s rows among `cols`' (same names), every column ordered by `index` (stable: `cols`'
+    rows before `more`'s at an equal index), in place of `cols`' columns, one at a time."""
+    index = cols["index"]
+    if len(more["index"]):
         if len(index) > 1 and not bool(np.all(index[1:] > index[:-1])):
-            order = np.argsort(index, kind="stable")
-            index, proc, typ = index[order], proc[order], typ[order]
-            invoke_time, complete_time = invoke_time[order], complete_time[order]
-        return OpArrays(index, proc, self._procs.names, typ, type_names, invoke_time, complete_time)
+            for name in cols:
+                cols[name] = np.concatenate([cols[name], more[name]])
+        else:
+            at = np.searchsorted(index, more["index"], side="right")
+            for name in cols:
+                cols[name] = np.insert(cols[name], at, more[name])
+    index = cols["index"]
+    if len(index) > 1 and not bool(np.all(index[1:] > index[:-1])):
+        order = np.argsort(index, kind="stable")
+        for name in cols:
+            cols[name] = cols[name][order]
 
 
 def _positions(sorted_index: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -43,6 +43,7 @@ from checkers.metadata_log.check import check_read_metadata
 from checkers.metadata_log.liveness import LivenessInput, logged_fences, read_availability
 from checkers.migration import migration_note
 from checkers.observer_samples import MetadataInput
+from checkers.queue.arrays import ElemArrays
 from checkers.queue.check import (
     RESET_FS,
     QueueResult,
@@ -53,6 +54,7 @@ from checkers.queue.dispatch import run_engine
 from checkers.queue.fencing import run_slots
 from checkers.queue.rules.fencing import generator_slots
 from checkers.queue.source import ElementSource
+from checkers.queue.spill import SpilledElements
 from checkers.quorum_membership import check_membership, membership_input
 from checkers.zk_controller.check import check_zk_logs, zk_brokers
 from history.format import (
@@ -87,26 +89,37 @@ class QueueChecker:
         resets = queue_resets(
             inputs.op_table(fs=RESET_FS), inputs.history.queue_ops, inputs.after_abort
         )
-        queue = self._engine(inputs, resets, slots)
+        stats: dict[str, int] = {"elements": n_elements}
+        queue = self._engine(inputs, resets, slots, stats)
         notes = [SUBSCRIBE_NOTE] if queue.subscribe else []
         if slots_note and n_elements:
             notes.append(slots_note)
-        return CheckerResult(
-            queue.findings, notes, n_elements > 0, {"elements": n_elements}, {"queue": queue}
-        )
+        return CheckerResult(queue.findings, notes, n_elements > 0, stats, {"queue": queue})
 
-    def _engine(self, inputs: RunInputs, resets: Resets, slots: int | None) -> QueueResult:
+    def _engine(
+        self, inputs: RunInputs, resets: Resets, slots: int | None, stats: dict[str, int]
+    ) -> QueueResult:
         # Each engine takes the form of the elements it works on: the decoded arrays (local,
         # handed over so they are held once), the Parquet file (reference, Spark).
-        local = inputs.engine == "local"
+        # A streamed history's spilled elements are deleted once checked (its edges stay, for
+        # the cycle search, until the check ends).
+        held = inputs.take_elements() if inputs.engine == "local" else None
+        spilled = held if isinstance(held, SpilledElements) else None
+        if spilled is not None:  # streamed (checkers/load.py): in how many buckets of keys
+            stats["streamed_buckets"] = len(spilled)
         source = ElementSource(
-            arrays=inputs.take_elements() if local else None,
+            arrays=held if isinstance(held, ElemArrays) else None,
+            spilled=spilled,
             parquet=inputs.parquet,
             spark=inputs.spark_session() if inputs.engine == "spark" else None,
             pool=inputs.pool,
             producers=idempotent_producers(inputs.header),
         )
-        return run_engine(inputs.engine, source, resets, slots, inputs.after_abort)
+        try:
+            return run_engine(inputs.engine, source, resets, slots, inputs.after_abort)
+        finally:
+            if spilled is not None:
+                spilled.close()
 
 
 class CyclesChecker:

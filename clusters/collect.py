@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clusters.capabilities import Collectable, Files, Logs, layout_of, require
-from clusters.cluster import Cluster
+from clusters.cluster import Cluster, ClusterInfo
 from clusters.data_logs import collect_data_logs, dump_grouped
 from clusters.errors import ClusterError
 from history.format import CLUSTER_JSON, LOGS_DIR, METADATA_DIR, NODE_LOG, OBSERVERS_DIR
@@ -74,19 +74,49 @@ def collect_cluster(
         )
     )
     for name, node in handles.items():
-        logs = dest / LOGS_DIR / name
-        logs.mkdir(parents=True, exist_ok=True)
-        (logs / NODE_LOG).write_text(node.logs())
-        try:
-            node.copy_dir_out(layout_of(node).conf_dir, logs)
-        except ClusterError as exc:
-            say(f"warning: {exc}")
+        _write_node_log(name, node.logs(), node, dest, say)
     if info.topology.kraft:
         _collect_metadata_logs(cluster, dest, say)
     collect_data_logs(cluster, info, dest, say)
     # ZooKeeper mode has no KRaft controllers, hence no metadata log to decode.
     what = "logs and metadata logs" if (dest / METADATA_DIR).is_dir() else "logs"
     say(f"collected {what} into {dest}")
+
+
+def keep_node_logs(
+    cluster: Cluster[Collectable], info: ClusterInfo, dest: Path, say: Callable[[str], None]
+) -> None:
+    """What a failed bring-up leaves to read before the half-made cluster is removed: each
+    node's output and configuration under ``logs/<node>/``, as collect_cluster writes them.
+    Best effort, node by node: a node that never started has nothing, and says so."""
+    try:
+        handles = cluster.nodes(info)
+    except Exception as exc:
+        say(f"warning: no node logs kept: {exc}")
+        return
+    kept = []
+    for name, node in handles.items():
+        try:
+            _write_node_log(name, node.logs(), node, dest, say)
+        except Exception as exc:  # best effort: the bring-up's own error is what gets raised
+            say(f"warning: {name}: no log kept: {exc}")
+            continue
+        kept.append(name)
+    if kept:
+        say(f"kept the logs of {', '.join(kept)} in {dest / LOGS_DIR}")
+
+
+def _write_node_log(
+    name: str, text: str, node: Collectable, dest: Path, say: Callable[[str], None]
+) -> None:
+    """``logs/<node>/``: the node's output and, beside it, its configuration directory."""
+    logs = dest / LOGS_DIR / name
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / NODE_LOG).write_text(text)
+    try:
+        node.copy_dir_out(layout_of(node).conf_dir, logs)
+    except ClusterError as exc:
+        say(f"warning: {exc}")
 
 
 def _collect_metadata_logs(

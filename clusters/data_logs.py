@@ -19,7 +19,7 @@ from pathlib import Path
 from clusters.capabilities import Files, layout_of, require
 from clusters.cluster import Cluster, ClusterInfo
 from clusters.errors import ClusterError
-from clusters.kafka_dist import KafkaDist, quiet_logging
+from clusters.kafka_dist import ClassArchive, KafkaDist, quiet_logging
 from history.format import DATA_LOGS_DIR
 
 PLAN_JSON = "plan.json"
@@ -29,22 +29,30 @@ DUMPING = "Dumping "
 
 def run_dump_log(dist: KafkaDist, args: list[str], cwd: Path) -> str:
     """DumpLogSegments with `args`, run in `cwd` so that its `Dumping` lines name relative paths."""
-    result = subprocess.run(
-        [
-            "java",
-            "-Xmx256m",
-            "-XX:TieredStopAtLevel=1",
-            *quiet_logging(),
-            "-cp",
-            dist.host_classpath(),
-            dist.classes["dump_log"],
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-    )
+    archive = ClassArchive.of(dist, dist.classes["dump_log"])
+    try:
+        result = subprocess.run(
+            [
+                "java",
+                "-Xmx256m",
+                "-XX:TieredStopAtLevel=1",
+                "-XX:+UseSerialGC",
+                *archive.options,
+                *quiet_logging(),
+                "-cp",
+                dist.host_classpath(),
+                dist.classes["dump_log"],
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=cwd,
+        )
+    except subprocess.TimeoutExpired:
+        archive.done(exited=False)
+        raise
+    archive.done(exited=result.returncode >= 0)
     if result.returncode != 0:
         raise ClusterError(f"DumpLogSegments failed in {cwd}: {result.stderr[-400:]}")
     return result.stdout

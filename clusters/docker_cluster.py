@@ -47,12 +47,15 @@ class DockerCluster(LabelledCluster):
         ready_timeout: float = READY_TIMEOUT_S,
         extra_props: dict[str, str] | None = None,
         features: dict[str, int] | None = None,
+        logs_on_failure: Path | None = None,
     ) -> ClusterInfo:
         """Creates network and nodes, starts them, and waits until the cluster is ready;
-        ``features``: feature levels the KRaft nodes are formatted with."""
+        ``features``: feature levels the KRaft nodes are formatted with; ``logs_on_failure``:
+        where each node's log goes if it fails, before the half-made cluster is removed."""
         return docker_lifecycle.up(
-            self, topo, version, timing, heap_mb, say, wait, ready_timeout, extra_props, features
-        )
+            self, topo, version, timing, heap_mb, say, wait, ready_timeout, extra_props,
+            features, logs_on_failure,
+        )  # fmt: skip
 
     def down(self, collect: Path | None = None, say: Callable[[str], None] = print) -> int:
         """Collects into ``collect`` (if given and anything is left), then removes everything."""

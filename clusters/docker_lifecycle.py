@@ -16,7 +16,7 @@ import docker.errors
 
 from clusters import config as node_config
 from clusters.cluster import ClusterInfo
-from clusters.collect import collect_cluster
+from clusters.collect import collect_cluster, keep_node_logs
 from clusters.docker_labels import LABEL, LabelledCluster, container_name, network_name
 from clusters.errors import ClusterError
 from clusters.image import ensure_image
@@ -39,10 +39,12 @@ def up(
     ready_timeout: float = READY_TIMEOUT_S,
     extra_props: dict[str, str] | None = None,
     features: dict[str, int] | None = None,
+    logs_on_failure: Path | None = None,
 ) -> ClusterInfo:
     """Creates network and nodes, starts them, and waits until the cluster is ready;
     ``extra_props`` go into every Kafka node's server.properties, ``features`` (name: level)
-    into every KRaft node's storage format (``config.feature_options``)."""
+    into every KRaft node's storage format (``config.feature_options``). If it fails, each
+    node's log goes to ``logs_on_failure`` (collect.keep_node_logs) before the removal."""
     node_config.check_timing(timing)
     if cluster.exists():
         raise ClusterError(
@@ -99,7 +101,10 @@ def up(
         if wait:
             wait_ready(cluster, info, timeout=ready_timeout)
     except BaseException:
-        # A half-made cluster is worse than none: nobody would know which parts are real.
+        # A half-made cluster is worse than none: nobody would know which parts are real. Its
+        # logs say why it failed, so they are kept first.
+        if logs_on_failure is not None:
+            keep_node_logs(cluster, info, logs_on_failure, say)
         cluster.remove()
         raise
     return info

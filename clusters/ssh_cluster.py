@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from clusters import config as node_config
 from clusters.cluster import ClusterInfo
-from clusters.collect import collect_cluster
+from clusters.collect import collect_cluster, keep_node_logs
 from clusters.errors import ClusterError
 from clusters.inventory import HostEntry, Inventory
 from clusters.kafka_dist import KafkaDist, agents_dir, ensure_dist, load_dist
@@ -236,10 +236,12 @@ class SshCluster:
         ready_timeout: float = READY_TIMEOUT_S,
         extra_props: dict[str, str] | None = None,
         features: dict[str, int] | None = None,
+        logs_on_failure: Path | None = None,
     ) -> ClusterInfo:
         """Installs and starts Kafka on every host and waits until the cluster is ready.
         ``topo``: the run's topology, which must be the inventory's (None: the inventory's);
-        ``features``: feature levels the KRaft nodes are formatted with (--txn-protocol)."""
+        ``features``: feature levels the KRaft nodes are formatted with (--txn-protocol);
+        ``logs_on_failure``: where each node's log goes if it fails, before the removal."""
         node_config.check_timing(timing)
         own = self._topology(topo.quorum if topo is not None else "static")
         if topo is not None:
@@ -281,7 +283,9 @@ class SshCluster:
             if wait:
                 wait_ready(self, info, timeout=ready_timeout)
         except BaseException:
-            # A half-made cluster is worse than none, as on Docker.
+            # A half-made cluster is worse than none, as on Docker; its logs are kept first.
+            if logs_on_failure is not None:
+                keep_node_logs(self, info, logs_on_failure, say)
             try:
                 self.remove()
             except ClusterError as exc:
@@ -310,6 +314,12 @@ class SshCluster:
             )
         code, _, _ = session.run(has_systemd_script(), timeout=20)
         return "systemd" if code == 0 else "pidfile"
+
+    def install_releases(self, dists: list[KafkaDist], say: Callable[[str], None] = print) -> None:
+        """Every release a run rolls its nodes to, on every host that lacks it (the node image
+        sees every assembled release; a host has only what was installed)."""
+        for dist in dists:
+            self._install(list(self.inventory.hosts), dist, say)
 
     def _install(self, hosts: list[HostEntry], dist: KafkaDist, say: Callable[[str], None]) -> None:
         """The release's jars and the agents on every host that lacks them: one tar by SFTP."""

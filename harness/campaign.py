@@ -16,6 +16,9 @@ refused before the night starts.
       - {topology: migration, version: "4.1"}   # every key given must match
     seeds: 2                      # seeds 1..N, or a list
     cell_timeout: 900             # wall seconds one cell may take (default: time limit + 900)
+
+With ``hosts: hosts.yaml`` in ``base``, every cell runs on that SSH inventory's cluster
+(docs/ssh.md): the inventory names the cluster and its topology, so cells run one at a time.
 """
 
 from __future__ import annotations
@@ -56,14 +59,17 @@ class Cell:
         return f"{self.index:03d}-{slug}-s{self.seed}"
 
     def run_spec(self, results_dir: Path, cluster: str, subnet: str) -> dict[str, Any]:
-        """The cell's `kchaos run --spec` file content."""
+        """The cell's `kchaos run --spec` file content (on SSH hosts: no subnet, and the cluster
+        is the inventory's)."""
+        where = {"cluster": cluster} if self.options.get("hosts") else {
+            "cluster": cluster, "subnet": subnet,
+        }  # fmt: skip
         return {
             **self.options,
             "seed": self.seed,
             "name": self.id,
             "results_dir": str(results_dir),
-            "cluster": cluster,
-            "subnet": subnet,
+            **where,
         }
 
 
@@ -76,6 +82,8 @@ class Campaign:
     subnet: str = DEFAULT_SUBNET
     raw: dict[str, Any] = field(default_factory=dict)
     axes: list[str] = field(default_factory=list)
+    # The SSH inventory every cell runs on (absolute), None: Docker.
+    hosts: str | None = None
 
 
 def axes_label(options: dict[str, Any], axes: list[str]) -> str:
@@ -129,15 +137,28 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
     if not kept:
         raise SpecError(f"{where}: every cell of the matrix is excluded")
     cells = []
+    inventories: dict[str | None, str] = {}
     for combo in kept:
         options = {**base, **combo}
         label = axes_label(options, names)
         spec = spec_from_dict(dict(options), where=f"{where}: cell {label}")
+        inventories.setdefault(spec.hosts, spec.cluster)
+        if spec.hosts:
+            # Absolute, as the spec made it: a cell's run starts in the repository.
+            options["hosts"] = spec.hosts
         tests = scenario(spec.to_dict())
         for seed in seeds:
             # Checked as `kchaos run --plan-only` checks (plan included), before anything runs.
             build_plan(replace(spec, seed=seed), seed)
             cells.append(Cell(len(cells) + 1, tests, options, seed, label))
+    if len(inventories) > 1:
+        raise SpecError(
+            f"{where}: cells on different clusters ({', '.join(str(h) for h in inventories)}): "
+            "a campaign runs on Docker or on one SSH inventory (base: hosts)"
+        )
+    hosts = next(iter(inventories))
+    if hosts is not None and (raw.get("cluster") or raw.get("subnet")):
+        raise SpecError(f"{where}: cluster and subnet come from the inventory {hosts}")
     limit = max(float(c.options.get("time_limit", RunSpec().time_limit)) for c in cells)
     timeout = raw.get("cell_timeout", limit + CELL_SLACK_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
@@ -146,10 +167,11 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
         name=name,
         cells=cells,
         cell_timeout=float(timeout),
-        cluster=str(raw.get("cluster") or DEFAULT_CLUSTER),
-        subnet=str(raw.get("subnet") or DEFAULT_SUBNET),
+        cluster=inventories[hosts] if hosts else str(raw.get("cluster") or DEFAULT_CLUSTER),
+        subnet="" if hosts else str(raw.get("subnet") or DEFAULT_SUBNET),
         raw=raw,
         axes=names,
+        hosts=hosts,
     )
 
 

@@ -63,6 +63,11 @@ class Slot:
 
 
 def slots(campaign: Campaign, parallel: int) -> list[Slot]:
+    if campaign.hosts is not None and parallel != 1:
+        raise SpecError(
+            f"--parallel {parallel}: the cells of a campaign on SSH hosts share the one cluster "
+            f"of {campaign.hosts}, so they run one at a time"
+        )
     if parallel == 1:
         return [Slot(campaign.cluster, campaign.subnet)]
     a, b, c, _ = campaign.subnet.split("/")[0].split(".")
@@ -122,6 +127,7 @@ class Runner:
         say: Say = print,
         on_cell: Callable[[dict[str, Any]], None] | None = None,
         command: list[str] | None = None,
+        cli: list[str] | None = None,
     ) -> None:
         self.campaign = campaign
         self.directory = directory
@@ -134,8 +140,10 @@ class Runner:
         self._lock = threading.Lock()
         self._procs: dict[str, subprocess.Popen] = {}
         self.cells = {c.id: c for c in campaign.cells}
-        # What runs one cell, given `--spec FILE`: `kchaos run` (tests give a stand-in).
-        self.command = command or [sys.executable, "-m", "harness.cli", "run"]
+        # `kchaos`, and what runs one cell, given `--spec FILE`: `kchaos run` (tests give
+        # stand-ins).
+        self.cli = cli or [sys.executable, "-m", "harness.cli"]
+        self.command = command or [*self.cli, "run"]
 
     # The campaign ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -261,6 +269,9 @@ class Runner:
                 time.sleep(2.0)
 
     def _remove_cluster(self, slot: Slot) -> None:
+        if self.campaign.hosts is not None:
+            self._take_down_hosts()
+            return
         from clusters.docker_cluster import DockerCluster
         from clusters.engine import client
 
@@ -269,6 +280,25 @@ class Runner:
             if cluster.exists():
                 self.say(f"removing cluster '{slot.cluster}' left by an earlier run")
                 cluster.remove()
+
+    def _take_down_hosts(self) -> None:
+        """`kchaos cluster down --hosts`: heals what a killed cell left on the hosts and stops
+        its JVMs (a no-op on hosts with nothing of the cluster). Its output goes to the
+        campaign's own log, which a cell's failure to come up then explains."""
+        command = [*self.cli, "cluster", "down", "--hosts", str(self.campaign.hosts)]
+        with open(self.directory / "hosts-down.log", "ab") as log:
+            try:
+                code = subprocess.run(
+                    command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                    timeout=STOP_GRACE_S, check=False,
+                ).returncode  # fmt: skip
+            except subprocess.TimeoutExpired:
+                code = None
+        if code != 0:
+            self.say(
+                f"could not take cluster '{self.campaign.cluster}' down on its hosts "
+                f"(exit {code}): see {self.directory / 'hosts-down.log'}"
+            )
 
     # Ctrl-C and SIGTERM ------------------------------------------------------------------------
     def _interruptible(self):

@@ -244,8 +244,11 @@ class Run:
             extra_props=node_properties(self.plan.upgrade) or None,
             # --txn-protocol: the transaction.version the storage is formatted with.
             features=format_features(self.plan.generator) or None,
+            logs_on_failure=live.run_dir,
         )
         self.summary["kafka_version"] = info.version
+        if isinstance(live.cluster, SshCluster) and len(self.releases) > 1:
+            live.cluster.install_releases(list(self.releases.values()), self.say)
         if len(self.releases) > 1:
             self.summary["kafka_versions"] = {v: d.version for v, d in self.releases.items()}
             # The newest release's tools read what every release wrote.

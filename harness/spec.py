@@ -145,14 +145,6 @@ _LATER_OPTIONS = (
     "txn_protocol",
     "hosts",
 )
-# What a run on SSH hosts cannot do yet: these steps write configurations and install releases
-# the way Docker's nodes take them (harness/upgrade.py, harness/migration.py,
-# harness/quorum_steps.py).
-NOT_ON_HOSTS = {
-    "upgrade_to": "--upgrade-to",
-    "downgrade_to": "--downgrade-to",
-    "features": "--features",
-}
 
 
 def check_release(version: str) -> None:
@@ -420,10 +412,9 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
                 f"{key} {given!r}: a run on the hosts of {values['hosts']} has theirs ({theirs!r})"
             )
         out[key] = theirs
-    for key, option in NOT_ON_HOSTS.items():
-        if values.get(key) is not None:
-            raise SpecError(f"{option} is not supported on SSH hosts yet (docs/ssh.md)")
     if values.get("quorum") not in (None, STATIC):
+        # Controller membership steps re-provision a controller the way the node image takes
+        # it (harness/quorum_steps.py).
         raise SpecError("--quorum dynamic and static-to-dynamic are not supported on SSH hosts yet")
     return out
 

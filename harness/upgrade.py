@@ -28,12 +28,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusters.api_versions import FeaturesUnavailable, describe_features
-from clusters.config import DATA_DIR, render_node
+from clusters.capabilities import Controllable, layout_of
+from clusters.config import render_node
 from clusters.docker_cluster import ClusterInfo
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist, metadata_version_level, parse_version, run_tool
 from clusters.migration import BROKER_KRAFT, CONTROLLER_FINALIZED, ibp
-from clusters.node import DockerNode
 from clusters.topology import BROKER_PORT, CONTROLLER_PORT, Topology, build_topology
 from harness.feature_steps import AUTO, FeatureItem, release_level
 from harness.feature_steps import times as feature_times
@@ -57,7 +57,7 @@ ROLL, IBP, FEATURES, AWAIT_SNAPSHOT = "roll", "ibp", "features", "await-snapshot
 # release replaying the log from before it meets a metadata.version it cannot read and
 # terminates.
 SNAPSHOT_PROPS = {"metadata.log.max.snapshot.interval.ms": "5000"}
-METADATA_LOG_DIR = f"{DATA_DIR}/__cluster_metadata-0"
+METADATA_PARTITION = "__cluster_metadata-0"
 METADATA_VERSION = "metadata.version"
 # Changed by its own steps (controller membership, KIP-853), never by "every other feature".
 KRAFT_VERSION = "kraft.version"
@@ -216,7 +216,7 @@ class UpgradeDriver(RecordedSteps):
         steps: list[UpgradeStep],
         info: ClusterInfo,
         dists: Mapping[str, KafkaDist],
-        nodes: dict[str, DockerNode],
+        nodes: dict[str, Controllable],
         recorder: Any,
         after: RecordedSteps | None = None,
         handlers: Mapping[str, Handler] | None = None,
@@ -404,7 +404,7 @@ class UpgradeDriver(RecordedSteps):
             return self.handlers[step.step](self, step, value)
         raise StepFailed(f"no driver for step '{step.step}'")
 
-    def _node(self, step: UpgradeStep) -> DockerNode:
+    def _node(self, step: UpgradeStep) -> Controllable:
         if step.node is None or step.node not in self.versions:
             raise StepFailed(f"{step.step} names no Kafka node ({step.node})")
         return self.nodes[step.node]
@@ -435,7 +435,7 @@ class UpgradeDriver(RecordedSteps):
         version = self.versions[name]
         return next(d for d in self.dists.values() if d.version == version)
 
-    def _reconfigure(self, node: DockerNode, dist: KafkaDist, pinned: str) -> None:
+    def _reconfigure(self, node: Controllable, dist: KafkaDist, pinned: str) -> None:
         """Writes the node's files for ``dist``: whoever starts it next (this step, or the kill
         nemesis's restart) starts it on that release."""
         phase = None
@@ -450,13 +450,15 @@ class UpgradeDriver(RecordedSteps):
             phase=phase,
             ibp=pinned if self.topology.kind == "zk" else None,
             extra=self.extra,
+            # Where this kind of node keeps its files: the image's, or an SSH host's.
+            layout=layout_of(node),
         )
         try:
             node.put_files(cfg.files)
         except ClusterError as exc:
             raise StepFailed(f"could not write {node.name}'s configuration: {exc}") from None
 
-    def _ready(self, node: DockerNode, version: str) -> dict[str, Any]:
+    def _ready(self, node: Controllable, version: str) -> dict[str, Any]:
         """The restarted node runs ``version`` by its own account (JMX app-info), and is RUNNING
         (a broker) or the controllers agree on a leader (a controller)."""
         controllers = [self.nodes[n.name] for n in self.topology.controllers]
@@ -493,7 +495,10 @@ class UpgradeDriver(RecordedSteps):
     def _snapshot_end(self, name: str) -> int | None:
         """The end offset of the node's newest metadata snapshot (its file name), if any."""
         try:
-            listing = self.nodes[name].exec(["ls", METADATA_LOG_DIR], timeout=10)
+            node = self.nodes[name]
+            listing = node.exec(
+                ["ls", f"{layout_of(node).data_dir}/{METADATA_PARTITION}"], timeout=10
+            )
         except ClusterError:
             return None
         ends = [int(f.split("-")[0]) for f in listing.stdout.split() if f.endswith(".checkpoint")]

@@ -453,6 +453,56 @@ def read_element_keys(path: str | Path) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
+def element_key_counts(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, counts): each distinct `key` of the element rows, ascending (a null key counts as
+    0, as in read_element_keys), and how many element rows hold it. Counted row group by row
+    group: the keys of a history bigger than memory are never all held."""
+    pf = _open(path)
+    keys: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    for i in range(pf.num_row_groups):
+        with _readable(path):
+            only = _only_kind(pf.metadata.row_group(i))
+            if only == OP_ROW:
+                continue
+            if only == ELEM_ROW:
+                key = pf.read_row_group(i, columns=["key"]).column("key")
+            else:
+                rg = pf.read_row_group(i, columns=["row", "key"])
+                key = rg.column("key").filter(is_in(rg.column("row"), [ELEM_ROW]))
+            key = pc.fill_null(key, 0) if key.null_count else key
+        for chunk in key.chunks:
+            if len(chunk):
+                k, c = _counted(chunk.to_numpy())
+                keys.append(k)
+                counts.append(c)
+    if not keys:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    every, of = np.unique(np.concatenate(keys), return_inverse=True)
+    return every, np.bincount(of, weights=np.concatenate(counts), minlength=len(every)).astype(
+        np.int64
+    )
+
+
+def _counted(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values ascending, their counts). Keys are partitions, a dense range of small
+    integers: a bincount over the range, not np.unique's sort of a million rows."""
+    lo, hi = int(x.min()), int(x.max())
+    if hi - lo < 4 * len(x) + 1024:
+        counts = np.bincount(x - lo if lo else x, minlength=hi - lo + 1)
+        present = np.flatnonzero(counts)
+        return present + lo, counts[present]
+    return np.unique(x, return_counts=True)
+
+
+def element_rows_at_most(path: str | Path) -> int:
+    """An upper bound on the element rows of a Parquet history, from its metadata alone: the
+    rows of every row group not known (by statistics) to hold only op rows."""
+    meta = _open(path).metadata
+    groups = (meta.row_group(i) for i in range(meta.num_row_groups))
+    return sum(g.num_rows for g in groups if _only_kind(g) != OP_ROW)
+
+
 def has_op_fields(path: str | Path) -> bool:
     """Might some op of this Parquet history carry a consumer-group or foreign-record field
     (FIELDS_COLUMN)? From the file's metadata alone: False when the column is absent (files

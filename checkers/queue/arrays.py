@@ -106,7 +106,7 @@ def elem_arrays(
 
 # Nullable integer and string columns of an element, as ElemArraysBuilder decodes them.
 _INT_COLUMNS = ("time", "offset", "value")
-_CODE_COLUMNS = ("type", "kind", "process")
+CODE_COLUMNS = ("type", "kind", "process")
 # What a pipelined history's elements add for the producer-order rule (QueueContext.producers):
 # read only for histories whose header declares idempotent producers, so that no other history
 # pays for them.
@@ -139,17 +139,8 @@ class ElemArraysBuilder:
         self._next = np.cumsum(counts) - counts
         self._kid = kid.astype(np.int16) if len(ukeys) < 1 << 15 else kid
         del kid
-        self._out: dict[str, np.ndarray] = {
-            "index": np.empty(n, np.int64), "seq": np.empty(n, np.int32),
-            "invoke_time": np.empty(n, np.int64),
-            "rebalanced": np.empty(n, bool),
-            **{c: np.empty(n, np.int64) for c in _INT_COLUMNS},
-            **{f"has_{c}": np.empty(n, bool) for c in _INT_COLUMNS},
-            **{c: np.empty(n, np.int32) for c in _CODE_COLUMNS},
-        }  # fmt: skip
-        if producers:
-            self._out.update({c: np.empty(n, np.int64) for c in PRODUCER_COLUMNS})
-        self._books = {c: CodeBook() for c in _CODE_COLUMNS}
+        self._out = {c: np.empty(n, dtype) for c, dtype in column_dtypes(producers).items()}
+        self._books = code_books()
         self._in_order = True
         self._last: tuple[int, int] | None = None  # (index, seq) of the previous part's last row
 
@@ -168,36 +159,7 @@ class ElemArraysBuilder:
         def put(name: str, x: np.ndarray) -> None:
             out[name][dest] = x
 
-        def ints(name: str) -> None:
-            values, valid = _ints(part.column(name))
-            put(name, values)
-            put(f"has_{name}", valid)
-
-        def invoked() -> None:
-            put("invoke_time", fixed_width(part.column("invoke_time"), np.int64)[0])
-
-        def order() -> None:
-            index = fixed_width(part.column("index"), np.int64)[0]
-            seq = fixed_width(part.column("seq"), np.int32)[0]
-            self._check_order(index, seq)
-            put("index", index)
-            put("seq", seq)
-
-        def rebalanced() -> None:
-            col = part.column("rebalanced").cast(pa.bool_())
-            values = col.fill_null(False) if col.null_count else col
-            put("rebalanced", to_numpy(values).astype(bool))
-
-        def producer() -> None:
-            values, valid = fixed_width(part.column("producer"), np.int64)
-            put("producer", values if valid is None else np.where(valid, values, -1))
-            put("invoke_index", fixed_width(part.column("invoke_index"), np.int64)[0])
-
-        jobs: list[Callable[[], None]] = [order, rebalanced, invoked]
-        if "producer" in out:
-            jobs.append(producer)
-        jobs += [lambda c=c: ints(c) for c in _INT_COLUMNS]
-        jobs += [lambda c=c: put(c, self._books[c].encode(part.column(c))) for c in _CODE_COLUMNS]
+        jobs = column_jobs(part, self._books, "producer" in out, put, self._check_order)
         if self._pool is None:
             for job in jobs:
                 job()
@@ -219,33 +181,114 @@ class ElemArraysBuilder:
         return dest
 
     def _check_order(self, index: np.ndarray, seq: np.ndarray) -> None:
-        if self._in_order and self._last is not None:
-            self._in_order = (int(index[0]), int(seq[0])) > self._last
-        if self._in_order and len(index) > 1:
-            di, ds = np.diff(index), np.diff(seq)
-            self._in_order = bool(np.all((di > 0) | ((di == 0) & (ds > 0))))
-        self._last = (int(index[-1]), int(seq[-1]))
+        self._in_order, self._last = still_in_order(self._in_order, self._last, index, seq)
 
     def finish(self) -> ElemArrays:
         if self._at != len(self.key):
             raise ValueError(f"{self._at} element rows given, {len(self.key)} keys known")
-        o = self._out
-        if not self._in_order:
-            # Rows in some other order: the stable key sort left each key's rows in file
-            # order, so one full sort by (key, index, seq) now, and a gather of every column.
-            order = np.lexsort((o["seq"], o["index"], self.key))
-            for name in o:
-                o[name] = o[name][order]
-        books = {c: self._books[c].names for c in _CODE_COLUMNS}
-        return ElemArrays(
-            self.key, o["index"], o["seq"], o["time"], o["has_time"], o["offset"],
-            o["has_offset"], o["value"], o["has_value"], o["rebalanced"],
-            o["type"], books["type"], o["kind"], books["kind"], o["process"], books["process"],
-            o["invoke_time"], o.get("producer"), o.get("invoke_index"),
-        )  # fmt: skip
+        return arrays_of(self.key, self._out, self._books, self._in_order)
+
+
+def column_dtypes(producers: bool = False) -> dict[str, type]:
+    """The decoded columns of the element rows (as column_jobs puts them), and their types."""
+    out: dict[str, type] = {
+        "index": np.int64, "seq": np.int32, "invoke_time": np.int64, "rebalanced": np.bool_,
+        **{c: np.int64 for c in _INT_COLUMNS},
+        **{f"has_{c}": np.bool_ for c in _INT_COLUMNS},
+        **{c: np.int32 for c in CODE_COLUMNS},
+    }  # fmt: skip
+    if producers:
+        out.update({c: np.int64 for c in PRODUCER_COLUMNS})
+    return out
+
+
+def code_books() -> dict[str, CodeBook]:
+    """One CodeBook per string column, shared by every part of one history."""
+    return {c: CodeBook() for c in CODE_COLUMNS}
+
+
+def column_jobs(
+    part: pa.Table,
+    books: dict[str, CodeBook],
+    producers: bool,
+    put: Callable[[str, np.ndarray], None],
+    check_order: Callable[[np.ndarray, np.ndarray], None],
+) -> list[Callable[[], None]]:
+    """One job per column (or pair) of `part`, each decoding it and handing it to
+    `put(name, values)` in the part's row order (column_dtypes names them); independent, so
+    they may run on threads. `check_order(index, seq)` sees the order columns."""
+
+    def ints(name: str) -> None:
+        values, valid = _ints(part.column(name))
+        put(name, values)
+        put(f"has_{name}", valid)
+
+    def invoked() -> None:
+        put("invoke_time", fixed_width(part.column("invoke_time"), np.int64)[0])
+
+    def order() -> None:
+        index = fixed_width(part.column("index"), np.int64)[0]
+        seq = fixed_width(part.column("seq"), np.int32)[0]
+        check_order(index, seq)
+        put("index", index)
+        put("seq", seq)
+
+    def rebalanced() -> None:
+        col = part.column("rebalanced").cast(pa.bool_())
+        values = col.fill_null(False) if col.null_count else col
+        put("rebalanced", to_numpy(values).astype(bool))
+
+    def producer() -> None:
+        values, valid = fixed_width(part.column("producer"), np.int64)
+        put("producer", values if valid is None else np.where(valid, values, -1))
+        put("invoke_index", fixed_width(part.column("invoke_index"), np.int64)[0])
+
+    jobs: list[Callable[[], None]] = [order, rebalanced, invoked]
+    if producers:
+        jobs.append(producer)
+    jobs += [lambda c=c: ints(c) for c in _INT_COLUMNS]
+    jobs += [lambda c=c: put(c, books[c].encode(part.column(c))) for c in CODE_COLUMNS]
+    return jobs
+
+
+def still_in_order(
+    in_order: bool, last: tuple[int, int] | None, index: np.ndarray, seq: np.ndarray
+) -> tuple[bool, tuple[int, int] | None]:
+    """(are the rows so far, then these, in ascending (index, seq) order; the last row's
+    (index, seq)), from the answer for the rows before and their last row."""
+    if not len(index):
+        return in_order, last
+    if in_order and last is not None:
+        in_order = (int(index[0]), int(seq[0])) > last
+    if in_order and len(index) > 1:
+        di, ds = np.diff(index), np.diff(seq)
+        in_order = bool(np.all((di > 0) | ((di == 0) & (ds > 0))))
+    return in_order, (int(index[-1]), int(seq[-1]))
+
+
+def arrays_of(
+    key: np.ndarray, o: dict[str, np.ndarray], books: dict[str, CodeBook], in_order: bool
+) -> ElemArrays:
+    """ElemArrays from decoded columns whose rows are grouped by key (ascending), each key's
+    rows in file order; `in_order`: file order is (index, seq) order, else every column is
+    sorted by (key, index, seq) now (in place of `o`'s columns)."""
+    if not in_order:
+        # Rows in some other order: one full sort by (key, index, seq), and a gather of every
+        # column.
+        order = np.lexsort((o["seq"], o["index"], key))
+        for name in o:
+            o[name] = o[name][order]
+    names = {c: books[c].names for c in CODE_COLUMNS}
+    return ElemArrays(
+        key, o["index"], o["seq"], o["time"], o["has_time"], o["offset"],
+        o["has_offset"], o["value"], o["has_value"], o["rebalanced"],
+        o["type"], names["type"], o["kind"], names["kind"], o["process"], names["process"],
+        o["invoke_time"], o.get("producer"), o.get("invoke_index"),
+    )  # fmt: skip
 
 
 __all__ = [
+    "CODE_COLUMNS",
     "FAIL",
     "INFO",
     "OK",

@@ -3,7 +3,8 @@
 - `reference`: per_key.ReferenceEngine, every rule's reference form key by key in Python (slow;
   the yardstick the others are tested against).
 - `local`: vector.LocalEngine, every rule's vectorised form over batches of keys, numpy in this
-  process.
+  process; over a history too big to hold (ElementSource.spilled), streamed.StreamedEngine,
+  the same forms one spilled bucket of keys at a time.
 - `spark`: spark.SparkEngine, the vectorised forms per hash bucket of the key on Spark.
 
 The check's own choices (`auto`: Spark when a master is named, else local; `pandas`: the local
@@ -20,11 +21,18 @@ from checkers.queue.per_key import ReferenceEngine
 from checkers.queue.result import QueueResult
 from checkers.queue.source import ElementSource
 from checkers.queue.spark import SparkEngine
+from checkers.queue.streamed import StreamedEngine
 from checkers.queue.vector import LocalEngine
 from history.format import UNDECLARED
 
+
+def local_engine(source: ElementSource) -> QueueEngine:
+    """The local engine over the form of the elements given: spilled, or held."""
+    return StreamedEngine(source) if source.spilled is not None else LocalEngine(source)
+
+
 ENGINES: dict[str, Callable[[ElementSource], QueueEngine]] = {
-    "local": LocalEngine,
+    "local": local_engine,
     "spark": SparkEngine,
     "reference": ReferenceEngine,
 }

@@ -3,6 +3,7 @@ and the dependency edges the cycle search takes next."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,7 +18,8 @@ class QueueResult:
     findings: list[Finding] = field(default_factory=list)
     # The edges in parts, in order (one per batch of keys): the cycle search reads them part
     # by part, and a copy of millions of edges into one set of arrays is made only if asked.
-    edge_parts: list[EdgeArrays] = field(default_factory=list)
+    # A streamed check's are on disk (edges.SpilledEdges), read a part at a time.
+    edge_parts: Sequence[EdgeArrays] = field(default_factory=list)
     subscribe: bool = False
     # [lo, hi] invocation-time spans of the edges that go back in time, when the checks made
     # them (cycles.find_cycles); None: the cycle search finds them itself.
@@ -32,7 +34,7 @@ class QueueResult:
 
 def finish(
     findings: list[Finding],
-    edges: EdgeArrays | list[EdgeArrays],
+    edges: EdgeArrays | Sequence[EdgeArrays],
     subscribe: bool,
     back_spans: np.ndarray | None = None,
 ) -> QueueResult:

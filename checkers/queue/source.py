@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from checkers.queue.arrays import PRODUCER_COLUMNS, ElemArrays, elem_arrays
+from checkers.queue.spill import SpilledElements
 from checkers.spark_session import spark_path
 from history.columnar import ELEMENT_COLUMNS, read_elements
 
@@ -22,6 +23,10 @@ class ElementSource:
     elements: pa.Table | None = None
     # Already decoded element arrays (checkers.load): the local engine's input.
     arrays: ElemArrays | None = None
+    # The elements of a history too big to hold, spilled in buckets of whole keys
+    # (checkers.load streams a history above its threshold): the local engine checks them
+    # bucket by bucket (streamed.StreamedEngine).
+    spilled: SpilledElements | None = None
     # The stored history: what the Spark engine reads, and the others when given nothing else.
     parquet: str | Path | None = None
     # A SparkSession, for the Spark engine.

@@ -21,12 +21,16 @@ task. A history only the JVM can read (a scheme pyarrow lacks, e.g. s3a://) goes
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from checkers.edges import EdgeArrays
 from checkers.findings import Finding
@@ -58,61 +62,107 @@ class SparkEngine:
     """engine.QueueEngine over the elements of a Parquet history, as a Spark DataFrame."""
 
     def __init__(self, source: ElementSource) -> None:
-        from pyspark.sql import functions as F
-
         self.spark = source.spark
-        self.path = source.parquet_path()
-        self.columns = source.check_columns(ELEMENT_CHECK_COLUMNS)
         if self.spark is None:
             raise ValueError("the Spark engine needs a SparkSession")
-        self.elems = (
-            self.spark.read.parquet(source.parquet_path())
-            .filter(F.col("row") == ELEM_ROW)
-            .select(*source.check_columns(ELEMENT_CHECK_COLUMNS))
-        )
+        self.path = source.parquet_path()
+        self.columns = source.check_columns(ELEMENT_CHECK_COLUMNS)
+        self.file = _pyarrow_file(self.path)
 
-    def info_sends(self) -> list[tuple[int, int, int]]:
+    @functools.cached_property
+    def elems(self) -> Any:
+        """The element rows as Spark's reader gives them: the row way, for what pyarrow cannot
+        open (reading the schema alone cost 1.7 s of a cold check, so only then)."""
         from pyspark.sql import functions as F
 
-        info = (
-            self.elems.filter((F.col("kind") == "send") & (F.col("type") == "info"))
-            .filter(F.col("value").isNotNull())
-            .select("index", "key", "value")
-            .toArrow()
+        return (
+            self.spark.read.parquet(self.path)
+            .filter(F.col("row") == ELEM_ROW)
+            .select(*self.columns)
         )
+
+    @functools.cached_property
+    def footer(self) -> tuple[list[int], pa.Schema, int]:
+        """From the history's footer, read once: the row groups that may hold elements, the
+        stored schema, and how many rows those row groups hold."""
+        with _open_file(self.file) as f:
+            parquet = pq.ParquetFile(f)
+            groups = element_row_groups(f)
+            rows = sum(parquet.metadata.row_group(i).num_rows for i in groups)
+            return groups, parquet.schema_arrow, rows
+
+    def info_sends(self) -> list[tuple[int, int, int]]:
+        if self.file is None:
+            from pyspark.sql import functions as F
+
+            info = (
+                self.elems.filter((F.col("kind") == "send") & (F.col("type") == "info"))
+                .filter(F.col("value").isNotNull())
+                .select("index", "key", "value")
+                .toArrow()
+            )
+        else:
+            info = self._pick(["index", "key", "value"], _info_sends)
         cols = (info.column(c).to_pylist() for c in ("index", "key", "value"))
         return list(zip(*cols, strict=True))
 
     def polled_among(self, values: list[int]) -> Iterable[tuple[int, int]]:
-        from pyspark.sql import functions as F
+        if self.file is None:
+            from pyspark.sql import functions as F
 
-        polls = (
-            self.elems.filter((F.col("kind") == "poll") & F.col("value").isin(values))
-            .select("key", "value")
-            .distinct()
-            .collect()
-        )
-        return [(int(r.key), int(r.value)) for r in polls]
+            polls = (
+                self.elems.filter((F.col("kind") == "poll") & F.col("value").isin(values))
+                .select("key", "value")
+                .toArrow()
+            )
+        else:
+            polls = self._pick(["key", "value"], _among("poll", values))
+        pairs = zip(polls.column("key").to_pylist(), polls.column("value").to_pylist(), strict=True)
+        return sorted({(int(k), int(v)) for k, v in pairs})
 
     def sends_among(self, values: list[int]) -> list[tuple[int, Elem]]:
-        from pyspark.sql import functions as F
+        if self.file is None:
+            from pyspark.sql import functions as F
 
-        sends = (
-            self.elems.filter((F.col("kind") == "send") & F.col("value").isin(values))
-            .toArrow()
-            .to_pydict()
-        )
+            table = self.elems.filter(
+                (F.col("kind") == "send") & F.col("value").isin(values)
+            ).toArrow()
+        else:
+            table = self._pick(self.columns, _among("send", values))
+        sends = table.to_pydict()
         elems = elems_from_columns(sends)
         keys = {
             (i, s): k for i, s, k in zip(sends["index"], sends["seq"], sends["key"], strict=True)
         }
         return [(int(keys[e.index, e.seq]), e) for e in elems]
 
+    def _pick(self, columns: list[str], keep: Callable[[pa.Table], pa.Array]) -> pa.Table:
+        """The element rows `keep` marks, only `columns`: one task per row group, each reading
+        its row group with pyarrow (a few rows come back, so rows are fine here)."""
+        # The columns asked for and the ones the predicates (_info_sends, _among) read.
+        read = list(dict.fromkeys([*columns, "kind", "type", "value"]))
+        uri, (groups, stored, _) = self.path, self.footer
+        schema = pa.schema([_plain(stored.field(c)) for c in columns])
+        if not groups:
+            return schema.empty_table()
+
+        def pick(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            worker_memory()
+            fs, path = pafs.FileSystem.from_uri(uri)
+            for batch in ids:
+                for task in batch.column("id").to_pylist():
+                    with fs.open_input_file(path) as f:
+                        table = read_element_row_group(f, groups[task], read)
+                    kept = table.filter(keep(table)).select(columns)
+                    yield from kept.cast(schema).to_batches()
+
+        tasks = self.spark.range(0, len(groups), 1, len(groups))
+        return tasks.mapInArrow(pick, schema=_ddl(schema)).toArrow()
+
     def check(self, ctx: QueueContext) -> QueueResult:
-        history = _pyarrow_file(self.path)
-        if history is None:
+        if self.file is None:
             return self._check_rows(ctx)
-        return self._check_blobs(ctx, history)
+        return self._check_blobs(ctx)
 
     def _check_rows(self, ctx: QueueContext) -> QueueResult:
         """Element rows from Spark's reader, shuffled by bucket and handed to Python as rows."""
@@ -132,12 +182,11 @@ class SparkEngine:
         findings, edges = from_arrow(out.cast(ROW_SCHEMA))
         return finish(findings, edges, ctx.subscribe)
 
-    def _check_blobs(self, ctx: QueueContext, history: tuple[pafs.FileSystem, str]) -> QueueResult:
+    def _check_blobs(self, ctx: QueueContext) -> QueueResult:
         """Row groups read by pyarrow in the workers, shuffled by bucket as Arrow IPC blobs."""
-        fs, path = history
-        with fs.open_input_file(path) as f:
-            groups = element_row_groups(f)
-            elements = _element_count(f, groups)
+        groups, _, elements = self.footer
+        if not groups:
+            return finish([], EdgeArrays.empty(), ctx.subscribe)
         buckets = max(
             int(self.spark.conf.get("spark.sql.shuffle.partitions")),
             -(-elements // BUCKET_ELEMENTS),
@@ -148,7 +197,7 @@ class SparkEngine:
         def per_bucket(table: pa.Table) -> pa.Table:
             return _check_blob_bucket(table, ctx, per_blob)
 
-        blobs = self.spark.range(0, max(len(groups), 1), 1, max(len(groups), 1))
+        blobs = self.spark.range(0, len(groups), 1, len(groups))
         out = (
             blobs.mapInArrow(scatter, schema=BLOB_DDL)
             .groupBy("bucket")
@@ -166,6 +215,47 @@ class SparkEngine:
         return finish(findings, edges or [EdgeArrays.empty()], ctx.subscribe)
 
 
+def _info_sends(table: pa.Table) -> pa.Array:
+    return pc.and_(
+        pc.and_(pc.equal(table.column("kind").cast(pa.string()), "send"),
+                pc.equal(table.column("type").cast(pa.string()), "info")),
+        pc.is_valid(table.column("value")),
+    )  # fmt: skip
+
+
+def _among(kind: str, values: list[int]) -> Callable[[pa.Table], pa.Array]:
+    wanted = pa.array(values, pa.int64())
+
+    def keep(table: pa.Table) -> pa.Array:
+        return pc.and_(
+            pc.equal(table.column("kind").cast(pa.string()), kind),
+            pc.fill_null(pc.is_in(table.column("value"), value_set=wanted), False),
+        )
+
+    return keep
+
+
+def _plain(field: pa.Field) -> pa.Field:
+    """A column as Spark takes it back from Python: dictionaries as their values."""
+    if pa.types.is_dictionary(field.type):
+        return pa.field(field.name, field.type.value_type)
+    return field
+
+
+_DDL = {pa.int64(): "long", pa.int32(): "int", pa.int8(): "byte", pa.bool_(): "boolean",
+        pa.string(): "string", pa.float64(): "double"}  # fmt: skip
+
+
+def _ddl(schema: pa.Schema) -> str:
+    return ", ".join(f"`{f.name}` {_DDL[f.type]}" for f in schema)
+
+
+def _open_file(file: tuple[pafs.FileSystem, str] | None) -> Any:
+    assert file is not None
+    fs, path = file
+    return fs.open_input_file(path)
+
+
 def _pyarrow_file(uri: str) -> tuple[pafs.FileSystem, str] | None:
     """The history as pyarrow opens it, None when pyarrow cannot (a scheme it lacks)."""
     try:
@@ -175,13 +265,6 @@ def _pyarrow_file(uri: str) -> tuple[pafs.FileSystem, str] | None:
     except (pa.ArrowException, OSError, ValueError):
         return None
     return fs, path
-
-
-def _element_count(f: pa.NativeFile, groups: list[int]) -> int:
-    import pyarrow.parquet as pq
-
-    meta = pq.ParquetFile(f).metadata
-    return sum(meta.row_group(i).num_rows for i in groups)
 
 
 def bucket_of(keys: np.ndarray, buckets: int) -> np.ndarray:
@@ -200,8 +283,6 @@ def _scatter(
         fs, path = pafs.FileSystem.from_uri(uri)
         for batch in ids:
             for task in batch.column("id").to_pylist():
-                if not groups:
-                    continue
                 rg = groups[task]
                 with fs.open_input_file(path) as f:
                     table = read_element_row_group(f, rg, columns)

@@ -9,7 +9,7 @@ quotes.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
 
 import numpy as np
@@ -35,25 +35,37 @@ class LocalEngine:
         self.pool = source.pool
 
     def info_sends(self) -> list[tuple[int, int, int]]:
-        a = self.arrays
-        info = np.flatnonzero(a.is_kind("send") & a.is_type(INFO) & a.has_val)
-        return list(zip(*(x[info].tolist() for x in (a.index, a.key, a.value)), strict=True))
+        return info_sends(self.arrays)
 
     def polled_among(self, values: list[int]) -> Iterable[tuple[int, int]]:
-        a = self.arrays
-        polls = np.flatnonzero(a.is_kind("poll") & a.has_val)
-        polls = polls[member(a.value[polls], np.array(values, dtype=np.int64))]
-        return zip(a.key[polls].tolist(), a.value[polls].tolist(), strict=True)
+        return polled_among(self.arrays, values)
 
     def sends_among(self, values: list[int]) -> list[tuple[int, Elem]]:
-        a = self.arrays
-        sends = np.flatnonzero(a.is_kind("send") & a.has_val)
-        sends = sends[member(a.value[sends], np.array(values, dtype=np.int64))]
-        return [(int(a.key[i]), a.elem(int(i))) for i in sends]
+        return sends_among(self.arrays, values)
 
     def check(self, ctx: QueueContext) -> QueueResult:
         findings, edges, spans = check_by_keys(self.arrays, ctx, self.pool)
         return finish(findings, edges, ctx.subscribe, spans)
+
+
+def info_sends(a: ElemArrays) -> list[tuple[int, int, int]]:
+    """engine.ElementFacts.info_sends of the rows of `a`."""
+    info = np.flatnonzero(a.is_kind("send") & a.is_type(INFO) & a.has_val)
+    return list(zip(*(x[info].tolist() for x in (a.index, a.key, a.value)), strict=True))
+
+
+def polled_among(a: ElemArrays, values: list[int]) -> Iterable[tuple[int, int]]:
+    """engine.ElementFacts.polled_among of the rows of `a`."""
+    polls = np.flatnonzero(a.is_kind("poll") & a.has_val)
+    polls = polls[member(a.value[polls], np.array(values, dtype=np.int64))]
+    return zip(a.key[polls].tolist(), a.value[polls].tolist(), strict=True)
+
+
+def sends_among(a: ElemArrays, values: list[int]) -> list[tuple[int, Elem]]:
+    """engine.ElementFacts.sends_among of the rows of `a`."""
+    sends = np.flatnonzero(a.is_kind("send") & a.has_val)
+    sends = sends[member(a.value[sends], np.array(values, dtype=np.int64))]
+    return [(int(a.key[i]), a.elem(int(i))) for i in sends]
 
 
 # Elements per call of check_arrays: whole keys at a time, so that its temporaries stay small
@@ -75,6 +87,30 @@ def check_by_keys(
     """check_arrays over runs of whole keys of about CHUNK elements each (in `pool`, when
     given); the same findings, and the same edges in the same order (ww edges of every key,
     then wr edges, keys ascending) in parts that EdgeArrays.concat would join."""
+    findings, ww, wr, spans = check_batches(a, ctx, pool)
+    return findings, ww + wr, spans
+
+
+def check_batches(
+    a: ElemArrays, ctx: QueueContext, pool: Executor | None = None
+) -> tuple[list[Finding], list[EdgeArrays], list[EdgeArrays], np.ndarray]:
+    """check_by_keys, with the ww and the wr edges in parts of their own: (findings, ww parts,
+    wr parts, back spans)."""
+    results = list(checked_pieces(a, ctx, pool))
+    findings = [f for r in results for f in r[0]]
+    spans = np.concatenate([r[3] for r in results], axis=1)
+    return findings, [r[1] for r in results], [r[2] for r in results], spans
+
+
+Checked = tuple[list[Finding], EdgeArrays, EdgeArrays, np.ndarray]
+
+
+def checked_pieces(
+    a: ElemArrays, ctx: QueueContext, pool: Executor | None = None
+) -> Iterator[Checked]:
+    """(findings, ww edges, wr edges, back spans) of each run of whole keys of about CHUNK
+    elements, in key order, each as soon as it and those before it are done (in `pool`, when
+    given): a caller that writes the edges away holds few pieces' at once."""
     starts = runs(a.key)
     # Batches of about CHUNK, as many as make every thread's share equal: at 1M ops, five
     # batches on two threads left one thread idle for a fifth of the checks.
@@ -89,16 +125,13 @@ def check_by_keys(
         lo = int(starts[at])
     bounds.append((lo, len(a)))
 
-    def one(bound: tuple[int, int]) -> tuple[list[Finding], EdgeArrays, EdgeArrays, np.ndarray]:
+    def one(bound: tuple[int, int]) -> Checked:
         return _check(a.slice(*bound), ctx)
 
     if len(bounds) == 1 or pool is None:
-        results = [one(b) for b in bounds]
+        yield from (one(b) for b in bounds)
     else:
-        results = list(pool.map(one, bounds))
-    findings = [f for r in results for f in r[0]]
-    spans = np.concatenate([r[3] for r in results], axis=1)
-    return findings, [r[1] for r in results] + [r[2] for r in results], spans
+        yield from pool.map(one, bounds)
 
 
 def check_arrays(a: ElemArrays, ctx: QueueContext) -> tuple[list[Finding], EdgeArrays]:

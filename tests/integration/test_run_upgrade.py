@@ -68,7 +68,12 @@ def test_the_upgrade_rolls_every_node_and_finalizes_the_new_metadata_version(upg
     # A roll waits (bounded) for the node to come back on the new release, whatever is killed.
     assert all(op["type"] == "ok" for op in rolls), [op.get("error") for op in rolls]
     assert {op["value"]["version"] for op in rolls} == {"3.9.2"}
-    feats = [op for op in done if op["f"] == FEATURES]
+    # A step the time limit came before is recorded `fail` with "not attempted" (on a loaded
+    # box the rolls can take that long): it never reached Kafka.
+    feats = [
+        op for op in done
+        if op["f"] == FEATURES and not (op.get("error") or "").startswith("not attempted")
+    ]  # fmt: skip
     # The plan kills every node around the feature steps: a request in flight then may end
     # unknown (info), but Kafka never refuses it on these releases (fail).
     assert feats and all(op["type"] in ("ok", "info") for op in feats), feats

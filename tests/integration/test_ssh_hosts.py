@@ -4,9 +4,10 @@
 on an internal network) and their hosts.yaml. Everything after that goes over SSH alone: every
 command on the SSH path runs with DOCKER_HOST pointing at a socket that does not exist, so a
 Docker call anywhere on it would fail the test. On the hosts: `cluster up|status|logs|down
---hosts`, a 30 s queue run with partition and kill (checked VALID, both faults carried out and
-healed, nothing left on the hosts), `heal --hosts` after faults left behind, and host-key
-verification (an unknown host and a changed key are refused).
+--hosts`, a 30 s queue run with partition and kill started by a one-cell campaign (checked
+VALID, both faults carried out and healed, nothing left on the hosts), a rolling upgrade from 3.9
+to 4.0, `heal --hosts` after faults left behind, and host-key verification (an unknown host and
+a changed key are refused).
 """
 
 from __future__ import annotations
@@ -152,27 +153,30 @@ def test_a_cluster_comes_up_over_ssh_is_healed_and_collected(hosts_yaml: Path, t
 
 
 def test_a_queue_run_with_partition_and_kill_over_ssh_is_valid(hosts_yaml: Path, tmp_path: Path):
-    run = kchaos(
-        "run",
-        "--hosts",
-        str(hosts_yaml),
-        "--nemesis",
-        "partition,kill",
-        "--time-limit",
-        "30",
-        "--nemesis-interval",
-        "5",
-        "--timing",
-        "fast",
-        "--seed",
-        str(SEED),
-        "--name",
-        "ssh",
-        "--results-dir",
-        str(tmp_path),
+    """The run as a nightly campaign on the hosts starts it (a one-cell campaign: the cell is
+    `kchaos run --spec` with the inventory, after a `cluster down --hosts`)."""
+    spec = tmp_path / "night.yaml"
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "ssh",
+                "base": {
+                    "hosts": str(hosts_yaml),
+                    "time_limit": 30,
+                    "nemesis_interval": 5,
+                    "timing": "fast",
+                },
+                "axes": {"nemesis": ["partition,kill"]},
+                "seeds": [SEED],
+            }
+        )
     )
+    run = kchaos("campaign", str(spec), "--results-dir", str(tmp_path), "--no-progress")
     assert run.returncode == 0, said(run)[-3000:]
-    run_dir = next((tmp_path / "ssh").glob("2*"))
+    (campaign,) = (tmp_path / "ssh").glob("2*")
+    (cell,) = json.loads((campaign / "campaign.json").read_text())["cells"]
+    assert cell["status"] == "valid", cell
+    run_dir = campaign / cell["run_dir"]
     summary = json.loads((run_dir / "run.json").read_text())
     assert summary["check"]["status"] == "valid"
     assert summary["final_reads"]["complete"] and not summary["final_reads"]["missing"]
@@ -191,3 +195,28 @@ def test_a_queue_run_with_partition_and_kill_over_ssh_is_valid(hosts_yaml: Path,
         assert "no" in on_host(
             hosts_yaml, name, ["sh", "-c", "test -e /opt/kchaos/cluster.json || echo no"]
         )
+
+
+def test_a_rolling_upgrade_over_ssh_rolls_every_host_and_finalizes(
+    hosts_yaml: Path, tmp_path: Path
+):
+    """3.9 to 4.0 on the hosts: the second release is installed by SFTP, each node restarted
+    on its jars, then metadata.version and the other features finalized; the run is judged."""
+    run = kchaos(
+        "run", "--hosts", str(hosts_yaml), "--version", "3.9", "--upgrade-to", "4.0",
+        "--time-limit", "60", "--timing", "fast", "--seed", "1",
+        "--name", "sshup", "--results-dir", str(tmp_path),
+    )  # fmt: skip
+    assert run.returncode == 0, said(run)[-3000:]
+    run_dir = next((tmp_path / "sshup").glob("2*"))
+    upgrade = json.loads((run_dir / "upgrade.json").read_text())
+    assert upgrade["completed"], upgrade
+    rolled = {s["node"]: s["version"] for s in upgrade["steps"] if s["step"] == "roll"}
+    assert rolled == {"n1": "4.0.2", "n2": "4.0.2", "n3": "4.0.2"}
+    finalized = {
+        f: lv for s in upgrade["steps"] if s["step"] == "features" and s["type"] == "ok"
+        for f, lv in s["params"]["levels"].items()
+    }  # fmt: skip
+    assert finalized.get("metadata.version", 0) >= 25
+    summary = json.loads((run_dir / "run.json").read_text())
+    assert summary["check"]["status"] == "valid"

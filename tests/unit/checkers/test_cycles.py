@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from checkers import cycles as cycles_module
 from checkers.cycles import DependencyGraph, OpInfo, find_cycles, search_cycles
-from checkers.edges import EdgeArrays
+from checkers.edges import EdgeArrays, EdgeSpill
 from checkers.op_arrays import OpArrays
 from checkers.queue.check import check_queue_table
 from checkers.queue.per_key import Edge
@@ -232,6 +232,35 @@ def test_searching_only_the_windows_finds_what_searching_everything_finds(graph)
                 assert a.process == b.process and a.index < b.index
             elif step["rels"] == ["realtime"]:
                 assert a.complete_time is not None and a.complete_time < b.invoke_time
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_graphs(), st.sampled_from([1, 2, 3]), st.sampled_from([1, 2, 5]))
+def test_ops_and_edges_in_slices_and_parts_change_nothing(tmp_path_factory, graph, size, part):
+    """The ops read a slice at a time (process order carried across slices), and the edges a
+    part at a time from disk (as a streamed check's: edges.EdgeSpill), searched a group of
+    windows at a time: the same windows and cycles."""
+    edges, ops = graph
+    # Every ww edge, then every wr edge: the order a check makes them in, which the spill keeps
+    # (the order decides which of several equally short cycles networkx meets first).
+    arrays = EdgeArrays.from_edges([e for rel in ("ww", "wr") for e in edges if e.rel == rel])
+    whole = find_cycles(arrays, ops)
+    ordered = OpArrays.from_infos(sorted(ops, key=lambda o: o.index))
+    windows = cycles_module._windows([arrays], ordered)
+    spill = EdgeSpill(tmp_path_factory.mktemp("edges"))
+    is_ww = arrays.rel == 0
+    for lo in range(0, len(arrays), part):  # ww and wr apart, as a check writes them
+        piece = arrays.take(slice(lo, lo + part))
+        spill.add(piece.take(is_ww[lo : lo + part]), piece.take(~is_ww[lo : lo + part]))
+    spilled = spill.finish(part)
+    saved = cycles_module._SLICE, cycles_module.WINDOW_GROUP_OPS
+    cycles_module._SLICE, cycles_module.WINDOW_GROUP_OPS = size, size
+    try:
+        sliced = find_cycles(spilled, ops)
+        assert cycles_module._windows(spilled, ordered) == windows
+    finally:
+        cycles_module._SLICE, cycles_module.WINDOW_GROUP_OPS = saved
+    assert [f.to_dict() for f in sliced] == [f.to_dict() for f in whole]
 
 
 # Each G1c kind: the edge types of its graph without ww, and the types a cycle must hold.

@@ -301,3 +301,75 @@ def test_parallel_cells_run_on_their_own_clusters_and_subnets(tmp_path, monkeypa
     assert [c["status"] for c in record["cells"]] == ["valid", "unknown"] and code == 2
     specs = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("c/runs/*/attempt-1.json"))]
     assert sorted(s["cluster"] for s in specs) == ["kchaos-campaign-0", "kchaos-campaign-1"]
+
+
+def _inventory(tmp_path: Path) -> Path:
+    import yaml
+
+    path = tmp_path / "hosts.yaml"
+    hosts = [
+        {"name": f"n{i}", "address": f"192.0.2.{10 + i}", "role": "broker,controller"}
+        for i in (1, 2, 3)
+    ]
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "cluster": "lab",
+                "known_hosts": "kh",
+                "defaults": {"user": "ops", "key": "id"},
+                "hosts": hosts,
+            }
+        )
+    )
+    return path
+
+
+def test_a_campaign_on_hosts_runs_on_the_inventorys_cluster_one_cell_at_a_time(tmp_path):
+    from harness.campaign_runner import slots
+
+    hosts = _inventory(tmp_path)
+    camp = expand(
+        {"name": "lab", "base": {"hosts": str(hosts)}, "axes": {"nemesis": ["kill", "pause"]}},
+        where="lab",
+    )
+    assert camp.hosts == str(hosts.resolve()) and camp.cluster == "lab" and camp.subnet == ""
+    spec = camp.cells[0].run_spec(tmp_path / "runs", camp.cluster, camp.subnet)
+    assert spec["hosts"] == camp.hosts and spec["cluster"] == "lab" and "subnet" not in spec
+    assert [s.cluster for s in slots(camp, 1)] == ["lab"]
+    with pytest.raises(SpecError, match="one at a time"):
+        slots(camp, 2)
+
+
+def test_a_campaign_on_hosts_refuses_a_topology_or_subnet_of_its_own(tmp_path):
+    hosts = str(_inventory(tmp_path))
+    with pytest.raises(SpecError, match="topology 'migration'"):
+        expand({"base": {"hosts": hosts}, "axes": {"topology": ["migration"]}}, where="lab")
+    with pytest.raises(SpecError, match="come from the inventory"):
+        expand({"base": {"hosts": hosts}, "subnet": "10.9.9.0/24"}, where="lab")
+
+
+def test_before_each_cell_on_hosts_the_cluster_is_taken_down_there(tmp_path, monkeypatch):
+    """The stand-in `kchaos` logs its arguments: each cell's run follows a `cluster down
+    --hosts` of the campaign's inventory, which heals whatever an earlier cell left."""
+    from harness.campaign_runner import Runner
+
+    monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path / "cache"))
+    calls = tmp_path / "calls.txt"
+    script = tmp_path / "fake_kchaos.py"
+    script.write_text(
+        "import sys\n"
+        f"open({str(calls)!r}, 'a').write(' '.join(sys.argv[1:3]) + '\\n')\n"
+        "sys.exit(0)\n"
+    )
+    hosts = _inventory(tmp_path)
+    camp = expand(
+        {"name": "lab", "base": {"hosts": str(hosts)}, "axes": {"nemesis": ["kill", "pause"]}},
+        where="lab",
+    )
+    directory = tmp_path / "c"
+    directory.mkdir()
+    cli = [sys.executable, str(script)]
+    Runner(camp, directory, new_record(camp, "lab"), say=lambda m: None, cli=cli).run()
+    assert calls.read_text().splitlines() == [
+        "cluster down", "run --spec", "cluster down", "run --spec",
+    ]  # fmt: skip

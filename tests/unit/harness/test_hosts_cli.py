@@ -33,6 +33,18 @@ def inventory(tmp_path: Path) -> str:
     return str(path)
 
 
+def test_a_run_on_hosts_plans_an_upgrade_as_on_docker(inventory: str):
+    import json
+
+    r = kchaos(
+        "run", "--hosts", inventory, "--version", "3.9", "--upgrade-to", "4.0", "--plan-only"
+    )
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.stdout)
+    rolls = [s for s in plan["upgrade"] if s["step"] == "roll"]
+    assert sorted(s["node"] for s in rolls) == ["n1", "n2", "n3"]
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
@@ -76,7 +88,6 @@ def test_a_run_on_hosts_takes_their_name_and_topology(inventory: str):
     [
         (["--cluster", "other"], "cluster 'other': a run on the hosts"),
         (["--topology", "zk"], "topology 'zk': a run on the hosts"),
-        (["--upgrade-to", "4.0"], "--upgrade-to is not supported on SSH hosts"),
         (["--quorum", "dynamic"], "--quorum dynamic and static-to-dynamic are not supported"),
     ],
 )
