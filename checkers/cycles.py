@@ -46,7 +46,7 @@ from scipy.sparse.csgraph import connected_components
 
 from checkers.edges import Edge, EdgeArrays, SpilledEdges
 from checkers.findings import Finding, secs
-from checkers.npsets import member, sort_rows, unique_sorted
+from checkers.npsets import member, runs_within, sort_rows, unique_sorted
 from checkers.op_arrays import OpArrays, OpInfo
 
 WW, WR, PROCESS, REALTIME = "ww", "wr", "process", "realtime"
@@ -409,14 +409,7 @@ def _window_groups(
     for s0 in range(0, len(ops), _SLICE):
         w = _window_of(lo, hi, ops.invoke_time[s0 : s0 + _SLICE])
         counts += np.bincount(w[w >= 0], minlength=len(lo))
-    groups, first, held = [], 0, 0
-    for i, c in enumerate(counts.tolist()):
-        if i > first and held + c > most:
-            groups.append((first, i))
-            first, held = i, 0
-        held += c
-    groups.append((first, len(lo)))
-    return groups
+    return runs_within(counts, most)
 
 
 def _search_windows(

@@ -129,3 +129,18 @@ def sort_rows(*cols: np.ndarray) -> np.ndarray:
         packed *= span
         packed += c - lo
     return np.argsort(packed, kind="stable")
+
+
+def runs_within(counts: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Consecutive runs (start, end) of positions whose counts sum to at most `budget` each,
+    cut greedily in order; a position counting more than `budget` is a run alone. Nothing for
+    no counts."""
+    runs, start, held = [], 0, 0
+    for i, c in enumerate(np.asarray(counts).tolist()):
+        if i > start and held + c > budget:
+            runs.append((start, i))
+            start, held = i, 0
+        held += c
+    if len(counts):
+        runs.append((start, len(counts)))
+    return runs

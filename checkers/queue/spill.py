@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from checkers.columns import fixed_width, is_name, narrowed, widened
+from checkers.npsets import runs_within
 from checkers.queue.arrays import (
     ElemArrays,
     arrays_of,
@@ -59,15 +60,7 @@ class Bucket:
 def plan_buckets(keys: np.ndarray, counts: np.ndarray, budget: int) -> list[Bucket]:
     """`keys` (ascending) cut into runs of at most `budget` element rows each; a key with more
     than `budget` is a run alone."""
-    bounds, lo, total = [], 0, 0
-    for i, c in enumerate(counts.tolist()):
-        if i > lo and total + c > budget:
-            bounds.append((lo, i))
-            lo, total = i, 0
-        total += c
-    if len(keys):
-        bounds.append((lo, len(keys)))
-    return [Bucket(keys[a:b], counts[a:b], a) for a, b in bounds]
+    return [Bucket(keys[a:b], counts[a:b], a) for a, b in runs_within(counts, budget)]
 
 
 @dataclass(frozen=True)
