@@ -436,8 +436,14 @@ def read_element_keys(path: str | Path) -> np.ndarray:
     int64 (0 for a null): only that column is decoded, and only in row groups that hold
     elements. Lets a consumer place each element of a later row group straight into its final
     key-sorted position."""
+    parts = list(_element_key_chunks(path))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _element_key_chunks(path: str | Path) -> Iterator[np.ndarray]:
+    """The element rows' `key` (0 for a null), a non-empty chunk at a time in file order,
+    decoded only from the row groups that hold elements."""
     pf = _open(path)
-    parts = []
     for i in range(pf.num_row_groups):
         with _readable(path):
             only = _only_kind(pf.metadata.row_group(i))
@@ -449,33 +455,20 @@ def read_element_keys(path: str | Path) -> np.ndarray:
                 rg = pf.read_row_group(i, columns=["row", "key"])
                 key = rg.column("key").filter(is_in(rg.column("row"), [ELEM_ROW]))
             key = pc.fill_null(key, 0) if key.null_count else key
-            parts.extend(c.to_numpy() for c in key.chunks if len(c))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+            chunks = [c.to_numpy() for c in key.chunks if len(c)]
+        yield from chunks
 
 
 def element_key_counts(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """(keys, counts): each distinct `key` of the element rows, ascending (a null key counts as
     0, as in read_element_keys), and how many element rows hold it. Counted row group by row
     group: the keys of a history bigger than memory are never all held."""
-    pf = _open(path)
     keys: list[np.ndarray] = []
     counts: list[np.ndarray] = []
-    for i in range(pf.num_row_groups):
-        with _readable(path):
-            only = _only_kind(pf.metadata.row_group(i))
-            if only == OP_ROW:
-                continue
-            if only == ELEM_ROW:
-                key = pf.read_row_group(i, columns=["key"]).column("key")
-            else:
-                rg = pf.read_row_group(i, columns=["row", "key"])
-                key = rg.column("key").filter(is_in(rg.column("row"), [ELEM_ROW]))
-            key = pc.fill_null(key, 0) if key.null_count else key
-        for chunk in key.chunks:
-            if len(chunk):
-                k, c = _counted(chunk.to_numpy())
-                keys.append(k)
-                counts.append(c)
+    for chunk in _element_key_chunks(path):
+        k, c = _counted(chunk)
+        keys.append(k)
+        counts.append(c)
     if not keys:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     every, of = np.unique(np.concatenate(keys), return_inverse=True)
