@@ -99,23 +99,24 @@ def to_table(history: History) -> pa.Table:
     cols: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
     incomplete = set(history.incomplete)
     for op in history.ops:
-        _add_op_row(cols, op, history.invoke_of.get(op["index"]))
+        add_op_row(cols, op, history.invoke_of.get(op["index"]))
     for op in history.ops:
         if op["f"] not in QUEUE_FS:
             continue
         if op["type"] == INVOKE:
             # An invocation that never completed is an info op whose arguments are all we know.
             if op["index"] in incomplete:
-                _add_elements(cols, history, op, op, INFO, complete_time=None)
+                add_elements(cols, history.path, op, op, INFO, complete_time=None)
             continue
         invoke = history.ops[history.invoke_of[op["index"]]]
-        _add_elements(cols, history, op, invoke, op["type"], complete_time=op["time"])
+        add_elements(cols, history.path, op, invoke, op["type"], complete_time=op["time"])
     return pa.table(cols, schema=SCHEMA).replace_schema_metadata(
         {HEADER_METADATA: json.dumps(history.header)}
     )
 
 
-def _add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: int | None) -> None:
+def add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: int | None) -> None:
+    """Appends op's row to `cols` (a list per SCHEMA column)."""
     node, error = op.get("node"), op.get("error")
     row = {
         "row": OP_ROW,
@@ -142,18 +143,21 @@ def _op_fields(op: dict[str, Any]) -> str | None:
     return json.dumps(fields, separators=(",", ":")) if fields else None
 
 
-def _add_elements(
+def add_elements(
     cols: dict[str, list[Any]],
-    history: History,
+    path: str,
     op: dict[str, Any],
     invoke: dict[str, Any],
     op_type: str,
     complete_time: int | None,
 ) -> None:
-    line = history.line_of(op["index"])
+    """Appends the element rows of queue op `op` (its invocation `invoke`; both `op` for one
+    never completed, `op_type` info) to `cols`; a malformed value is a HistoryError naming
+    its line of `path`."""
+    line = op["index"] + 2  # History.line_of
 
     def bad(msg: str) -> HistoryError:
-        return HistoryError(history.path, line, f"{op['f']} value: {msg}")
+        return HistoryError(path, line, f"{op['f']} value: {msg}")
 
     mops = op.get("value")
     if mops is None and op_type != "ok":

@@ -52,20 +52,32 @@ class History:
         return index + 2
 
     def notes(self) -> list[str]:
-        out = []
-        if self.torn_last_line:
-            out.append(
-                f"{self.path}:{len(self.ops) + 2}: last line is torn (no newline), ignored: "
-                "the writer was killed mid-line"
-            )
-        if self.incomplete:
-            out.append(
-                f"{len(self.incomplete)} invocation(s) never completed; treated as info "
-                f"(first: op {self.incomplete[0]})"
-            )
-        out.extend(_jepsen_notes(self.header))
-        out.extend(_merge_notes(self.header))
-        return out
+        return history_notes(
+            self.path, len(self.ops), self.torn_last_line, self.incomplete, self.header
+        )
+
+
+def history_notes(
+    path: str, ops: int, torn_last_line: bool, incomplete: list[int], header: dict[str, Any]
+) -> list[str]:
+    """What a reader noticed of a history of `ops` operations, one sentence each: a torn last
+    line, invocations never completed (their indices, ascending), and what the header records
+    of a conversion or a merge. The whole read and the streamed one (history/stream.py) say
+    the same."""
+    out = []
+    if torn_last_line:
+        out.append(
+            f"{path}:{ops + 2}: last line is torn (no newline), ignored: "
+            "the writer was killed mid-line"
+        )
+    if incomplete:
+        out.append(
+            f"{len(incomplete)} invocation(s) never completed; treated as info "
+            f"(first: op {incomplete[0]})"
+        )
+    out.extend(_jepsen_notes(header))
+    out.extend(_merge_notes(header))
+    return out
 
 
 def _merge_notes(header: dict[str, Any]) -> list[str]:
@@ -149,14 +161,26 @@ def parse_history(data: bytes, p: str | Path) -> History:
         raise HistoryError(p, None, "empty file: no header line")
     header = _parse_header(p, lines[0])
     history = History(path=str(p), header=header, ops=[], torn_last_line=torn)
-    pending: dict[Any, tuple[int, str]] = {}
+    pending: dict[Any, dict[str, Any]] = {}
     for lineno, raw in enumerate(lines[1:], start=2):
-        op = _parse_line(p, lineno, raw)
-        _check_op(p, lineno, op, len(history.ops))
-        _pair(p, lineno, op, pending, history.invoke_of)
+        op, opened = read_op(p, lineno, raw, len(history.ops), pending)
+        if opened is not None:
+            history.invoke_of[op["index"]] = opened["index"]
         history.ops.append(op)
-    history.incomplete = sorted(i for i, _ in pending.values())
+    history.incomplete = sorted(op["index"] for op in pending.values())
     return history
+
+
+def read_op(
+    p: str | Path, lineno: int, raw: bytes, index: int, pending: dict[Any, dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(op, its invocation if it is a completion): line `lineno` (1-based; an op line, not the
+    header), which must be op `index`, parsed, checked and paired: an invocation joins
+    `pending` (process -> its invoke op), a completion takes its own out. The one check every
+    reader of history.jsonl makes of a line (parse_history, history/stream.py)."""
+    op = _parse_line(p, lineno, raw)
+    _check_op(p, lineno, op, index)
+    return op, _pair(p, lineno, op, pending)
 
 
 def _parse_line(p: str | Path, lineno: int, raw: bytes) -> dict[str, Any]:
@@ -279,29 +303,26 @@ def _check_group_fields(p: str | Path, lineno: int, op: dict[str, Any]) -> None:
 
 
 def _pair(
-    p: str | Path,
-    lineno: int,
-    op: dict[str, Any],
-    pending: dict[Any, tuple[int, str]],
-    invoke_of: dict[int, int],
-) -> None:
-    """Each process does one thing at a time: an invoke, then its one completion."""
+    p: str | Path, lineno: int, op: dict[str, Any], pending: dict[Any, dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Each process does one thing at a time: an invoke, then its one completion. Returns a
+    completion's invocation."""
     proc = op["process"]
     if op["type"] == INVOKE:
         if proc in pending:
             raise HistoryError(
                 p,
                 lineno,
-                f"process {proc!r} invokes again while op {pending[proc][0]} is still open",
+                f"process {proc!r} invokes again while op {pending[proc]['index']} is still open",
             )
-        pending[proc] = (op["index"], op["f"])
-        return
+        pending[proc] = op
+        return None
     assert op["type"] in COMPLETIONS
     opened = pending.pop(proc, None)
     if opened is None:
         raise HistoryError(p, lineno, f"{op['type']} of process {proc!r} without an invocation")
-    if opened[1] != op["f"]:
+    if opened["f"] != op["f"]:
         raise HistoryError(
-            p, lineno, f"completion f {op['f']!r} does not match its invocation's {opened[1]!r}"
+            p, lineno, f"completion f {op['f']!r} does not match its invocation's {opened['f']!r}"
         )
-    invoke_of[op["index"]] = opened[0]
+    return opened
