@@ -159,7 +159,7 @@ def parse_history(data: bytes, p: str | Path) -> History:
         if torn:
             raise HistoryError(p, 1, "the header line is torn: the run died before writing it")
         raise HistoryError(p, None, "empty file: no header line")
-    header = _parse_header(p, lines[0])
+    header = parse_header(p, lines[0])
     history = History(path=str(p), header=header, ops=[], torn_last_line=torn)
     pending: dict[Any, dict[str, Any]] = {}
     for lineno, raw in enumerate(lines[1:], start=2):
@@ -197,7 +197,8 @@ def _parse_line(p: str | Path, lineno: int, raw: bytes) -> dict[str, Any]:
     return obj
 
 
-def _parse_header(p: str | Path, raw: bytes) -> dict[str, Any]:
+def parse_header(p: str | Path, raw: bytes) -> dict[str, Any]:
+    """The header line (line 1) parsed and checked: a format this reader knows, its names."""
     header = _parse_line(p, 1, raw)
     version = header.get(HEADER_KEY)
     if version is None:

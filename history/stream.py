@@ -48,7 +48,7 @@ from history.columnar import (
 )
 from history.errors import HistoryError
 from history.format import INFO, INVOKE, OP_FIELDS, QUEUE_FS, SPECIAL_PROCESSES
-from history.reader import _parse_header, history_notes, read_op, resolve_history_path
+from history.reader import history_notes, parse_header, read_op, resolve_history_path
 
 # The streamed pass's summary in the Parquet file's key-value metadata.
 SUMMARY_METADATA = b"kchaos_summary"
@@ -203,7 +203,7 @@ class _Pass:
                     self.p, 1, "the header line is torn: the run died before writing it"
                 )
             raise HistoryError(self.p, None, "empty file: no header line")
-        header = _parse_header(self.p, first[0])
+        header = parse_header(self.p, first[0])
         self._first = first[1:]
         return header, False
 
