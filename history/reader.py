@@ -16,11 +16,14 @@ from history.format import (
     FOREIGN_FIELD,
     FORMAT_VERSION,
     HEADER_KEY,
+    INT64_MAX,
+    INT64_MIN,
     INVOCATIONS_ADDED,
     INVOKE,
     JSONL_NAME,
     JVM_SENDS_DIR,
     JVM_SENDS_FIELD,
+    OP_FIELDS,
     OP_TYPES,
     REBALANCE_EVENTS,
     REBALANCE_FIELD,
@@ -214,7 +217,36 @@ def parse_header(p: str | Path, raw: bytes) -> dict[str, Any]:
     return header
 
 
+def _plain(op: dict[str, Any], expected_index: int) -> bool:
+    """Does op pass every check of _check_op, in the common shape (no consumer-group or
+    foreign-record field, a float or no wall)? A quick yes for most lines; a no sends the line
+    through _check_op's full checks, which alone say what is wrong."""
+    get = op.get
+    process = get("process")
+    kind = type(process)
+    wall = get("wall")
+    node = get("node")
+    producer = get("producer")
+    time = get("time")
+    return (
+        get("index") == expected_index
+        and type(get("index")) is int
+        and type(get("type")) is str
+        and get("type") in OP_TYPES
+        and type(get("f")) is str
+        and ((kind is int and INT64_MIN <= process <= INT64_MAX) or kind is str)
+        and type(time) is int
+        and INT64_MIN <= time <= INT64_MAX
+        and (wall is None or (type(wall) is float and math.isfinite(wall)))
+        and (node is None or type(node) is str)
+        and (producer is None or (type(producer) is int and INT64_MIN <= producer <= INT64_MAX))
+        and all(get(name) is None for name in OP_FIELDS)
+    )
+
+
 def _check_op(p: str | Path, lineno: int, op: dict[str, Any], expected_index: int) -> None:
+    if _plain(op, expected_index):
+        return
     for name, types in REQUIRED_FIELDS.items():
         if name not in op:
             raise HistoryError(p, lineno, f"operation has no {name!r}")

@@ -231,7 +231,7 @@ class _Pass:
                 kind = op["type"]
                 if kind != INVOKE and op["process"] not in SPECIAL_PROCESSES:
                     counts[kind] += 1
-                if not self.op_fields and any(name in op for name in OP_FIELDS):
+                if not self.op_fields and not op.keys().isdisjoint(OP_FIELDS):
                     self.op_fields = True
                 if sink is None:
                     continue
