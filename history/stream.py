@@ -54,7 +54,8 @@ from history.reader import history_notes, parse_header, read_op, resolve_history
 SUMMARY_METADATA = b"kchaos_summary"
 # Rows per Parquet row group: write_parquet's.
 ROW_GROUP_ROWS = 1 << 20
-# Lines parsed between two hand-overs to Arrow: bounds the Python lists held (~20 per row).
+# Op rows or element rows made between two hand-overs to Arrow: bounds the Python lists held
+# (one per column, ~20).
 CHUNK_LINES = 1 << 16
 BLOCK_BYTES = 1 << 22
 
@@ -242,7 +243,8 @@ class _Pass:
                         add_elements(elem_cols, p, op, opened, kind, complete_time=op["time"])
                     except HistoryError as e:
                         self.elem_error = (op["index"], e)
-                if rows >= self.chunk_lines:
+                # Rows of either kind: one poll may return thousands of records.
+                if rows >= self.chunk_lines or len(elem_cols["index"]) >= self.chunk_lines:
                     sink.ops(op_cols)
                     sink.elements(elem_cols)
                     op_cols, elem_cols, rows = _columns(), _columns(), 0
