@@ -317,7 +317,8 @@ class _Sink:
         if self.spill is not None:
             self.spill.close()
             self.spill = None
-            with pa.ipc.open_stream(self.spill_path) as spilled:
+            # Read, not memory-mapped: a mapping of the whole spill would count in the RSS.
+            with pa.OSFile(str(self.spill_path)) as f, pa.ipc.open_stream(f) as spilled:
                 for batch in spilled:
                     table = pa.Table.from_batches([batch])
                     if pending is not None and len(table):
