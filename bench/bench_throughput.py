@@ -87,8 +87,8 @@ def run_shape(args: argparse.Namespace, kafka_client: str) -> tuple[float, int]:
     10,000 recorded 0.38M; the perf tool is bounded only by its 32 MB buffer.memory, hundreds
     of thousands of these records), and kchaos sends to a random partition, which fills
     smaller batches than the perf tool's sticky partitioner. It runs shorter: it records
-    ~0.5M sends a second, and the run's check reads its history.jsonl whole
-    (checkers/inputs.py read_history: ~3.6 GB and ~23 s per million sends here)."""
+    ~0.5M sends a second, and the run's check takes ~35-45 s per million sends here (the
+    streamed Parquet conversion, history/stream.py, then the checkers: docs/clients.md)."""
     if kafka_client == "jvm":
         return args.jvm_seconds, args.jvm_in_flight
     return args.seconds, args.in_flight

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from tempfile import TemporaryDirectory, mkdtemp
 from types import TracebackType
@@ -32,20 +32,19 @@ from checkers.queue.spill import SpilledElements
 from checkers.queue.vector import workers
 from checkers.run_files import read_cluster, read_generator
 from checkers.zk_controller.parse import Event, read_logs
-from history.columnar import FIELDS_COLUMN, has_op_fields, is_in, read_header, write_parquet
+from history.columnar import has_op_fields, is_in, read_header
 from history.errors import HistoryError
 from history.format import (
     JSONL_NAME,
     MIGRATION,
     NEMESIS,
     OBSERVER,
-    OP_FIELDS,
     PARQUET_NAME,
     UPGRADE,
     after_abort_rule,
 )
 from history.names import Names
-from history.reader import read_history
+from history.stream import convert, summary_of
 
 T = TypeVar("T")
 
@@ -356,28 +355,16 @@ def _parquet_for(jsonl: Path | None, parquet: Path, notes: list[str]) -> Path:
         if not parquet.exists():
             raise HistoryError(parquet, None, f"no {JSONL_NAME} or {PARQUET_NAME} here")
         return parquet
-    history = read_history(jsonl)
-    notes.extend(history.notes())
-    # The JSONL is the record; a Parquet older than it is rebuilt, never trusted. So is one
-    # written before the columnar form carried the op fields (consumer groups) this history has.
-    if (
-        not parquet.exists()
-        or parquet.stat().st_mtime < jsonl.stat().st_mtime
-        or _lacks_op_fields(parquet, history)
-    ):
-        write_parquet(history, parquet)
+    # The JSONL is the record; the Parquet copy is used as it is only when the streamed
+    # conversion wrote it from this very file (its summary names the JSONL's size and mtime),
+    # and so checked every line of it as the conversion does. Any other (older than the record,
+    # written before the columnar form carried the op fields, or by write_parquet) is rebuilt.
+    summary = summary_of(parquet)
+    if summary is None or not summary.describes(jsonl):
+        summary = convert(jsonl, parquet)
+    # Named as it is found now (a run directory may have been moved since).
+    notes.extend(replace(summary, path=str(jsonl)).notes())
     return parquet
-
-
-def _lacks_op_fields(parquet: Path, history: Any) -> bool:
-    import pyarrow.parquet as pq
-
-    try:
-        if FIELDS_COLUMN in pq.read_schema(parquet).names:
-            return False
-    except (OSError, ValueError):
-        return True  # unreadable: rebuilt from the record
-    return any(name in op for op in history.ops for name in OP_FIELDS)
 
 
 def _names(parquet: Path, header: dict[str, Any]) -> Names | None:

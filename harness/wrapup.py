@@ -7,7 +7,6 @@ it has, since the history is the record of the run and must outlive any of them.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,10 @@ from typing import Any
 from clusters.docker_cluster import DockerCluster
 from harness.recorder import Recorder
 from harness.rundir import write_json
-from history.columnar import write_parquet
 from history.errors import HistoryError
-from history.format import INVOKE, JSONL_NAME, PARQUET_NAME, SPECIAL_PROCESSES
+from history.format import JSONL_NAME, PARQUET_NAME
 from history.merge import merge_run, pending
-from history.reader import History, read_history
+from history.stream import Summary, convert
 
 Say = Callable[[str], None]
 
@@ -56,73 +54,20 @@ def keep_history_file(run_dir: Path, say: Say) -> dict[str, int]:
     sends a JVM recorded beside it as far as they were written; the client operations' counts
     as a Recorder keeps them."""
     merge_sides(run_dir, say)
-    history = _parquet_copy(run_dir, say)
-    if history is None:
-        return {}
-    counts = Counter(
-        op["type"]
-        for op in history.ops
-        if op["type"] != INVOKE and op["process"] not in SPECIAL_PROCESSES
-    )
-    return dict(counts)
+    summary = _parquet_copy(run_dir, say)
+    return {} if summary is None else dict(summary.counts)
 
 
-# What reading a history.jsonl into memory (history/reader.py, then its Parquet copy) takes per
-# byte of the file, measured on JVM-recorded send lines (1M sends, 308 MB: 3.6 GB for the read,
-# 4.4 GB with the copy), with room to spare.
-READ_BYTES_PER_BYTE = 16
-# The share of the machine's available memory a run's own reading may take.
-READ_SHARE = 0.8
-
-
-def too_big_to_read(run_dir: Path) -> str | None:
-    """Why the run's history is not read here (its Parquet copy, the check), or None. A run
-    whose sends its JVM recorded may hold millions of ops (half a million a second unpaced),
-    which the reader and the checkers' own read hold in memory whole: reading one beyond the
-    machine's available memory would kill the run's process, so it is left to `kchaos check`
-    on a machine that can."""
+def _parquet_copy(run_dir: Path, say: Say) -> Summary | None:
+    """The history's Parquet copy written (history/stream.py: a chunk of lines at a time, so a
+    history of any length fits); what the pass learned of it, None if it cannot be read."""
     try:
-        size = (run_dir / JSONL_NAME).stat().st_size
-    except OSError:
-        return None
-    need = size * READ_BYTES_PER_BYTE
-    avail = _available_memory()
-    if avail is None or need <= READ_SHARE * avail:
-        return None
-    return (
-        f"history.jsonl is {size / 1e9:.1f} GB: reading it takes ~{need / 1e9:.0f} GB, and this "
-        f"machine has {avail / 1e9:.1f} GB available; check it where there is more: "
-        f"kchaos check {run_dir}"
-    )
-
-
-def _available_memory() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def _parquet_copy(run_dir: Path, say: Say) -> History | None:
-    """The history as read back, after writing its Parquet copy; None if it cannot be read."""
-    too_big = too_big_to_read(run_dir)
-    if too_big is not None:
-        say(f"warning: no Parquet copy: {too_big}")
-        return None
-    try:
-        history = read_history(run_dir / JSONL_NAME)
-    except HistoryError as exc:
+        return convert(run_dir / JSONL_NAME, run_dir / PARQUET_NAME)
+    # A HistoryError says which line; anything else must not cost the run its record either
+    # (the JSONL is the record; the Parquet copy can be rebuilt from it).
+    except Exception as exc:
         say(f"warning: no Parquet copy: {exc}")
         return None
-    try:
-        write_parquet(history, run_dir / PARQUET_NAME)
-    except Exception as exc:  # the JSONL is the record; Parquet can be rebuilt from it
-        say(f"warning: no Parquet copy: {exc}")
-    return history
 
 
 def collect_and_tear_down(
@@ -147,14 +92,7 @@ def check_run(run_dir: Path, say: Say) -> dict[str, Any]:
     """The checkers' verdict on the run directory (they write results.json themselves)."""
     # Imported here: the checkers pull in pyarrow and, for large histories, Spark.
     from checkers.api import check
-    from checkers.verdict import CRASHED_EXIT, EXIT_CODES, UNKNOWN
-
-    too_big = too_big_to_read(run_dir)
-    if too_big is not None:
-        say(f"not checked: {too_big}")
-        write_json(run_dir / "results.json", {"status": "not checked", "reason": too_big})
-        # Not a verdict, and not a valid one: the exit code of one that cannot say.
-        return {"status": "not checked", "reason": too_big, "exit_code": EXIT_CODES[UNKNOWN]}
+    from checkers.verdict import CRASHED_EXIT
 
     try:
         verdict = check(run_dir)

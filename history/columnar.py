@@ -99,61 +99,73 @@ def to_table(history: History) -> pa.Table:
     cols: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
     incomplete = set(history.incomplete)
     for op in history.ops:
-        _add_op_row(cols, op, history.invoke_of.get(op["index"]))
+        add_op_row(cols, op, history.invoke_of.get(op["index"]))
     for op in history.ops:
         if op["f"] not in QUEUE_FS:
             continue
         if op["type"] == INVOKE:
             # An invocation that never completed is an info op whose arguments are all we know.
             if op["index"] in incomplete:
-                _add_elements(cols, history, op, op, INFO, complete_time=None)
+                add_elements(cols, history.path, op, op, INFO, complete_time=None)
             continue
         invoke = history.ops[history.invoke_of[op["index"]]]
-        _add_elements(cols, history, op, invoke, op["type"], complete_time=op["time"])
+        add_elements(cols, history.path, op, invoke, op["type"], complete_time=op["time"])
     return pa.table(cols, schema=SCHEMA).replace_schema_metadata(
         {HEADER_METADATA: json.dumps(history.header)}
     )
 
 
-def _add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: int | None) -> None:
-    node, error = op.get("node"), op.get("error")
-    row = {
-        "row": OP_ROW,
-        "index": op["index"],
-        "invoke_index": invoke_index,
-        "type": op["type"],
-        "f": op["f"],
-        "process": str(op["process"]),
-        "time": op["time"],
-        # float(): Arrow refuses a Python int beyond int64 even for a float64 column.
-        "wall": None if op.get("wall") is None else float(op["wall"]),
-        "node": None if node is None else str(node),
-        "error": None if error is None else str(error),
-        "value_json": json.dumps(op.get("value"), separators=(",", ":")),
-        "producer": op.get("producer"),
-        FIELDS_COLUMN: _op_fields(op),
-    }
-    for name in cols:
-        cols[name].append(row.get(name))
+# The columns an op row leaves null (element fields).
+_OP_NULLS = ("invoke_time", "mop", "seq", "kind", "key", "offset", "value", "rebalanced")
+# The columns an element row leaves null (op fields).
+_ELEM_NULLS = ("wall", "node", "error", "value_json", FIELDS_COLUMN)
+# json.dumps(..., separators=...) builds an encoder per call; this is the one it would build.
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
+def add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: int | None) -> None:
+    """Appends op's row to `cols` (a list per SCHEMA column). Column by column rather than a
+    row dict: it runs once per history line."""
+    get = op.get
+    node, error, wall = get("node"), get("error"), get("wall")
+    cols["row"].append(OP_ROW)
+    cols["index"].append(op["index"])
+    cols["invoke_index"].append(invoke_index)
+    cols["type"].append(op["type"])
+    cols["f"].append(op["f"])
+    cols["process"].append(str(op["process"]))
+    cols["time"].append(op["time"])
+    # float(): Arrow refuses a Python int beyond int64 even for a float64 column.
+    cols["wall"].append(None if wall is None else float(wall))
+    cols["node"].append(None if node is None else str(node))
+    cols["error"].append(None if error is None else str(error))
+    cols["value_json"].append(_COMPACT.encode(get("value")))
+    cols["producer"].append(get("producer"))
+    cols[FIELDS_COLUMN].append(_op_fields(op))
+    for name in _OP_NULLS:
+        cols[name].append(None)
 
 
 def _op_fields(op: dict[str, Any]) -> str | None:
     fields = {name: op[name] for name in OP_FIELDS if op.get(name) is not None}
-    return json.dumps(fields, separators=(",", ":")) if fields else None
+    return _COMPACT.encode(fields) if fields else None
 
 
-def _add_elements(
+def add_elements(
     cols: dict[str, list[Any]],
-    history: History,
+    path: str,
     op: dict[str, Any],
     invoke: dict[str, Any],
     op_type: str,
     complete_time: int | None,
 ) -> None:
-    line = history.line_of(op["index"])
+    """Appends the element rows of queue op `op` (its invocation `invoke`; both `op` for one
+    never completed, `op_type` info) to `cols`; a malformed value is a HistoryError naming
+    its line of `path`."""
+    line = op["index"] + 2  # History.line_of
 
     def bad(msg: str) -> HistoryError:
-        return HistoryError(history.path, line, f"{op['f']} value: {msg}")
+        return HistoryError(path, line, f"{op['f']} value: {msg}")
 
     mops = op.get("value")
     if mops is None and op_type != "ok":
@@ -161,33 +173,32 @@ def _add_elements(
     if not isinstance(mops, list):
         raise bad(f"expected a list of micro-operations, found {mops!r:.60}")
     rebalanced = _rebalanced_keys(op, bad)
-    base = {
-        "row": ELEM_ROW,
-        "index": op["index"],
-        "invoke_index": invoke["index"],
-        "type": op_type,
-        "f": op["f"],
-        "process": str(op["process"]),
-        "time": complete_time,
-        "invoke_time": invoke["time"],
-        "producer": invoke.get("producer"),
-    }
-    seq = 0
-    for m, mop in enumerate(mops):
-        for kind, key, offset, value in _elements_of(mop, bad):
-            row = {
-                **base,
-                "mop": m,
-                "seq": seq,
-                "kind": kind,
-                "key": key,
-                "offset": offset,
-                "value": value,
-                "rebalanced": key in rebalanced,
-            }
-            seq += 1
-            for name in cols:
-                cols[name].append(row.get(name))
+    rows = [(m, e) for m, mop in enumerate(mops) for e in _elements_of(mop, bad)]
+    if not rows:
+        return
+    n = len(rows)
+    # Column by column: this runs once per queue op, the columns' lists are long.
+    for name, v in (
+        ("row", ELEM_ROW),
+        ("index", op["index"]),
+        ("invoke_index", invoke["index"]),
+        ("type", op_type),
+        ("f", op["f"]),
+        ("process", str(op["process"])),
+        ("time", complete_time),
+        ("invoke_time", invoke["time"]),
+        ("producer", invoke.get("producer")),
+    ):
+        cols[name].extend([v] * n)
+    for name in _ELEM_NULLS:
+        cols[name].extend([None] * n)
+    cols["mop"].extend([m for m, _ in rows])
+    cols["seq"].extend(range(n))
+    cols["kind"].extend([e[0] for _, e in rows])
+    cols["key"].extend([e[1] for _, e in rows])
+    cols["offset"].extend([e[2] for _, e in rows])
+    cols["value"].extend([e[3] for _, e in rows])
+    cols["rebalanced"].extend([e[1] in rebalanced for _, e in rows])
 
 
 def _int_key(k: Any, bad: Any) -> int:

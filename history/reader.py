@@ -16,11 +16,14 @@ from history.format import (
     FOREIGN_FIELD,
     FORMAT_VERSION,
     HEADER_KEY,
+    INT64_MAX,
+    INT64_MIN,
     INVOCATIONS_ADDED,
     INVOKE,
     JSONL_NAME,
     JVM_SENDS_DIR,
     JVM_SENDS_FIELD,
+    OP_FIELDS,
     OP_TYPES,
     REBALANCE_EVENTS,
     REBALANCE_FIELD,
@@ -52,20 +55,32 @@ class History:
         return index + 2
 
     def notes(self) -> list[str]:
-        out = []
-        if self.torn_last_line:
-            out.append(
-                f"{self.path}:{len(self.ops) + 2}: last line is torn (no newline), ignored: "
-                "the writer was killed mid-line"
-            )
-        if self.incomplete:
-            out.append(
-                f"{len(self.incomplete)} invocation(s) never completed; treated as info "
-                f"(first: op {self.incomplete[0]})"
-            )
-        out.extend(_jepsen_notes(self.header))
-        out.extend(_merge_notes(self.header))
-        return out
+        return history_notes(
+            self.path, len(self.ops), self.torn_last_line, self.incomplete, self.header
+        )
+
+
+def history_notes(
+    path: str, ops: int, torn_last_line: bool, incomplete: list[int], header: dict[str, Any]
+) -> list[str]:
+    """What a reader noticed of a history of `ops` operations, one sentence each: a torn last
+    line, invocations never completed (their indices, ascending), and what the header records
+    of a conversion or a merge. The whole read and the streamed one (history/stream.py) say
+    the same."""
+    out = []
+    if torn_last_line:
+        out.append(
+            f"{path}:{ops + 2}: last line is torn (no newline), ignored: "
+            "the writer was killed mid-line"
+        )
+    if incomplete:
+        out.append(
+            f"{len(incomplete)} invocation(s) never completed; treated as info "
+            f"(first: op {incomplete[0]})"
+        )
+    out.extend(_jepsen_notes(header))
+    out.extend(_merge_notes(header))
+    return out
 
 
 def _merge_notes(header: dict[str, Any]) -> list[str]:
@@ -147,16 +162,28 @@ def parse_history(data: bytes, p: str | Path) -> History:
         if torn:
             raise HistoryError(p, 1, "the header line is torn: the run died before writing it")
         raise HistoryError(p, None, "empty file: no header line")
-    header = _parse_header(p, lines[0])
+    header = parse_header(p, lines[0])
     history = History(path=str(p), header=header, ops=[], torn_last_line=torn)
-    pending: dict[Any, tuple[int, str]] = {}
+    pending: dict[Any, dict[str, Any]] = {}
     for lineno, raw in enumerate(lines[1:], start=2):
-        op = _parse_line(p, lineno, raw)
-        _check_op(p, lineno, op, len(history.ops))
-        _pair(p, lineno, op, pending, history.invoke_of)
+        op, opened = read_op(p, lineno, raw, len(history.ops), pending)
+        if opened is not None:
+            history.invoke_of[op["index"]] = opened["index"]
         history.ops.append(op)
-    history.incomplete = sorted(i for i, _ in pending.values())
+    history.incomplete = sorted(op["index"] for op in pending.values())
     return history
+
+
+def read_op(
+    p: str | Path, lineno: int, raw: bytes, index: int, pending: dict[Any, dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(op, its invocation if it is a completion): line `lineno` (1-based; an op line, not the
+    header), which must be op `index`, parsed, checked and paired: an invocation joins
+    `pending` (process -> its invoke op), a completion takes its own out. The one check every
+    reader of history.jsonl makes of a line (parse_history, history/stream.py)."""
+    op = _parse_line(p, lineno, raw)
+    _check_op(p, lineno, op, index)
+    return op, _pair(p, lineno, op, pending)
 
 
 def _parse_line(p: str | Path, lineno: int, raw: bytes) -> dict[str, Any]:
@@ -173,7 +200,8 @@ def _parse_line(p: str | Path, lineno: int, raw: bytes) -> dict[str, Any]:
     return obj
 
 
-def _parse_header(p: str | Path, raw: bytes) -> dict[str, Any]:
+def parse_header(p: str | Path, raw: bytes) -> dict[str, Any]:
+    """The header line (line 1) parsed and checked: a format this reader knows, its names."""
     header = _parse_line(p, 1, raw)
     version = header.get(HEADER_KEY)
     if version is None:
@@ -189,7 +217,36 @@ def _parse_header(p: str | Path, raw: bytes) -> dict[str, Any]:
     return header
 
 
+def _plain(op: dict[str, Any], expected_index: int) -> bool:
+    """Does op pass every check of _check_op, in the common shape (no consumer-group or
+    foreign-record field, a float or no wall)? A quick yes for most lines; a no sends the line
+    through _check_op's full checks, which alone say what is wrong."""
+    get = op.get
+    process = get("process")
+    kind = type(process)
+    wall = get("wall")
+    node = get("node")
+    producer = get("producer")
+    time = get("time")
+    return (
+        get("index") == expected_index
+        and type(get("index")) is int
+        and type(get("type")) is str
+        and get("type") in OP_TYPES
+        and type(get("f")) is str
+        and ((kind is int and INT64_MIN <= process <= INT64_MAX) or kind is str)
+        and type(time) is int
+        and INT64_MIN <= time <= INT64_MAX
+        and (wall is None or (type(wall) is float and math.isfinite(wall)))
+        and (node is None or type(node) is str)
+        and (producer is None or (type(producer) is int and INT64_MIN <= producer <= INT64_MAX))
+        and all(get(name) is None for name in OP_FIELDS)
+    )
+
+
 def _check_op(p: str | Path, lineno: int, op: dict[str, Any], expected_index: int) -> None:
+    if _plain(op, expected_index):
+        return
     for name, types in REQUIRED_FIELDS.items():
         if name not in op:
             raise HistoryError(p, lineno, f"operation has no {name!r}")
@@ -279,29 +336,26 @@ def _check_group_fields(p: str | Path, lineno: int, op: dict[str, Any]) -> None:
 
 
 def _pair(
-    p: str | Path,
-    lineno: int,
-    op: dict[str, Any],
-    pending: dict[Any, tuple[int, str]],
-    invoke_of: dict[int, int],
-) -> None:
-    """Each process does one thing at a time: an invoke, then its one completion."""
+    p: str | Path, lineno: int, op: dict[str, Any], pending: dict[Any, dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Each process does one thing at a time: an invoke, then its one completion. Returns a
+    completion's invocation."""
     proc = op["process"]
     if op["type"] == INVOKE:
         if proc in pending:
             raise HistoryError(
                 p,
                 lineno,
-                f"process {proc!r} invokes again while op {pending[proc][0]} is still open",
+                f"process {proc!r} invokes again while op {pending[proc]['index']} is still open",
             )
-        pending[proc] = (op["index"], op["f"])
-        return
+        pending[proc] = op
+        return None
     assert op["type"] in COMPLETIONS
     opened = pending.pop(proc, None)
     if opened is None:
         raise HistoryError(p, lineno, f"{op['type']} of process {proc!r} without an invocation")
-    if opened[1] != op["f"]:
+    if opened["f"] != op["f"]:
         raise HistoryError(
-            p, lineno, f"completion f {op['f']!r} does not match its invocation's {opened[1]!r}"
+            p, lineno, f"completion f {op['f']!r} does not match its invocation's {opened['f']!r}"
         )
-    invoke_of[op["index"]] = opened[0]
+    return opened
