@@ -20,7 +20,7 @@ from checkers.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.checker import Checker
 from checkers.checker_result import CheckerResult
 from checkers.cycles import find_cycles
-from checkers.data_log.check import check_data_logs
+from checkers.data_log.check import check_data_log_ops
 from checkers.features import check_features
 from checkers.fenced_acks import ACK_FS, fenced_acks
 from checkers.foreign import FOREIGN_FS, foreign_reads
@@ -199,7 +199,7 @@ class DataLogsChecker:
             return CheckerResult()
         read = inputs.data_logs
         assert read is not None  # the directory is there
-        data = check_data_logs(read, inputs.op_rows(fs=SENDS))
+        data = check_data_log_ops(read, inputs.op_table(fs=SENDS))
         return CheckerResult(data.findings, data.notes, bool(data.logs))
 
 
@@ -234,7 +234,7 @@ class MetadataLogsChecker:
         result = check_read_metadata(
             read,
             inputs.cluster,
-            inputs.op_rows(fs=SENDS),
+            inputs.op_table(fs=SENDS),
             _highest_watermark(observed),
             failing,
             observed,
