@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from history.columnar import _in
+from history.columnar import is_in
 
 BATCH_ROWS = 65_536
 
@@ -29,8 +29,7 @@ def where_in(table: pa.Table, column: str, names: Iterable[str]) -> pa.Table:
     """The rows whose string `column` is one of `names` (dictionary columns read cheaply)."""
     if column not in table.column_names or table.num_rows == 0:
         return table.slice(0, 0)
-    mask = _in(table.column(column), list(names))
-    return table.filter(pa.array(mask, type=pa.bool_()))
+    return table.filter(is_in(table.column(column), list(names)))
 
 
 class OpRows:
