@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from history.columnar import is_in
+from history.columnar import FIELDS_COLUMN, is_in
 
 BATCH_ROWS = 65_536
 
@@ -54,3 +55,12 @@ def int_column(table: pa.Table, column: str, fill: int = -1) -> np.ndarray:
     """An int64 column as numpy, nulls as `fill`."""
     col = table.column(column).combine_chunks()
     return np.asarray(col.fill_null(fill), dtype=np.int64)
+
+
+def with_fields(table: pa.Table) -> pa.Table:
+    """The rows that carry op fields (history.columnar.FIELDS_COLUMN, non-empty): the only ones
+    `op_rows.row_fields` answers anything but {} for."""
+    if FIELDS_COLUMN not in table.column_names:
+        return table.slice(0, 0)
+    col = table.column(FIELDS_COLUMN)
+    return table.filter(pc.fill_null(pc.greater(pc.utf8_length(col), 0), False))
