@@ -31,6 +31,7 @@ acknowledgement it was not given.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +59,7 @@ class Ack:
     time: int
 
 
-def acks(rows: list[dict[str, Any]]) -> list[Ack]:
+def acks(rows: Iterable[dict[str, Any]]) -> list[Ack]:
     """Ok ops of client processes that hold a send, in index order."""
     out = []
     for r in rows:
@@ -73,7 +74,7 @@ def acks(rows: list[dict[str, Any]]) -> list[Ack]:
     return out
 
 
-def fenced_acks(rows: list[dict[str, Any]], slots: int) -> tuple[list[Finding], int]:
+def fenced_acks(rows: Iterable[dict[str, Any]], slots: int) -> tuple[list[Finding], int]:
     """(findings, acknowledged writes judged) of op rows with f in ACK_FS."""
     by_slot: dict[int, dict[int, list[Ack]]] = defaultdict(lambda: defaultdict(list))
     all_acks = acks(rows)

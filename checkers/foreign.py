@@ -13,6 +13,7 @@ both are what this names.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from checkers.findings import Finding, secs
@@ -28,7 +29,7 @@ RULE = (
 )
 
 
-def foreign_reads(rows: list[dict[str, Any]]) -> tuple[list[Finding], int]:
+def foreign_reads(rows: Iterable[dict[str, Any]]) -> tuple[list[Finding], int]:
     """(findings, ops with foreign records) of op rows with f in FOREIGN_FS."""
     found = []
     for r in rows:

@@ -137,7 +137,7 @@ class GroupsResult:
     stats: dict[str, int] = field(default_factory=dict)
 
 
-def group_ops(rows: list[dict[str, Any]]) -> tuple[list[GroupOp], int]:
+def group_ops(rows: Iterable[dict[str, Any]]) -> tuple[list[GroupOp], int]:
     """The completed ops of client processes among `rows` (op rows, invocations included), in
     index order, and how many rebalance events or commits were malformed (left out)."""
     invoked = {r["index"]: r["time"] for r in rows if r["type"] == INVOKE}
@@ -455,7 +455,7 @@ def committed_offset_regressed(k: int, x: Commit, ys: list[Commit]) -> Finding:
 # -- the family -----------------------------------------------------------------------------
 
 
-def subscribers(rows: list[dict[str, Any]]) -> set[int]:
+def subscribers(rows: Iterable[dict[str, Any]]) -> set[int]:
     """Client processes whose `subscribe` may have taken effect (ok or info): the members of
     the run's group."""
     out = set()
@@ -466,9 +466,10 @@ def subscribers(rows: list[dict[str, Any]]) -> set[int]:
     return out
 
 
-def check_groups(rows: list[dict[str, Any]]) -> GroupsResult:
+def check_groups(rows: Iterable[dict[str, Any]]) -> GroupsResult:
     """Both rules over op rows with f in GROUP_FS (only the subscribe ops when the history
-    carries no op fields: then only whether a note is owed)."""
+    carries no op fields: then only whether a note is owed), read twice: a list, or an
+    op_stream.OpRows."""
     members = subscribers(rows)
     ops, malformed = group_ops(rows)
     n_events = sum(len(op.events) for op in ops)

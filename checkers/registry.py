@@ -20,7 +20,7 @@ from checkers.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.checker import Checker
 from checkers.checker_result import CheckerResult
 from checkers.cycles import find_cycles
-from checkers.data_log.check import check_data_logs
+from checkers.data_log.check import check_data_log_ops
 from checkers.features import check_features
 from checkers.fenced_acks import ACK_FS, fenced_acks
 from checkers.foreign import FOREIGN_FS, foreign_reads
@@ -43,6 +43,7 @@ from checkers.metadata_log.check import check_read_metadata
 from checkers.metadata_log.liveness import LivenessInput, logged_fences, read_availability
 from checkers.migration import migration_note
 from checkers.observer_samples import MetadataInput
+from checkers.op_stream import OpRows, with_fields
 from checkers.queue.arrays import ElemArrays
 from checkers.queue.check import (
     RESET_FS,
@@ -199,7 +200,7 @@ class DataLogsChecker:
             return CheckerResult()
         read = inputs.data_logs
         assert read is not None  # the directory is there
-        data = check_data_logs(read, inputs.op_rows(fs=SENDS))
+        data = check_data_log_ops(read, inputs.op_table(fs=SENDS))
         return CheckerResult(data.findings, data.notes, bool(data.logs))
 
 
@@ -234,7 +235,7 @@ class MetadataLogsChecker:
         result = check_read_metadata(
             read,
             inputs.cluster,
-            inputs.op_rows(fs=SENDS),
+            inputs.op_table(fs=SENDS),
             _highest_watermark(observed),
             failing,
             observed,
@@ -339,7 +340,9 @@ class ConsumerGroupsChecker:
         return Needs(frozenset({HISTORY}), fs=self._fs(inputs))
 
     def check(self, inputs: RunInputs) -> CheckerResult:
-        groups = check_groups(inputs.op_rows(fs=self._fs(inputs)))
+        # A batch of rows at a time: what it keeps of each completed op (its GroupOp, reads
+        # included) is far less than the op's row as a dict.
+        groups = check_groups(OpRows(inputs.op_table(fs=self._fs(inputs))))
         return CheckerResult(groups.findings, groups.notes, groups.checked, groups.stats)
 
 
@@ -358,7 +361,8 @@ class ForeignRecordsChecker:
     def check(self, inputs: RunInputs) -> CheckerResult:
         if not inputs.has_op_fields():
             return CheckerResult()
-        found, n = foreign_reads(inputs.op_rows(fs=FOREIGN_FS))
+        # Only rows carrying op fields can hold foreign records: the rest are never decoded.
+        found, n = foreign_reads(OpRows(with_fields(inputs.op_table(fs=FOREIGN_FS))))
         return CheckerResult(found, checked=True, stats={"foreign_record_ops": n} if n else {})
 
 
@@ -380,7 +384,7 @@ class FencedAcksChecker:
         slots, _ = generator_slots(inputs.generator)
         if slots is None:
             return CheckerResult()
-        found, n = fenced_acks(inputs.op_rows(fs=ACK_FS), slots)
+        found, n = fenced_acks(OpRows(inputs.op_table(fs=ACK_FS)), slots)
         return CheckerResult(found, checked=n > 0, stats={"transactional_acks": n})
 
 

@@ -18,6 +18,8 @@ this finding says where the acknowledgement came from, from the logs alone.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.data_log.attribution import acked_writes
@@ -39,10 +41,35 @@ def acked_other_writes(
     """Findings, and notes for acknowledged values found at another offset than acknowledged.
 
     `op_rows`: the history's send/txn op rows; `op_of_value`: value -> the op that sent it."""
-    rows = {r["index"]: r for r in op_rows}
-    findings: list[Finding] = []
-    moved: list[str] = []
-    for op in op_rows:
+    scan = scan_acked(logs, op_rows)
+    return acked_findings(scan, logs, {r["index"]: r for r in op_rows}, op_of_value)
+
+
+@dataclass
+class AckedScan:
+    """What the acknowledged sends' pass over the logs found: the sends a finding names (its
+    op row, key, offset, value and the batches holding the offset), in history order, and the
+    acknowledged values held at another offset."""
+
+    suspects: list[tuple[dict[str, Any], int, int, int, list[Batch]]] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+
+    def other_values(self) -> set[int]:
+        """The values found where the suspects were acknowledged: the only ones whose ops
+        their findings look up."""
+        out = set()
+        for _, _, offset, _, held in self.suspects:
+            other = _other(held, offset)[1]
+            if other is not None:
+                out.add(other)
+        return out
+
+
+def scan_acked(logs: dict[str, DataLog], ops: Iterable[dict[str, Any]]) -> AckedScan:
+    """`ops`: send/txn op rows in history order (only ok ones are read: `index`, `type`,
+    `process`, `value` or `value_json`); each is kept only when a finding names it."""
+    scan = AckedScan()
+    for op in ops:
         if op.get("type") != "ok":
             continue
         for key, offset, value in acked_writes(op):
@@ -52,10 +79,28 @@ def acked_other_writes(
                 continue  # not in the logs' range, or the value is there, or a marker is
             found_at = _offsets_of(logs, key, str(value))
             if found_at:
-                moved.append(f"op {op['index']} value {value}: acknowledged at key {key} offset "
-                              f"{offset}, held at offset(s) {sorted(found_at)}")  # fmt: skip
+                scan.moved.append(
+                    f"op {op['index']} value {value}: acknowledged at key {key} offset "
+                    f"{offset}, held at offset(s) {sorted(found_at)}"
+                )
                 continue
-            findings.append(_finding(op, key, offset, value, held, rows, op_of_value, logs))
+            scan.suspects.append((op, key, offset, value, held))
+    return scan
+
+
+def acked_findings(
+    scan: AckedScan,
+    logs: dict[str, DataLog],
+    rows: dict[int, dict[str, Any]],
+    op_of_value: dict[int, int],
+) -> tuple[list[Finding], list[str]]:
+    """The findings and notes of a scan; `rows` (op rows by index) and `op_of_value` need
+    hold only the ops of `scan.other_values()`."""
+    findings = [
+        _finding(op, key, offset, value, held, rows, op_of_value, logs)
+        for op, key, offset, value, held in scan.suspects
+    ]
+    moved = scan.moved
     notes = []
     if moved:
         notes.append(
@@ -63,6 +108,13 @@ def acked_other_writes(
             "acknowledged: " + "; ".join(moved[:5]) + (" …" if len(moved) > 5 else "")
         )
     return findings, notes
+
+
+def _other(held: list[Batch], offset: int) -> tuple[list[str], int | None]:
+    """What the batches hold at the offset, and that as one value when it is one integer."""
+    others = sorted({b.payloads[offset] for b in held})
+    other = int(others[0]) if len(others) == 1 and others[0].lstrip("-").isdigit() else None
+    return others, other
 
 
 def _offsets_of(logs: dict[str, DataLog], key: int, payload: str) -> set[int]:
@@ -86,8 +138,7 @@ def _finding(
     logs: dict[str, DataLog],
 ) -> Finding:
     batch = held[0]
-    others = sorted({b.payloads[offset] for b in held})
-    other = int(others[0]) if len(others) == 1 and others[0].lstrip("-").isdigit() else None
+    others, other = _other(held, offset)
     other_op = rows.get(op_of_value.get(other, -1)) if other is not None else None
     cites = sorted({b.cite() for b in held})
     ops = [op["index"]]

@@ -12,6 +12,7 @@ flight. A send found in no final log, or in batches of different epochs, is not 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +40,10 @@ class Attribution:
 
 @dataclass
 class Attributions:
-    placed: dict[int, list[Attribution]]  # op index -> its writes' attributions
+    placed: dict[int, list[Attribution]]  # op index -> its writes' attributions (kept ones)
     unplaced: list[int]  # ok ops with a write in no final log (or at no known offset)
     notes: list[str]
+    n_placed: int = 0  # ops with a write attributed, kept or not
 
 
 def partition_leaders(committed: list[Record], topic: str) -> dict[int, dict[int, Leadership]]:
@@ -91,14 +93,19 @@ def acked_writes(op: dict[str, Any]) -> list[tuple[int, int, int]]:
 
 
 def attribute(
-    sends: list[dict[str, Any]],
+    sends: Iterable[dict[str, Any]],
     logs: dict[str, DataLog],
     leaders: dict[int, dict[int, Leadership]],
+    keep: Callable[[dict[str, Any]], bool] | None = None,
 ) -> Attributions:
-    """`sends`: ok send/txn completions (`index`, `value` or `value_json`)."""
+    """`sends`: ok send/txn completions (`index`, `value` or `value_json`). Only the ops `keep`
+    accepts (every one, without it) have their attributions kept in `placed`; `n_placed`
+    counts them all."""
     result = Attributions({}, [], [])
     ambiguous: list[str] = []
     for op in sends:
+        placed = False
+        kept = keep is None or keep(op)
         for key, offset, value in acked_writes(op):
             held = [
                 b
@@ -115,9 +122,12 @@ def attribute(
                 shown = ", ".join(sorted(b.cite() for b in held))
                 ambiguous.append(f"op {op['index']} (key {key} offset {offset}): {shown}")
                 continue
-            result.placed.setdefault(op["index"], []).append(
-                Attribution(op["index"], key, offset, value, held[0], lead)
-            )
+            placed = True
+            if kept:
+                result.placed.setdefault(op["index"], []).append(
+                    Attribution(op["index"], key, offset, value, held[0], lead)
+                )
+        result.n_placed += placed
     if ambiguous:
         result.notes.append(
             f"data logs: {len(ambiguous)} acknowledged writes not attributed to a leader "

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checkers.data_log.acks import acked_other_writes
+import pyarrow as pa
+
+from checkers.data_log.acks import acked_findings, acked_other_writes, scan_acked
 from checkers.data_log.attribution import send_mops
-from checkers.data_log.fencing import stale_producer_writes
+from checkers.data_log.fencing import (
+    stale_batches,
+    stale_findings,
+    stale_producer_writes,
+    stale_values,
+)
 from checkers.data_log.parse import DataLog, DataLogError, read_data_logs
 from checkers.data_log.protocol import protocol_note
 from checkers.findings import Finding
+from checkers.op_stream import OpRows, select, where_in
 from history.format import DATA_LOGS_DIR
 
 
@@ -61,13 +70,10 @@ def check_run_data(run_dir: str | Path, op_rows: list[dict[str, Any]]) -> DataLo
 
 
 def check_data_logs(read: DataLogRead, op_rows: list[dict[str, Any]]) -> DataLogResult:
-    """`op_rows`: the history's send/txn op rows, every column (to name the ops of a batch)."""
+    """`op_rows`: the history's send/txn op rows, every column (to name the ops of a batch).
+    Holds every row as a dict: `check_data_log_ops` answers the same from an Arrow table."""
     if read.error is not None:
-        e = read.error
-        return DataLogResult(
-            findings=[Finding("data-log-unreadable", None, (), str(e), unknown=True)],
-            notes=[str(e)],
-        )
+        return _unreadable(read.error)
     logs = read.logs
     result = DataLogResult(logs)
     for log in logs.values():
@@ -77,6 +83,72 @@ def check_data_logs(read: DataLogRead, op_rows: list[dict[str, Any]]) -> DataLog
     acked, notes = acked_other_writes(logs, op_rows, op_of_value)
     result.findings += acked
     result.notes += notes
+    return _summed(result)
+
+
+# The op columns the data-log checks read: to find the acknowledged sends, and to name the ops
+# that sent the values a finding cites.
+SEND_COLUMNS = ("index", "invoke_index", "type", "f", "process", "value", "value_json")
+
+
+def check_data_log_ops(read: DataLogRead, ops: pa.Table) -> DataLogResult:
+    """`check_data_logs` of the send/txn op rows as an Arrow table (RunInputs.op_table), with
+    the same findings and notes, in memory that does not grow with the sends: one pass decodes
+    the ok completions a batch at a time, and only the values a finding cites are looked up in
+    a second pass (none, in a run without findings)."""
+    if read.error is not None:
+        return _unreadable(read.error)
+    logs = read.logs
+    result = DataLogResult(logs)
+    for log in logs.values():
+        result.notes.extend(log.notes)
+    ops = select(ops, SEND_COLUMNS)
+    stale = stale_batches(logs)
+    scan = scan_acked(logs, OpRows(where_in(ops, "type", ["ok"])))
+    op_of_value, rows = ops_of_wanted(OpRows(ops), stale_values(stale) | scan.other_values())
+    result.findings = stale_findings(stale, op_of_value)
+    acked, notes = acked_findings(scan, logs, rows, op_of_value)
+    result.findings += acked
+    result.notes += notes
+    return _summed(result)
+
+
+def ops_of_wanted(
+    op_rows: Iterable[dict[str, Any]], wanted: set[int]
+) -> tuple[dict[int, int], dict[int, dict[str, Any]]]:
+    """`ops_of_values` for the `wanted` values only, and the op rows it names, by index.
+    `op_rows` is read twice (an `OpRows`), and not at all when nothing is wanted."""
+    if not wanted:
+        return {}, {}
+    invoked: dict[int, int] = {}  # value -> its invocation, the last one as ops_of_values
+    rows: dict[int, dict[str, Any]] = {}
+    for r in op_rows:
+        if r.get("type") != "invoke" or r.get("f") not in ("send", "txn"):
+            continue
+        for _, _, value in send_mops(r):
+            if isinstance(value, int) and value in wanted:
+                invoked[value] = r["index"]
+                rows[r["index"]] = r
+    if not invoked:
+        return {}, {}
+    invocations = set(invoked.values())
+    done: dict[int, int] = {}
+    for r in op_rows:
+        if r.get("invoke_index") in invocations:
+            done[r["invoke_index"]] = r["index"]
+            rows[r["index"]] = r
+    return {v: done.get(i, i) for v, i in invoked.items()}, rows
+
+
+def _unreadable(e: DataLogError) -> DataLogResult:
+    return DataLogResult(
+        findings=[Finding("data-log-unreadable", None, (), str(e), unknown=True)],
+        notes=[str(e)],
+    )
+
+
+def _summed(result: DataLogResult) -> DataLogResult:
+    logs = result.logs
     protocol = protocol_note(logs)
     if protocol:
         result.notes.append(protocol)

@@ -30,8 +30,18 @@ def stale_producer_writes(
 ) -> list[Finding]:
     """One finding per stale batch (its copies in several logs cited together).
 
-    `op_of_value`: value -> the op that sent it, to name the ops a stale data batch holds.
+    `op_of_value`: value -> the op that sent it, to name the ops a stale data batch holds (only
+    the values of `stale_batches(logs)` are looked up).
     """
+    return stale_findings(stale_batches(logs), op_of_value)
+
+
+Stale = tuple[Batch, Batch, list[Batch]]  # the stale batch, the newer epoch's, its copies
+
+
+def stale_batches(logs: dict[str, DataLog]) -> list[Stale]:
+    """Each stale data batch or COMMIT marker (by topic, partition and base offset), with the
+    batch of the newer epoch it follows and its copies in every log, in the order found."""
     found: dict[tuple[str, int, int], tuple[Batch, Batch, list[Batch]]] = {}
     for log in logs.values():
         for batches in log.partitions.values():
@@ -46,9 +56,22 @@ def stale_producer_writes(
                     found.setdefault(key, (b, prior, []))[2].append(b)
                 if prior is None or b.producer_epoch > prior.producer_epoch:
                     newest[b.producer_id] = b
+    return list(found.values())
+
+
+def stale_values(found: list[Stale]) -> set[int]:
+    """The values the stale batches hold: the only ones their findings look up."""
+    return {v for stale, _, _ in found for v in _values(stale)}
+
+
+def _values(b: Batch) -> list[int]:
+    return [int(v) for v in b.payloads.values() if v.lstrip("-").isdigit()]
+
+
+def stale_findings(found: list[Stale], op_of_value: dict[int, int] | None) -> list[Finding]:
     out = []
-    for stale, prior, copies in found.values():
-        values = [int(v) for v in stale.payloads.values() if v.lstrip("-").isdigit()]
+    for stale, prior, copies in found:
+        values = _values(stale)
         ops = sorted({op_of_value[v] for v in values if op_of_value and v in op_of_value})
         what = "COMMIT marker" if stale.control else f"data batch (values {values[:5]})"
         kind = "fenced-producer-commit" if stale.control else "fenced-producer-write"

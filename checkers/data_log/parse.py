@@ -17,7 +17,10 @@ DataLogError naming the file and line.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 from checkers.metadata_log.parse import complete_lines
@@ -75,11 +78,34 @@ class DataLog:
     partitions: dict[int, list[Batch]] = field(default_factory=dict)  # in log order
     notes: list[str] = field(default_factory=list)
 
+    # partition -> (its batch count when indexed, their base offsets, or None when they are
+    # not in ascending, disjoint order): batch_at is asked once per acknowledged write.
+    _index: dict[int, tuple[int, list[int] | None]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
     def batch_at(self, partition: int, offset: int) -> Batch | None:
-        for b in self.partitions.get(partition, ()):
-            if b.base <= offset <= b.last:
-                return b
-        return None
+        """The first batch of the partition holding the offset."""
+        batches = self.partitions.get(partition, ())
+        bases = self._bases(partition, batches)
+        if bases is None:
+            for b in batches:
+                if b.base <= offset <= b.last:
+                    return b
+            return None
+        # Ascending and disjoint: the one batch that may hold it is the last starting at or
+        # before it.
+        i = bisect_right(bases, offset) - 1
+        return batches[i] if i >= 0 and offset <= batches[i].last else None
+
+    def _bases(self, partition: int, batches: Sequence[Batch]) -> list[int] | None:
+        known = self._index.get(partition)
+        if known is not None and known[0] == len(batches):
+            return known[1]
+        ordered = all(a.last < b.base and a.base <= a.last for a, b in pairwise(batches))
+        bases = [b.base for b in batches] if ordered else None
+        self._index[partition] = (len(batches), bases)
+        return bases
 
 
 def parse_data_log(text: str, node: str, path: str | Path | None = None) -> DataLog:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from checkers.data_log.attribution import attribute, partition_leaders
 from checkers.data_log.parse import DataLog
@@ -12,7 +17,7 @@ from checkers.findings import Finding
 from checkers.metadata_log.applied import applied_beyond_commit, unjudged_note
 from checkers.metadata_log.committed import committed_log, majority_bound, with_watermark
 from checkers.metadata_log.fencing import deposed_leader_writes
-from checkers.metadata_log.lease import SESSION_TIMEOUT_MS, lease_violations
+from checkers.metadata_log.lease import SESSION_TIMEOUT_MS, in_lease_window, lease_violations
 from checkers.metadata_log.liveness import LivenessInput, lease_liveness
 from checkers.metadata_log.observers import observer_divergence
 from checkers.metadata_log.parse import MetadataLog, MetadataLogError, read_metadata_logs
@@ -25,6 +30,7 @@ from checkers.metadata_log.rules import (
 )
 from checkers.migration import logged_migration_regressions, logged_migration_skips
 from checkers.observer_samples import MetadataInput
+from checkers.op_stream import OpRows, int_column, select, where_in
 from checkers.run_files import read_cluster
 from history.format import CLUSTER_JSON, METADATA_DIR, OBSERVERS_DIR
 
@@ -47,11 +53,46 @@ def sends_with_walls(op_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+# The columns of a send the lease rules and the data-log attribution read (besides
+# `invoke_wall`).
+SEND_COLUMNS = ("index", "invoke_index", "type", "f", "process", "node", "wall", "value",
+                "value_json")  # fmt: skip
+
+
+def send_ops(ops: pa.Table) -> OpRows:
+    """`sends_with_walls` of op rows as an Arrow table: the same rows, in `SEND_COLUMNS` and
+    `invoke_wall`, decoded a batch at a time when read (the invocations' walls are joined as
+    arrays, never as a dict of every op)."""
+    ops = select(ops, SEND_COLUMNS)
+    inv = where_in(ops, "type", ["invoke"])
+    ok = where_in(where_in(ops, "type", ["ok"]), "f", ["send", "txn"])
+    if "wall" in inv.column_names:
+        inv_index = int_column(inv, "index")
+        walls = inv.column("wall").combine_chunks()
+    else:
+        inv_index, walls = np.empty(0, np.int64), pa.array([], pa.float64())
+    order = np.argsort(inv_index, kind="stable")
+    sorted_index = inv_index[order]
+    # The last invocation of an index answers, as the dict sends_with_walls builds does.
+    wanted = int_column(ok, "invoke_index") if "invoke_index" in ok.column_names else None
+    if wanted is None or not len(sorted_index):
+        invoke_wall = pa.nulls(ok.num_rows, pa.float64())
+    else:
+        pos = np.searchsorted(sorted_index, wanted, side="right") - 1
+        found = (pos >= 0) & (sorted_index[np.clip(pos, 0, None)] == wanted)
+        if "invoke_index" in ok.column_names:
+            found &= np.asarray(ok.column("invoke_index").is_valid(), dtype=bool)
+        at = order[np.clip(pos, 0, None)]
+        picked = walls.take(pa.array(at, pa.int64()))
+        invoke_wall = pc.if_else(pa.array(found), picked, pa.scalar(None, pa.float64()))
+    return OpRows(ok.append_column("invoke_wall", invoke_wall))
+
+
 def check_logs(
     logs: dict[str, MetadataLog],
     cluster: dict[str, Any],
     high_watermark: int | None = None,
-    sends: list[dict[str, Any]] | None = None,
+    sends: Iterable[dict[str, Any]] | None = None,
     corroborated_ops: set[int] | None = None,
     observers: dict[str, MetadataLog] | None = None,
     observed: MetadataInput | None = None,
@@ -123,10 +164,17 @@ def check_logs(
         attributed = None
         topic = next((d.topic for d in (data_logs or {}).values() if d.topic), None)
         if data_logs and topic:
-            attributed = attribute(sends, data_logs, partition_leaders(committed, topic))
+            # Only the sends a lease rule may cite keep their attribution: the rest are
+            # counted (a queue run has millions).
+            attributed = attribute(
+                sends,
+                data_logs,
+                partition_leaders(committed, topic),
+                in_lease_window(committed, logs, timeout),
+            )
             result.notes += attributed.notes
             result.notes.append(
-                f"data logs: {len(attributed.placed)} acknowledged send/txn ops attributed to "
+                f"data logs: {attributed.n_placed} acknowledged send/txn ops attributed to "
                 f"the leader that appended them; {len(attributed.unplaced)} with a write found "
                 "in no final log"
             )
@@ -196,7 +244,7 @@ def check_run_metadata(
 def check_read_metadata(
     read: MetadataLogRead,
     cluster: dict[str, Any],
-    op_rows: list[dict[str, Any]],
+    op_rows: list[dict[str, Any]] | pa.Table,
     high_watermark: int | None,
     corroborated_ops: set[int],
     observed: MetadataInput | None = None,
@@ -204,7 +252,8 @@ def check_read_metadata(
     liveness: LivenessInput | None = None,
 ) -> MetadataLogResult:
     """check_logs over a run's logs as read (an unreadable log: one unknown finding);
-    `cluster`: its cluster.json; `op_rows`: the send/txn op rows, every column."""
+    `cluster`: its cluster.json; `op_rows`: the send/txn op rows, every column, as dicts or
+    as an Arrow table (read a batch at a time: `send_ops`)."""
     if read.error is not None:
         e = read.error
         return MetadataLogResult(
@@ -212,11 +261,12 @@ def check_read_metadata(
         )
     if not read.voters:
         return MetadataLogResult(notes=[f"{read.directory}: no decoded metadata logs"])
+    sends = send_ops(op_rows) if isinstance(op_rows, pa.Table) else sends_with_walls(op_rows)
     return check_logs(
         read.voters,
         cluster,
         high_watermark,
-        sends_with_walls(op_rows),
+        sends,
         corroborated_ops,
         read.observers,
         observed,

@@ -20,6 +20,7 @@ consequence a fenced leader's acknowledgement would have).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,10 +128,33 @@ def _appended(a: Attribution) -> str:
     )
 
 
+def in_lease_window(
+    committed: list[Record],
+    logs: dict[str, MetadataLog],
+    session_timeout_ms: int,
+    tolerance_ms: int = DEFAULT_TOLERANCE_MS,
+) -> Callable[[dict[str, Any]], bool]:
+    """Does a send fall in some fence's window, where `lease_violations` reads its data-log
+    attribution? The attribution of every other send need not be kept."""
+    windows = [_window(f, session_timeout_ms, tolerance_ms) for f in fencings(committed, logs)]
+    return lambda op: any(_within(w, op) for w in windows)
+
+
+def _window(fence: Fencing, session_timeout_ms: int, tolerance_ms: int) -> tuple[float, float]:
+    start_s = (fence.record.create_ms + session_timeout_ms + tolerance_ms) / 1000
+    end_s = fence.until.create_ms / 1000 if fence.until else float("inf")
+    return start_s, end_s
+
+
+def _within(window: tuple[float, float], op: dict[str, Any]) -> bool:
+    inv, done = op.get("invoke_wall"), op.get("wall")
+    return inv is not None and done is not None and window[0] < inv and done < window[1]
+
+
 def lease_violations(
     committed: list[Record],
     logs: dict[str, MetadataLog],
-    sends: list[dict[str, Any]],
+    sends: Iterable[dict[str, Any]],
     node_ids: dict[str, int],
     session_timeout_ms: int,
     corroborated_ops: set[int],
@@ -146,12 +170,11 @@ def lease_violations(
     suspects: list[int] = []
     placed = attributed.placed if attributed else {}
     for fence in fencings(committed, logs):
-        start_s = (fence.record.create_ms + session_timeout_ms + tolerance_ms) / 1000
-        end_s = fence.until.create_ms / 1000 if fence.until else float("inf")
+        window = _window(fence, session_timeout_ms, tolerance_ms)
         for op in sends:
-            inv, done = op.get("invoke_wall"), op.get("wall")
-            if inv is None or done is None or not (start_s < inv and done < end_s):
+            if not _within(window, op):
                 continue
+            inv = op["invoke_wall"]
             late = inv - fence.record.create_ms / 1000
             exact = placed.get(op["index"])
             if exact:
