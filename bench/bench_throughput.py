@@ -28,7 +28,8 @@ Goal: kchaos >= 50% of the perf tool and >= 5,000 recorded ok sends/s. The perf 
 second, on a cluster kchaos has warmed up; both run on the same 2 cores as the brokers.
 
     .venv/bin/python bench/bench_throughput.py [--seconds 30] [--concurrency 2] [--in-flight 2000]
-        [--kill] [--clients librdkafka,java,jvm] [--jvm-seconds 6] [--jvm-in-flight 100000]
+        [--kill] [--clients librdkafka,java,jvm] [--jvm-seconds S] [--jvm-in-flight 100000]
+        [--keep-runs DIR]
 
 Each client in ``--clients`` (default all three, librdkafka first) gets its own kchaos run on a
 fresh cluster; the perf tool runs on the cluster the last one kept. ``java`` is the Java client
@@ -51,6 +52,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka import KafkaException, TopicCollection, TopicPartition
@@ -86,9 +88,10 @@ def run_shape(args: argparse.Namespace, kafka_client: str) -> tuple[float, int]:
     seconds are slow (on one fresh cluster 100,000 lanes recorded 1.24M sends in 6 s where
     10,000 recorded 0.38M; the perf tool is bounded only by its 32 MB buffer.memory, hundreds
     of thousands of these records), and kchaos sends to a random partition, which fills
-    smaller batches than the perf tool's sticky partitioner. It runs shorter: it records
-    ~0.5M sends a second, and the run's check takes ~35-45 s per million sends here (the
-    streamed Parquet conversion, history/stream.py, then the checkers: docs/clients.md)."""
+    smaller batches than the perf tool's sticky partitioner. It runs as long as the perf tool
+    unless --jvm-seconds says otherwise: at ~0.3M sends a second its 30 s are ~8M sends, whose
+    final reads, Parquet copy (history/stream.py) and check take ~20 minutes here
+    (docs/clients.md)."""
     if kafka_client == "jvm":
         return args.jvm_seconds, args.jvm_in_flight
     return args.seconds, args.in_flight
@@ -439,6 +442,18 @@ def perf_cold(args: argparse.Namespace, dc: DockerCluster, version: str) -> dict
     return perf_tool(short, topo.bootstrap_servers(), version, reporting_ms=1000)
 
 
+@contextlib.contextmanager
+def _runs_dir(keep: Path | None) -> Iterator[str]:
+    """Where the kchaos runs go: `keep` when given (a run to look at again, its history,
+    report and data logs), else a temporary directory removed at the end."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield str(keep)
+        return
+    with tempfile.TemporaryDirectory() as d:
+        yield d
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=30)
@@ -457,11 +472,24 @@ def main() -> None:
         "librdkafka, java (every send through the harness's recorder), jvm (the Java client "
         "recording its own sends)",
     )
-    ap.add_argument("--jvm-seconds", type=float, default=6, help="the jvm client's time limit")
+    ap.add_argument(
+        "--jvm-seconds",
+        type=float,
+        default=None,
+        help="the jvm client's time limit (default: --seconds, as the perf tool's)",
+    )
     ap.add_argument(
         "--jvm-in-flight", type=int, default=100_000, help="the jvm client's sends in flight"
     )
+    ap.add_argument(
+        "--keep-runs",
+        type=Path,
+        default=None,
+        help="keep each client's run directory under this directory (default: a temporary one)",
+    )
     args = ap.parse_args()
+    if args.jvm_seconds is None:
+        args.jvm_seconds = args.seconds
     unknown = set(args.clients.split(",")) - set(CLIENT_ARGS)
     if unknown:
         raise SystemExit(f"unknown clients {sorted(unknown)}: choose from {list(CLIENT_ARGS)}")
@@ -469,7 +497,7 @@ def main() -> None:
     dc = DockerCluster(client(), args.name)
     runs: dict[str, dict[str, float]] = {}
     try:
-        with tempfile.TemporaryDirectory() as d:
+        with _runs_dir(args.keep_runs) as d:
             for name in args.clients.split(","):
                 dc.remove()
                 runs[name] = kchaos_run(args, Path(d) / name, name)

@@ -51,7 +51,7 @@ from harness.wrapup import check_run, collect_and_tear_down, keep_history, not_c
 from history.format import JSONL_NAME
 from nemesis.api import FaultContext, Nemesis
 from nemesis.registry import build
-from workloads.api import Clocked, Workload
+from workloads.api import Clocked, SizedFinal, Workload
 from workloads.client_choice import format_features
 from workloads.client_choice import history_header as client_header
 from workloads.observe import Observer
@@ -330,7 +330,10 @@ class Run:
 
     def _read_back(self, live: Live, up: Up, workload: Workload, observer: Observer) -> None:
         """Everything healed and the cluster ready again, then the workload's final reads."""
-        self._note(phase="final reads", budget_s=FINAL_BUDGET_S + self.spec.final_timeout)
+        final_s = self.spec.final_timeout
+        if isinstance(workload, SizedFinal):
+            final_s = workload.final_timeout(final_s)
+        self._note(phase="final reads", budget_s=FINAL_BUDGET_S + final_s)
         self._heal(live)
         self._wait_ready(live.cluster, up.info, "after healing", QUIESCE_TIMEOUT_S)
         if live.upgrade is not None and self.spec.quorum_mode != STATIC:
@@ -338,7 +341,7 @@ class Run:
             self.summary["quorum"] = final_observation(live.upgrade)
         self.say(self.workload_kind.FINAL_SAYS)
         self.summary[self.workload_kind.FINAL_KEY] = workload.final(
-            self.processes.fresh, up.recorder.record, self.spec.final_timeout
+            self.processes.fresh, up.recorder.record, final_s
         )
         workload.close()
         observer.stop()

@@ -69,6 +69,16 @@ class Clocked(Protocol):
     clock: Callable[[], int]
 
 
+@runtime_checkable
+class SizedFinal(Protocol):
+    """An optional capability of a workload whose final reads grow with what the run wrote (a
+    pipelined queue run acknowledges millions of sends): ``final_timeout`` is the bound its
+    ``final`` gets for a run whose ``--final-timeout`` is ``base``, asked once the clients have
+    stopped. The harness's hang budget for the final reads grows with it."""
+
+    def final_timeout(self, base: float) -> float: ...
+
+
 class WorkloadKind(Protocol):
     """A workload class: what is known of it before any cluster exists."""
 

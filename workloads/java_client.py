@@ -23,7 +23,7 @@ from workloads.client import Completion, Invocation
 from workloads.client_choice import consumer_settings
 from workloads.java_host import JavaError, JavaGone, JavaHost, conf_args, error_of
 from workloads.pipelined import DEFAULT_LINGER_MS, InFlight, QueueState
-from workloads.queue_ops import OpChooser, final_outcome
+from workloads.queue_ops import OpChooser, final_outcome, final_poll_records
 
 SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
@@ -417,11 +417,11 @@ def final_reads_java(
     started = time.monotonic()
     h = host.handle()
     conf = consumer_conf(wl, f"kchaos-{wl.run_id}-final", subscribe=False)
-    conf["max.poll.records"] = 500
-    host.call("consumer", h, *conf_args(conf), timeout=30)
-    keys = ",".join(str(k) for k in range(wl.keys))
     with wl._acked_lock:
         wanted = {(k, v) for k, _, v in wl.acked}
+    conf["max.poll.records"] = final_poll_records(len(wanted))
+    host.call("consumer", h, *conf_args(conf), timeout=30)
+    keys = ",".join(str(k) for k in range(wl.keys))
     seen: set[tuple[int, int]] = set()
     polls = 0
     try:

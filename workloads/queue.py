@@ -64,7 +64,7 @@ from workloads.pipelined import (
     has_lanes,
     lanes_of,
 )
-from workloads.queue_ops import OpChooser, final_outcome
+from workloads.queue_ops import FINAL_READ_RATE, OpChooser, final_outcome, final_poll_records
 
 SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
@@ -249,6 +249,12 @@ class QueueWorkload:
     def note_acked(self, key: int, offset: int | None, value: int) -> None:
         with self._acked_lock:
             self.acked.append((key, offset, value))
+
+    def final_timeout(self, base: float) -> float:
+        """`base` (--final-timeout) and the time to read back what was acknowledged at
+        `FINAL_READ_RATE` (workloads/api.py SizedFinal): a pipelined run acknowledges millions."""
+        with self._acked_lock:
+            return base + len(self.acked) / FINAL_READ_RATE
 
     def acked_bulk(self, acked: list[tuple[int, int | None, int]]) -> None:
         """Sends acknowledged where the harness did not see them (recorded in the JVM)."""
@@ -657,6 +663,7 @@ def final_reads(
     consumer.assign(partitions)
     with wl._acked_lock:
         wanted = {(k, v) for k, _, v in wl.acked}
+    batch = final_poll_records(len(wanted))
     seen: set[tuple[int, int]] = set()
     ends: dict[int, int] = {}
     for k in range(wl.keys):
@@ -680,7 +687,7 @@ def final_reads(
             record("invoke", "poll", [["poll"]], process)
             read: dict[str, list[list[int]]] = defaultdict(list)
             try:
-                for msg in consumer.consume(500, 0.5):
+                for msg in consumer.consume(batch, 0.5):
                     if msg.error() is not None:
                         continue
                     value = _parse_value(msg.value())

@@ -55,6 +55,18 @@ class OpChooser:
         return Invocation(f, [mop], node)
 
 
+# Acknowledged sends the final reads are given time to read back per second, beyond
+# --final-timeout (QueueWorkload.final_timeout): the Java client read ~25,000 a second on two
+# busy cores, in polls of final_poll_records.
+FINAL_READ_RATE = 10_000.0
+
+
+def final_poll_records(acknowledged: int) -> int:
+    """Records one final poll asks for: 500 as ever, up to 20,000 when millions were
+    acknowledged, so that reading them back is not a round trip and a history line per 500."""
+    return max(500, min(20_000, acknowledged // 200))
+
+
 def final_outcome(
     wanted: set[tuple[int, int]],
     seen: set[tuple[int, int]],

@@ -18,7 +18,9 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from harness.recorder import Recorder
 from harness.workers import Clients, ProcessIds
 from history.reader import read_history
+from workloads.api import SizedFinal
 from workloads.queue import QueueClient, QueueWorkload, commit_fields
+from workloads.queue_ops import FINAL_READ_RATE, final_poll_records
 
 TOPIC = "kchaos-queue"
 KEYS = 4  # librdkafka's mock cluster creates a topic with 4 partitions on first use
@@ -250,3 +252,24 @@ def test_rebalances_and_commits_are_recorded_on_the_op_that_saw_them(
         for key, pairs in read.items():
             assert op["commit"][key] == pairs[-1][0] + 1
     assert committed >= 2
+
+
+def test_the_final_reads_grow_with_what_was_acknowledged():
+    wl = QueueWorkload(_gen(), _topology("127.0.0.1:1", [1]), 1, "r/1")
+    try:
+        assert isinstance(wl, SizedFinal)
+        assert wl.final_timeout(60.0) == 60.0  # nothing acknowledged: --final-timeout as given
+        wl.acked_bulk([(k % 8, k, 10**9 + k) for k in range(50_000)])
+        assert wl.final_timeout(60.0) == 60.0 + 50_000 / FINAL_READ_RATE
+    finally:
+        wl.close()
+
+
+@pytest.mark.parametrize(
+    ("acknowledged", "records"),
+    [(0, 500), (100_000, 500), (1_000_000, 5_000), (7_700_000, 20_000)],
+)
+def test_a_final_poll_asks_for_more_records_when_millions_were_acknowledged(
+    acknowledged: int, records: int
+):
+    assert final_poll_records(acknowledged) == records
