@@ -17,10 +17,11 @@ DataLogError naming the file and line.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from collections.abc import Sequence
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import accumulate, pairwise
 from pathlib import Path
 
 from checkers.metadata_log.parse import complete_lines
@@ -45,6 +46,48 @@ class DataLogError(Exception):
         super().__init__(f"{where}: {message}")
 
 
+class Payloads(Mapping[int, str]):
+    """A batch's payloads by offset, as printed: one string of them all and where each ends.
+    A pipelined run's data logs hold millions of records per broker, and a dict of one string
+    per record costs ~150 bytes a record where this costs the payload and 16."""
+
+    __slots__ = ("_ends", "_offsets", "_text")
+
+    def __init__(self, offsets: array[int], text: str, ends: array[int]) -> None:
+        self._offsets = offsets  # ascending, no repeats
+        self._text = text
+        self._ends = ends
+
+    @classmethod
+    def of(cls, offsets: Sequence[int], texts: Sequence[str]) -> Mapping[int, str]:
+        """The payloads in the order read; a repeated or descending offset (which a dump never
+        prints) keeps the plain dict's meaning: the last one read wins."""
+        if any(b <= a for a, b in pairwise(offsets)):
+            return dict(zip(offsets, texts, strict=True))
+        return cls(array("q", offsets), "".join(texts), array("q", accumulate(map(len, texts))))
+
+    def _at(self, i: int) -> str:
+        return self._text[self._ends[i - 1] if i else 0 : self._ends[i]]
+
+    def __getitem__(self, offset: int) -> str:
+        offs = self._offsets
+        i = offset - offs[0]
+        if not 0 <= i < len(offs) or offs[i] != offset:  # not contiguous from the first
+            i = bisect_left(offs, offset)
+            if i == len(offs) or offs[i] != offset:
+                raise KeyError(offset)
+        return self._at(i)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._offsets)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+
 @dataclass
 class Batch:
     node: str
@@ -60,7 +103,8 @@ class Batch:
     control: bool
     create_ms: int
     marker: str | None = None  # COMMIT or ABORT, for a control batch
-    payloads: dict[int, str] = field(default_factory=dict)  # offset -> payload as printed
+    # offset -> payload as printed (a Payloads, once its parser has read them all)
+    payloads: Mapping[int, str] = field(default_factory=dict)
 
     def cite(self, path_prefix: str = "data/") -> str:
         what = f"{self.marker} marker" if self.control else f"offsets {self.base}..{self.last}"
@@ -111,9 +155,45 @@ class DataLog:
 def parse_data_log(text: str, node: str, path: str | Path | None = None) -> DataLog:
     name = path or f"data/{node}.txt"
     log = DataLog(node)
-    lines = complete_lines(text, name, log.notes)
+    return _parse(complete_lines(text, name, log.notes), log, name)
+
+
+def read_data_logs(directory: str | Path) -> dict[str, DataLog]:
+    """Every `<broker>.txt` of a run's `data/` directory, by broker name, each read a line at
+    a time: a pipelined run's dump is a gigabyte of text per broker."""
+    out = {}
+    for p in sorted(Path(directory).glob("*.txt")):
+        log = DataLog(p.stem)
+        try:
+            with p.open(encoding="utf-8") as f:
+                out[p.stem] = _parse(_file_lines(f, p, log.notes), log, p)
+        except (OSError, UnicodeDecodeError) as e:
+            raise DataLogError(p, None, f"cannot read: {e}") from None
+    return out
+
+
+def _file_lines(f: Iterable[str], name: Path, notes: list[str]) -> Iterator[str]:
+    """complete_lines of an open file: a last line cut mid-way is dropped, with its note."""
+    for line in f:
+        if line.endswith("\n"):
+            yield line[:-1]
+        else:
+            notes.append(f"{name}: last line cut short (no newline), ignored")
+
+
+def _parse(lines: Iterable[str], log: DataLog, name: str | Path) -> DataLog:
+    node = log.node
     where: tuple[str, int] | None = None
     batch: Batch | None = None
+    offsets: list[int] = []  # the open batch's records, until its payloads are sealed
+    texts: list[str] = []
+
+    def seal() -> None:
+        if batch is not None and offsets:
+            batch.payloads = Payloads.of(offsets, texts)
+            offsets.clear()
+            texts.clear()
+
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith(_IGNORED):
             continue
@@ -121,6 +201,7 @@ def parse_data_log(text: str, node: str, path: str | Path | None = None) -> Data
             m = _DUMPING.match(line)
             if m is None:
                 raise DataLogError(name, lineno, f"not a partition segment: {line[:80]!r}")
+            seal()
             where, batch = (m[1], int(m[2])), None
             if log.topic not in (None, m[1]):
                 raise DataLogError(name, lineno, f"a second topic {m[1]!r} after {log.topic!r}")
@@ -130,6 +211,7 @@ def parse_data_log(text: str, node: str, path: str | Path | None = None) -> Data
         if m := _BATCH.match(line):
             if where is None:
                 raise DataLogError(name, lineno, "batch before any 'Dumping' line")
+            seal()
             base, last, _n, pid, pepoch, epoch, txn, ctl, create = m.groups()
             batch = Batch(
                 node, lineno, where[0], where[1], int(base), int(last), int(pid), int(pepoch),
@@ -150,7 +232,9 @@ def parse_data_log(text: str, node: str, path: str | Path | None = None) -> Data
         if m[3] is not None:
             batch.marker = m[3]
         else:
-            batch.payloads[offset] = m[2].strip()
+            offsets.append(offset)
+            texts.append(m[2].strip())
+    seal()
     for batches in log.partitions.values():
         b = batches[-1] if batches else None
         incomplete = b is not None and (
@@ -164,15 +248,3 @@ def parse_data_log(text: str, node: str, path: str | Path | None = None) -> Data
                 f"{b.base}..{b.last}) lacks records: file truncated, batch not checked"
             )
     return log
-
-
-def read_data_logs(directory: str | Path) -> dict[str, DataLog]:
-    """Every `<broker>.txt` of a run's `data/` directory, by broker name."""
-    out = {}
-    for p in sorted(Path(directory).glob("*.txt")):
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise DataLogError(p, None, f"cannot read: {e}") from None
-        out[p.stem] = parse_data_log(text, p.stem, p)
-    return out

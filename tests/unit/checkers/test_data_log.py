@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from checkers.data_log.check import DataLogRead, check_data_logs, check_run_data
 from checkers.data_log.fencing import stale_producer_writes
-from checkers.data_log.parse import DataLogError, parse_data_log
+from checkers.data_log.parse import DataLogError, Payloads, parse_data_log, read_data_logs
 from checkers.metadata_log.check import check_logs
 from checkers.metadata_log.parse import parse_metadata_log
 from tests.unit.checkers import metalogs
@@ -48,6 +48,39 @@ def test_truncated_file_drops_only_the_cut_batch_and_says_so():
     log = parse_data_log(cut, "n1")
     assert [b.base for b in log.partitions[0]] == [0]
     assert any("cut short" in n for n in log.notes) and any("truncated" in n for n in log.notes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(-3, 40), st.text(alphabet="0123456789-ab", max_size=6)),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_compact_payloads_answer_as_a_dict_of_them(records):
+    offsets = [o for o, _ in records]
+    texts = [t for _, t in records]
+    payloads = Payloads.of(offsets, texts)
+    expected = dict(zip(offsets, texts, strict=True))  # the last one read wins, as before
+    assert payloads == expected and dict(payloads.items()) == expected
+    assert len(payloads) == len(expected) and sorted(payloads.values()) == sorted(expected.values())
+    for o in range(-5, 45):
+        assert payloads.get(o) == expected.get(o)
+
+
+@pytest.mark.parametrize("cut", [0, 1, 40, 200, None])
+def test_a_log_read_from_its_file_a_line_at_a_time_is_the_log_of_its_text(tmp_path, cut):
+    text = dump({0: [B(7, 0, values=(1,)), B(7, 0, values=(2, 3))], 2: [B(8, 1, values=(4,))]})
+    if cut is not None:
+        text = text[: len(text) - cut]
+    (tmp_path / "n1.txt").write_text(text)
+    whole = parse_data_log(text, "n1", tmp_path / "n1.txt")
+    streamed = read_data_logs(tmp_path)["n1"]
+    assert streamed == whole
+    assert {p: [b.payloads for b in bs] for p, bs in streamed.partitions.items()} == {
+        p: [b.payloads for b in bs] for p, bs in whole.partitions.items()
+    }
 
 
 def test_odd_line_is_one_clear_error():
