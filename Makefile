@@ -32,7 +32,7 @@ demo: setup
 	@echo "report: results/latest/report.html"
 
 test: setup
-	$(PY) -m pytest --hypothesis-profile ci -m "not slow"
+	$(PY) -m pytest --hypothesis-profile ci -m "not slow" --durations=30
 
 # Long real-cluster scenarios (marked slow): what a nightly campaign adds to `make test`.
 nightly: setup

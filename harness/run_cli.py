@@ -140,7 +140,8 @@ _D = RunSpec()
     type=float,
     default=_D.final_timeout,
     show_default=True,
-    help="Bound on the final reads, seconds.",
+    help="Bound on the final reads, seconds; a queue run adds a second per 10,000 "
+    "acknowledged sends.",
 )
 @click.option(
     "--upgrade-to",
