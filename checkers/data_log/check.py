@@ -75,9 +75,7 @@ def check_data_logs(read: DataLogRead, op_rows: list[dict[str, Any]]) -> DataLog
     if read.error is not None:
         return _unreadable(read.error)
     logs = read.logs
-    result = DataLogResult(logs)
-    for log in logs.values():
-        result.notes.extend(log.notes)
+    result = _with_log_notes(logs)
     op_of_value = ops_of_values(op_rows)
     result.findings = stale_producer_writes(logs, op_of_value)
     acked, notes = acked_other_writes(logs, op_rows, op_of_value)
@@ -99,9 +97,7 @@ def check_data_log_ops(read: DataLogRead, ops: pa.Table) -> DataLogResult:
     if read.error is not None:
         return _unreadable(read.error)
     logs = read.logs
-    result = DataLogResult(logs)
-    for log in logs.values():
-        result.notes.extend(log.notes)
+    result = _with_log_notes(logs)
     ops = select(ops, SEND_COLUMNS)
     stale = stale_batches(logs)
     scan = scan_acked(logs, OpRows(where_in(ops, "type", ["ok"])))
@@ -138,6 +134,13 @@ def ops_of_wanted(
             done[r["invoke_index"]] = r["index"]
             rows[r["index"]] = r
     return {v: done.get(i, i) for v, i in invoked.items()}, rows
+
+
+def _with_log_notes(logs: dict[str, DataLog]) -> DataLogResult:
+    result = DataLogResult(logs)
+    for log in logs.values():
+        result.notes.extend(log.notes)
+    return result
 
 
 def _unreadable(e: DataLogError) -> DataLogResult:
