@@ -54,13 +54,19 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 from confluent_kafka import KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from clusters.docker_cluster import DockerCluster, container_name
 from clusters.engine import client
+from clusters.kafka_dist import load_dist
 from clusters.topology import build_topology
+from harness.plan import client_rng_prefix
+from workloads.java_host import JavaHost
+from workloads.java_recorded import record_args
+from workloads.pipelined import SlotSetup
 
 OUT = Path(__file__).parent / "out"
 ROOT = Path(__file__).resolve().parent.parent
@@ -429,6 +435,63 @@ def perf_tool(
     return out
 
 
+def jvm_slots_warm(
+    args: argparse.Namespace, run_dir: Path, bootstrap: str, version: str
+) -> dict[str, object]:
+    """The jvm run's recording alone, on the cluster it kept and the perf tool then warmed:
+    its `--concurrency` slots, each the same `record` request `kchaos run` sends (the same
+    producer settings, `--jvm-in-flight` lanes, the run's topic and keys; side files written
+    as in a run), for the jvm run's seconds, counted by the slots' own stats. Not merged nor
+    checked: what it measures is the recording on a warm cluster (from a fresh JVM, as the
+    perf tool), beside the perf tool's figure there; the checked run is the same code on a fresh
+    cluster. Its values repeat the run's (an unchecked topic's contents)."""
+    gen = json.loads((run_dir / "plan.json").read_text())["generator"]
+    wl = SimpleNamespace(keys=int(gen["keys"]), topic=gen["topic"], gen=gen, bootstrap=bootstrap)
+    dist = load_dist(version)
+    if dist is None:
+        raise SystemExit(f"Kafka {version} is not assembled: run `make setup`")
+    host = JavaHost(dist)
+    samples: list[tuple[float, int]] = []
+    try:
+        with tempfile.TemporaryDirectory() as side:
+            t0 = time.monotonic_ns()
+            setup = SlotSetup(
+                side_dir=Path(side), t0_ns=t0, seed_prefix=client_rng_prefix(2),
+                concurrency=args.concurrency, lanes=args.jvm_in_flight, interval_s=0.0,
+                start_delay_s=0.0, drain_s=5.0,
+            )  # fmt: skip
+            handles = []
+            for slot in range(args.concurrency):
+                h = host.handle()
+                host.call("record", h, *record_args(wl, slot, setup), timeout=60)
+                handles.append(h)
+            started = time.monotonic()
+            end = started + args.jvm_seconds
+            while (now := time.monotonic()) < end:
+                ok = sum(int(host.call("rstats", h, timeout=15)["ok"]) for h in handles)
+                samples.append((now - started, ok))
+                time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+            span = time.monotonic() - started
+            final = [host.call("rstop", h, timeout=60) for h in handles]
+    finally:
+        host.close()
+    # The oks at the end of the span: those the drain acknowledged after it are not counted.
+    ok = sum(int(host_stats["ok"]) for host_stats in final)
+    at_end = max((n for t, n in samples), default=0)
+    half = [(t, n) for t, n in samples if t >= span / 2]
+    steady = (at_end - half[0][1]) / (samples[-1][0] - half[0][0]) if len(half) > 1 else 0.0
+    return {
+        "ok_sends": at_end,
+        "ok_after_drain": ok,
+        "span_s": round(samples[-1][0] if samples else span, 2),
+        "ok_per_s": round(at_end / samples[-1][0], 1) if samples and samples[-1][0] else 0.0,
+        "steady_ok_per_s": round(steady, 1),
+        "fail": sum(int(s["fail"]) for s in final),
+        "info": sum(int(s["info"]) for s in final),
+        "in_flight": args.jvm_in_flight,
+    }
+
+
 def perf_cold(args: argparse.Namespace, dc: DockerCluster, version: str) -> dict[str, object]:
     """ProducerPerformance as the jvm client's run starts: on a cluster brought up afresh,
     from a fresh JVM, for the jvm run's seconds, in 1-second windows (Kafka 4.x's
@@ -509,6 +572,12 @@ def main() -> None:
             perf = perf_tool(
                 args, topo.bootstrap_servers(), str(kchaos["kafka_version"]), victim, ids
             )
+            warm = None
+            if "jvm" in runs and name == "jvm":
+                warm = jvm_slots_warm(
+                    args, (Path(d) / name / "latest").resolve(), topo.bootstrap_servers(),
+                    str(kchaos["kafka_version"]),
+                )  # fmt: skip
             cold = None
             if "jvm" in runs and str(kchaos["kafka_version"]).startswith("4."):
                 cold = perf_cold(args, dc, str(kchaos["kafka_version"]))
@@ -544,6 +613,11 @@ def main() -> None:
         "jvm_cold_ratio": round(runs["jvm"]["ok_per_s"] / cold["ok_per_s"], 3)
         if cold and cold["ok_per_s"]
         else None,
+        # The jvm client's recording slots alone on the warmed cluster, after the perf tool.
+        "jvm_slots_warm": warm,
+        "jvm_warm_ratio": round(warm["ok_per_s"] / perf["ok_per_s"], 3)
+        if warm and perf["ok_per_s"]
+        else None,
         "load_average_at_start": load_at_start,
         "goal_met": ratio >= 0.5 and kchaos["ok_per_s"] >= 5000,
     }
@@ -561,6 +635,12 @@ def main() -> None:
         f"{perf['steady_ok_per_s']:,.0f}/s"
     )
     print(f"best ({best}) ratio: {ratio:.2f}  goal met: {result['goal_met']}")
+    if warm:
+        print(
+            f"jvm recording slots alone on the warmed cluster after it, {args.jvm_seconds:g} s: "
+            f"{warm['ok_per_s']:,.0f}/s (second half {warm['steady_ok_per_s']:,.0f}/s); ratio "
+            f"{result['jvm_warm_ratio']:.2f}"
+        )
     if cold:
         print(
             f"ProducerPerformance on a fresh cluster for {args.jvm_seconds:g} s (as the jvm "
