@@ -28,6 +28,7 @@ from checkers import (
 )
 from checkers.data_log import acks as data_acks
 from checkers.data_log import fencing as data_fencing
+from checkers.data_log import resent as data_resent
 from checkers.metadata_log import applied, lease, liveness, observers, rules
 from checkers.metadata_log import fencing as log_fencing
 from checkers.queue.rules import producer_order
@@ -287,6 +288,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("fenced-producer-commit", DATA, data_fencing.RULE, "KIP-98", NEVER),
     Kind("fenced-producer-write", DATA, data_fencing.RULE, "KIP-98", NEVER),
     Kind(data_acks.KIND, DATA, data_acks.RULE, "kchaos", NEVER),
+    Kind(data_resent.KIND, DATA, data_resent.RULE, "KIP-98", NEVER),
     Kind(
         "data-log-unreadable",
         DATA,

@@ -19,6 +19,7 @@ from checkers.data_log.fencing import (
 )
 from checkers.data_log.parse import DataLog, DataLogError, read_data_logs
 from checkers.data_log.protocol import protocol_note
+from checkers.data_log.resent import appended_twice, resent_findings
 from checkers.findings import Finding
 from checkers.op_stream import OpRows, select, where_in
 from history.format import DATA_LOGS_DIR
@@ -78,6 +79,7 @@ def check_data_logs(read: DataLogRead, op_rows: list[dict[str, Any]]) -> DataLog
     result = _with_log_notes(logs)
     op_of_value = ops_of_values(op_rows)
     result.findings = stale_producer_writes(logs, op_of_value)
+    result.findings += resent_findings(appended_twice(logs), op_of_value)
     acked, notes = acked_other_writes(logs, op_rows, op_of_value)
     result.findings += acked
     result.notes += notes
@@ -101,8 +103,11 @@ def check_data_log_ops(read: DataLogRead, ops: pa.Table) -> DataLogResult:
     ops = select(ops, SEND_COLUMNS)
     stale = stale_batches(logs)
     scan = scan_acked(logs, OpRows(where_in(ops, "type", ["ok"])))
-    op_of_value, rows = ops_of_wanted(OpRows(ops), stale_values(stale) | scan.other_values())
+    twice = appended_twice(logs)
+    wanted = stale_values(stale) | scan.other_values() | {v for _, v, _ in twice}
+    op_of_value, rows = ops_of_wanted(OpRows(ops), wanted)
     result.findings = stale_findings(stale, op_of_value)
+    result.findings += resent_findings(twice, op_of_value)
     acked, notes = acked_findings(scan, logs, rows, op_of_value)
     result.findings += acked
     result.notes += notes

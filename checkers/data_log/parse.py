@@ -28,7 +28,8 @@ from checkers.metadata_log.parse import complete_lines
 
 _DUMPING = re.compile(r"^Dumping (?:.*/)?(.+)-(\d+)/\d+\.log$")
 _BATCH = re.compile(
-    r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*?producerId: (-?\d+) "
+    r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) (?:baseSequence: (-?\d+) )?.*?"
+    r"producerId: (-?\d+) "
     r"producerEpoch: (-?\d+) partitionLeaderEpoch: (-?\d+) isTransactional: (true|false) "
     r"isControl: (true|false) .*?CreateTime: (-?\d+) "
 )
@@ -105,6 +106,7 @@ class Batch:
     marker: str | None = None  # COMMIT or ABORT, for a control batch
     # offset -> payload as printed (a Payloads, once its parser has read them all)
     payloads: Mapping[int, str] = field(default_factory=dict)
+    base_sequence: int | None = None  # baseSequence, when the dump prints it (-1: none)
 
     def cite(self, path_prefix: str = "data/") -> str:
         what = f"{self.marker} marker" if self.control else f"offsets {self.base}..{self.last}"
@@ -212,10 +214,11 @@ def _parse(lines: Iterable[str], log: DataLog, name: str | Path) -> DataLog:
             if where is None:
                 raise DataLogError(name, lineno, "batch before any 'Dumping' line")
             seal()
-            base, last, _n, pid, pepoch, epoch, txn, ctl, create = m.groups()
+            base, last, _n, seq, pid, pepoch, epoch, txn, ctl, create = m.groups()
             batch = Batch(
                 node, lineno, where[0], where[1], int(base), int(last), int(pid), int(pepoch),
                 int(epoch), txn == "true", ctl == "true", int(create),
+                base_sequence=None if seq is None else int(seq),
             )  # fmt: skip
             log.partitions[where[1]].append(batch)
             continue

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 # The shape of a real kchaos-collected log (Kafka 3.9.2, `--deep-iteration --print-data-log`).
 BATCH = (
-    "baseOffset: {b} lastOffset: {l} count: {n} baseSequence: 0 lastSequence: 0 producerId: {p} "
-    "producerEpoch: {pe} partitionLeaderEpoch: {le} isTransactional: true isControl: {c} "
+    "baseOffset: {b} lastOffset: {l} count: {n} baseSequence: {s} lastSequence: {ls} "
+    "producerId: {p} producerEpoch: {pe} partitionLeaderEpoch: {le} isTransactional: {t} "
+    "isControl: {c} "
     "deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1795326812806 size: 76 magic: 2 "
     "compresscodec: none crc: 1 isvalid: true"
 )
@@ -30,6 +31,8 @@ class B:
     lepoch: int = 0
     values: tuple[int, ...] = ()
     marker: str | None = None
+    seq: int = 0  # baseSequence
+    txn: bool = True
 
 
 def dump(partitions: dict[int, list[B]], topic: str = "t") -> str:
@@ -43,7 +46,8 @@ def dump(partitions: dict[int, list[B]], topic: str = "t") -> str:
             lines.append(
                 BATCH.format(
                     b=o, l=o + n - 1, n=n, p=b.pid, pe=b.pepoch, le=b.lepoch,
-                    c=str(b.marker is not None).lower(),
+                    c=str(b.marker is not None).lower(), s=b.seq, ls=b.seq + n - 1,
+                    t=str(b.txn).lower(),
                 )
             )  # fmt: skip
             if b.marker:
