@@ -26,6 +26,10 @@ once the high watermark passed it) for the first ok after the restart; its ok/s 
 from its window lines, each line's records spread evenly over its window.
 Goal: kchaos >= 50% of the perf tool and >= 5,000 recorded ok sends/s. The perf tool runs
 second, on a cluster kchaos has warmed up; both run on the same 2 cores as the brokers.
+``goal_met`` judges the checked run (from a fresh cluster) against the perf tool on that warmed
+cluster; with the jvm client two like-for-like cells are reported beside it: the perf tool on a
+fresh cluster from a fresh JVM (``jvm_cold_ratio``) and the run's recording slots alone on the
+warmed cluster (``jvm_warm_ratio``).
 
     .venv/bin/python bench/bench_throughput.py [--seconds 30] [--concurrency 2] [--in-flight 2000]
         [--kill] [--clients librdkafka,java,jvm] [--jvm-seconds S] [--jvm-in-flight 100000]
