@@ -20,6 +20,7 @@ from harness.plan import build_plan, load_plan, new_seed
 from harness.spec import AVAILABILITY, SEND_MODES, RunSpec, load_spec_file, spec_from_dict
 from workloads.client_choice import CLIENTS, GROUP_PROTOCOLS, TXN_PROTOCOLS
 from workloads.pipelined import SEND_RECORDERS
+from workloads.queue_ops import FINAL_READ_RATE
 
 # CLI option name -> spec field, for options that may also come from a spec file.
 SPEC_OPTIONS = {
@@ -140,8 +141,8 @@ _D = RunSpec()
     type=float,
     default=_D.final_timeout,
     show_default=True,
-    help="Bound on the final reads, seconds; a queue run adds a second per 10,000 "
-    "acknowledged sends.",
+    help="Bound on the final reads, seconds; a queue run adds a second per "
+    f"{FINAL_READ_RATE:,.0f} acknowledged sends.",
 )
 @click.option(
     "--upgrade-to",
