@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, pairwise
 from pathlib import Path
 
-from checkers.metadata_log.parse import complete_lines
+from checkers.metadata_log.parse import complete_lines, cut_line_note
 
 _DUMPING = re.compile(r"^Dumping (?:.*/)?(.+)-(\d+)/\d+\.log$")
 _BATCH = re.compile(
@@ -180,7 +180,7 @@ def _file_lines(f: Iterable[str], name: Path, notes: list[str]) -> Iterator[str]
         if line.endswith("\n"):
             yield line[:-1]
         else:
-            notes.append(f"{name}: last line cut short (no newline), ignored")
+            notes.append(cut_line_note(name))
 
 
 def _parse(lines: Iterable[str], log: DataLog, name: str | Path) -> DataLog:

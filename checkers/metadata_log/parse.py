@@ -91,6 +91,11 @@ class MetadataLog:
         return max(self.last_offset + 1, self.segment_base)
 
 
+def cut_line_note(name: str | Path) -> str:
+    """The note for a file whose last line has no newline (that line is not evidence)."""
+    return f"{name}: last line cut short (no newline), ignored"
+
+
 def complete_lines(text: str, name: str | Path, notes: list[str]) -> list[str]:
     """The file's lines; one cut mid-line (no final newline) is not evidence and is dropped."""
     lines = text.split("\n")
@@ -98,7 +103,7 @@ def complete_lines(text: str, name: str | Path, notes: list[str]) -> list[str]:
         lines.pop()
     elif lines:
         lines.pop()
-        notes.append(f"{name}: last line cut short (no newline), ignored")
+        notes.append(cut_line_note(name))
     return lines
 
 
