@@ -97,12 +97,21 @@ def _finding(key: int, value: int, copies: list[Copy], op: int | None) -> Findin
             f"the copies were written by two producer sessions (producerId {a.producer_id}, then "
             f"{b.producer_id}): a new producer sent the record again"
         )
+    elif b.producer_epoch > a.producer_epoch:
+        first, then = _seq(copies[0]), _seq(copies[1])
+        restarted = first is not None and then is not None and then < first
+        how = (
+            f"the same producerId {a.producer_id} wrote it under producerEpoch "
+            f"{a.producer_epoch} and again under {b.producer_epoch}"
+            + (" with its sequence restarted" if restarted else f" (sequences {first}, {then})")
+            + ": the producer bumped its epoch and resent a record the leader had already "
+            "appended, and a leader recognises a retry only under the same producerId and epoch"
+        )
     elif a.producer_epoch != b.producer_epoch:
         how = (
             f"the same producerId {a.producer_id} wrote it under producerEpoch "
-            f"{a.producer_epoch} and again under {b.producer_epoch} with its sequence restarted: "
-            "the producer bumped its epoch and resent a record the leader had already appended, "
-            "and a leader recognises a retry only under the same producerId and epoch"
+            f"{a.producer_epoch} and later under the lower {b.producer_epoch}: a fenced "
+            "producer's write was appended again"
         )
     else:
         how = (

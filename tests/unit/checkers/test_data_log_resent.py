@@ -84,3 +84,15 @@ def test_the_data_logs_checker_reports_it_with_the_op_that_sent_the_value():
     ]  # fmt: skip
     result = check_data_logs(DataLogRead(_logs(n1={0: BUMPED})), rows)
     assert [(f.kind, f.ops) for f in result.findings] == [(KIND, (11,))]
+
+
+def test_a_bump_is_claimed_only_as_far_as_the_batches_show_it():
+    # A higher epoch without a lower sequence: the sequences are given, not "restarted".
+    kept = [B(7, 0, values=(5,), seq=3, txn=False), B(7, 1, values=(5,), seq=9, txn=False)]
+    (f,) = _found(_logs(n1={1: kept}))
+    assert "under producerEpoch 0 and again under 1 (sequences 3, 9)" in f.explanation
+    assert "restarted" not in f.explanation
+    # A lower epoch later is no bump: a fenced producer's write appended again.
+    lower = [B(7, 2, values=(5,), txn=False), B(7, 1, values=(5,), txn=False)]
+    (g,) = _found(_logs(n1={1: lower}))
+    assert "later under the lower 1" in g.explanation and "bumped" not in g.explanation
