@@ -35,7 +35,18 @@ from typing import Any
 from checkers.fault_windows import Faults, FaultSpan, fault_windows, op_spans, utc
 from checkers.findings import Finding
 from checkers.metadata_log.parse import MetadataLog, Record
-from history.effects import CONTROLLER, CUT, DEGRADED, DOWN, SKEWED, STALLED, STOPPED, Effect
+from history.effects import (
+    CONTROLLER,
+    CUT,
+    DEGRADED,
+    DOWN,
+    HEAL,
+    SKEWED,
+    STALLED,
+    STOP,
+    STOPPED,
+    Effect,
+)
 from history.format import LOGS_DIR, NEMESIS, NODE_LOG, OBSERVER, PLAN_JSON
 
 DEAD_RULE = (
@@ -373,7 +384,7 @@ def _interferes(faults: Faults, nodes: Nodes, lo: float, hi: float) -> str | Non
             if not e.known or e.nodes is None or e.nodes & nodes.controllers:
                 return span.says()
     for op, _ in faults.others:
-        ends_a_fault = op.process == NEMESIS and (op.f == "heal" or op.f.startswith("stop-"))
+        ends_a_fault = op.process == NEMESIS and (op.f == HEAL or op.f.startswith(STOP))
         if op.overlaps(lo, hi) and not ends_a_fault:
             return f"{op.process} op {op.cite()}"
     return None
