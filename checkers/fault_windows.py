@@ -1,5 +1,12 @@
-"""Fault spans per node in wall-clock time, from the op rows of the nemesis, upgrade and migration
-processes (docs/history.md): what each fault acted on, from when to when.
+"""Fault spans per node, from the op rows of the nemesis, upgrade and migration processes
+(docs/history.md): what each fault did to which nodes and links, from when to when. This is the
+one place fault spans are made: the lease checks, the report's shading and its fault table all
+read `fault_windows`.
+
+What a fault did is its start op's effects (history/effects.py), never its package's name: a
+package this module has never heard of is judged by the effects it recorded, and an effect no
+checker knows is kept as it is, for each checker to treat as disrupting the nodes it names and
+to say so (`Faults.unknown`).
 
 observer_samples.py reads the same ops as instants (Disruption) and pause spans in run time
 (Freeze), for rules over observer samples. The lease rules compare these ops with the
@@ -23,17 +30,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 from checkers.op_rows import row_value
+from history.effects import (
+    CUT,
+    HEAL,
+    LEAVES_OTHERS,
+    START,
+    STOP,
+    Effect,
+    Link,
+    op_effects,
+    started,
+)
 from history.format import MIGRATION, NEMESIS, UPGRADE
 
-# Fault starts that leave any earlier fault in place: none of them starts a stopped or exited
-# JVM, or removes a partition's rules. Every other op (stops, heal, clock, which restarts the
-# node it first skews, a JVM fault that may restart with an agent, packages this module does
-# not know, every upgrade and migration step) may undo one, so a fault held until then.
-KEEPS_FAULTS = ("start-kill", "start-pause", "start-partition", "start-packet")
-# The value key each signal fault names its acted-on nodes by (nemesis/process.py took_key).
-ACTED_KEY = {"kill": "exited_after_s", "pause": "stopped_after_s"}
 FAULT_PROCESSES = (NEMESIS, UPGRADE, MIGRATION)
-RESTARTED_KEY = {"stop-kill": "restarted", "stop-pause": "resumed"}
+# The clocks an op span can be placed by: the harness host's wall clock (seconds, what the
+# controllers' records are stamped with) or the history's own (`time`, ns since the run began).
+WALL, TIME = "wall", "time"
 
 
 def utc(wall: float) -> str:
@@ -52,7 +65,7 @@ class OpSpan:
     process: str
     f: str
     type: str  # ok, fail, info, or "invoke" (never completed)
-    start: float  # wall seconds
+    start: float  # seconds, by the clock op_spans was asked for
     end: float
     value: Any  # the completion's value, else the invocation's
 
@@ -68,15 +81,13 @@ class OpSpan:
 
 @dataclass(frozen=True)
 class FaultSpan:
-    package: str  # kill, pause, partition, packet, clock, jvm, or one this module does not know
+    package: str  # the start op's package (start-<package>), for the words only
     start: OpSpan
     end: OpSpan | None  # the stop or heal that ended it; None: in place at the end
     # The op that may first have undone it (its invocation ends `held`); None: nothing did.
     undone_by: OpSpan | None
-    nodes: frozenset[str] | None  # the nodes it acted on; None: cannot tell, any node
-    # partition only: the pairs of nodes that could not talk while it held
-    cut: frozenset[frozenset[str]] = field(default_factory=frozenset)
-    acted: frozenset[str] = field(default_factory=frozenset)  # confirmed by the ok value
+    effects: tuple[Effect, ...]  # what the start did (history/effects.py)
+    kind: str | None = None  # the start value's kind, for the words only
 
     @property
     def outer(self) -> tuple[float, float]:
@@ -90,32 +101,69 @@ class FaultSpan:
         until = self.undone_by.start if self.undone_by is not None else math.inf
         return (self.start.end, until) if until > self.start.end else None
 
+    @property
+    def nodes(self) -> frozenset[str] | None:
+        """Every node an effect was aimed at; None when one names none (any node)."""
+        out: set[str] = set()
+        for e in self.effects:
+            if e.nodes is None:
+                return None
+            out |= e.nodes
+        return frozenset(out)
+
+    @property
+    def cut(self) -> frozenset[Link]:
+        """The pairs of nodes that could not talk while it held."""
+        return frozenset(p for e in self.effects if e.effect == CUT for p in e.links or ())
+
+    @property
+    def unknown(self) -> tuple[Effect, ...]:
+        return tuple(e for e in self.effects if not e.known)
+
     def touches(self, node: str) -> bool:
-        return self.nodes is None or node in self.nodes
+        return any(e.on(node) for e in self.effects)
 
     def separated(self, a: str, b: str) -> bool:
         return frozenset((a, b)) in self.cut
+
+    def says(self) -> str:
+        """The fault in words, with the effects no checker knows named."""
+        odd = ", ".join(sorted({e.effect if e.by is None else f"{e.effect} ({e.by})"
+                                for e in self.unknown}))  # fmt: skip
+        return f"{self.package} fault {self.start.cite()}" + (
+            f" (effects not known to this check: {odd})" if odd else ""
+        )
 
 
 @dataclass
 class Faults:
     spans: list[FaultSpan] = field(default_factory=list)
-    # Ops that start no fault and end none only: heals, kill and pause stops (what they
-    # restarted or resumed), upgrade and migration steps, each with the nodes it names (None:
+    # Ops that start no fault and end none only: heals, stops that restarted or resumed JVMs
+    # (the nodes they did), upgrade and migration steps, each with the nodes it names (None:
     # any).
     others: list[tuple[OpSpan, frozenset[str] | None]] = field(default_factory=list)
     walls: bool = True  # False: some op has no wall clock, so nothing here is placed in time
 
+    @property
+    def unknown(self) -> list[FaultSpan]:
+        """Spans with an effect no checker knows: each checker treats them as disrupting the
+        nodes they name (every node when they name none) and says so."""
+        return [s for s in self.spans if s.unknown]
 
-def op_spans(rows: Iterable[dict[str, Any]], processes: tuple[str, ...]) -> list[OpSpan] | None:
-    """Invocation-completion pairs of `processes`, in invocation order; None when some row has
-    no wall clock (a history written before `wall`, or a hand-made one)."""
+
+def op_spans(
+    rows: Iterable[dict[str, Any]], processes: tuple[str, ...], clock: str = WALL
+) -> list[OpSpan] | None:
+    """Invocation-completion pairs of `processes`, in invocation order, in seconds by `clock`;
+    None when some row has no wall clock (a history written before `wall`, or a hand-made
+    one)."""
+    scale = 1.0 if clock == WALL else 1e-9
     invokes: dict[int, dict[str, Any]] = {}
     done: dict[int, dict[str, Any]] = {}
     for r in rows:
         if r["process"] not in processes:
             continue
-        if r.get("wall") is None:
+        if r.get(clock) is None:
             return None
         if r["type"] == "invoke":
             invokes[r["index"]] = r
@@ -131,8 +179,8 @@ def op_spans(rows: Iterable[dict[str, Any]], processes: tuple[str, ...]) -> list
                 str(inv["process"]),
                 inv["f"],
                 c["type"] if c else "invoke",
-                float(inv["wall"]),
-                float(c["wall"]) if c else math.inf,
+                float(inv[clock]) * scale,
+                float(c[clock]) * scale if c else math.inf,
                 row_value(c) if c and c.get("value_json") else row_value(inv),
             )
         )
@@ -146,78 +194,60 @@ def named(value: Any, names: Iterable[str]) -> frozenset[str] | None:
     return hit or None
 
 
-def _targets(value: Any, package: str, names: Iterable[str]) -> frozenset[str] | None:
-    if isinstance(value, dict):
-        listed = value.get("targets")
-        acted = value.get(ACTED_KEY.get(package, ""))
-        found = set(listed) if isinstance(listed, list) else set()
-        found |= set(acted) if isinstance(acted, dict) else set()
-        found |= set(value.get("not_running") or [])
-        if found:
-            return frozenset(str(n) for n in found)
-    return named(value, names)
+def _keeps_faults(effects: tuple[Effect, ...]) -> bool:
+    return bool(effects) and all(e.effect in LEAVES_OTHERS for e in effects)
 
 
-def _acted(value: Any, package: str) -> frozenset[str]:
-    acted = value.get(ACTED_KEY.get(package, "")) if isinstance(value, dict) else None
-    return frozenset(str(n) for n in acted) if isinstance(acted, dict) else frozenset()
-
-
-def cut_pairs(value: Any) -> frozenset[frozenset[str]] | None:
-    """The pairs a partition's grudge separates (either side's rules cut TCP); None when the
-    value has no grudge to read. A pair whose two nodes were both down at the start got no
-    rules at all (nemesis/partition.py `not_running`): not cut."""
-    grudge = value.get("grudge") if isinstance(value, dict) else None
-    if not isinstance(grudge, dict):
-        return None
-    down = set(value.get("not_running") or [])
-    pairs = set()
-    for a, drops in grudge.items():
-        for b in drops if isinstance(drops, list) else []:
-            if a != b and not (a in down and b in down):
-                pairs.add(frozenset((str(a), str(b))))
-    return frozenset(pairs)
-
-
-def fault_windows(rows: Iterable[dict[str, Any]], names: Iterable[str]) -> Faults:
+def fault_windows(
+    rows: Iterable[dict[str, Any]], names: Iterable[str], clock: str = WALL
+) -> Faults:
     """Every fault of the nemesis op rows, and every other nemesis, upgrade and migration op.
 
-    `rows`: op rows with every column (value_json, wall); `names`: the cluster's node names.
+    `rows`: op rows with every column (value_json, and `clock`); `names`: the cluster's node
+    names. A fault is a `start-<package>` op that did not fail; it ends at the next
+    `stop-<package>` or heal, and is undone at the first op that may undo it: any op but a
+    start whose effects all leave earlier faults in place (history/effects.py LEAVES_OTHERS).
     """
     names = sorted(names)
-    spans = op_spans(rows, FAULT_PROCESSES)
+    spans = op_spans(rows, FAULT_PROCESSES, clock)
     if spans is None:
         return Faults(walls=False)
     out = Faults()
+    effects = [op_effects(s.f, s.value, names) if s.process == NEMESIS else () for s in spans]
+    keeps = [
+        s.process == NEMESIS and s.f.startswith(START) and _keeps_faults(e)
+        for s, e in zip(spans, effects, strict=True)
+    ]
     for i, s in enumerate(spans):
         if s.process != NEMESIS:
             out.others.append((s, None))  # a restart, a new config, a feature level: any node
             continue
-        if s.f == "heal" or not s.f.startswith(("start-", "stop-")):
-            out.others.append((s, None if s.f == "heal" else named(s.value, names)))
+        if s.f == HEAL or not s.f.startswith((START, STOP)):
+            out.others.append((s, None if s.f == HEAL else named(s.value, names)))
             continue
-        if s.f in ("stop-kill", "stop-pause"):
-            # A stop ends the spans below (to its completion); these two also start or resume
-            # any other stopped JVM, whatever stopped it, and list each.
-            acted = s.value.get(RESTARTED_KEY[s.f]) if isinstance(s.value, dict) else None
-            out.others.append((s, named(acted, names) or frozenset()))
-            continue
-        if s.f.startswith("stop-"):
+        if s.f.startswith(STOP):
+            # A stop ends the spans below (to its completion); one that started or resumed
+            # JVMs (whatever stopped them) says which, and is an op on those nodes too.
+            if effects[i]:
+                acted = [e.nodes for e in effects[i]]
+                hit = None if None in acted else frozenset().union(*acted)
+                out.others.append((s, hit))
             continue
         if s.type == "fail":  # a fault step that failed changed nothing (docs/history.md)
             continue
-        package = s.f[len("start-") :]
-        later = spans[i + 1 :]
+        package = started(s.f) or ""
+        later = range(i + 1, len(spans))
         end = next(
-            (x for x in later if x.process == NEMESIS and x.f in (f"stop-{package}", "heal")), None
+            (
+                spans[j]
+                for j in later
+                if spans[j].process == NEMESIS and spans[j].f in (STOP + package, HEAL)
+            ),
+            None,
         )
-        undone = next((x for x in later if x.f not in KEEPS_FAULTS or x.process != NEMESIS), None)
-        cut: frozenset[frozenset[str]] = frozenset()
-        if package == "partition":
-            pairs = cut_pairs(s.value)
-            nodes = None if pairs is None else frozenset(n for p in pairs for n in p)
-            cut = pairs or frozenset()
-        else:
-            nodes = _targets(s.value, package, names)
-        out.spans.append(FaultSpan(package, s, end, undone, nodes, cut, _acted(s.value, package)))
+        undone = next((spans[j] for j in later if not keeps[j]), None)
+        kind = s.value.get("kind") if isinstance(s.value, dict) else None
+        out.spans.append(
+            FaultSpan(package, s, end, undone, effects[i], kind if isinstance(kind, str) else None)
+        )
     return out

@@ -22,6 +22,7 @@ from typing import Any
 
 from clusters.capabilities import Exec, Host, Process, Shell, layout_of, proc_dir
 from clusters.layout import IMAGE_LAYOUT, Layout
+from history.effects import EFFECTS, RESTARTED, SKEWED, effect
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, before_touching
 from nemesis.menu import Interval, Kind, Menu, Param, Pick
@@ -88,6 +89,8 @@ MENU = Menu(
         ),
     ),
     meaning="skew realtime clocks with libfaketime; stop resets offsets to 0, heal unloads it",
+    # A node's first skew restarts its JVM, to load libfaketime.
+    effects=(SKEWED, RESTARTED),
     params=(
         Param(
             "delta_s",
@@ -236,6 +239,9 @@ class ClockNemesis:
             forced = step.kind == "restart-skewed"
             restarted = on_each(nodes, lambda n: skew(n, delta, force_restart=forced))
         out["restarted"] = sorted(n for n, r in restarted.items() if r)
+        out[EFFECTS] = [effect(SKEWED, found.targets, by="libfaketime")]
+        if out["restarted"]:
+            out[EFFECTS].append(effect(RESTARTED, out["restarted"], by="libfaketime"))
         return out
 
     def prepare(self, ctx: FaultContext) -> list[str]:
@@ -263,7 +269,11 @@ class ClockNemesis:
             return True
 
         done = on_each(running, reset)
-        return {"kind": step.kind, "delta_s": 0, "reset": sorted(n for n, r in done.items() if r)}
+        reset_ = sorted(n for n, r in done.items() if r)
+        out: dict[str, Any] = {"kind": step.kind, "delta_s": 0, "reset": reset_}
+        if step.action == "start":  # a reset kind: the offsets jump back, a skew all the same
+            out[EFFECTS] = [effect(SKEWED, reset_, by="libfaketime")]
+        return out
 
     def heal_all(self, ctx: FaultContext) -> list[str]:
         running = [n for n in ctx.nodes.values() if n.is_running()]

@@ -45,6 +45,7 @@ from clusters.config import running_version
 from clusters.errors import ClusterError
 from clusters.kafka_dist import dist_home
 from clusters.topology import TOPOLOGIES, NodeSpec, Topology
+from history.effects import BROKER, CONTROLLER, EFFECTS, RESTARTED, STALLED, effect
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, before_touching
 from nemesis.menu import Interval, Kind, Menu, Param, Pick
@@ -79,6 +80,9 @@ DEFAULT_TARGET = {
     "fsync-error": "partition-leader",
 }
 
+# Whose code a kind slows (history/effects.py STALLED `side`); not listed: the whole node's.
+SIDE = {"controller-stall": CONTROLLER, "heartbeat-delay": BROKER}
+
 MENU = Menu(
     "jvm",
     kinds=(
@@ -112,6 +116,8 @@ MENU = Menu(
         ),
     ),
     meaning="Byteman rules in named Kafka methods of the target JVMs; stop unloads them",
+    effects=(STALLED,),
+    stop_effects=(RESTARTED,),  # fsync-error: a JVM that halted is started again
     params=(
         Param("stall_s", "controller-stall: seconds the event queue stays blocked", "> 0", 10.0),
         Param(
@@ -341,6 +347,7 @@ class JvmNemesis:
             out["not_running"] = down
         if kind == "fsync-error" and running:
             out["node_did"] = _watch(running, tag, min(WATCH_S, length))
+        out[EFFECTS] = [effect(STALLED, found.targets, side=SIDE.get(kind), by="Byteman")]
         return out
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
@@ -364,6 +371,7 @@ class JvmNemesis:
                     did[node.name] = {"running": node.is_running(), "log": logged}
             out["node_did"] = did
             out["restarted"] = restart_exited(ctx)
+            out[EFFECTS] = [effect(RESTARTED, out["restarted"])]
         return out
 
     def heal_all(self, ctx: FaultContext) -> list[str]:

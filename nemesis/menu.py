@@ -6,6 +6,12 @@ its parameters' ranges and their meanings are written in one place. ``harness/pl
 *when* faults happen and asks a menu *what* (``Menu.draw``); the package's ``check`` refuses a
 step its menu does not allow (``Menu.check_keys``); ``kchaos nemeses`` prints every menu.
 
+Each kind also declares its *effects* (history/effects.py): what its start does to nodes and
+links (down, stopped, cut, degraded, skewed, stalled, ...), and the package's stops what they
+do (restarted, resumed). The package writes them, with the nodes it acted on, into its ops'
+values; the checkers read those and never the package's name (``Menu.effects_of``, and the
+menu tests hold every effect a package writes to what its menu declares).
+
 A menu is data, and ``draw`` is pure in its random stream: the same stream gives the same steps,
 which is what keeps plan.json byte-identical for the same seed and options.
 """
@@ -86,6 +92,8 @@ class Kind:
     only_on: tuple[str, ...] | None = None
     # False: a plan chooses it only where a spec names it, never for a bare package name.
     drawn: bool = True
+    # What its start does (history/effects.py names); empty: the menu's ``effects``.
+    effects: tuple[str, ...] = ()
 
     def applies_to(self, topology: str) -> bool:
         return self.only_on is None or topology in self.only_on
@@ -106,6 +114,10 @@ class Menu:
     # The kinds that read a step's target, so that a spec may name one (``clock:bump@all``);
     # None: every kind. Kill and pause need none: their kind is the target.
     target_kinds: tuple[str, ...] | None = None
+    # What a start does (history/effects.py names), for every kind that declares none itself.
+    effects: tuple[str, ...] = ()
+    # What a stop may do besides ending the fault (restarted, resumed); empty: nothing more.
+    stop_effects: tuple[str, ...] = ()
 
     def kind_names(self) -> tuple[str, ...]:
         return tuple(k.name for k in self.kinds)
@@ -117,6 +129,10 @@ class Menu:
         raise NemesisError(
             f"unknown {self.fault} kind '{name}': choose one of {', '.join(self.kind_names())}"
         )
+
+    def effects_of(self, kind: str) -> tuple[str, ...]:
+        """The effects a start of ``kind`` may record (history/effects.py)."""
+        return self.kind(kind).effects or self.effects
 
     def kinds_for(self, topology: str) -> list[Kind]:
         """The kinds a plan may choose on ``topology``, in the menu's order."""
@@ -199,9 +215,11 @@ class Menu:
                     "reads": list(k.reads),
                     "plan_draws": {d.param: d.describe() for d in k.draws},
                     "only_on": list(k.only_on) if k.only_on is not None else None,
+                    "effects": list(self.effects_of(k.name)),
                     **({} if k.drawn else {"drawn": False}),
                 }
                 for k in self.kinds
             ],
             "params": [p.describe() for p in self.params],
+            "stop_effects": list(self.stop_effects),
         }

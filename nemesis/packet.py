@@ -17,6 +17,7 @@ import random
 from typing import Any
 
 from clusters.capabilities import Exec, layout_of
+from history.effects import DEGRADED, EFFECTS, effect
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, NotApplied, before_touching
 from nemesis.iptables import install_chain, remove_chain
@@ -58,6 +59,7 @@ MENU = Menu(
         ),
     ),
     meaning="packet faults on the targets; stop clears them from every node",
+    effects=(DEGRADED,),
     params=(
         Param("delay_ms", "packet delay, ms", ">= 0", DEFAULTS["delay_ms"]),
         Param("jitter_ms", "packet delay jitter, ms", ">= 0", DEFAULTS["jitter_ms"]),
@@ -152,14 +154,20 @@ class PacketNemesis:
             rules = on_each(
                 nodes, lambda n: install_chain(n, CHAIN, loss_rules(_others(ips, n.ip), percent))
             )
-            return {**out, "percent": percent, "rules": rules}
+            degraded = effect(DEGRADED, found.targets, by="iptables")
+            return {**out, "percent": percent, "rules": rules, EFFECTS: [degraded]}
         args = params["netem"]
         if nodes:
             # One node first: a kernel without netem refuses there, before any node has changed.
             apply_netem(nodes[0], args)
             on_each(nodes[1:], lambda n: apply_netem(n, args))
         devs = sorted({layout_of(n).interface for n in nodes}) or [DEV]
-        return {**out, "dev": devs[0] if len(devs) == 1 else devs, "netem": " ".join(args)}
+        return {
+            **out,
+            "dev": devs[0] if len(devs) == 1 else devs,
+            "netem": " ".join(args),
+            EFFECTS: [effect(DEGRADED, found.targets, by="netem")],
+        }
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         cleared = on_each(holding_rules(ctx), clear)

@@ -20,6 +20,7 @@ import random
 from typing import Any
 
 from clusters.capabilities import Controllable, Exec, Shell, layout_of
+from history.effects import CUT, EFFECTS, effect, grudge_pairs
 from nemesis import grudge as g
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, before_touching
@@ -49,6 +50,7 @@ MENU = Menu(
         Kind("isolate-active-controller", "the active controller cut off from every other node"),
     ),
     meaning="DROP rules in each node's own namespace; stop removes them all",
+    effects=(CUT,),
     targets_note="none: the kind says who (isolate-one reads the step's target, default one)",
     target_kinds=("isolate-one",),
 )
@@ -118,13 +120,17 @@ class PartitionNemesis:
         installed = on_each(running, lambda n: on_live(n, lambda: install(n, drops[n.name])))
         rules = {n: r for n, r in installed.items() if r is not None}
         down = sorted([*down, *(n for n, r in installed.items() if r is None)])
+        recorded = {n: sorted(d) for n, d in sorted(grudge.items())}
+        # Either side's rules cut TCP; two nodes both down talk to nobody, so not a cut.
+        cut = grudge_pairs(recorded, down)
         return {
             "kind": step.kind,
             **chosen,
-            "grudge": {n: sorted(d) for n, d in sorted(grudge.items())},
+            "grudge": recorded,
             "components": g.components_of(grudge) if step.kind not in OVERLAPPING else None,
             "rules": {n: r for n, r in sorted(rules.items()) if r},
             **({"not_running": down} if down else {}),
+            EFFECTS: [effect(CUT, {n for p in cut for n in p}, links=cut, by="iptables")],
         }
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from clusters.capabilities import Controllable, Pause, Process
 from clusters.topology import TOPOLOGIES, ZK_TOPOLOGIES
+from history.effects import DOWN, EFFECTS, RESTARTED, RESUMED, STOPPED, effect
 from nemesis.api import NAMED_ONLY_TARGETS, TARGETS, FaultContext, FaultStep
 from nemesis.errors import before_touching
 from nemesis.menu import Kind, Menu
@@ -25,8 +26,9 @@ AIMED_ONLY_ON = {
 }
 
 
-def signal_menu(fault: str, meaning: str) -> Menu:
-    """Kill and pause: every kind is a selector, and the nodes it names get the signal."""
+def signal_menu(fault: str, meaning: str, does: str, stop_does: str) -> Menu:
+    """Kill and pause: every kind is a selector, and the nodes it names get the signal; every
+    start has the effect ``does``, every stop ``stop_does``."""
     kinds = tuple(
         Kind(
             t,
@@ -36,11 +38,22 @@ def signal_menu(fault: str, meaning: str) -> Menu:
         )
         for t in TARGETS
     )
-    return Menu(fault, kinds, kind_is_target=True, meaning=meaning)
+    return Menu(
+        fault,
+        kinds,
+        kind_is_target=True,
+        meaning=meaning,
+        effects=(does,),
+        stop_effects=(stop_does,),
+    )
 
 
-KILL_MENU = signal_menu("kill", "SIGKILL the JVM; stop starts every exited node again")
-PAUSE_MENU = signal_menu("pause", "SIGSTOP the JVM; stop sends SIGCONT to every stopped JVM")
+KILL_MENU = signal_menu(
+    "kill", "SIGKILL the JVM; stop starts every exited node again", DOWN, RESTARTED
+)
+PAUSE_MENU = signal_menu(
+    "pause", "SIGSTOP the JVM; stop sends SIGCONT to every stopped JVM", STOPPED, RESUMED
+)
 
 
 def _targets(ctx: FaultContext, step: FaultStep) -> tuple[list[Controllable], dict[str, Any]]:
@@ -80,6 +93,7 @@ class _SignalNemesis:
     menu: Menu
     signal: str
     took_key: str  # how the history names the seconds each node took to show the effect
+    does: str  # the effect on the nodes it acted on (history/effects.py)
 
     def act(self, node: Controllable) -> float:
         raise NotImplementedError
@@ -97,7 +111,10 @@ class _SignalNemesis:
         took = {n: t for n, t in acted.items() if t is not None}
         down = sorted([*down, *(n for n, t in acted.items() if t is None)])
         out = {"kind": step.kind, **chosen, "signal": self.signal, self.took_key: took}
-        return {**out, "not_running": down} if down else out
+        if down:
+            out["not_running"] = down
+        aimed = [n.name for n in nodes]
+        return {**out, EFFECTS: [effect(self.does, aimed, took, by=self.signal)]}
 
 
 class KillNemesis(_SignalNemesis):
@@ -105,6 +122,7 @@ class KillNemesis(_SignalNemesis):
     menu = KILL_MENU
     signal = "SIGKILL"
     took_key = "exited_after_s"
+    does = DOWN
 
     def act(self, node: Process) -> float:
         node.kill()
@@ -112,7 +130,8 @@ class KillNemesis(_SignalNemesis):
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         # Restarts every exited node, not only this step's: stop means "heal", as in Jepsen.
-        return {"kind": step.kind, "restarted": restart_exited(ctx)}
+        restarted = restart_exited(ctx)
+        return {"kind": step.kind, "restarted": restarted, EFFECTS: [effect(RESTARTED, restarted)]}
 
     def heal_all(self, ctx: FaultContext) -> list[str]:
         return [f"{n}: started exited node" for n in restart_exited(ctx)]
@@ -123,13 +142,20 @@ class PauseNemesis(_SignalNemesis):
     menu = PAUSE_MENU
     signal = "SIGSTOP"
     took_key = "stopped_after_s"
+    does = STOPPED
 
     def act(self, node: Pause) -> float:
         node.pause()
         return wait_for(f"{node.name} to stop", node.is_paused_by_signal, timeout=30)
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        return {"kind": step.kind, "signal": "SIGCONT", "resumed": resume_paused(ctx)}
+        resumed = resume_paused(ctx)
+        return {
+            "kind": step.kind,
+            "signal": "SIGCONT",
+            "resumed": resumed,
+            EFFECTS: [effect(RESUMED, resumed)],
+        }
 
     def heal_all(self, ctx: FaultContext) -> list[str]:
         return [f"{n}: sent SIGCONT to stopped JVM" for n in resume_paused(ctx)]

@@ -12,6 +12,7 @@ from typing import Any
 
 from checkers.analyze.scenario import nemesis_items, scenario
 from checkers.verdict import RESULTS_NAME
+from history.effects import started
 from history.format import PARQUET_NAME
 
 # harness/rundir.py names run directories <UTC stamp>-<seed>[-n]; campaigns name a night's
@@ -103,12 +104,12 @@ def nemesis_ran(run: Path, spec: dict[str, Any]) -> str:
     fault steps (planned; the run did not record its timeline), else the request."""
     timeline = _json(run / "nemesis.json").get("timeline")
     if isinstance(timeline, list):
+        # The same starts the checks' fault spans begin at (history/effects.py `started`).
         names = {
-            str(e["f"]).removeprefix("start-")
+            started(str(e.get("f", "")))
             for e in timeline
-            if isinstance(e, dict) and str(e.get("f", "")).startswith("start-")
-            and e.get("type") == "ok"
-        }  # fmt: skip
+            if isinstance(e, dict) and e.get("type") == "ok"
+        } - {None}
         return "+".join(sorted(names)) or "none"
     faults = _json(run / "plan.json").get("faults")
     if isinstance(faults, list):

@@ -9,6 +9,7 @@ from urllib.parse import unquote, urlparse
 import pandas as pd
 
 from checkers.spark_session import spark_path
+from history.effects import START
 from history.format import NEMESIS, SPECIAL_PROCESSES
 
 
@@ -32,7 +33,7 @@ def op_stats(spark: Any, parquets: list[Path]) -> pd.DataFrame:
         count(
             (F.col("process") == NEMESIS)
             & (F.col("type") == "invoke")
-            & F.col("f").startswith("start-")
+            & F.col("f").startswith(START)
         ).alias("faults"),
         (F.max("time") / 1e9).alias("seconds"),
     )

@@ -35,6 +35,18 @@ from typing import Any
 from checkers.fault_windows import Faults, FaultSpan, fault_windows, op_spans, utc
 from checkers.findings import Finding
 from checkers.metadata_log.parse import MetadataLog, Record
+from history.effects import (
+    CONTROLLER,
+    CUT,
+    DEGRADED,
+    DOWN,
+    HEAL,
+    SKEWED,
+    STALLED,
+    STOP,
+    STOPPED,
+    Effect,
+)
 from history.format import LOGS_DIR, NEMESIS, NODE_LOG, OBSERVER, PLAN_JSON
 
 DEAD_RULE = (
@@ -312,11 +324,26 @@ class Obligation:
     since: float  # the fault held from here ...
     until: float  # ... to here (the invocation of what may have undone it)
     how: str  # killed, paused, cut off from every controller
+    effect: str  # the effect it is owed for: DOWN, STOPPED or CUT
 
 
-def _cut_off(span: FaultSpan, node: str, nodes: Nodes) -> bool:
+# What a node certainly down or stopped is called in a finding (with the effect's `by`).
+HOW = {DOWN: "killed", STOPPED: "paused"}
+
+
+def _cut_off(e: Effect, node: str, nodes: Nodes) -> bool:
     others = nodes.controllers - {node}
-    return bool(others) and all(span.separated(node, c) for c in others)
+    return bool(others) and all(frozenset((node, c)) in (e.links or ()) for c in others)
+
+
+def _owed(e: Effect, node: str, nodes: Nodes) -> str | None:
+    """How `node` was certainly kept from heartbeating by `e`, in words; None: not certainly.
+    Only a JVM seen gone or stopped, or links cut to every other controller, oblige a fence."""
+    if e.effect in HOW and node in (e.done or ()):
+        return HOW[e.effect] + (f" ({e.by})" if e.by else "")
+    if e.effect == CUT and _cut_off(e, node, nodes):
+        return "cut off from every other controller by a partition"
+    return None
 
 
 def obligations(faults: Faults, nodes: Nodes) -> list[Obligation]:
@@ -329,29 +356,35 @@ def obligations(faults: Faults, nodes: Nodes) -> list[Obligation]:
         for node in sorted(nodes.brokers):
             if node not in nodes.ids:
                 continue
-            if span.package in ("kill", "pause") and node in span.acted:
-                how = "killed (SIGKILL)" if span.package == "kill" else "paused (SIGSTOP)"
-            elif span.package == "partition" and _cut_off(span, node, nodes):
-                how = "cut off from every other controller by a partition"
-            else:
+            owed = next(((e, h) for e in span.effects if (h := _owed(e, node, nodes))), None)
+            if owed is None:
                 continue
-            out.append(Obligation(node, nodes.ids[node], span, held[0], held[1], how))
+            e, how = owed
+            out.append(Obligation(node, nodes.ids[node], span, held[0], held[1], how, e.effect))
     return out
+
+
+# A controller down, stopped or cut off shows in the committed records themselves (a silence, a
+# new epoch), which the leader runs account for; any other effect on a controller may delay
+# its fence or shift its clock unseen.
+SEEN_IN_RECORDS = frozenset({DOWN, STOPPED, CUT})
 
 
 def _interferes(faults: Faults, nodes: Nodes, lo: float, hi: float) -> str | None:
     """What may have delayed the active controller's fence or shifted its clock: a packet,
-    clock or JVM fault on a controller (or on nodes unknown), a package this module does not
-    know, an upgrade or migration step."""
+    clock or JVM fault on a controller (or on nodes unknown), an effect this module does not
+    know (wherever it was), an upgrade or migration step."""
     for span in faults.spans:
         a, b = span.outer
-        if b < lo or a > hi or span.package in ("kill", "pause", "partition"):
+        if b < lo or a > hi:
             continue
-        known = span.package in ("packet", "clock", "jvm")
-        if not known or span.nodes is None or span.nodes & nodes.controllers:
-            return f"{span.package} fault {span.start.cite()}"
+        for e in span.effects:
+            if e.effect in SEEN_IN_RECORDS:
+                continue
+            if not e.known or e.nodes is None or e.nodes & nodes.controllers:
+                return span.says()
     for op, _ in faults.others:
-        ends_a_fault = op.process == NEMESIS and (op.f == "heal" or op.f.startswith("stop-"))
+        ends_a_fault = op.process == NEMESIS and (op.f == HEAL or op.f.startswith(STOP))
         if op.overlaps(lo, hi) and not ends_a_fault:
             return f"{op.process} op {op.cite()}"
     return None
@@ -383,7 +416,7 @@ def dead_brokers(
             leader = leaders.get(run.epoch)
             if leader == o.broker and o.node in nodes.controllers:
                 continue  # its own node led: a cut-off leader fences nobody it cannot reach
-            if o.fault.package == "partition" and o.node in nodes.controllers and leader is None:
+            if o.effect == CUT and o.node in nodes.controllers and leader is None:
                 continue  # an epoch its own cut-off node may have led
             deadline = max(o.since, run.start) + owed
             if deadline <= o.until and run.end >= deadline and (best is None or deadline < best[0]):
@@ -461,37 +494,39 @@ def _dead_finding(
 
 # -- spurious-fence --------------------------------------------------------------------------
 
-# JVM fault kinds (nemesis/jvm.py) that act on the controller's event queue alone: the broker
-# on the same combined node goes on heartbeating, so they excuse no fence of it.
-CONTROLLER_SIDE_JVM = frozenset({"controller-stall"})
+
+def _controller_stall(span: FaultSpan) -> bool:
+    """A stall of the controller's code alone (its event queue): the broker on the same combined
+    node goes on heartbeating, so it excuses no fence of it."""
+    return any(e.effect == STALLED and e.side == CONTROLLER for e in span.effects)
 
 
-def _jvm_kind(span: FaultSpan) -> str | None:
-    value = span.start.value
-    return value.get("kind") if isinstance(value, dict) else None
+def _excuses(e: Effect, node: str, controllers: frozenset[str]) -> bool:
+    if e.effect == CUT:
+        return e.links is None or any(frozenset((node, c)) in e.links for c in controllers)
+    if e.effect in (DEGRADED, SKEWED) or not e.known:
+        # Its links, or a controller's: a skewed controller stamps the fence. An effect not
+        # known here is taken to disrupt every node it names, and so their links.
+        return e.nodes is None or node in e.nodes or bool(e.nodes & controllers)
+    if e.effect == STALLED and e.side == CONTROLLER:
+        return False
+    return e.on(node)
 
 
 def _excuse(faults: Faults, nodes: Nodes, node: str, lo: float, hi: float) -> str | None:
     """A fault or step that may have kept `node` from heartbeating within [lo, hi]: one on the
-    node itself, a partition separating it from a controller, a packet or clock fault on it or
-    on a controller (its links; a controller's skewed clock stamps the fence), any heal,
-    upgrade or migration step, or an op naming no node. A JVM fault on a controller alone
-    does not excuse: a healthy broker's lease outlives a stalled controller queue, on a combined
-    node too (its broker heartbeats from threads of its own)."""
+    node itself, links cut between it and a controller, links degraded or a clock skewed on it
+    or on a controller (its links; a controller's skewed clock stamps the fence), an effect not
+    known here on it or a controller, any heal, upgrade or migration step, or an op naming no
+    node. A stall of a controller's code alone does not excuse: a healthy broker's lease
+    outlives a stalled controller queue, on a combined node too (its broker heartbeats from
+    threads of its own)."""
     for span in faults.spans:
         a, b = span.outer
         if b < lo or a > hi:
             continue
-        if span.package == "partition":
-            hit = span.nodes is None or any(span.separated(node, c) for c in nodes.controllers)
-        elif span.package in ("packet", "clock"):
-            hit = span.nodes is None or node in span.nodes or bool(span.nodes & nodes.controllers)
-        elif span.package == "jvm" and _jvm_kind(span) in CONTROLLER_SIDE_JVM:
-            continue
-        else:
-            hit = span.touches(node)
-        if hit:
-            return f"{span.package} fault {span.start.cite()}"
+        if any(_excuses(e, node, nodes.controllers) for e in span.effects):
+            return span.says()
     for op, named_nodes in faults.others:
         if op.overlaps(lo, hi) and (named_nodes is None or node in named_nodes):
             return f"{op.process} op {op.cite()}"
@@ -564,10 +599,7 @@ def spurious_fences(
         stalls = [
             span
             for span in faults.spans
-            if span.package == "jvm"
-            and _jvm_kind(span) in CONTROLLER_SIDE_JVM
-            and span.outer[0] <= f
-            and span.outer[1] >= lo
+            if _controller_stall(span) and span.outer[0] <= f and span.outer[1] >= lo
         ]
         out.append(
             _spurious_finding(r, broker, node, ok, lo, reg, timeout_ms, availability, stalls)
@@ -589,7 +621,7 @@ def _spurious_finding(
     f = fence.create_ms / 1000
     # Said outright, so nobody reads "no fault" as "nothing happened to the controllers".
     stalled = "".join(
-        f"; a {_jvm_kind(span)} of {', '.join(sorted(span.nodes or ())) or 'a controller'} "
+        f"; a {span.kind or 'stall'} of {', '.join(sorted(span.nodes or ())) or 'a controller'} "
         f"({span.start.cite()}) held a controller's event queue then, which does not stop a "
         "broker's heartbeats (they are sent from the broker's own threads)"
         for span in stalls
@@ -741,6 +773,15 @@ def lease_liveness(
     if not faults.walls or samples is None:
         result.notes.append("lease liveness: the history has no wall clock: not judged")
         return result
+    if faults.unknown:
+        shown = "; ".join(span.says() for span in faults.unknown[:SHOWN])
+        result.notes.append(
+            f"lease liveness: {len(faults.unknown)} fault(s) with effects this check does not "
+            "know, taken as disrupting the nodes they name (every node where they name none) "
+            "and their links to the controllers, so they excuse a fence there and leave a "
+            f"fence owed while they last unjudged: {shown}"
+            + (" …" if faults.unknown[SHOWN:] else "")
+        )
     walls = [r["wall"] for r in given.rows if r.get("wall") is not None]
     history_end = max(walls, default=-math.inf)
     leaders = epoch_leaders(committed, samples)

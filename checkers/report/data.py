@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from checkers.fault_windows import TIME, fault_windows
 from history.columnar import OP_ROW
 from history.format import MIGRATION, NEMESIS, OBSERVER, SPECIAL_PROCESSES
 
@@ -19,7 +20,8 @@ OP_COLUMNS = ["index", "invoke_index", "type", "f", "process", "time", "node"]
 
 @dataclass
 class Fault:
-    """One fault period: a start-X completion to the matching stop-X (or the end of the run)."""
+    """One fault period: from its start's invocation to the completion of the stop or heal that
+    ended it (the end of the run if none did); a migration step from invocation to completion."""
 
     name: str
     start_s: float
@@ -76,17 +78,23 @@ def _special_rows(parquet: str | Path, process: str) -> list[dict[str, Any]]:
 
 
 def _faults(parquet: str | Path, end_s: float) -> list[Fault]:
-    open_: dict[str, tuple[float, int]] = {}
-    out = []
-    for r in _special_rows(parquet, NEMESIS):
-        # A fault counts from its start's invocation: it may act before the ok comes back.
-        f, t = r["f"], r["time"] / 1e9
-        if f.startswith("start-") and r["type"] == "invoke":
-            open_.setdefault(f[6:], (t, r["index"]))
-        elif f.startswith("stop-") and r["type"] != "invoke" and f[5:] in open_:
-            start, idx = open_.pop(f[5:])
-            out.append(Fault(f[5:], start, t, idx, r["index"]))
-    out += [Fault(n, s, end_s, i, None) for n, (s, i) in open_.items()]
+    """The checks' own fault spans (checkers/fault_windows.py) in run time: what is shaded is
+    what the lease checks judged, a fault counted from its start's invocation (it may act before
+    the ok comes back); a start that failed changed nothing and is not shaded."""
+    filters = [("row", "=", OP_ROW), ("process", "=", NEMESIS)]
+    cols = ["index", "invoke_index", "type", "f", "process", "time", "node", "value_json"]
+    rows = pq.read_table(parquet, columns=cols, filters=filters).to_pylist()
+    spans = fault_windows(rows, (), clock=TIME).spans
+    out = [
+        Fault(
+            s.package,
+            s.outer[0],
+            min(s.outer[1], end_s),
+            s.start.invoke_index,
+            s.end.index if s.end is not None else None,
+        )
+        for s in spans
+    ]
     return sorted(out, key=lambda x: x.start_s)
 
 

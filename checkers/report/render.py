@@ -49,7 +49,8 @@ periods · engine {{ engine }}</p>
 else "One line per operation, from invocation to completion." }}</p>
 <h2>Latency and throughput</h2>
 <img alt="latency and throughput" src="data:image/png;base64,{{ rates }}">
-{% if faults %}<p>Shaded: fault periods, from a start-* invocation to its stop-* completion.</p>
+{% if faults %}<p>Shaded: fault periods, from a start-* invocation to the completion of the
+stop-* or heal that ended it.</p>
 {% endif %}
 {% if quorum %}<h2>Controller quorum (observer samples)</h2>
 <img alt="leaders and epochs" src="data:image/png;base64,{{ quorum }}">

@@ -14,6 +14,15 @@ from clusters.byteman import LoadedRule, NoListener, Rule
 from clusters.capabilities import ExecResult, Rules
 from clusters.kafka_dist import dist_home
 from clusters.topology import TOPOLOGIES, build_topology
+from history.effects import (
+    BROKER,
+    CONTROLLER,
+    EFFECTS,
+    RESTARTED,
+    STALLED,
+    legacy_effects,
+    op_effects,
+)
 from nemesis import jvm
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, NotApplied
@@ -381,6 +390,29 @@ def test_fsync_error_records_the_halt_and_stop_starts_the_node_again():
     assert stopped["restarted"] == ["n1"] and ctx.nodes["n1"].running
     assert stopped["node_did"]["n1"]["running"] is False
     assert stopped["unloaded"] == {}  # the halted JVM took its rule with it
+    written = op_effects("stop-jvm", stopped, ["n1", "n2", "n3"])
+    assert [(e.effect, e.nodes) for e in written] == [(RESTARTED, frozenset({"n1"}))]
+    rest = {k: v for k, v in stopped.items() if k != EFFECTS}
+    assert legacy_effects("stop-jvm", rest, ["n1", "n2", "n3"]) == written
+
+
+@pytest.mark.parametrize(
+    ("kind", "side"),
+    [("controller-stall", CONTROLLER), ("heartbeat-delay", BROKER), ("slow-disk", None)],
+)
+def test_a_start_says_it_stalled_its_targets_code_and_whose(kind, side):
+    ctx = context(kind="kraft", **{"t-0": 4})
+    got = jvm.JvmNemesis().start(ctx, step(kind, target="all"))
+    (e,) = written = op_effects("start-jvm", got, list(ctx.nodes))
+    assert (e.effect, e.side, e.by, e.nodes) == (
+        STALLED,
+        side,
+        "Byteman",
+        frozenset(got["targets"]),
+    )
+    assert {e.effect for e in written} <= set(jvm.MENU.effects_of(kind))
+    rest = {k: v for k, v in got.items() if k != EFFECTS}
+    assert legacy_effects("start-jvm", rest, list(ctx.nodes)) == written
 
 
 def test_heal_unloads_every_rule_and_starts_exited_nodes():
