@@ -31,6 +31,7 @@ from typing import Any
 
 from clusters.config import CONF_DIR, render_node, server_properties
 from clusters.docker_cluster import ClusterInfo
+from clusters.docker_node import DockerNode
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist
 from clusters.migration import (
@@ -40,7 +41,6 @@ from clusters.migration import (
     CONTROLLER_FINALIZED,
     CONTROLLER_MIGRATING,
 )
-from clusters.node import DockerNode
 from clusters.topology import Topology, build_topology
 from harness.steps import (
     RecordedSteps,

@@ -52,8 +52,8 @@ from typing import Any
 
 from clusters.config import CONF_DIR, DATA_DIR, WIPE_MARKER, node_classpath, render_node
 from clusters.docker_cluster import ClusterInfo
+from clusters.docker_node import DockerNode
 from clusters.errors import ClusterError
-from clusters.node import DockerNode
 from clusters.quorum import (
     ADMIN_PROPERTIES,
     AUTO_JOIN,

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from clusters.capabilities import Process
+from clusters.docker_node import DockerNode
 from clusters.errors import ClusterError
 from clusters.jmx import JmxUnavailable, sample_kafka
-from clusters.node import DockerNode
 from clusters.status import quorum_view
 from harness.rundir import write_json
 from harness.timed import TimedSteps
