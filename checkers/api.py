@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from checkers.checker import compose, run_checkers
-from checkers.inputs import ENGINES, RunInputs
+from checkers.inputs import RunInputs
 from checkers.memory import reused_memory
 from checkers.registry import REGISTRY
-from checkers.table_check import check_table
 from checkers.verdict import Verdict, decide
 
-__all__ = ["ENGINES", "check", "check_table"]
+__all__ = ["check"]
 
 STREAMED_NO_REPORT = (
     "report.html not written: the history was checked streamed, being bigger than the local "
@@ -42,8 +41,8 @@ def check(
 
     engine: "local" (vectorised numpy, in this process; "pandas" is its old name), "spark"
     (local[*] unless `spark_master`), "reference" (the per-key Python path, slow), or "auto"
-    (Spark when a master is given, else local; see ENGINES). `spark`: an existing SparkSession
-    to reuse.
+    (Spark when a master is given, else local; see inputs.ENGINES). `spark`: an existing
+    SparkSession to reuse.
     """
     with reused_memory():
         return _check(history_path_or_run_dir, spark_master, engine, write, spark)

@@ -52,8 +52,7 @@ from checkers.queue.check import (
     queue_resets,
 )
 from checkers.queue.dispatch import run_engine
-from checkers.queue.fencing import run_slots
-from checkers.queue.rules.fencing import generator_slots
+from checkers.queue.rules.fencing import generator_slots, run_slots
 from checkers.queue.source import ElementSource
 from checkers.queue.spill import SpilledElements
 from checkers.quorum_membership import check_membership, membership_input

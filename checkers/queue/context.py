@@ -41,7 +41,8 @@ class QueueContext:
     # Consumers subscribe (consumer groups) rather than assign partitions themselves.
     subscribe: bool = False
     # Transactional runs whose transactional.id belongs to the worker slot (process mod slots):
-    # the number of slots, for the fenced-producer-read rule (queue/fencing.py); None: not judged.
+    # the number of slots, for the fenced-producer-read rule (queue/rules/fencing.py); None: not
+    # judged.
     slots: int | None = None
     # Where the history's writer leaves a consumer after an aborted transaction
     # (history.format.CONSUMER_AFTER_ABORT): decides which op a poll continues from.

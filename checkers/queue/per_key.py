@@ -22,7 +22,7 @@ from checkers.queue.result import QueueResult, finish
 from checkers.queue.rules import RULES
 from checkers.queue.source import ElementSource
 
-__all__ = ["Edge", "KeyResult", "ReferenceEngine", "check_key"]
+__all__ = ["KeyResult", "ReferenceEngine", "check_key"]
 
 
 @dataclass

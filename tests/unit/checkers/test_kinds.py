@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.api import check, check_table
+from checkers.api import check
 from checkers.cycles import SPECS
 from checkers.findings import Finding
 from checkers.kinds import (
@@ -31,6 +31,7 @@ from checkers.queue.policy import (
 )
 from checkers.queue.rules import RULES
 from checkers.registry import REGISTRY
+from checkers.table_check import check_table
 from history.columnar import to_table
 from tests.unit.checkers.histories import H, mixed_anomalies
 from tests.unit.checkers.kind_scan import scan
@@ -40,7 +41,7 @@ from tests.unit.checkers.runs import make_run
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).parent / "data"
-# Kinds built with f-strings in checkers/queue/describe.py (the queue engines' module; reported
+# Kinds built with f-strings in checkers/queue/rules/ (the queue engines' modules; reported
 # to be spelled out whole): what each yields, for `kind` "poll" or "send".
 SCAN = scan()
 
