@@ -97,7 +97,6 @@ SPECS = (
         _G1C_REALTIME,
     ),
 )
-CYCLE_KINDS = tuple(dict.fromkeys(s.kind for s in SPECS))
 
 
 def op_infos(cols: dict[str, list[Any]]) -> list[OpInfo]:

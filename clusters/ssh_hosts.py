@@ -46,7 +46,6 @@ PACKAGES = ("openssh-server", "sudo")
 # The non-root user of the test hosts, with passwordless sudo: the path real hosts usually take.
 TEST_USER = "kchaos"
 TEST_UID = 1000
-SSHD_PORT = 22
 HOSTS_DIR = "hosts"
 INVENTORY_NAME = "hosts.yaml"
 CLIENT_KEY = "id_ed25519"
