@@ -40,7 +40,7 @@ attempt whose outcome is unknown is retried too (the same change, refused if it 
 then a later refusal no longer proves the change did not happen: the step ends info. Every
 completion records what it observed: the voter set (id and directory id), leader, epoch and high
 watermark the leader described, and each controller's own JMX view right after the
-acknowledgement (``at_ack``), which checkers/quorum_membership.py judges.
+acknowledgement (``at_ack``), which checkers/families/quorum_membership.py judges.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.analyze.scenario import nemesis_items, scenario
-from checkers.verdict import RESULTS_NAME
+from checkers.core.verdict import RESULTS_NAME
 from history.format import PARQUET_NAME
 
 # harness/rundir.py names run directories <UTC stamp>-<seed>[-n]; campaigns name a night's

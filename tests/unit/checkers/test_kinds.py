@@ -1,4 +1,4 @@
-"""checkers/kinds.py lists every anomaly kind the checkers can report, and docs/checkers.md
+"""checkers/core/kinds.py lists every anomaly kind the checkers can report, and docs/checkers.md
 names each: found in the source (kind_scan) and by running the checkers over test histories
 (here, and in every test of this folder: conftest.kinds_are_listed)."""
 
@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from checkers.api import check
-from checkers.cycles import SPECS
-from checkers.findings import Finding
-from checkers.kinds import (
+from checkers.core.findings import Finding
+from checkers.core.kinds import (
     ALWAYS,
     BY_NAME,
     CANNOT_TELL,
@@ -24,12 +23,13 @@ from checkers.kinds import (
     TOLERATED,
     UNKNOWN,
 )
-from checkers.queue.policy import (
+from checkers.families.cycles import SPECS
+from checkers.families.queue.policy import (
     ALWAYS_TOLERATED,
     JEPSEN_TOLERATED,
     SUBSCRIBE_TOLERATED,
 )
-from checkers.queue.rules import RULES
+from checkers.families.queue.rules import RULES
 from checkers.registry import REGISTRY
 from checkers.table_check import check_table
 from history.columnar import to_table
@@ -41,7 +41,7 @@ from tests.unit.checkers.runs import make_run
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).parent / "data"
-# Kinds built with f-strings in checkers/queue/rules/ (the queue engines' modules; reported
+# Kinds built with f-strings in checkers/families/queue/rules/ (the queue engines' modules; reported
 # to be spelled out whole): what each yields, for `kind` "poll" or "send".
 SCAN = scan()
 

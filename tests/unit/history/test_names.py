@@ -8,14 +8,20 @@ from dataclasses import dataclass
 
 import pytest
 
-from checkers.cycles import REALTIME, WR, WW, DependencyGraph, OpInfo, _explain_step
-from checkers.edges import Edge
-from checkers.queue.elem import Elem
-from checkers.queue.rules.fencing import fenced_producer_read
-from checkers.queue.rules.internal_order import internal_pair
-from checkers.queue.rules.offsets import duplicate, inconsistent_offsets
-from checkers.queue.rules.process_order import process_pair
-from checkers.queue.rules.reads import g1a, garbage_read, lost_write, precommitted_read, unseen
+from checkers.families.cycles import REALTIME, WR, WW, DependencyGraph, OpInfo, _explain_step
+from checkers.families.edges import Edge
+from checkers.families.queue.elem import Elem
+from checkers.families.queue.rules.fencing import fenced_producer_read
+from checkers.families.queue.rules.internal_order import internal_pair
+from checkers.families.queue.rules.offsets import duplicate, inconsistent_offsets
+from checkers.families.queue.rules.process_order import process_pair
+from checkers.families.queue.rules.reads import (
+    g1a,
+    garbage_read,
+    lost_write,
+    precommitted_read,
+    unseen,
+)
 from history.errors import HistoryError
 from history.names import Names
 from history.reader import parse_history
@@ -31,7 +37,8 @@ def elem(index: int, value: int | None, offset: int | None, typ: str = "ok", pro
 
 @dataclass
 class Log:
-    """A key's version order: values at positions 0, 1, 2, ... (checkers.queue.order.LogView)."""
+    """A key's version order: values at positions 0, 1, 2, ...
+    (checkers.families.queue.order.LogView)."""
 
     key: int
     order: list[int]
