@@ -1,5 +1,7 @@
 """The checkers' framework: what a checker is, what it reads and says, and how findings become
-a verdict. Nothing here knows a family's rules; families plug in through checkers/registry.py.
+a verdict. A family joins it through checkers/registry.py; the framework itself reads a run's
+logs with the families' parsers (inputs.py), quotes each family's rule sentences (kinds.py) and
+applies the writer's tolerances (checker.py, queue/policy.py).
 
 - checker.py: the `Checker` protocol, `run_checkers` (the registry in order) and `compose`.
 - checker_result.py: `CheckerResult`, what one checker says.
