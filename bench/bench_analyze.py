@@ -10,7 +10,7 @@ operations, bench/synthetic.py; every seventh run says invalid, so the page has 
 rank), then times `kchaos analyze DIR` as a user runs it, in a process of its own, `--repeat`
 times: the whole command's wall time, and the part after Spark started (what analyze itself
 prints). `--standalone` starts a standalone master and worker on 127.0.0.1 first
-(checkers/spark_cluster.py) and passes its URL; `--spark-master` names any other. Writes
+(checkers/scan/spark_cluster.py) and passes its URL; `--spark-master` names any other. Writes
 bench/out/analyze.json.
 """
 
@@ -98,7 +98,7 @@ def main() -> None:
     cluster = None
     master = args.spark_master
     if args.standalone:
-        from checkers.spark_cluster import start_standalone
+        from checkers.scan.spark_cluster import start_standalone
 
         cluster = start_standalone(tempfile.mkdtemp(prefix="kchaos-bench-standalone-"))
         master = cluster.url

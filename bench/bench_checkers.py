@@ -24,12 +24,12 @@ all children, every time beside them: on a shared VM single checks and reads var
   check time over this one. The headline `ratio` stays the one over the warm reads, the
   stricter of the two.
 
-Histories bigger than the local engine holds (more element rows than checkers.load.STREAM_ABOVE:
-the check streams them, docs/checkers.md) cannot be read whole either (at 100M ops
-`pq.read_table` would hold about 15 GB): for them every read above is a read of each row group
-in turn, every column (or the check columns) decoded and dropped (`read` in the row says
-which), and each child reads once per kind instead of three times (a read of 100M ops is ~15 s).
-The row's `streamed_buckets` is the number of buckets the check streamed (0: held whole).
+Histories bigger than the local engine holds (more element rows than
+checkers.scan.load.STREAM_ABOVE: the check streams them, docs/checkers.md) cannot be read whole
+either (at 100M ops `pq.read_table` would hold about 15 GB): for them every read above is a read of
+each row group in turn, every column (or the check columns) decoded and dropped (`read` in the row
+says which), and each child reads once per kind instead of three times (a read of 100M ops is
+~15 s). The row's `streamed_buckets` is the number of buckets the check streamed (0: held whole).
 The file is put in the page cache by a read in pieces, never held.
 
 The Spark session is started before timing (its start-up is reported apart, `spark_startup_s`).
@@ -56,8 +56,8 @@ from typing import Any
 import pandas  # noqa: F401  (imported by pyarrow anyway: see the docstring)
 import pyarrow.parquet as pq
 
-from checkers import load as loading
 from checkers.api import check
+from checkers.scan import load as loading
 from history.columnar import CHECK_COLUMNS, element_rows_at_most
 
 OUT = Path(__file__).parent / "out"
@@ -159,7 +159,7 @@ def _timed(fn: Callable[[], object], times: int = 3) -> list[float]:
 def _child(path: Path, ops: int, engine: str, spark_master: str | None) -> None:
     spark, startup = None, 0.0
     if engine == "spark":
-        from checkers.spark_session import spark_session
+        from checkers.scan.spark_session import spark_session
 
         t = time.monotonic()
         spark = spark_session(spark_master)

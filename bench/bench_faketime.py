@@ -22,9 +22,9 @@ from pathlib import Path
 from clusters.cluster import UpOptions
 from clusters.config import FAKETIME_ENV
 from clusters.docker_cluster import DockerCluster
+from clusters.docker_node import DockerNode
 from clusters.engine import client
 from clusters.jmx import JmxUnavailable, sample_kafka
-from clusters.node import DockerNode
 from clusters.readiness import wait_ready
 from clusters.topology import build_topology
 from nemesis.clock import ENV_TEXT, OFFSET_FILE, offset_text

@@ -36,11 +36,6 @@ def _size(n_ops: int, processes: int) -> tuple[int, int]:
     return per, per * processes
 
 
-def synthetic_table(n_ops: int, processes: int = PROCESSES) -> pa.Table:
-    """The whole history as one table (small sizes: tests, bench_analyze)."""
-    return pa.concat_tables(_slices(n_ops, processes))
-
-
 def write_synthetic(path: str | Path, n_ops: int, processes: int = PROCESSES) -> int:
     """Writes history.parquet with about n_ops operations, a slice at a time; returns the
     exact count of ops (each an invocation and its ok completion)."""

@@ -5,8 +5,8 @@ verdict = check("results/queue/20261122T014500-42")   # or a history.jsonl / .pa
 verdict.exit_code                                     # 0 valid, 1 invalid, 2 unknown
 
 The checkers themselves are listed in checkers/registry.py; this module runs them over one
-run's inputs (checkers/inputs.py), composes their results (checkers/checker.py) and takes the
-verdict (checkers/verdict.py).
+run's inputs (checkers/core/inputs.py), composes their results (checkers/core/checker.py) and takes
+the verdict (checkers/core/verdict.py).
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from checkers.checker import compose, run_checkers
-from checkers.inputs import ENGINES, RunInputs
-from checkers.memory import reused_memory
+from checkers.core.checker import compose, run_checkers
+from checkers.core.inputs import RunInputs
+from checkers.core.memory import reused_memory
+from checkers.core.verdict import Verdict, decide
 from checkers.registry import REGISTRY
-from checkers.table_check import check_table
-from checkers.verdict import Verdict, decide
 
-__all__ = ["ENGINES", "check", "check_table"]
+__all__ = ["check"]
 
 STREAMED_NO_REPORT = (
     "report.html not written: the history was checked streamed, being bigger than the local "
@@ -42,8 +41,8 @@ def check(
 
     engine: "local" (vectorised numpy, in this process; "pandas" is its old name), "spark"
     (local[*] unless `spark_master`), "reference" (the per-key Python path, slow), or "auto"
-    (Spark when a master is given, else local; see ENGINES). `spark`: an existing SparkSession
-    to reuse.
+    (Spark when a master is given, else local; see inputs.ENGINES). `spark`: an existing
+    SparkSession to reuse.
     """
     with reused_memory():
         return _check(history_path_or_run_dir, spark_master, engine, write, spark)
@@ -66,7 +65,7 @@ def _check(
     )
     if write:
         # The report reads every op row whole (checkers/report/data.py): a history too big to
-        # hold for the check (checkers/load.py streamed it) is too big for the report too.
+        # hold for the check (checkers/scan/load.py streamed it) is too big for the report too.
         streamed = bool(verdict.stats.get("streamed_buckets"))
         if streamed:
             verdict.notes.append(STREAMED_NO_REPORT)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from checkers.queue.dispatch import ENGINE_CHOICES
-from checkers.verdict import CRASHED_EXIT, UNKNOWN, Verdict
+from checkers.core.verdict import CRASHED_EXIT, UNKNOWN, Verdict
+from checkers.families.queue.dispatch import ENGINE_CHOICES
 from history.errors import HistoryError
 
 CRASH_NAME = "checker-crash.txt"

@@ -3,8 +3,8 @@
 Each class adapts one family of pure checks (their own modules: queue/, cycles.py, metadata.py,
 migration.py, admin.py, data_log/, metadata_log/, zk_controller/, quorum_membership.py,
 groups.py, foreign.py, fenced_acks.py) to the
-Checker protocol (checkers/checker.py): it declares its Needs and turns the family's answer into
-a CheckerResult.
+Checker protocol (checkers/core/checker.py): it declares its Needs and turns the family's answer
+into a CheckerResult.
 The order of REGISTRY is the order of findings and notes in results.json, and a checker that
 reads another's result comes after it:
 
@@ -16,16 +16,9 @@ The data logs are read once (RunInputs.data_logs) for both checkers that use the
 
 from __future__ import annotations
 
-from checkers.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
-from checkers.checker import Checker
-from checkers.checker_result import CheckerResult
-from checkers.cycles import find_cycles
-from checkers.data_log.check import check_data_log_ops
-from checkers.features import check_features
-from checkers.fenced_acks import ACK_FS, fenced_acks
-from checkers.foreign import FOREIGN_FS, foreign_reads
-from checkers.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
-from checkers.inputs import (
+from checkers.core.checker import Checker
+from checkers.core.checker_result import CheckerResult
+from checkers.core.inputs import (
     BROKER_LOGS,
     CLUSTER,
     DATA_LOGS,
@@ -37,27 +30,33 @@ from checkers.inputs import (
     Needs,
     RunInputs,
 )
-from checkers.metadata import check_metadata
-from checkers.metadata_log.applied import unjudged_note
-from checkers.metadata_log.check import check_read_metadata
-from checkers.metadata_log.liveness import LivenessInput, logged_fences, read_availability
-from checkers.migration import migration_note
-from checkers.observer_samples import MetadataInput
-from checkers.op_stream import OpRows, with_fields
-from checkers.queue.arrays import ElemArrays
-from checkers.queue.check import (
+from checkers.families.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
+from checkers.families.cycles import find_cycles
+from checkers.families.data_log.check import check_data_log_ops
+from checkers.families.features import check_features
+from checkers.families.fenced_acks import ACK_FS, fenced_acks
+from checkers.families.foreign import FOREIGN_FS, foreign_reads
+from checkers.families.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
+from checkers.families.metadata import check_metadata
+from checkers.families.metadata_log.applied import unjudged_note
+from checkers.families.metadata_log.check import check_read_metadata
+from checkers.families.metadata_log.liveness import LivenessInput, logged_fences, read_availability
+from checkers.families.migration import migration_note
+from checkers.families.observer_samples import MetadataInput
+from checkers.families.queue.arrays import ElemArrays
+from checkers.families.queue.check import (
     RESET_FS,
     QueueResult,
     Resets,
     queue_resets,
 )
-from checkers.queue.dispatch import run_engine
-from checkers.queue.fencing import run_slots
-from checkers.queue.rules.fencing import generator_slots
-from checkers.queue.source import ElementSource
-from checkers.queue.spill import SpilledElements
-from checkers.quorum_membership import check_membership, membership_input
-from checkers.zk_controller.check import check_zk_logs, zk_brokers
+from checkers.families.queue.dispatch import run_engine
+from checkers.families.queue.rules.fencing import generator_slots, run_slots
+from checkers.families.queue.source import ElementSource
+from checkers.families.queue.spill import SpilledElements
+from checkers.families.quorum_membership import check_membership, membership_input
+from checkers.families.zk_controller.check import check_zk_logs, zk_brokers
+from checkers.scan.op_stream import OpRows, with_fields
 from history.format import (
     DATA_LOGS_DIR,
     METADATA_DIR,
@@ -75,8 +74,8 @@ SUBSCRIBE_NOTE = "consumers subscribe: poll-skip and nonmonotonic-poll are toler
 
 
 class QueueChecker:
-    """Jepsen's Kafka queue anomalies (checkers/queue/) on the engine asked for; its `outputs`
-    hold the QueueResult (edges for the cycle search)."""
+    """Jepsen's Kafka queue anomalies (checkers/families/queue/) on the engine asked for; its
+    `outputs` hold the QueueResult (edges for the cycle search)."""
 
     name = "queue"
 
@@ -106,7 +105,7 @@ class QueueChecker:
         # the cycle search, until the check ends).
         held = inputs.take_elements() if inputs.engine == "local" else None
         spilled = held if isinstance(held, SpilledElements) else None
-        if spilled is not None:  # streamed (checkers/load.py): in how many buckets of keys
+        if spilled is not None:  # streamed (checkers/scan/load.py): in how many buckets of keys
             stats["streamed_buckets"] = len(spilled)
         source = ElementSource(
             arrays=held if isinstance(held, ElemArrays) else None,
@@ -124,7 +123,7 @@ class QueueChecker:
 
 
 class CyclesChecker:
-    """G0 and G1c, with their -process and -realtime variants (checkers/cycles.py)."""
+    """G0 and G1c, with their -process and -realtime variants (checkers/families/cycles.py)."""
 
     name = "cycles"
 
@@ -139,7 +138,7 @@ class CyclesChecker:
 
 
 class KraftMetadataChecker:
-    """KRaft safety and migration states from observer samples (checkers/metadata.py)."""
+    """KRaft safety and migration states from observer samples (checkers/families/metadata.py)."""
 
     name = "kraft-metadata"
 
@@ -169,7 +168,7 @@ class MigrationChecker:
 
 
 class AdminChecker:
-    """Topics whose fate the brokers' final views contradict (checkers/admin.py)."""
+    """Topics whose fate the brokers' final views contradict (checkers/families/admin.py)."""
 
     name = "admin"
 
@@ -186,7 +185,8 @@ class AdminChecker:
 
 
 class DataLogsChecker:
-    """Fenced producers' writes and commits in the brokers' final logs (checkers/data_log/)."""
+    """Fenced producers' writes and commits in the brokers' final logs
+    (checkers/families/data_log/)."""
 
     name = "data-logs"
 
@@ -205,7 +205,7 @@ class DataLogsChecker:
 
 
 class MetadataLogsChecker:
-    """KRaft safety from the decoded metadata logs (checkers/metadata_log/), and the lease
+    """KRaft safety from the decoded metadata logs (checkers/families/metadata_log/), and the lease
     liveness rules over them, the faults, observer samples, the plan's availability option and
     the controllers' logs; without the metadata logs, a note on the brokers' applied offsets it
     could not judge."""
@@ -264,7 +264,8 @@ def _highest_watermark(observed: MetadataInput) -> int | None:
 
 
 class ZkControllerChecker:
-    """ZooKeeper-mode controller epochs from the brokers' logs (checkers/zk_controller/)."""
+    """ZooKeeper-mode controller epochs from the brokers' logs
+    (checkers/families/zk_controller/)."""
 
     name = "zk-controller"
 
@@ -281,7 +282,7 @@ class ZkControllerChecker:
 
 class FeatureLevelsChecker:
     """KIP-584/KIP-778 finalized feature levels from observer samples and the feature steps of
-    process "upgrade" (checkers/features.py)."""
+    process "upgrade" (checkers/families/features.py)."""
 
     name = "feature-levels"
 
@@ -308,7 +309,7 @@ class FeatureLevelsChecker:
 
 class QuorumMembershipChecker:
     """Controller membership changes (KIP-853) against the voter sets and leaders observed
-    after them (checkers/quorum_membership.py)."""
+    after them (checkers/families/quorum_membership.py)."""
 
     name = "quorum-membership"
 
@@ -327,7 +328,7 @@ class QuorumMembershipChecker:
 
 class ConsumerGroupsChecker:
     """Partition ownership and committed offsets of the run's consumer group, from the
-    subscribers' rebalance events and commits (checkers/groups.py)."""
+    subscribers' rebalance events and commits (checkers/families/groups.py)."""
 
     name = "consumer-groups"
 
@@ -347,7 +348,8 @@ class ConsumerGroupsChecker:
 
 
 class ForeignRecordsChecker:
-    """Records of another topic than the run's handed to a consumer (checkers/foreign.py)."""
+    """Records of another topic than the run's handed to a consumer
+    (checkers/families/foreign.py)."""
 
     name = "foreign-records"
 
@@ -368,7 +370,7 @@ class ForeignRecordsChecker:
 
 class FencedAcksChecker:
     """Acknowledgements a fenced transactional producer was given after its successor's first
-    commit (checkers/fenced_acks.py), for runs with per-slot transactional ids."""
+    commit (checkers/families/fenced_acks.py), for runs with per-slot transactional ids."""
 
     name = "fenced-acks"
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from checkers.cycles import find_cycles
-from checkers.findings import Finding
-from checkers.metadata import check_metadata
-from checkers.observer_samples import observe_samples_from_ops
-from checkers.queue.check import check_queue_table
-from checkers.queue.policy import for_writer
-from checkers.queue_ops import queue_ops_from_table
+from checkers.core.findings import Finding
+from checkers.families.cycles import find_cycles
+from checkers.families.metadata import check_metadata
+from checkers.families.observer_samples import observe_samples_from_ops
+from checkers.families.queue.check import check_queue_table
+from checkers.families.queue.policy import for_writer
+from checkers.scan.queue_ops import queue_ops_from_table
 from history.columnar import header_of, op_rows
 from history.format import after_abort_rule
 

@@ -37,7 +37,6 @@ TIMINGS = ("default", "fast")
 # directories, and each function below that names a path takes the node's ``layout``.
 CONF_DIR = IMAGE_LAYOUT.conf_dir
 DATA_DIR = IMAGE_LAYOUT.data_dir
-ZK_DATA_DIR = IMAGE_LAYOUT.zk_data_dir
 # Every assembled Kafka version, mounted read-only into every node: a rolling upgrade restarts a
 # node on another version's jars without recreating its container (same data, same id).
 DISTS_DIR = IMAGE_LAYOUT.dists_dir

@@ -2,7 +2,7 @@
 
 Each batch header says which leader epoch appended it and which producer (id, epoch) wrote it;
 each record line gives its offset and payload, so an acknowledged send's offset names the batch
-that holds it (checkers/data_log). Only `*.log` segments are copied: the preallocated 10 MB
+that holds it (checkers/families/data_log). Only `*.log` segments are copied: the preallocated 10 MB
 indexes beside them carry nothing the checks need.
 """
 

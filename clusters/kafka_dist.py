@@ -80,10 +80,6 @@ class ReleaseLine:
     def logging(self) -> str:
         return "reload4j" if self.major < 4 else "log4j2"
 
-    @property
-    def dynamic_quorum_describe(self) -> bool:
-        return (self.major, self.minor) >= (3, 7)  # --bootstrap-controller (KIP-919).
-
 
 @dataclass(frozen=True)
 class KafkaDist:

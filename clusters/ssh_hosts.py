@@ -44,7 +44,6 @@ HOSTS_LABEL = "kchaos.hosts"
 IMAGE_REPO = os.environ.get("KCHAOS_HOSTS_IMAGE_REPO", "kchaos-sshhost")
 PACKAGES = ("openssh-server", "sudo")
 TEST_UID = 1000
-SSHD_PORT = 22
 HOSTS_DIR = "hosts"
 INVENTORY_NAME = "hosts.yaml"
 CLIENT_KEY = "id_ed25519"

@@ -21,7 +21,6 @@ Two supervisors start the JVM (chosen when the cluster comes up, by what the hos
 
 from __future__ import annotations
 
-import io
 import shlex
 import tarfile
 import uuid
@@ -363,16 +362,3 @@ def read_state(session: SshSession, host: HostEntry) -> bytes | None:
     """The cluster state file of a host, None when it has none."""
     code, out, _ = session.run(["cat", HostPaths(host).state], timeout=30)
     return out if code == 0 else None
-
-
-def tar_bytes(files: dict[str, tuple[bytes, int]]) -> io.BytesIO:
-    """An uncompressed tar of ``files`` (name -> (content, mode)), rewound."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, (data, mode) in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = mode
-            tar.addfile(info, io.BytesIO(data))
-    buf.seek(0)
-    return buf

@@ -55,7 +55,7 @@ from workloads.observe import Observer
 from workloads.pipelined import history_header, lanes_of
 from workloads.registry import WORKLOADS
 
-__all__ = ["ProcessIds", "Run", "RunResult"]  # ProcessIds: bench/bench_run.py imports it here
+__all__ = ["Run"]
 
 QUIESCE_TIMEOUT_S = 120.0
 # Restarting every node at once (the clock's preparation) on two busy cores takes longer.

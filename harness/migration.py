@@ -29,6 +29,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from clusters.capabilities import Controllable
 from clusters.cluster import ClusterInfo
 from clusters.config import CONF_DIR, render_node, server_properties
 from clusters.errors import ClusterError
@@ -40,7 +41,6 @@ from clusters.migration import (
     CONTROLLER_FINALIZED,
     CONTROLLER_MIGRATING,
 )
-from clusters.node import DockerNode
 from clusters.topology import Topology, build_topology
 from harness.steps import (
     RecordedSteps,
@@ -113,7 +113,7 @@ def migration_schedule(
     return steps
 
 
-def active_state(controllers: list[DockerNode]) -> tuple[str | None, str | None]:
+def active_state(controllers: list[Controllable]) -> tuple[str | None, str | None]:
     """(active controller, its ZkMigrationState), from each controller's own JMX."""
     for node in controllers:
         seen = node_sample(node)
@@ -130,7 +130,7 @@ class MigrationDriver(RecordedSteps):
         steps: list[MigrationStep],
         info: ClusterInfo,
         dist: KafkaDist,
-        nodes: dict[str, DockerNode],
+        nodes: dict[str, Controllable],
         recorder: Any,
         step_timeout: float = STEP_TIMEOUT_S,
     ) -> None:
@@ -149,10 +149,10 @@ class MigrationDriver(RecordedSteps):
         return self._restart(step)
 
     # Steps ---------------------------------------------------------------------------------------
-    def _controllers(self) -> list[DockerNode]:
+    def _controllers(self) -> list[Controllable]:
         return [self.nodes[n.name] for n in self.topology.controllers]
 
-    def _ready(self, node: DockerNode) -> dict[str, Any]:
+    def _ready(self, node: Controllable) -> dict[str, Any]:
         controllers = self._controllers()
         what = f"{node.name} RUNNING" if node.spec.is_broker else role_readiness(node)
         took, seen = self._until(what, lambda: role_ready(node, controllers))
@@ -192,7 +192,7 @@ class MigrationDriver(RecordedSteps):
         restarted = restart(node, f"config written ({change})")
         return {"config": change, **restarted, **self._ready(node)}
 
-    def _properties(self, node: DockerNode, phase: str) -> dict[str, str]:
+    def _properties(self, node: Controllable, phase: str) -> dict[str, str]:
         return server_properties(
             self.topology, node.spec, self.info.timing, phase, self.dist.version
         )

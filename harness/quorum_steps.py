@@ -40,7 +40,7 @@ attempt whose outcome is unknown is retried too (the same change, refused if it 
 then a later refusal no longer proves the change did not happen: the step ends info. Every
 completion records what it observed: the voter set (id and directory id), leader, epoch and high
 watermark the leader described, and each controller's own JMX view right after the
-acknowledgement (``at_ack``), which checkers/quorum_membership.py judges.
+acknowledgement (``at_ack``), which checkers/families/quorum_membership.py judges.
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from clusters.capabilities import Controllable
 from clusters.cluster import ClusterInfo
 from clusters.config import CONF_DIR, DATA_DIR, WIPE_MARKER, node_classpath, render_node
 from clusters.errors import ClusterError
-from clusters.node import DockerNode
 from clusters.quorum import (
     ADMIN_PROPERTIES,
     AUTO_JOIN,
@@ -334,7 +334,7 @@ def final_observation(driver: UpgradeDriver, attempts: int = 3) -> dict[str, Any
 
 
 # Kafka's tool, run inside a node ------------------------------------------------------------------
-def tool_command(driver: UpgradeDriver, node: DockerNode, args: list[str]) -> list[str]:
+def tool_command(driver: UpgradeDriver, node: Controllable, args: list[str]) -> list[str]:
     """``kafka-metadata-quorum`` from the release ``node`` runs, against every controller."""
     dist = driver.dists_for(node.name)
     return [
@@ -354,7 +354,7 @@ def tool_command(driver: UpgradeDriver, node: DockerNode, args: list[str]) -> li
     ]
 
 
-def _tool(driver: UpgradeDriver, node: DockerNode, args: list[str]) -> tuple[int, str, str]:
+def _tool(driver: UpgradeDriver, node: Controllable, args: list[str]) -> tuple[int, str, str]:
     """One run of the tool in ``node``; exit code -1 when it could not be started there."""
     try:
         if "--command-config" not in args:
@@ -365,7 +365,7 @@ def _tool(driver: UpgradeDriver, node: DockerNode, args: list[str]) -> tuple[int
     return result.exit_code, result.stdout, result.stderr
 
 
-def describe(driver: UpgradeDriver, node: DockerNode) -> tuple[QuorumStatus | None, str]:
+def describe(driver: UpgradeDriver, node: Controllable) -> tuple[QuorumStatus | None, str]:
     """``describe --status`` run in ``node``: the leader's view, or None and what the tool said."""
     code, out, err = _tool(driver, node, ["describe", "--status"])
     status = parse_status(out) if code == 0 else None
@@ -389,13 +389,13 @@ def controller_views(driver: UpgradeDriver) -> dict[str, Any]:
 
 
 # Helpers -----------------------------------------------------------------------------------------
-def _node(driver: UpgradeDriver, step: UpgradeStep) -> DockerNode:
+def _node(driver: UpgradeDriver, step: UpgradeStep) -> Controllable:
     if step.node is None or step.node not in driver.nodes:
         raise StepFailed(f"{step.step} names no node of this cluster ({step.node})")
     return driver.nodes[step.node]
 
 
-def _runners(driver: UpgradeDriver, avoid: str | None) -> list[DockerNode]:
+def _runners(driver: UpgradeDriver, avoid: str | None) -> list[Controllable]:
     """Running Kafka nodes to run the tool in, brokers first, ``avoid`` last: attempts go round
     them, so one node cut off by a partition does not decide every attempt."""
     specs = sorted(
@@ -486,7 +486,7 @@ def _attempts(
     return last, len(seen)
 
 
-def _knows_leader(node: DockerNode) -> tuple[bool, Any]:
+def _knows_leader(node: Controllable) -> tuple[bool, Any]:
     seen = node_sample(node)
     raft = (seen or {}).get("raft") or {}
     leader = raft.get("leader")
@@ -494,7 +494,7 @@ def _knows_leader(node: DockerNode) -> tuple[bool, Any]:
     return isinstance(leader, int) and leader >= 0, view
 
 
-def _directory_id(node: DockerNode) -> str:
+def _directory_id(node: Controllable) -> str:
     text = node.get_file(META_PROPERTIES).decode(errors="replace")
     m = re.search(r"^directory\.id=(\S+)$", text, re.MULTILINE)
     if m is None:
@@ -506,7 +506,7 @@ def _props(values: dict[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
 
 
-def _stopped(node: DockerNode) -> bool:
+def _stopped(node: Controllable) -> bool:
     """Stops the node if it runs; whether it ran. StepUnsure when it could not be stopped."""
     try:
         was_running = node.is_running()
@@ -517,7 +517,7 @@ def _stopped(node: DockerNode) -> bool:
     return was_running
 
 
-def _start_anyway(node: DockerNode) -> None:
+def _start_anyway(node: Controllable) -> None:
     """A node this step stopped is started again, whatever else went wrong."""
     try:
         if not node.is_running():

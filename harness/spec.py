@@ -67,7 +67,7 @@ class RunSpec:
     # The controller quorum (clusters/quorum.py): static (None), dynamic (KIP-853, with
     # controller membership steps, harness/quorum_steps.py), or static-to-dynamic (4.1+).
     quorum: str | None = None
-    # What a spurious fence of a healthy broker does to the verdict (checkers/metadata_log/
+    # What a spurious fence of a healthy broker does to the verdict (checkers/families/metadata_log/
     # liveness.py): reported and tolerated (None, "report"), or a failure ("fail").
     availability: str | None = None
     # Pipelined sends (workloads/pipelined.py): "async" makes each worker slot one producer with

@@ -17,10 +17,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
-from clusters.capabilities import Process
+from clusters.capabilities import Controllable, Process
 from clusters.errors import ClusterError
 from clusters.jmx import JmxUnavailable, sample_kafka
-from clusters.node import DockerNode
 from clusters.status import quorum_view
 from harness.rundir import write_json
 from harness.timed import TimedSteps
@@ -171,7 +170,7 @@ class RecordedSteps(TimedSteps):
 
 
 # Readiness a step observes ----------------------------------------------------------------------
-def node_sample(node: DockerNode) -> dict[str, Any] | None:
+def node_sample(node: Controllable) -> dict[str, Any] | None:
     """The node's own JMX view (clusters/jmx.py), or None when it does not answer."""
     try:
         return sample_kafka(node.ip, node.spec.roles, timeout=2.0)
@@ -179,13 +178,13 @@ def node_sample(node: DockerNode) -> dict[str, Any] | None:
         return None
 
 
-def broker_running(node: DockerNode) -> tuple[bool, Any]:
+def broker_running(node: Controllable) -> tuple[bool, Any]:
     seen = node_sample(node)
     state = seen.get("broker_state") if seen else None
     return state == "RUNNING", {"broker_state": state}
 
 
-def quorum_agreed(controllers: list[DockerNode]) -> tuple[bool, Any]:
+def quorum_agreed(controllers: list[Controllable]) -> tuple[bool, Any]:
     """Every controller names the same leader and exactly one is active."""
     statuses = []
     for node in controllers:
@@ -195,13 +194,13 @@ def quorum_agreed(controllers: list[DockerNode]) -> tuple[bool, Any]:
     return q["agreed"] and len(q["active_controllers"]) == 1, view
 
 
-def role_ready(node: DockerNode, controllers: list[DockerNode]) -> tuple[bool, Any]:
+def role_ready(node: Controllable, controllers: list[Controllable]) -> tuple[bool, Any]:
     """A restarted node's readiness by its role: a broker RUNNING, a controller's quorum
     agreeing on one active leader."""
     return broker_running(node) if node.spec.is_broker else quorum_agreed(controllers)
 
 
-def role_readiness(node: DockerNode) -> str:
+def role_readiness(node: Controllable) -> str:
     """What ``role_ready`` waits for, in words."""
     return "RUNNING" if node.spec.is_broker else "the controllers agreeing on a leader"
 

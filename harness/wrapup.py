@@ -92,7 +92,7 @@ def check_run(run_dir: Path, say: Say) -> dict[str, Any]:
     """The checkers' verdict on the run directory (they write results.json themselves)."""
     # Imported here: the checkers pull in pyarrow and, for large histories, Spark.
     from checkers.api import check
-    from checkers.verdict import CRASHED_EXIT
+    from checkers.core.verdict import CRASHED_EXIT
 
     try:
         verdict = check(run_dir)

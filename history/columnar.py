@@ -162,7 +162,7 @@ def add_elements(
     """Appends the element rows of queue op `op` (its invocation `invoke`; both `op` for one
     never completed, `op_type` info) to `cols`; a malformed value is a HistoryError naming
     its line of `path`."""
-    line = op["index"] + 2  # History.line_of
+    line = op["index"] + 2  # the file line: the header is line 1
 
     def bad(msg: str) -> HistoryError:
         return HistoryError(path, line, f"{op['f']} value: {msg}")

@@ -110,7 +110,7 @@ RECORDER_FIELDS = frozenset(
 def idempotent_producers(header: dict[str, object]) -> bool:
     """Does the history's writer declare pipelined idempotent producers (acks=all,
     enable.idempotence=true), whose sends to one partition Kafka appends in send order? Only
-    then is one producer's order judged (checkers/queue/rules/producer_order.py)."""
+    then is one producer's order judged (checkers/families/queue/rules/producer_order.py)."""
     return header.get(SEND_MODE_FIELD) == ASYNC_SEND_MODE and header.get(IDEMPOTENCE_FIELD) is True
 
 

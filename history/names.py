@@ -80,9 +80,9 @@ class Names:
     def rename(self, text: str) -> str:
         """A finding's explanation with key and value ids in their Jepsen spelling.
 
-        Covers the phrases findings use (checkers/queue/describe.py, checkers/cycles.py
-        `_explain_step`, checkers/data_log): "key 3", "keys 1, 2", "keys [1, 2]", "value 7",
-        "(value 7/9)", "values [7, 9]", "sent 7 to key", "sent 7, the next record",
+        Covers the phrases findings use (checkers/families/queue/rules/, checkers/families/cycles.py
+        `_explain_step`, checkers/families/data_log): "key 3", "keys 1, 2", "keys [1, 2]",
+        "value 7", "(value 7/9)", "values [7, 9]", "sent 7 to key", "sent 7, the next record",
         "the send of 7 (op", and the "e.g. 7 (op 4), 9 (op 5)" sample of unseen sends.
         Other numbers (ops, offsets, processes, times) are left alone."""
         if not self:

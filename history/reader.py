@@ -50,10 +50,6 @@ class History:
     # For each completion index, the index of its invocation.
     invoke_of: dict[int, int] = field(default_factory=dict)
 
-    def line_of(self, index: int) -> int:
-        """The 1-based file line of an operation (the header is line 1)."""
-        return index + 2
-
     def notes(self) -> list[str]:
         return history_notes(
             self.path, len(self.ops), self.torn_last_line, self.incomplete, self.header

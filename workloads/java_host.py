@@ -30,7 +30,6 @@ from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist, ensure_dist, quiet_logging
 
 SOURCES = Path(__file__).with_name("java")
-SOURCE = SOURCES / "KchaosClient.java"
 MAIN_CLASS = "KchaosClient"
 # Enough for a run's few dozen producers and consumers; small, as every JVM on a 2-core box.
 HEAP = "-Xmx384m"

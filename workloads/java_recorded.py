@@ -9,8 +9,8 @@ harness path's semantics (lanes, producer ids, values, fail/info by KIP-1050 cat
 drain at the end) and writes the ops into a side file per slot, which the harness merges into
 history.jsonl at the end of the run (history/merge.py). Python drives what it drove before
 (the time limit, the rate, faults, the observer, final reads) and learns the slot's counts,
-its sends in flight per partition and its highest process id from `rstats` every
-`STATS_S`, for the progress display, the busiest-leader target and the final reads' process
+its sends in flight per partition and its highest process id from `rstats` when the harness
+asks (`stats`), for the progress display, the busiest-leader target and the final reads' process
 ids.
 """
 
@@ -28,8 +28,6 @@ from workloads.java_client import DEFINITE_SEND, producer_conf
 from workloads.java_host import JavaClientError, JavaError, JavaGone, JavaHost, conf_args
 from workloads.pipelined import InFlight, QueueState, SlotSetup
 
-# How often the slot's thread asks the JVM how far it got.
-STATS_S = 0.25
 # Beyond the drain itself: closing the producer and the side files.
 STOP_GRACE_S = 30.0
 

@@ -40,7 +40,7 @@ def analyze_command(directory: str, spark_master: str | None, out: str | None, l
 
     from checkers.analyze.report import analyze
     from checkers.analyze.runs import find_runs
-    from checkers.spark_session import spark_session
+    from checkers.scan.spark_session import spark_session
 
     console = Console(stderr=True, highlight=False)
     started = time.monotonic()

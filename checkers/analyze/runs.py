@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.analyze.scenario import nemesis_items, scenario
-from checkers.verdict import RESULTS_NAME
+from checkers.core.verdict import RESULTS_NAME
 from history.effects import started
 from history.format import PARQUET_NAME
 

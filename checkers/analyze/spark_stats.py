@@ -8,7 +8,7 @@ from urllib.parse import unquote, urlparse
 
 import pandas as pd
 
-from checkers.spark_session import spark_path
+from checkers.scan.spark_session import spark_path
 from history.effects import START
 from history.format import NEMESIS, SPECIAL_PROCESSES
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from checkers.fault_windows import TIME, fault_windows
+from checkers.scan.fault_windows import TIME, fault_windows
 from history.columnar import OP_ROW
 from history.format import MIGRATION, NEMESIS, OBSERVER, SPECIAL_PROCESSES
 
@@ -78,7 +78,7 @@ def _special_rows(parquet: str | Path, process: str) -> list[dict[str, Any]]:
 
 
 def _faults(parquet: str | Path, end_s: float) -> list[Fault]:
-    """The checks' own fault spans (checkers/fault_windows.py) in run time: what is shaded is
+    """The checks' own fault spans (checkers/scan/fault_windows.py) in run time: what is shaded is
     what the lease checks judged, a fault counted from its start's invocation (it may act before
     the ok comes back); a start that failed changed nothing and is not shaded."""
     filters = [("row", "=", OP_ROW), ("process", "=", NEMESIS)]

@@ -8,10 +8,10 @@ from typing import Any
 import jinja2
 import pyarrow.parquet as pq
 
-from checkers.findings import Finding
+from checkers.core.findings import Finding
+from checkers.core.verdict import Verdict
 from checkers.report import plots
 from checkers.report.data import load
-from checkers.verdict import Verdict
 from history.columnar import OP_ROW
 
 REPORT_NAME = "report.html"

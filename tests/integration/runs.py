@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from clusters.docker_cluster import DockerCluster
-from harness.interpreter import Run, RunResult
+from harness.interpreter import Run
+from harness.outcome import RunResult
 from harness.plan import Plan, build_plan
 from harness.spec import RunSpec, validate
 

@@ -32,7 +32,7 @@ def test_dedicated_controllers_elect_one_leader_and_brokers_serve_produce(cluste
 def test_collect_decodes_brokers_metadata_logs_apart_and_they_follow_the_committed_log(
     cluster, tmp_path
 ):
-    from checkers.metadata_log.check import check_run_metadata
+    from checkers.families.metadata_log.check import check_run_metadata
     from clusters.collect import collect_cluster
 
     dc, _ = cluster

@@ -9,12 +9,12 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from checkers.data_log.attribution import attribute, partition_leaders
-from checkers.data_log.parse import read_data_logs
-from checkers.metadata_log.check import sends_with_walls
-from checkers.metadata_log.committed import committed_bound
-from checkers.metadata_log.parse import read_metadata_logs
-from checkers.metadata_log.rules import committed_records
+from checkers.families.data_log.attribution import attribute, partition_leaders
+from checkers.families.data_log.parse import read_data_logs
+from checkers.families.metadata_log.check import sends_with_walls
+from checkers.families.metadata_log.committed import committed_bound
+from checkers.families.metadata_log.parse import read_metadata_logs
+from checkers.families.metadata_log.rules import committed_records
 from history.columnar import op_rows
 from tests.integration.runs import quiet_run
 

@@ -116,8 +116,8 @@ def test_every_acknowledged_send_is_read_in_the_final_phase(finished_run):
 
 
 def test_lease_liveness_stays_silent_on_real_kills_and_partitions(finished_run):
-    """Neither side of the lease (checkers/metadata_log/liveness.py) is reported broken. The
-    8 s faults here are judged only when they spare the leader (a new leader's fresh lease
+    """Neither side of the lease (checkers/families/metadata_log/liveness.py) is reported broken.
+    The 8 s faults here are judged only when they spare the leader (a new leader's fresh lease
     needs ~3 s + 5 s), which is up to the run: test_run_lease.py holds faults long enough."""
     result, _, _ = finished_run
     results = json.loads((result.run_dir / "results.json").read_text())

@@ -1,6 +1,6 @@
-"""Lease liveness (checkers/metadata_log/liveness.py) over a real kraft-combined run whose faults
-hold long enough to be judged: a kill of the active controller (its broker is fenced only after
-the next leader's fresh lease runs out) and a partition cutting one node off from both other
+"""Lease liveness (checkers/families/metadata_log/liveness.py) over a real kraft-combined run whose
+faults hold long enough to be judged: a kill of the active controller (its broker is fenced only
+after the next leader's fresh lease runs out) and a partition cutting one node off from both other
 controllers, 12 s each. At fast timing a fence is owed 3 s + 3 s after the later of the fault and
 the new epoch, so both obligations are judged; none may be broken, and no healthy broker fenced.
 

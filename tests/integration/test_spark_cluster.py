@@ -1,7 +1,7 @@
 """kchaos check and kchaos analyze on a real Spark cluster give what the local engine gives.
 
 A standalone master and worker, and a Spark Connect server, started on 127.0.0.1 from pyspark's
-own jars (checkers/spark_cluster.py; no download, no Docker). Each command runs as a user runs
+own jars (checkers/scan/spark_cluster.py; no download, no Docker). Each command runs as a user runs
 it, in a process of its own, and is compared with the same command on the local engine: the
 verdict, the exit code and every finding (check), every table and the page (analyze).
 """
@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from checkers.api import check
-from checkers.spark_cluster import ConnectServer, Standalone, start_connect, start_standalone
+from checkers.scan.spark_cluster import ConnectServer, Standalone, start_connect, start_standalone
 from tests.unit.checkers.histories import mixed_anomalies
 from tests.unit.checkers.runs import make_run
 

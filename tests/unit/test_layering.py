@@ -170,3 +170,23 @@ def test_the_contract_sees_every_package(package):
     """A contract that reads no code cannot fail: each package has modules and imports."""
     assert any(n.split(".")[0] == package for n in MODULES)
     assert any(a.split(".")[0] == package for a, _ in _graph().edges)
+
+
+# checkers/ inside: the families sit below the entries (api, cli, registry, table_check) that
+# bind them into a check, and the reports read results and history, never a family's insides.
+CHECKER_ENTRIES = ("checkers.api", "checkers.cli", "checkers.registry", "checkers.table_check")
+CHECKER_REPORTS = ("checkers.report", "checkers.analyze")
+
+
+def _under(module: str, roots: tuple[str, ...]) -> bool:
+    return any(module == r or module.startswith(r + ".") for r in roots)
+
+
+def test_checker_families_import_no_entry_or_report_and_reports_no_family():
+    wrong = [
+        f"{a} imports {b}"
+        for a, b in _graph().edges
+        if (_under(a, ("checkers.families",)) and _under(b, (*CHECKER_ENTRIES, *CHECKER_REPORTS)))
+        or (_under(a, CHECKER_REPORTS) and _under(b, ("checkers.families", "checkers.registry")))
+    ]
+    assert wrong == []

@@ -6,7 +6,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     """One SparkSession for the whole test session: starting one costs seconds."""
-    from checkers.spark_session import spark_session
+    from checkers.scan.spark_session import spark_session
 
     session = spark_session("local[2]", shuffle_partitions=2)
     yield session
@@ -15,10 +15,10 @@ def spark():
 
 @pytest.fixture(autouse=True)
 def kinds_are_listed(monkeypatch):
-    """Every finding checkers/ makes during a test has a kind checkers/kinds.py lists: the
+    """Every finding checkers/ makes during a test has a kind checkers/core/kinds.py lists: the
     checkers run over each test's histories, and a kind nobody listed fails that test."""
-    from checkers.findings import Finding
-    from checkers.kinds import BY_NAME
+    from checkers.core.findings import Finding
+    from checkers.core.kinds import BY_NAME
 
     made: set[str] = set()
     init = Finding.__init__
@@ -34,4 +34,4 @@ def kinds_are_listed(monkeypatch):
     yield
     unlisted = sorted(made - set(BY_NAME))
     if unlisted:
-        pytest.fail(f"kinds reported but not listed in checkers/kinds.py: {unlisted}")
+        pytest.fail(f"kinds reported but not listed in checkers/core/kinds.py: {unlisted}")

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.admin import admin_ops, check_admin
+from checkers.families.admin import admin_ops, check_admin
 from history.columnar import op_rows, to_table
 from tests.unit.checkers.histories import H
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from checkers import inputs as inputs_module
 from checkers.api import check
-from checkers.checker import compose, run_checkers
-from checkers.checker_result import CheckerResult
-from checkers.findings import Finding
-from checkers.inputs import CLUSTER, OBSERVED, Needs, RunInputs
+from checkers.core import inputs as inputs_module
+from checkers.core.checker import compose, run_checkers
+from checkers.core.checker_result import CheckerResult
+from checkers.core.findings import Finding
+from checkers.core.inputs import CLUSTER, OBSERVED, Needs, RunInputs
 from checkers.registry import REGISTRY, KraftMetadataChecker
 from history.format import JEPSEN, REWIND
 from tests.unit.checkers.metalogs import dump, healthy

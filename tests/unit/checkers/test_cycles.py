@@ -8,13 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers import cycles as cycles_module
-from checkers.cycles import DependencyGraph, OpInfo, find_cycles, search_cycles
-from checkers.edges import EdgeArrays, EdgeSpill
-from checkers.op_arrays import OpArrays
-from checkers.queue.check import check_queue_table
-from checkers.queue.per_key import Edge
-from checkers.queue_ops import queue_ops_from_table
+from checkers.families import cycles as cycles_module
+from checkers.families.cycles import DependencyGraph, OpInfo, find_cycles, search_cycles
+from checkers.families.edges import Edge, EdgeArrays, EdgeSpill
+from checkers.families.queue.check import check_queue_table
+from checkers.scan.op_arrays import OpArrays
+from checkers.scan.queue_ops import queue_ops_from_table
 from history.columnar import to_table
 from tests.unit.checkers.histories import H
 from tests.unit.checkers.model import INJECTIONS, KEYS, action_lists, run_model

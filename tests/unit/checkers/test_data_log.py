@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.data_log.check import DataLogRead, check_data_logs, check_run_data
-from checkers.data_log.fencing import stale_producer_writes
-from checkers.data_log.parse import DataLogError, Payloads, parse_data_log, read_data_logs
-from checkers.metadata_log.check import check_logs
-from checkers.metadata_log.parse import parse_metadata_log
+from checkers.families.data_log.check import DataLogRead, check_data_logs, check_run_data
+from checkers.families.data_log.fencing import stale_producer_writes
+from checkers.families.data_log.parse import DataLogError, Payloads, parse_data_log, read_data_logs
+from checkers.families.metadata_log.check import check_logs
+from checkers.families.metadata_log.parse import parse_metadata_log
 from tests.unit.checkers import metalogs
 from tests.unit.checkers.datalogs import B, dump
 from tests.unit.checkers.metalogs import BASE_MS, CLUSTER, healthy, rec
@@ -310,7 +310,7 @@ def test_acks_the_logs_bear_out_are_silent(case):
 
 # Which transaction protocol the markers show ----------------------------------------------------
 def test_markers_one_epoch_above_their_writes_are_transaction_version_2():
-    from checkers.data_log.protocol import marker_epochs, protocol_note
+    from checkers.families.data_log.protocol import marker_epochs, protocol_note
 
     # KIP-890 part 2: each end bumps the epoch; the next transaction writes with the new one.
     v2 = [

@@ -3,9 +3,9 @@ and what the two batches say of how. Cases from a real run's shape, and near mis
 
 from __future__ import annotations
 
-from checkers.data_log.check import DataLogRead, check_data_logs
-from checkers.data_log.parse import parse_data_log
-from checkers.data_log.resent import KIND, appended_twice, resent_findings
+from checkers.families.data_log.check import DataLogRead, check_data_logs
+from checkers.families.data_log.parse import parse_data_log
+from checkers.families.data_log.resent import KIND, appended_twice, resent_findings
 from tests.unit.checkers.datalogs import B, dump
 
 

@@ -1,4 +1,4 @@
-"""Fault spans from effects (history/effects.py, checkers/fault_windows.py): a history whose
+"""Fault spans from effects (history/effects.py, checkers/scan/fault_windows.py): a history whose
 nemesis ops carry `effects` is judged exactly as the same history without them (read through the
 one legacy derivation), a package no checker has heard of is judged by the effects it recorded,
 and an effect no checker knows never switches a check off silently."""
@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.fault_windows import TIME, fault_windows
+from checkers.scan.fault_windows import TIME, fault_windows
 from history.effects import EFFECTS, START, STOP, legacy_effects
 from tests.unit.checkers.test_lease_liveness import OWED, Run, combined, dedicated, fence, liveness
 

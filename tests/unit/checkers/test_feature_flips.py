@@ -1,12 +1,12 @@
-"""The feature-level rules (checkers/features.py) on the user's own feature steps (--features):
-a flip of transaction.version down and back up while the observer lags behind it is no
+"""The feature-level rules (checkers/families/features.py) on the user's own feature steps
+(--features): a flip of transaction.version down and back up while the observer lags behind it is no
 finding, the same flip with a level no step explains is; a lossy unsafe metadata.version downgrade,
 which every release up to 4.3 refuses, must leave the level as it was, and an unsafe downgrade
 of another feature, which Kafka treats as any downgrade, is judged as one."""
 
 from __future__ import annotations
 
-from checkers.feature_views import NO, YES, steps_of
+from checkers.families.feature_views import NO, YES, steps_of
 from history.columnar import op_rows, to_table
 from history.format import UPGRADE
 from history.reader import parse_history

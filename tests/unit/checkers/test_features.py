@@ -1,6 +1,6 @@
-"""KIP-584/KIP-778 feature levels (checkers/features.py) on hand-written histories: for each rule a
-history that breaks it (found, named, citing its ops and the KIP) and near misses Kafka produces
-on healthy runs (lag after an acknowledgement, restarts, mixed versions, dry runs, a later
+"""KIP-584/KIP-778 feature levels (checkers/families/features.py) on hand-written histories: for
+each rule a history that breaks it (found, named, citing its ops and the KIP) and near misses Kafka
+produces on healthy runs (lag after an acknowledgement, restarts, mixed versions, dry runs, a later
 downgrade); generated healthy runs yield nothing; and `kchaos check` runs the family end to end."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from checkers.api import check
 from checkers.cli import check_command
-from checkers.features import GRACE_NS, SETTLE_NS, check_features
-from checkers.findings import Finding
-from checkers.observer_samples import observe_samples_from_ops
+from checkers.core.findings import Finding
+from checkers.families.features import GRACE_NS, SETTLE_NS, check_features
+from checkers.families.observer_samples import observe_samples_from_ops
 from history.columnar import op_rows, to_table
 from history.format import SPECIAL_PROCESSES, UPGRADE
 from history.reader import parse_history

@@ -1,5 +1,5 @@
-"""`fenced-producer-ack` (checkers/fenced_acks.py): a retired process's transactional send or
-commit acknowledged after a later process of its slot committed, from the history alone."""
+"""`fenced-producer-ack` (checkers/families/fenced_acks.py): a retired process's transactional send
+or commit acknowledged after a later process of its slot committed, from the history alone."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.api import check
-from checkers.fenced_acks import ACK_FS, fenced_acks
+from checkers.families.fenced_acks import ACK_FS, fenced_acks
 from history.columnar import op_rows, to_table
 from history.format import TXN_ID_PER_SLOT
 from tests.unit.checkers.histories import H

@@ -1,12 +1,12 @@
-"""`read-from-other-topic` (checkers/foreign.py): an op whose consumer was handed records of
-another topic than the run's."""
+"""`read-from-other-topic` (checkers/families/foreign.py): an op whose consumer was handed records
+of another topic than the run's."""
 
 from __future__ import annotations
 
 import pyarrow.parquet as pq
 
 from checkers.api import check
-from checkers.foreign import FOREIGN_FS, foreign_reads
+from checkers.families.foreign import FOREIGN_FS, foreign_reads
 from history.columnar import FIELDS_COLUMN, op_rows, to_table
 from tests.unit.checkers.histories import H
 

@@ -1,5 +1,6 @@
-"""Consumer groups (checkers/groups.py): partition ownership from the subscribers' rebalance
-events, and committed offsets, on hand-written histories and on a generated correct group."""
+"""Consumer groups (checkers/families/groups.py): partition ownership from the subscribers'
+rebalance events, and committed offsets, on hand-written histories and on a generated correct
+group."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.api import check
-from checkers.groups import GROUP_FS, check_groups
+from checkers.families.groups import GROUP_FS, check_groups
 from history.columnar import op_rows, to_table
 from tests.unit.checkers.histories import SEC, H
 

@@ -1,4 +1,4 @@
-"""checkers/kinds.py lists every anomaly kind the checkers can report, and docs/checkers.md
+"""checkers/core/kinds.py lists every anomaly kind the checkers can report, and docs/checkers.md
 names each: found in the source (kind_scan) and by running the checkers over test histories
 (here, and in every test of this folder: conftest.kinds_are_listed)."""
 
@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from checkers.api import check, check_table
-from checkers.cycles import SPECS
-from checkers.findings import Finding
-from checkers.kinds import (
+from checkers.api import check
+from checkers.core.findings import Finding
+from checkers.core.kinds import (
     ALWAYS,
     BY_NAME,
     CANNOT_TELL,
@@ -24,13 +23,15 @@ from checkers.kinds import (
     TOLERATED,
     UNKNOWN,
 )
-from checkers.queue.policy import (
+from checkers.families.cycles import SPECS
+from checkers.families.queue.policy import (
     ALWAYS_TOLERATED,
     JEPSEN_TOLERATED,
     SUBSCRIBE_TOLERATED,
 )
-from checkers.queue.rules import RULES
+from checkers.families.queue.rules import RULES
 from checkers.registry import REGISTRY
+from checkers.table_check import check_table
 from history.columnar import to_table
 from tests.unit.checkers.histories import H, mixed_anomalies
 from tests.unit.checkers.kind_scan import scan
@@ -40,7 +41,7 @@ from tests.unit.checkers.runs import make_run
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).parent / "data"
-# Kinds built with f-strings in checkers/queue/describe.py (the queue engines' module; reported
+# Kinds built with f-strings in checkers/families/queue/rules/ (the queue engines' modules; reported
 # to be spelled out whole): what each yields, for `kind` "poll" or "send".
 SCAN = scan()
 

@@ -1,5 +1,5 @@
-"""Lease liveness (checkers/metadata_log/liveness.py): a killed, paused or cut-off broker is
-fenced within the session timeout + allowance while a living controller leads, and a healthy
+"""Lease liveness (checkers/families/metadata_log/liveness.py): a killed, paused or cut-off broker
+is fenced within the session timeout + allowance while a living controller leads, and a healthy
 broker is not fenced; fencing attempts that never committed are notes.
 
 Each case is a hand-written run directory: a history with wall clocks (nemesis ops, observer
@@ -20,15 +20,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.api import check
-from checkers.findings import Finding
-from checkers.metadata_log.committed import committed_log, majority_bound
-from checkers.metadata_log.liveness import (
+from checkers.core.findings import Finding
+from checkers.families.metadata_log.committed import committed_log, majority_bound
+from checkers.families.metadata_log.liveness import (
     ALLOWANCE_MS,
     SPURIOUS_TOLERATED,
     LivenessInput,
     lease_liveness,
 )
-from checkers.metadata_log.parse import parse_metadata_log
+from checkers.families.metadata_log.parse import parse_metadata_log
 from tests.unit.checkers.metalogs import BATCH, RECORD, rec
 
 T0 = 1_795_500_000.0  # the wall clock at history time 0
@@ -456,7 +456,7 @@ def test_an_uncommitted_fence_record_and_a_logged_attempt_are_notes(tmp_path):
 
 
 def test_a_4x_log_line_with_its_epoch_is_read_too(tmp_path):
-    from checkers.metadata_log.liveness import logged_fences
+    from checkers.families.metadata_log.liveness import logged_fences
 
     (tmp_path / "logs" / "n2").mkdir(parents=True)
     line = _log_line(3.0, 5, 2).replace("broker 5 because", "broker 5 at epoch 17 because")

@@ -1,4 +1,4 @@
-"""Reading a history part by part (checkers.load) must give exactly the arrays, and so the
+"""Reading a history part by part (checkers.scan.load) must give exactly the arrays, and so the
 findings, that one read of the whole table gives: however the rows are cut into row groups,
 and whatever order they are stored in."""
 
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.api import check
-from checkers.cycles import OpInfo, op_infos
-from checkers.op_arrays import OpArraysBuilder
-from checkers.queue.arrays import ElemArrays, ElemArraysBuilder, _ints
+from checkers.families.cycles import OpInfo, op_infos
+from checkers.families.queue.arrays import ElemArrays, ElemArraysBuilder, _ints
+from checkers.scan.op_arrays import OpArraysBuilder
 from history.columnar import ELEMENT_CHECK_COLUMNS, QUEUE_OP_COLUMNS, elements, op_rows
 from tests.unit.checkers.model import INJECTIONS, action_lists, run_model
 

@@ -1,4 +1,4 @@
-"""checkers.memory: while a check runs, freed part-sized arrays are reused, not faulted in
+"""checkers.core.memory: while a check runs, freed part-sized arrays are reused, not faulted in
 again; after it, the process allocates as before."""
 
 import resource
@@ -6,7 +6,7 @@ import resource
 import numpy as np
 import pytest
 
-from checkers.memory import _libc, reused_memory
+from checkers.core.memory import _libc, reused_memory
 
 pytestmark = pytest.mark.skipif(_libc() is None, reason="needs glibc's mallopt")
 

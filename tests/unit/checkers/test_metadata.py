@@ -1,6 +1,6 @@
 """KRaft safety rules on hand-written observer samples."""
 
-from checkers.api import check_table
+from checkers.table_check import check_table
 from history.columnar import to_table
 from tests.unit.checkers.histories import H
 

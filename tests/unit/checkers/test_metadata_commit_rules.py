@@ -8,10 +8,10 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.metadata_log.applied import applied_beyond_commit
-from checkers.metadata_log.check import check_logs, check_run_metadata
-from checkers.metadata_log.parse import parse_metadata_log
-from checkers.observer_samples import observe_samples_from_ops
+from checkers.families.metadata_log.applied import applied_beyond_commit
+from checkers.families.metadata_log.check import check_logs, check_run_metadata
+from checkers.families.metadata_log.parse import parse_metadata_log
+from checkers.families.observer_samples import observe_samples_from_ops
 from history.columnar import op_rows, to_table
 from tests.unit.checkers.histories import H
 from tests.unit.checkers.metalogs import dump, healthy, rec

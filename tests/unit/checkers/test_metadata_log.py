@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.metadata_log.check import check_logs, check_run_metadata
-from checkers.metadata_log.committed import majority_bound
-from checkers.metadata_log.parse import MetadataLogError, parse_metadata_log
+from checkers.families.metadata_log.check import check_logs, check_run_metadata
+from checkers.families.metadata_log.committed import majority_bound
+from checkers.families.metadata_log.parse import MetadataLogError, parse_metadata_log
 from tests.unit.checkers.metalogs import BASE_MS, CLUSTER, dump, healthy, rec
 
 DATA = Path(__file__).parent / "data"

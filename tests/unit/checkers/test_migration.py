@@ -7,11 +7,11 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.metadata import check_metadata
-from checkers.metadata_log.check import check_logs
-from checkers.metadata_log.parse import parse_metadata_log
-from checkers.migration import ORDER, migration_note
-from checkers.observer_samples import observe_samples_from_ops
+from checkers.families.metadata import check_metadata
+from checkers.families.metadata_log.check import check_logs
+from checkers.families.metadata_log.parse import parse_metadata_log
+from checkers.families.migration import ORDER, migration_note
+from checkers.families.observer_samples import observe_samples_from_ops
 from history.columnar import op_rows, to_table
 from tests.unit.checkers.histories import H
 from tests.unit.checkers.metalogs import CLUSTER, dump, healthy, rec

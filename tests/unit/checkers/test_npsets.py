@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checkers.npsets import runs_within
+from checkers.scan.npsets import runs_within
 
 
 def test_runs_are_cut_before_the_budget_is_passed() -> None:

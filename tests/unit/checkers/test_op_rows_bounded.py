@@ -11,11 +11,11 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.data_log.check import DataLogRead, check_data_log_ops, check_data_logs
-from checkers.data_log.parse import parse_data_log
-from checkers.metadata_log.check import MetadataLogRead, check_read_metadata
-from checkers.metadata_log.parse import parse_metadata_log
-from checkers.op_stream import OpRows
+from checkers.families.data_log.check import DataLogRead, check_data_log_ops, check_data_logs
+from checkers.families.data_log.parse import parse_data_log
+from checkers.families.metadata_log.check import MetadataLogRead, check_read_metadata
+from checkers.families.metadata_log.parse import parse_metadata_log
+from checkers.scan.op_stream import OpRows
 from history.columnar import SCHEMA
 from tests.unit.checkers import metalogs
 from tests.unit.checkers.datalogs import B, dump
@@ -194,9 +194,9 @@ def test_metadata_logs_from_a_table_are_the_rows_as_dicts(sends, n2, n3, corrobo
 
 
 def test_attribution_keeps_only_what_it_is_asked_to_but_counts_every_op():
-    from checkers.data_log.attribution import attribute, partition_leaders
-    from checkers.metadata_log.committed import majority_bound
-    from checkers.metadata_log.rules import committed_records
+    from checkers.families.data_log.attribution import attribute, partition_leaders
+    from checkers.families.metadata_log.committed import majority_bound
+    from checkers.families.metadata_log.rules import committed_records
 
     h = [*healthy(), (2, FENCE), (2, rec("NO_OP_RECORD"))]
     meta = {n: parse_metadata_log(metalogs.dump(h), n) for n in ("n1", "n2")}

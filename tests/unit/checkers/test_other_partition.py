@@ -1,5 +1,5 @@
-"""`read-from-other-partition` (checkers/queue/rules/reads.py): a value sent to one key and read
-from another is named as such in every engine, and is no `garbage-read`; a value sent nowhere
+"""`read-from-other-partition` (checkers/families/queue/rules/reads.py): a value sent to one key and
+read from another is named as such in every engine, and is no `garbage-read`; a value sent nowhere
 still is, and so is every such read in Jepsen's histories (values unique per key only)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.queue.check import check_queue_table
-from checkers.queue.per_key import ReferenceEngine
-from checkers.queue.source import ElementSource
-from checkers.queue.vector import LocalEngine
+from checkers.families.queue.check import check_queue_table
+from checkers.families.queue.per_key import ReferenceEngine
+from checkers.families.queue.source import ElementSource
+from checkers.families.queue.vector import LocalEngine
 from history.columnar import elements, to_table
 from history.format import CONSUMER_AFTER_ABORT, JEPSEN
 from tests.unit.checkers.histories import H

@@ -7,10 +7,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from checkers.api import check, check_table
-from checkers.load import load
-from checkers.queue.check import check_queue, check_queue_table
-from checkers.queue.rules.producer_order import RULE
+from checkers.api import check
+from checkers.families.queue.check import check_queue, check_queue_table
+from checkers.families.queue.rules.producer_order import RULE
+from checkers.scan.load import load
+from checkers.table_check import check_table
 from history.columnar import to_table
 from history.format import AFTER_ABORT_RULES
 from tests.unit.checkers.histories import PIPELINED, H
@@ -205,7 +206,7 @@ def test_slots_are_never_read_from_lane_process_ids(tmp_path):
     (`txn_sends`) run one process per slot and are judged."""
     import json
 
-    from checkers.queue.fencing import run_slots
+    from checkers.families.queue.rules.fencing import run_slots
     from history.format import TXN_ID_PER_SLOT
 
     plan = {"workload": "queue", "txn": True, "transactional_id": TXN_ID_PER_SLOT,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.queue.check import check_queue_table
+from checkers.families.queue.check import check_queue_table
 from history.columnar import to_table
 from history.format import CONSUMER_AFTER_ABORT, JEPSEN, REWIND, UNDECLARED
 from tests.unit.checkers.histories import H

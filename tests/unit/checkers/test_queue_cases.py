@@ -2,7 +2,7 @@
 
 import pytest
 
-from checkers.queue.check import check_queue
+from checkers.families.queue.check import check_queue
 from tests.unit.checkers.histories import H
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.api import check
-from checkers.queue.check import check_queue_table
+from checkers.families.queue.check import check_queue_table
 from history.columnar import to_table
 from history.format import TXN_ID_PER_SLOT
 from tests.unit.checkers.histories import H

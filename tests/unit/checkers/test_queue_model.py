@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.api import check_table
+from checkers.table_check import check_table
 from tests.unit.checkers.model import CONCURRENCY, INJECTIONS, KEYS, action_lists, run_model
 
 

@@ -1,5 +1,5 @@
-"""The shape the queue checks keep: every rule module in checkers/queue/rules/ has both forms and
-names its kinds whole; every engine is chosen in one place and builds one context."""
+"""The shape the queue checks keep: every rule module in checkers/families/queue/rules/ has both
+forms and names its kinds whole; every engine is chosen in one place and builds one context."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.kinds import KINDS as LISTED
-from checkers.queue.context import queue_context
-from checkers.queue.dispatch import ENGINE_CHOICES, ENGINE_NAMES, engine_name
-from checkers.queue.per_key import ReferenceEngine
-from checkers.queue.rules import KINDS, RULES
-from checkers.queue.source import ElementSource
-from checkers.queue.vector import LocalEngine
+from checkers.core.kinds import KINDS as LISTED
+from checkers.families.queue.context import queue_context
+from checkers.families.queue.dispatch import ENGINE_CHOICES, ENGINE_NAMES, engine_name
+from checkers.families.queue.per_key import ReferenceEngine
+from checkers.families.queue.rules import KINDS, RULES
+from checkers.families.queue.source import ElementSource
+from checkers.families.queue.vector import LocalEngine
 from history.columnar import elements
 from tests.unit.checkers.model import CONCURRENCY, INJECTIONS, KEYS, action_lists, run_model
 

@@ -3,11 +3,11 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers.queue.check import check_queue
-from checkers.queue.context import queue_context
-from checkers.queue.source import ElementSource
-from checkers.queue.spark import SparkEngine
-from checkers.queue.vector import LocalEngine
+from checkers.families.queue.check import check_queue
+from checkers.families.queue.context import queue_context
+from checkers.families.queue.source import ElementSource
+from checkers.families.queue.spark import SparkEngine
+from checkers.families.queue.vector import LocalEngine
 from tests.unit.checkers.histories import mixed_anomalies
 from tests.unit.checkers.model import CONCURRENCY, INJECTIONS, KEYS, action_lists, run_model
 
@@ -95,7 +95,7 @@ def _in_small_row_groups(path, tmp_path):
 def test_blobs_of_many_row_groups_buckets_and_edge_parts_agree_with_the_reference(
     tmp_path_factory, spark, acts, bug, key
 ):
-    import checkers.queue.spark as engine
+    import checkers.families.queue.spark as engine
 
     m = run_model(acts, final_poll=False)
     INJECTIONS[bug](m, key)
@@ -114,7 +114,7 @@ def test_blobs_of_many_row_groups_buckets_and_edge_parts_agree_with_the_referenc
 def test_a_history_pyarrow_cannot_open_goes_the_row_way_with_the_same_result(
     tmp_path, spark, monkeypatch
 ):
-    import checkers.queue.spark as engine
+    import checkers.families.queue.spark as engine
 
     path = mixed_anomalies().write(tmp_path)
     blobs = check_queue(path, spark=spark)
@@ -127,7 +127,7 @@ def test_a_history_pyarrow_cannot_open_goes_the_row_way_with_the_same_result(
 def test_keys_spread_over_every_bucket():
     import numpy as np
 
-    from checkers.queue.spark import bucket_of
+    from checkers.families.queue.spark import bucket_of
 
     for buckets in (2, 7, 14, 64):
         counts = np.bincount(bucket_of(np.arange(64 * buckets), buckets), minlength=buckets)

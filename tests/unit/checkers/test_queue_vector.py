@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.queue.check import check_queue_table
+from checkers.families.queue.check import check_queue_table
 from history.columnar import header_of, to_table
 from history.format import AFTER_ABORT_RULES, after_abort_rule
 from tests.unit.checkers.histories import mixed_anomalies
@@ -75,7 +75,7 @@ def test_same_as_reference_on_a_history_with_every_kind():
 @given(st.lists(st.sampled_from(sorted(INJECTIONS)), min_size=1, max_size=3), action_lists)
 def test_key_by_key_chunks_change_nothing(kinds, acts):
     """check_by_keys with one key per chunk: the same findings and edges, edges in one order."""
-    from checkers.queue import vector
+    from checkers.families.queue import vector
 
     m = run_model(acts, final_poll=False)
     for i, kind in enumerate(kinds):

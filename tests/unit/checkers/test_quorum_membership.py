@@ -1,5 +1,5 @@
-"""Controller membership changes (checkers/quorum_membership.py): hand-written histories that
-break each rule, and near misses that must not be reported."""
+"""Controller membership changes (checkers/families/quorum_membership.py): hand-written histories
+that break each rule, and near misses that must not be reported."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from checkers.api import check
-from checkers.metadata import check_metadata
-from checkers.metadata_log.parse import parse_metadata_log
-from checkers.observer_samples import observe_samples_from_ops
-from checkers.quorum_membership import check_membership, membership_input
+from checkers.families.metadata import check_metadata
+from checkers.families.metadata_log.parse import parse_metadata_log
+from checkers.families.observer_samples import observe_samples_from_ops
+from checkers.families.quorum_membership import check_membership, membership_input
 from history.columnar import to_table
 from tests.unit.checkers.histories import H
 

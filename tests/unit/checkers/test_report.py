@@ -48,9 +48,9 @@ def test_large_history_is_binned_not_drawn_per_op(tmp_path, monkeypatch):
 
 
 def test_explanations_are_escaped(tmp_path):
-    from checkers.findings import Finding
+    from checkers.core.findings import Finding
+    from checkers.core.verdict import Verdict
     from checkers.report.render import write_report
-    from checkers.verdict import Verdict
 
     run = make_run(tmp_path / "run")
     check(run, engine="pandas", write=False)

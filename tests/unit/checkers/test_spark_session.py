@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.spark_session import binds_loopback, is_connect, spark_path
+from checkers.scan.spark_session import binds_loopback, is_connect, spark_path
 
 CHECKERS = Path(__file__).resolve().parents[3] / "checkers"
 # What a Spark Connect session lacks: the SparkContext, RDDs, and the py4j gateway to the JVM.

@@ -1,6 +1,6 @@
 """A history checked streamed (spilled in buckets of whole keys, checked a bucket at a time:
-checkers/queue/spill.py, streamed.py) must give exactly what the in-memory local engine gives,
-and so what the reference engine gives: the same findings, the same edges in the same order,
+checkers/families/queue/spill.py, streamed.py) must give exactly what the in-memory local engine
+gives, and so what the reference engine gives: the same findings, the same edges in the same order,
 the same cycles. Buckets are forced small here (load.STREAM_ABOVE, BATCH_ELEMENTS), so that
 small generated histories have keys in different buckets, blocks of several keys, several
 blocks per bucket, info sends and garbage reads answered across buckets, and cycles whose
@@ -22,17 +22,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers import cycles as cycles_module
-from checkers import inputs as inputs_module
-from checkers import load as loading
 from checkers.api import STREAMED_NO_REPORT, check
-from checkers.cycles import find_cycles
-from checkers.edges import SpilledEdges
-from checkers.load import load
-from checkers.queue.check import RESET_FS, queue_resets
-from checkers.queue.dispatch import run_engine
-from checkers.queue.source import ElementSource
-from checkers.queue.spill import SpilledElements, plan_buckets
+from checkers.core import inputs as inputs_module
+from checkers.families import cycles as cycles_module
+from checkers.families.cycles import find_cycles
+from checkers.families.edges import SpilledEdges
+from checkers.families.queue.check import RESET_FS, queue_resets
+from checkers.families.queue.dispatch import run_engine
+from checkers.families.queue.source import ElementSource
+from checkers.families.queue.spill import SpilledElements, plan_buckets
+from checkers.scan import load as loading
+from checkers.scan.load import load
 from history.columnar import (
     ELEM_ROW,
     element_key_counts,

@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.zk_controller.check import check_run_zk
-from checkers.zk_controller.parse import parse_log
-from checkers.zk_controller.rules import reused_epochs, stale_epochs
+from checkers.families.zk_controller.check import check_run_zk
+from checkers.families.zk_controller.parse import parse_log
+from checkers.families.zk_controller.rules import reused_epochs, stale_epochs
 
 DATA = Path(__file__).parent / "data" / "zk_failover"
 F = "logs/b1/stdout.log"

@@ -12,7 +12,7 @@ import clusters
 
 ROOT = Path(clusters.__file__).parent
 # Kept so that other folders' imports keep working; clusters/ itself uses what they re-export.
-FACADES = {"clusters.docker_cluster", "clusters.node"}
+FACADES = {"clusters.docker_cluster"}
 
 
 def import_graph() -> nx.DiGraph:

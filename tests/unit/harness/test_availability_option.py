@@ -1,5 +1,5 @@
 """The run option availability (report | fail): what a spurious fence does to the verdict
-(checkers/metadata_log/liveness.py). Unset or "report", plan.json is what it always was."""
+(checkers/families/metadata_log/liveness.py). Unset or "report", plan.json is what it always was."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from checkers.metadata_log.liveness import read_availability
+from checkers.families.metadata_log.liveness import read_availability
 from harness.cli import main
 from harness.plan import build_plan
 from harness.spec import RunSpec, SpecError, spec_from_dict

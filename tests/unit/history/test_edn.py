@@ -14,7 +14,8 @@ import json
 
 import pytest
 
-from checkers.api import check, check_table
+from checkers.api import check
+from checkers.table_check import check_table
 from history.columnar import to_table
 from history.edn import NIL_PROCESS, POSITION_NS, convert_edn_text, read_edn_history
 from history.errors import HistoryError

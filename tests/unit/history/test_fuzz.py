@@ -5,7 +5,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.api import check_table
+from checkers.table_check import check_table
 from history.columnar import to_table
 from history.errors import HistoryError
 from history.reader import parse_history

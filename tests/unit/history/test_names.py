@@ -8,10 +8,20 @@ from dataclasses import dataclass
 
 import pytest
 
-from checkers.cycles import REALTIME, WR, WW, DependencyGraph, OpInfo, _explain_step
-from checkers.queue import describe
-from checkers.queue.elem import Elem
-from checkers.queue.per_key import Edge
+from checkers.families.cycles import REALTIME, WR, WW, DependencyGraph, OpInfo, _explain_step
+from checkers.families.edges import Edge
+from checkers.families.queue.elem import Elem
+from checkers.families.queue.rules.fencing import fenced_producer_read
+from checkers.families.queue.rules.internal_order import internal_pair
+from checkers.families.queue.rules.offsets import duplicate, inconsistent_offsets
+from checkers.families.queue.rules.process_order import process_pair
+from checkers.families.queue.rules.reads import (
+    g1a,
+    garbage_read,
+    lost_write,
+    precommitted_read,
+    unseen,
+)
 from history.errors import HistoryError
 from history.names import Names
 from history.reader import parse_history
@@ -27,7 +37,8 @@ def elem(index: int, value: int | None, offset: int | None, typ: str = "ok", pro
 
 @dataclass
 class Log:
-    """A key's version order: values at positions 0, 1, 2, ... (describe.LogView)."""
+    """A key's version order: values at positions 0, 1, 2, ...
+    (checkers.families.queue.order.LogView)."""
 
     key: int
     order: list[int]
@@ -75,14 +86,14 @@ def test_malformed_names_in_a_header_are_one_error(names):
 def test_describe_findings_renamed():
     a, c = elem(4, 0, 7), elem(9, 2, 9)
     texts = [
-        describe.inconsistent_offsets(0, 7, {0: [4], 1: [6, 8]}).explanation,
-        describe.duplicate(1, 3, [(2, [4]), (5, [9])]).explanation,
-        describe.garbage_read(0, a).explanation,
-        describe.precommitted_read(1, c).explanation,
-        describe.g1a(0, a, elem(2, 0, None, "fail")).explanation,
-        describe.lost_write(0, 1, elem(2, 1, 5), c, 5).explanation,
-        describe.lost_write(1, 2, elem(3, 2, None, "info"), c, 6).explanation,
-        describe.unseen(0, [a, c], [0, 2], c).explanation,
+        inconsistent_offsets(0, 7, {0: [4], 1: [6, 8]}).explanation,
+        duplicate(1, 3, [(2, [4]), (5, [9])]).explanation,
+        garbage_read(0, a).explanation,
+        precommitted_read(1, c).explanation,
+        g1a(0, a, elem(2, 0, None, "fail")).explanation,
+        lost_write(0, 1, elem(2, 1, 5), c, 5).explanation,
+        lost_write(1, 2, elem(3, 2, None, "info"), c, 6).explanation,
+        unseen(0, [a, c], [0, 2], c).explanation,
     ]
     assert [NAMES.rename(t) for t in texts] == [
         "offset 7 of key :x holds 2 different values: value :a (shown by op 4); "
@@ -108,8 +119,8 @@ def test_describe_findings_renamed():
 
 def test_order_findings_renamed():
     log = Log(1, [0, 1, 2, 3])
-    skip = describe.internal_pair(log, "poll", elem(4, 0, 7), elem(4, 3, 12))
-    back = describe.process_pair(log, "send", elem(4, 2, 9), elem(6, 1, 8))
+    skip = internal_pair(log, "poll", elem(4, 0, 7), elem(4, 3, 12))
+    back = process_pair(log, "send", elem(4, 2, 9), elem(6, 1, 8))
     assert skip is not None and back is not None
     assert NAMES.rename(skip.explanation) == (
         "op 4 polled key :y at offset 7 (value :a) and next at offset 12 (value 12), skipping "
@@ -124,7 +135,7 @@ def test_order_findings_renamed():
 
 def test_fenced_producer_read_renamed():
     w, fence = elem(4, 1, 20, process="5"), elem(9, 3, 18, process="8")
-    f = describe.fenced_producer_read(0, 1, w, fence, [elem(11, 1, 20)], 3, "KIP-98")
+    f = fenced_producer_read(0, 1, w, fence, [elem(11, 1, 20)], 3, "KIP-98")
     renamed = NAMES.rename(f.explanation)
     assert renamed.startswith("value :b of key :x, sent by process 5 (op 4, acknowledged)")
     assert "process 8 wrote value 12 in a committed transaction (op 9," in renamed

@@ -85,7 +85,7 @@ def test_malformed_fields_name_the_line(tmp_path, extra, fragment):
 def test_a_parquet_from_before_the_column_is_rebuilt_for_a_history_with_the_fields(tmp_path):
     # A run checked before the columnar form carried the fields left a newer Parquet file
     # without them: trusting it would hide the history's rebalance events from the checks.
-    from checkers.inputs import RunInputs
+    from checkers.core.inputs import RunInputs
 
     path = history_file(tmp_path, FIELDS)
     parquet = write_parquet(read_history(path), tmp_path / "history.parquet")

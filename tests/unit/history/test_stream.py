@@ -161,9 +161,9 @@ def test_a_mangled_history_reads_or_fails_the_same(data, draw, sizes):
 @given(histories, st.booleans())
 def test_checking_the_streamed_parquet_finds_the_same(data, streamed):
     """The check of either file, with tiny row groups, and with the checkers' own streaming
-    (checkers/load.py STREAM_ABOVE) on or off, gives the same findings and notes."""
-    from checkers import load
+    (checkers/scan/load.py STREAM_ABOVE) on or off, gives the same findings and notes."""
     from checkers.api import check
+    from checkers.scan import load
 
     with _dir() as d, mock.patch.object(load, "STREAM_ABOVE", 0 if streamed else load.STREAM_ABOVE):
         jsonl = d / JSONL_NAME

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusters.node import ExecResult
+from clusters.capabilities import ExecResult
 from clusters.topology import NodeSpec
 
 

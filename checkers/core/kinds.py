@@ -1,0 +1,472 @@
+"""Every anomaly kind a checker can report: the rule it rests on, when it is tolerated, and which
+checker (checkers/registry.py) reports it.
+
+Each kind is spelled out whole here, as in the code that reports it, so that `grep` finds both.
+A kind's outcome is given per mode of the history (Tolerance): kchaos's own histories, the
+same when a consumer subscribes, and Jepsen's histories (history/edn.py). Where it depends on
+the finding's evidence rather than its kind, DEPENDS says so and `when` says on what. The
+tolerances themselves are decided where kinds are tolerated (queue/policy.py: Jepsen's
+allowed-error-types; and, for DEPENDS, the module named in `when`); this table states them, and
+tests/unit/checkers/test_kinds.py holds the two together, finds every kind the code reports
+(by reading the source and by running the checkers over the test histories), and every kind
+named in docs/checkers.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checkers.families import (
+    admin,
+    features,
+    fenced_acks,
+    foreign,
+    groups,
+    metadata,
+    migration,
+    quorum_membership,
+)
+from checkers.families.data_log import acks as data_acks
+from checkers.families.data_log import fencing as data_fencing
+from checkers.families.data_log import resent as data_resent
+from checkers.families.metadata_log import applied, lease, liveness, observers, rules
+from checkers.families.metadata_log import fencing as log_fencing
+from checkers.families.queue.rules import producer_order
+from checkers.families.zk_controller import rules as zk_rules
+
+# Outcomes: a failure (the run is invalid), tolerated (reported, the run stays valid), unknown
+# (the run cannot be judged: exit 2 unless something fails), or depending on the evidence.
+FAILS, TOLERATED, UNKNOWN, DEPENDS = "fails", "tolerated", "unknown", "depends"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    kchaos: str  # in kchaos's own histories, no consumer subscribing
+    subscribe: str  # in a history where some consumer subscribes
+    jepsen: str  # in Jepsen's histories (header consumer_after_abort "jepsen"), no subscribe
+    when: str = ""  # for DEPENDS: what decides, and where
+
+
+NEVER = Tolerance(FAILS, FAILS, FAILS)
+ALWAYS = Tolerance(TOLERATED, TOLERATED, TOLERATED)
+CANNOT_TELL = Tolerance(UNKNOWN, UNKNOWN, UNKNOWN)
+UNDER_SUBSCRIBE = Tolerance(FAILS, TOLERATED, FAILS)
+WW_CYCLE = (
+    "tolerated when the cycle needs a ww edge (a ww edge orders sends, not commits), a failure "
+    "over wr (process, realtime) edges alone; cycles.py SPECS"
+)
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    checkers: tuple[str, ...]  # the registry names of the checkers that report it
+    rule: str  # the sentence it rests on
+    source: str  # where that sentence is from: a KIP, or the Jepsen function that checks it
+    tolerance: Tolerance
+
+
+QUEUE, CYCLES, KRAFT = ("queue",), ("cycles",), ("kraft-metadata",)
+LOGS, DATA, ADMIN, ZK = ("metadata-logs",), ("data-logs",), ("admin",), ("zk-controller",)
+FEATURES = ("feature-levels",)
+QUORUM = ("quorum-membership",)
+GROUPS, FOREIGN, ACKS = ("consumer-groups",), ("foreign-records",), ("fenced-acks",)
+JEPSEN_KAFKA = "jepsen.tests.kafka/"
+
+KINDS: tuple[Kind, ...] = (
+    # -- queue (checkers/families/queue/): Jepsen's Kafka checker ----------------------------------
+    Kind(
+        "lost-write",
+        QUEUE,
+        "a send that certainly happened (ok, or info with another of its sends polled), at or "
+        "below the highest offset any poll of its key returned, is returned by some poll",
+        JEPSEN_KAFKA + "lost-write-cases",
+        NEVER,
+    ),
+    Kind(
+        "unseen",
+        QUEUE,
+        "an acknowledged send is eventually returned by some poll; kchaos's final polls are "
+        "bounded in time, so one nobody read past may be lost or not yet read",
+        JEPSEN_KAFKA + "unseen",
+        Tolerance(UNKNOWN, UNKNOWN, FAILS),
+    ),
+    Kind(
+        "duplicate",
+        QUEUE,
+        "a value sent once sits at one offset: the partition holds no duplicate record",
+        JEPSEN_KAFKA + "duplicate-cases",
+        NEVER,
+    ),
+    Kind(
+        "inconsistent-offsets",
+        QUEUE,
+        "a partition offset names exactly one record",
+        JEPSEN_KAFKA + "version-orders (:errors)",
+        NEVER,
+    ),
+    Kind(
+        "G1a",
+        QUEUE,
+        "an aborted write must never be visible: no ok poll returns the value of a failed send",
+        JEPSEN_KAFKA + "g1a-cases",
+        NEVER,
+    ),
+    Kind(
+        "precommitted-read",
+        QUEUE,
+        "a read_committed consumer must never see a record before its transaction commits: no "
+        "op polls its own send",
+        JEPSEN_KAFKA + "precommitted-read-cases",
+        NEVER,
+    ),
+    Kind(
+        "garbage-read",
+        QUEUE,
+        "a poll returns only values some operation sent to that key",
+        "kchaos; Jepsen's graph builders throw :no-writer-of-value here ("
+        + JEPSEN_KAFKA
+        + "wr-graph)",
+        NEVER,
+    ),
+    Kind(
+        "poll-skip",
+        QUEUE,
+        "a consumer that kept its partition reads on from where its last poll ended",
+        JEPSEN_KAFKA + "poll-skip+nonmonotonic-cases",
+        UNDER_SUBSCRIBE,
+    ),
+    Kind(
+        "nonmonotonic-poll",
+        QUEUE,
+        "a consumer that kept its partition moves forward only",
+        JEPSEN_KAFKA + "poll-skip+nonmonotonic-cases",
+        UNDER_SUBSCRIBE,
+    ),
+    Kind(
+        "nonmonotonic-send",
+        QUEUE,
+        "a producer's next send to a partition lands after its last one",
+        JEPSEN_KAFKA + "nonmonotonic-send-cases",
+        NEVER,
+    ),
+    Kind(
+        "int-poll-skip",
+        QUEUE,
+        "within one op a partition is read in offset order, without gaps",
+        JEPSEN_KAFKA + "int-poll-skip+nonmonotonic-cases",
+        NEVER,
+    ),
+    Kind(
+        "int-nonmonotonic-poll",
+        QUEUE,
+        "within one op a partition is read in offset order",
+        JEPSEN_KAFKA + "int-poll-skip+nonmonotonic-cases",
+        NEVER,
+    ),
+    Kind(
+        "int-send-skip",
+        QUEUE,
+        "Kafka does not isolate writes: other producers' sends interleave with a transaction's "
+        "sends to the same partition (Jepsen allows it)",
+        JEPSEN_KAFKA + "int-send-skip+nonmonotonic-cases; allowed-error-types",
+        ALWAYS,
+    ),
+    Kind(
+        "int-nonmonotonic-send",
+        QUEUE,
+        "within one op a partition is written in offset order",
+        JEPSEN_KAFKA + "int-send-skip+nonmonotonic-cases",
+        NEVER,
+    ),
+    Kind(
+        "fenced-producer-read",
+        QUEUE,
+        data_fencing.RULE,
+        "KIP-98 (InitPidRequest); kchaos, from the history alone",
+        NEVER,
+    ),
+    Kind(
+        "read-from-other-partition",
+        QUEUE,
+        "a poll of a partition returns only records written to that partition: a value sent "
+        "to one key (partition) is never read from another",
+        "kchaos; values are unique in a kchaos run, so the send of the value read is the "
+        "record's writer (Jepsen's histories: garbage-read)",
+        NEVER,
+    ),
+    Kind(
+        "producer-nonmonotonic-send",
+        QUEUE,
+        producer_order.RULE,
+        "KIP-98 (idempotent producer); Kafka's and librdkafka's producer configuration docs; "
+        "kchaos, pipelined histories only",
+        NEVER,
+    ),
+    # -- cycles (checkers/families/cycles.py): Elle's names ----------------------------------------
+    Kind(
+        "G0",
+        CYCLES,
+        "Kafka does not isolate writes: a cycle of ww edges is allowed",
+        JEPSEN_KAFKA + "allowed-error-types; elle",
+        ALWAYS,
+    ),
+    Kind(
+        "G0-process",
+        CYCLES,
+        "as G0, with process edges",
+        JEPSEN_KAFKA + "allowed-error-types; elle",
+        ALWAYS,
+    ),
+    Kind(
+        "G0-realtime",
+        CYCLES,
+        "as G0, with realtime edges",
+        JEPSEN_KAFKA + "allowed-error-types; elle",
+        ALWAYS,
+    ),
+    Kind(
+        "G1c",
+        CYCLES,
+        "under read_committed a wr edge means the writer committed before the reader did, so no "
+        "cycle of wr edges can happen",
+        "elle (G1c); " + JEPSEN_KAFKA + "allowed-error-types with :ww-deps",
+        Tolerance(DEPENDS, DEPENDS, TOLERATED, WW_CYCLE),
+    ),
+    Kind(
+        "G1c-process",
+        CYCLES,
+        "as G1c, with process edges",
+        "elle (G1c-process); " + JEPSEN_KAFKA + "allowed-error-types with :ww-deps",
+        Tolerance(DEPENDS, DEPENDS, TOLERATED, WW_CYCLE),
+    ),
+    Kind(
+        "G1c-realtime",
+        CYCLES,
+        "as G1c, with realtime edges",
+        "elle (G1c-realtime); " + JEPSEN_KAFKA + "allowed-error-types with :ww-deps",
+        Tolerance(DEPENDS, DEPENDS, TOLERATED, WW_CYCLE),
+    ),
+    # -- KRaft metadata from observer samples (checkers/families/metadata.py, migration.py) --------
+    Kind("split-brain", KRAFT, metadata.RULES["split-brain"], "KIP-631, KIP-500", NEVER),
+    Kind(
+        "multiple-active-controllers",
+        KRAFT,
+        metadata.RULES["multiple-active-controllers"],
+        "KIP-500, KIP-631",
+        NEVER,
+    ),
+    Kind("epoch-regression", KRAFT, metadata.RULES["epoch-regression"], "KIP-631", NEVER),
+    Kind(
+        "high-watermark-regression",
+        KRAFT,
+        metadata.RULES["high-watermark-regression"],
+        "KIP-631",
+        NEVER,
+    ),
+    Kind("migration-state-regression", KRAFT + LOGS, migration.RULE, "KIP-866", NEVER),
+    Kind("migration-state-skip", KRAFT + LOGS, migration.SKIP_RULE, "KIP-866", NEVER),
+    # -- admin workload (checkers/families/admin.py) -----------------------------------------------
+    Kind("lost-topic", ADMIN, admin.RULES["lost-topic"], "KIP-500, KIP-631", NEVER),
+    Kind("lost-topic-deletion", ADMIN, admin.RULES["lost-topic-deletion"], "KIP-500", NEVER),
+    Kind(
+        "failed-create-visible",
+        ADMIN,
+        admin.RULES["failed-create-visible"],
+        "KIP-631",
+        Tolerance(
+            DEPENDS,
+            DEPENDS,
+            DEPENDS,
+            "tolerated when the create failed with INVALID_REPLICATION_FACTOR, which can answer "
+            "a retry of a create that succeeded; else a failure; admin.py RETRIED_CREATE",
+        ),
+    ),
+    Kind("phantom-topic", ADMIN, admin.RULES["phantom-topic"], "kchaos", NEVER),
+    Kind("cluster-id-divergence", ADMIN, admin.RULES["cluster-id-divergence"], "KIP-631", NEVER),
+    # -- data logs (checkers/families/data_log/) ---------------------------------------------------
+    Kind("fenced-producer-commit", DATA, data_fencing.RULE, "KIP-98", NEVER),
+    Kind("fenced-producer-write", DATA, data_fencing.RULE, "KIP-98", NEVER),
+    Kind(data_acks.KIND, DATA, data_acks.RULE, "kchaos", NEVER),
+    Kind(data_resent.KIND, DATA, data_resent.RULE, "KIP-98", NEVER),
+    Kind(
+        "data-log-unreadable",
+        DATA,
+        "a decoded data log that cannot be parsed says nothing",
+        "kchaos",
+        CANNOT_TELL,
+    ),
+    # -- metadata logs (checkers/families/metadata_log/) -------------------------------------------
+    Kind(
+        "metadata-divergence",
+        LOGS,
+        rules.RULES["metadata-divergence"],
+        "KIP-631, KIP-500",
+        NEVER,
+    ),
+    Kind(
+        "feature-level-divergence",
+        LOGS,
+        rules.RULES["feature-level-divergence"],
+        "KIP-584",
+        NEVER,
+    ),
+    Kind(
+        "broker-epoch-regression",
+        LOGS,
+        rules.RULES["broker-epoch-regression"],
+        "KIP-631, KIP-380",
+        NEVER,
+    ),
+    Kind(
+        "leader-epoch-regression",
+        LOGS,
+        rules.RULES["leader-epoch-regression"],
+        "KIP-631, KIP-584",
+        NEVER,
+    ),
+    Kind("deposed-leader-write", LOGS, log_fencing.RULE, "KIP-500, KIP-631", NEVER),
+    Kind("applied-uncommitted-metadata", LOGS, applied.RULE, "KIP-631", NEVER),
+    Kind("broker-metadata-divergence", LOGS, observers.RULE, "KIP-500", NEVER),
+    Kind(
+        "lease-violation",
+        LOGS,
+        lease.RULE,
+        "KIP-631",
+        Tolerance(
+            DEPENDS,
+            DEPENDS,
+            DEPENDS,
+            "tolerated when the send's write is in a final log (the data logs attribute it) and "
+            "no failing finding cites the op; a failure when a failing data finding cites it, "
+            "or, unattributed, a failing queue finding does; metadata_log/lease.py TOLERATED",
+        ),
+    ),
+    Kind(
+        "metadata-log-unknown",
+        LOGS,
+        "nothing in the metadata logs is proven committed (Raft's commit rule): divergence and "
+        "fencing cannot be judged",
+        "Raft (figure 8); kchaos",
+        CANNOT_TELL,
+    ),
+    Kind(
+        "metadata-log-unreadable",
+        LOGS,
+        "a decoded metadata log that cannot be parsed says nothing",
+        "kchaos",
+        CANNOT_TELL,
+    ),
+    # -- ZooKeeper-mode controller epochs (checkers/families/zk_controller/) -----------------------
+    Kind(
+        "stale-controller-epoch-accepted",
+        ZK,
+        zk_rules.RULES["stale-controller-epoch-accepted"],
+        "KIP-866",
+        NEVER,
+    ),
+    Kind(
+        "controller-epoch-reused",
+        ZK,
+        zk_rules.RULES["controller-epoch-reused"],
+        "KIP-866",
+        NEVER,
+    ),
+    Kind(
+        "zk-controller-epochs-unknown",
+        ZK,
+        "no controller election and no broker acting on a controller request in the brokers' "
+        "logs: controller epochs cannot be judged",
+        "kchaos",
+        CANNOT_TELL,
+    ),
+    # -- KIP-584/KIP-778 feature levels (checkers/families/features.py) ----------------------------
+    Kind(
+        "feature-epoch-regressed",
+        FEATURES,
+        features.RULES["feature-epoch-regressed"],
+        "KIP-584",
+        NEVER,
+    ),
+    Kind(
+        "feature-levels-diverged",
+        FEATURES,
+        features.RULES["feature-levels-diverged"],
+        "KIP-584",
+        NEVER,
+    ),
+    Kind("feature-update-lost", FEATURES, features.RULES["feature-update-lost"], "KIP-584", NEVER),
+    Kind(
+        "feature-refused-took-effect",
+        FEATURES,
+        features.RULES["feature-refused-took-effect"],
+        "KIP-584, KIP-778",
+        NEVER,
+    ),
+    Kind(
+        "feature-update-partial",
+        FEATURES,
+        features.RULES["feature-update-partial"],
+        "KIP-584; KAFKA-16308 (Kafka 4.0)",
+        NEVER,
+    ),
+    Kind(
+        "unsupported-level-served",
+        FEATURES,
+        features.RULES["unsupported-level-served"],
+        "KIP-778, KIP-584",
+        NEVER,
+    ),
+    # -- controller membership (checkers/families/quorum_membership.py) ----------------------------
+    Kind(
+        "removed-voter-led",
+        QUORUM,
+        quorum_membership.RULES["removed-voter-led"],
+        "KIP-853",
+        NEVER,
+    ),
+    Kind(
+        "membership-change-lost",
+        QUORUM,
+        quorum_membership.RULES["membership-change-lost"],
+        "KIP-853, KIP-595",
+        NEVER,
+    ),
+    # -- consumer groups, foreign records, fenced acknowledgements --------------------------
+    Kind(
+        "group-double-owner",
+        GROUPS,
+        groups.OWNER_RULE,
+        "KIP-848 (reconciliation); Kafka's ConsumerRebalanceListener; kchaos, from the "
+        "subscribers' rebalance events",
+        NEVER,
+    ),
+    Kind(
+        "committed-offset-regressed",
+        GROUPS,
+        groups.COMMIT_RULE,
+        "KIP-848 (member epoch fencing of offset commits); the classic protocol's generation "
+        "(CommitFailedException); kchaos",
+        NEVER,
+    ),
+    Kind("read-from-other-topic", FOREIGN, foreign.RULE, "kchaos", NEVER),
+    Kind("fenced-producer-ack", ACKS, fenced_acks.RULE, "KIP-98 (InitPidRequest); KIP-890", NEVER),
+    # -- lease liveness (checkers/families/metadata_log/liveness.py) -------------------------------
+    Kind("dead-broker-not-fenced", LOGS, liveness.DEAD_RULE, "KIP-631", NEVER),
+    Kind(
+        "spurious-fence",
+        LOGS,
+        liveness.SPURIOUS_RULE,
+        "KIP-631",
+        Tolerance(
+            DEPENDS,
+            DEPENDS,
+            DEPENDS,
+            "tolerated (an availability finding: Kafka kept its safety) unless the run's "
+            "plan.json spec has availability: fail (run option --availability fail), then a "
+            "failure; metadata_log/liveness.py SPURIOUS_TOLERATED",
+        ),
+    ),
+)
+
+BY_NAME = {k.name: k for k in KINDS}

@@ -1,0 +1,99 @@
+"""From findings to a verdict: valid, invalid or unknown, with the exit code and the files.
+
+`decide` is the one place where the findings of every checker are combined into a verdict
+(Jepsen's `merge-valid`); whether a finding is tolerated was settled before, by kind in
+checkers/families/queue/policy.py (Jepsen's `allowed-error-types`; docs/checkers.md, "How the checks
+compose").
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checkers.core.findings import Finding
+
+VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+EXIT_CODES = {VALID: 0, INVALID: 1, UNKNOWN: 2}
+CRASHED_EXIT = 255
+
+RESULTS_NAME = "results.json"
+SUMMARY_NAME = "summary.txt"
+
+
+@dataclass
+class Verdict:
+    status: str
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    history: str = ""
+    engine: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if f.tolerated is None and not f.unknown]
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, Counter[str]] = {}
+        for f in self.findings:
+            how = "tolerated" if f.tolerated else "unknown" if f.unknown else "failing"
+            out.setdefault(f.kind, Counter())[how] += 1
+        return {k: dict(v) for k, v in sorted(out.items())}
+
+    def to_dict(self) -> dict[str, Any]:
+        tolerated = {f.kind: f.tolerated for f in self.findings if f.tolerated}
+        return {
+            "status": self.status,
+            "valid": {VALID: True, INVALID: False, UNKNOWN: None}[self.status],
+            "exit_code": self.exit_code,
+            "history": self.history,
+            "engine": self.engine,
+            "counts": self.counts(),
+            "tolerated": dict(sorted(tolerated.items())),
+            "notes": self.notes,
+            "stats": self.stats,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+    def summary(self, per_kind: int = 3) -> str:
+        lines = [f"{self.status.upper()}: {self.history}"]
+        for kind, c in self.counts().items():
+            parts = ", ".join(f"{n} {how}" for how, n in sorted(c.items()))
+            lines.append(f"  {kind}: {parts}")
+        for kind in sorted({f.kind for f in self.findings}):
+            fs = [f for f in self.findings if f.kind == kind]
+            failing = [f for f in fs if f.tolerated is None]
+            for f in (failing or fs)[:per_kind]:
+                lines.append(f"  - [{kind}] {f.explanation}")
+            if fs[0].tolerated and not failing:
+                lines.append(f"    tolerated: {fs[0].tolerated}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def write(self, directory: str | Path) -> Path:
+        d = Path(directory)
+        path = d / RESULTS_NAME
+        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        (d / SUMMARY_NAME).write_text(self.summary())
+        return path
+
+
+def decide(findings: list[Finding], checked_anything: bool) -> str:
+    """The verdict over every checker's findings at once (Jepsen's merge-valid: invalid beats
+    unknown beats valid): invalid if any finding is neither tolerated nor unknown; else unknown
+    if no checker judged anything or any finding says it cannot tell; else valid. No checker
+    takes a verdict of its own, and nothing is tolerated here: a finding arrives tolerated or
+    not (queue/policy.py by kind, or the checker that holds the evidence)."""
+    if any(f.tolerated is None and not f.unknown for f in findings):
+        return INVALID
+    if not checked_anything or any(f.unknown for f in findings):
+        return UNKNOWN
+    return VALID

@@ -1,0 +1,124 @@
+"""`fenced-producer-ack`: a fenced transactional producer's send or commit acknowledged after its
+successor's first commit, from the history alone.
+
+With transactions on, the queue workload gives each worker slot one transactional.id
+(`generator.transactional_id`, history/format.TXN_ID_PER_SLOT): process p runs on slot
+p mod `generator.concurrency`, and the process replacing a retired one is p + concurrency, so on
+one slot a higher process id started later (queue/rules/fencing.py, which judges the same plans
+the same way). Before its first transaction a process calls InitProducerId, which bumps the
+slot's producer epoch: KIP-98, "Bumps up the epoch of the PID, so that any previous zombie
+instance of the producer is fenced off and cannot move forward with its transaction". Under
+transaction.version 2 (KIP-890) the epoch is bumped at every commit as well, which fences more,
+never less.
+
+So once a later process p' of p's slot has had a transaction committed (an ok `send` or `txn`
+holding a send: its commit went through the coordinator under the new epoch, after its
+InitProducerId), the coordinator refuses p's EndTxn and the partition leaders p's produce
+requests (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH): an ok `send` or `txn` of p holding a send,
+completed after p''s first such commit completed, is an acknowledgement Kafka must not give.
+One finding per such op, naming it and p''s commit.
+
+Not judged, and why: ops that hold no send (a transaction of polls alone may commit without
+the coordinator: nothing was added to it), `fail` and `info` ops (nothing acknowledged),
+acknowledgements at the very time of the fence or before it, processes that are not clients,
+and runs without per-slot transactional ids (queue/rules/fencing.generator_slots: no
+transactions, older plans, no plan at all). kchaos's workers run one process of a slot at a
+time, a replacement starting after its predecessor's last completion, so on a correct harness
+no such pair exists; a finding means Kafka acknowledged a zombie, or the client recorded an
+acknowledgement it was not given.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from checkers.core.findings import Finding, secs
+from checkers.families.data_log.fencing import RULE as FENCING_RULE
+from checkers.scan.op_rows import client_process, row_value
+from history.format import OK
+
+# The ops that write: read whole when the plan names per-slot transactional ids.
+ACK_FS = ("send", "txn")
+
+RULE = (
+    "once a later process of a slot has committed a transaction under the slot's "
+    "transactional.id, the earlier process's producer is fenced: none of its sends or commits "
+    "is acknowledged after that (transaction.version 2 bumps the epoch at every commit too, "
+    f"KIP-890). {FENCING_RULE}"
+)
+
+
+@dataclass(frozen=True)
+class Ack:
+    index: int
+    process: int
+    f: str
+    time: int
+
+
+def acks(rows: Iterable[dict[str, Any]]) -> list[Ack]:
+    """Ok ops of client processes that hold a send, in index order."""
+    out = []
+    for r in rows:
+        process = client_process(r["process"])
+        if r["type"] != OK or process is None or r.get("time") is None:
+            continue
+        value = row_value(r)
+        if isinstance(value, list) and any(
+            isinstance(m, list) and m[:1] == ["send"] for m in value
+        ):
+            out.append(Ack(int(r["index"]), process, str(r["f"]), int(r["time"])))
+    return out
+
+
+def fenced_acks(rows: Iterable[dict[str, Any]], slots: int) -> tuple[list[Finding], int]:
+    """(findings, acknowledged writes judged) of op rows with f in ACK_FS."""
+    by_slot: dict[int, dict[int, list[Ack]]] = defaultdict(lambda: defaultdict(list))
+    all_acks = acks(rows)
+    for a in all_acks:
+        by_slot[a.process % slots][a.process].append(a)
+    found = []
+    for processes in by_slot.values():
+        ordered = sorted(processes)
+        # The earliest first commit among processes later on the slot than each one.
+        fence: Ack | None = None
+        for p in reversed(ordered):
+            if fence is not None:
+                found.extend(
+                    fenced_producer_ack(a, fence, slots)
+                    for a in processes[p]
+                    if a.time > fence.time
+                )
+            first = min(processes[p], key=lambda a: (a.time, a.index))
+            if fence is None or (first.time, first.index) < (fence.time, fence.index):
+                fence = first
+    return found, len(all_acks)
+
+
+def fenced_producer_ack(a: Ack, fence: Ack, slots: int) -> Finding:
+    slot = a.process % slots
+    return Finding(
+        "fenced-producer-ack",
+        None,
+        (min(a.index, fence.index), max(a.index, fence.index)),
+        f"op {a.index} ({a.f}) of process {a.process} was acknowledged (ok) at {secs(a.time)}, "
+        f"after process {fence.process}'s transaction committed at {secs(fence.time)} (op "
+        f"{fence.index}, {fence.f}). Both ran on worker slot {slot} (process mod {slots}) and "
+        f"so used one transactional.id; process {fence.process} took the slot after process "
+        f"{a.process}, and its InitProducerId, done before that commit, fenced process "
+        f"{a.process}'s producer epoch: a fenced producer's send or commit was acknowledged "
+        f"after its successor's first commit. Rule: {RULE}",
+        {
+            "op": a.index,
+            "process": a.process,
+            "acknowledged_at": a.time,
+            "fence": fence.index,
+            "fence_process": fence.process,
+            "fenced_at": fence.time,
+            "slot": slot,
+            "rule": RULE,
+        },
+    )
