@@ -29,8 +29,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from clusters.cluster import ClusterInfo
 from clusters.config import CONF_DIR, render_node, server_properties
-from clusters.docker_cluster import ClusterInfo
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist
 from clusters.migration import (
