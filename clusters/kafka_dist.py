@@ -506,3 +506,13 @@ def run_tool(dist: KafkaDist, tool: str, args: list[str], timeout: float) -> tup
         return -1, out, f"{tool} did not finish within {timeout:.0f} s"
     archive.done(exited=done.returncode >= 0)
     return done.returncode, done.stdout, done.stderr
+
+
+def check_release(version: str) -> None:
+    """Refuses, without a network, what a run's version resolution would refuse of ``version``
+    itself: a spelling that is no version, or a release older than kchaos supports, in the
+    run's own words. Which release a line such as 3.9 means, and whether Maven Central has
+    it, only the run finds out (resolve_offline_first)."""
+    parts = parse_version(version)
+    # Given the one release the request could mean, resolve_version refuses only the request.
+    resolve_version(version, [".".join(map(str, (*parts, 0, 0)[:3]))])

@@ -31,7 +31,7 @@ from typing import Any
 
 from checkers.analyze.scenario import scenario
 from harness.plan import build_plan
-from harness.spec import RunSpec, SpecError, load_spec_file, spec_from_dict
+from harness.spec import RunSpec, SpecError, load_spec_file, scenario_terms, spec_from_dict
 
 # Options a campaign sets for every cell itself: where the run writes and which cluster it uses.
 OWNED = ("results_dir", "name", "cluster", "subnet", "seed")
@@ -146,7 +146,7 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
         if spec.hosts:
             # Absolute, as the spec made it: a cell's run starts in the repository.
             options["hosts"] = spec.hosts
-        tests = scenario(spec.to_dict())
+        tests = scenario(spec.to_dict(), scenario_terms())
         for seed in seeds:
             # Checked as `kchaos run --plan-only` checks (plan included), before anything runs.
             build_plan(replace(spec, seed=seed), seed)

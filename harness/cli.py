@@ -27,7 +27,7 @@ from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED
 from harness.hosts_cli import hosts
 from harness.nemeses_cli import nemeses
 from harness.run_cli import heal, run
-from harness.spec import SpecError
+from harness.spec import SpecError, scenario_terms
 from history.format import JSONL_NAME
 
 # Exceptions whose message is the whole story for the user.
@@ -135,7 +135,7 @@ main.add_command(heal)
 main.add_command(hosts)
 main.add_command(nemeses)
 main.add_command(merging_first(check_command))
-main.add_command(analyze_command)
+main.add_command(analyze_command(scenario_terms()))
 
 
 if __name__ == "__main__":

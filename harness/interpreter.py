@@ -49,10 +49,7 @@ from history.format import JSONL_NAME
 from nemesis.api import FaultContext, Nemesis
 from nemesis.registry import build
 from workloads.api import Clocked, SizedFinal, Workload
-from workloads.client_choice import format_features
-from workloads.client_choice import history_header as client_header
 from workloads.observe import Observer
-from workloads.pipelined import history_header, lanes_of
 from workloads.registry import WORKLOADS
 
 __all__ = ["Run"]
@@ -124,7 +121,9 @@ class Run:
         self.show_progress = show_progress
         self.stop = threading.Event()
         # A pipelined producer owns one process id per send in flight (harness/workers.py Lanes).
-        self.processes = ProcessIds(self.spec.concurrency * lanes_of(self.plan.generator))
+        self.processes = ProcessIds(
+            self.spec.concurrency * self.workload_kind.lanes(self.plan.generator)
+        )
         self.summary: dict[str, Any] = {"seed": plan.seed, "replay_of": replay_of}
         self.run_dir: Path | None = None
         self.run_id = ""
@@ -231,7 +230,7 @@ class Run:
             timing=spec.timing,
             extra_props=node_properties(self.plan.upgrade) or None,
             # --txn-protocol: the transaction.version the storage is formatted with.
-            features=format_features(self.plan.generator) or None,
+            features=self.workload_kind.format_features(self.plan.generator) or None,
             logs_on_failure=live.run_dir,
         )
         info = live.cluster.up(topo, options, say=self.say)
@@ -243,13 +242,9 @@ class Run:
             # The newest release's tools read what every release wrote.
             live.cluster.tools = max(self.releases.values(), key=lambda d: parse_version(d.version))
         ctx = FaultContext(topology=info.topology, nodes=live.cluster.nodes(info))
-        header = {
-            **self.workload_kind.HISTORY_HEADER,
-            **history_header(self.plan.generator),
-            **client_header(self.plan.generator),
-        }
+        header = self.workload_kind.history_header(self.plan.generator)
         # Pipelined sends write thousands of lines a second: flushed by time, not per line.
-        flush = PIPELINED_FLUSH_S if history_header(self.plan.generator) else None
+        flush = PIPELINED_FLUSH_S if self.workload_kind.flush_by_time(self.plan.generator) else None
         rec = Recorder(live.run_dir / JSONL_NAME, self.run_id, header=header, flush_seconds=flush)
         live.up = Up(info, ctx, rec)
         self._note(history=True)

@@ -156,7 +156,7 @@ def generator_params(spec: RunSpec) -> dict[str, Any]:
     """How clients choose operations: the workload's own parameters, and how the harness drives
     its clients (their rate, how many, and each process's random stream, from `client_rng`)."""
     return {
-        **WORKLOADS[spec.workload].generator(spec),
+        **WORKLOADS[spec.workload].generator(spec.values()),
         "workload": spec.workload,
         "rate": spec.rate,
         "concurrency": spec.concurrency,

@@ -3,65 +3,44 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from click.core import ParameterSource
 from rich.markup import escape
 
-from clusters.kafka_dist import DEFAULT_VERSION
-from clusters.quorum import QUORUMS
-from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
 from harness.console import console, err_console, say
 from harness.hosts import accept_option, hosts_option
-from harness.nemesis_items import EXAMPLE, SYNTAX
 from harness.plan import build_plan, load_plan, new_seed
-from harness.spec import AVAILABILITY, SEND_MODES, RunSpec, load_spec_file, spec_from_dict
-from workloads.client_choice import CLIENTS, GROUP_PROTOCOLS, TXN_PROTOCOLS
-from workloads.pipelined import SEND_RECORDERS
-from workloads.queue_ops import FINAL_READ_RATE
-
-# CLI option name -> spec field, for options that may also come from a spec file.
-SPEC_OPTIONS = {
-    "topology": "topology",
-    "zookeepers": "zookeepers",
-    "version": "version",
-    "workload": "workload",
-    "nemesis": "nemesis",
-    "time_limit": "time_limit",
-    "concurrency": "concurrency",
-    "rate": "rate",
-    "nemesis_interval": "nemesis_interval",
-    "timing": "timing",
-    "seed": "seed",
-    "name": "name",
-    "keep_cluster": "keep_cluster",
-    "cluster": "cluster",
-    "subnet": "subnet",
-    "results_dir": "results_dir",
-    "keys": "keys",
-    "txn": "txn",
-    "mode": "mode",
-    "final_timeout": "final_timeout",
-    "upgrade_to": "upgrade_to",
-    "downgrade_to": "downgrade_to",
-    "quorum": "quorum",
-    "availability": "availability",
-    "send_mode": "send_mode",
-    "in_flight": "in_flight",
-    "linger_ms": "linger_ms",
-    "batch_size": "batch_size",
-    "send_recorder": "send_recorder",
-    "features": "features",
-    "client": "client",
-    "client_version": "client_version",
-    "group_protocol": "group_protocol",
-    "txn_protocol": "txn_protocol",
-    "hosts": "hosts",
-}
+from harness.spec import OPTIONS, RunSpec, load_spec_file, spec_from_dict
+from workloads.options import Option
 
 _D = RunSpec()
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _click_option(o: Option) -> Callable[[F], F]:
+    """The command-line form of a declared option (workloads/options.py)."""
+    kw: dict[str, Any] = {"default": o.default, "help": o.help}
+    if o.kind is bool:
+        kw["is_flag"] = True
+    elif o.kind is list:
+        kw["default"] = ",".join(o.default)
+    elif o.choices:
+        kw["type"] = click.Choice(o.choices)
+    elif o.kind in (int, float):
+        kw["type"] = o.kind
+    kw["show_default"] = o.default is not None and o.kind not in (bool, list)
+    return click.option(f"--{o.flag}", **{**kw, **o.cli})
+
+
+def run_options(f: F) -> F:
+    """Every declared run option (the harness's and each workload kind's), in their order."""
+    for o in reversed(OPTIONS):
+        f = _click_option(o)(f)
+    return f
 
 
 @click.command()
@@ -77,176 +56,7 @@ _D = RunSpec()
     type=click.Path(path_type=Path),
     help="Run the plan of an earlier run directory again on a fresh cluster.",
 )
-@click.option("--topology", type=click.Choice(TOPOLOGIES), default=_D.topology, show_default=True)
-@click.option(
-    "--zookeepers",
-    type=click.IntRange(1, 3),
-    default=_D.zookeepers,
-    show_default=True,
-    help="ZooKeeper nodes with --topology zk or migration (1 or 3).",
-)
-@click.option(
-    "--version",
-    default="3.9",
-    show_default=True,
-    help=f"Kafka version or line (newest of the line; e.g. {DEFAULT_VERSION}).",
-)
-@click.option("--workload", default=_D.workload, show_default=True)
-@click.option(
-    "--nemesis",
-    default="",
-    help=f"Faults, comma-separated: each item is {SYNTAX}. A package draws any of its kinds, "
-    "a kind only itself, a target fixes whom it hits (kill and pause: the kind is the target). "
-    "Every item gets a fault window before any gets a second; `kchaos nemeses` lists every "
-    f"package, kind, target and parameter.\n\n\b\ne.g. partition,kill\n     {EXAMPLE}",
-)
-@click.option(
-    "--time-limit",
-    type=float,
-    default=_D.time_limit,
-    show_default=True,
-    help="Seconds of workload.",
-)
-@click.option("--concurrency", type=int, default=_D.concurrency, show_default=True)
-@click.option(
-    "--rate",
-    type=float,
-    default=_D.rate,
-    show_default=True,
-    help="Operations per second, all clients together; 0: unlimited.",
-)
-@click.option(
-    "--nemesis-interval",
-    type=float,
-    default=_D.nemesis_interval,
-    show_default=True,
-    help="Seconds a fault stays on, and then off.",
-)
-@click.option(
-    "--timing", type=click.Choice(["fast", "default"]), default=_D.timing, show_default=True
-)
-@click.option("--seed", type=int, default=None, help="Fixes every random choice (default: random).")
-@click.option("--name", default=None, help="results/<name>/ (default: the workload).")
-@click.option("--keep-cluster", is_flag=True, help="Leave the cluster up after the run.")
-@click.option("--cluster", default=_D.cluster, show_default=True, help="Docker cluster name.")
-@click.option("--subnet", default=DEFAULT_SUBNET, show_default=True)
-@click.option("--results-dir", default=_D.results_dir, show_default=True)
-@click.option("--keys", type=int, default=_D.keys, show_default=True, help="Queue keys.")
-@click.option("--txn", is_flag=True, help="Queue writes in Kafka transactions.")
-@click.option(
-    "--mode", type=click.Choice(["assign", "subscribe"]), default=_D.mode, show_default=True
-)
-@click.option(
-    "--final-timeout",
-    type=float,
-    default=_D.final_timeout,
-    show_default=True,
-    help="Bound on the final reads, seconds; a queue run adds a second per "
-    f"{FINAL_READ_RATE:,.0f} acknowledged sends.",
-)
-@click.option(
-    "--upgrade-to",
-    default=None,
-    help="Roll every node to this Kafka release during the run, then finalize its feature "
-    "levels (docs/upgrades.md).",
-)
-@click.option(
-    "--downgrade-to",
-    default=None,
-    help="Lower metadata.version safely to this older release's, then roll every node back to "
-    "it (after --upgrade-to, if given).",
-)
-@click.option(
-    "--quorum",
-    type=click.Choice(QUORUMS),
-    default=None,
-    help="The controller quorum: static (controller.quorum.voters, the default), dynamic "
-    "(KIP-853, Kafka 3.9+: a controller is removed and added back during the run), or "
-    "static-to-dynamic (Kafka 4.1+: kraft.version raised to 1 first; docs/upgrades.md).",
-)
-@click.option(
-    "--availability",
-    type=click.Choice(AVAILABILITY),
-    default=None,
-    help="What a spurious fence of a healthy broker does to the verdict: report it, tolerated "
-    "(the default), or fail the run (docs/checkers.md, lease liveness).",
-)
-@click.option(
-    "--send-mode",
-    type=click.Choice(SEND_MODES),
-    default=None,
-    help="Queue sends one at a time per process (sync, the default), or pipelined: each "
-    "worker slot one idempotent producer with --in-flight sends outstanding, each its own "
-    "operation (async; docs/clients.md).",
-)
-@click.option(
-    "--in-flight",
-    type=int,
-    default=None,
-    help="With --send-mode async: sends outstanding per producer, one process id each (default 5).",
-)
-@click.option(
-    "--linger-ms",
-    type=float,
-    default=None,
-    help="With --send-mode async: the producer's linger.ms (default 5).",
-)
-@click.option(
-    "--batch-size",
-    type=int,
-    default=None,
-    help="With --send-mode async: the producer's batch.size in bytes (librdkafka's default).",
-)
-@click.option(
-    "--send-recorder",
-    type=click.Choice(SEND_RECORDERS),
-    default=None,
-    help="With --client java --send-mode async: who writes each send's operations, the "
-    "producer's JVM (jvm, the default: tens of thousands of sends a second) or the harness "
-    "(each send through its recorder, as librdkafka's are; docs/history.md).",
-)
-@click.option(
-    "--features",
-    default=None,
-    help="Feature steps of your own, in order, each one kafka-features request during the run "
-    "(after any roll): name=level (upgrade or downgrade, whichever the finalized level calls "
-    "for), name=level!unsafe, dry-run:name=level, metadata.version=release:X; comma-separated "
-    "(docs/upgrades.md, Feature steps).",
-)
-@click.option(
-    "--client",
-    type=click.Choice(CLIENTS),
-    default=None,
-    help="The Kafka client the queue drives: librdkafka (confluent-kafka, the default) or "
-    "java (Kafka's own client, from the Maven jars; docs/clients.md).",
-)
-@click.option(
-    "--client-version",
-    default=None,
-    help="With --client java: the Kafka release whose client jars to use (default: the "
-    "release the run starts on).",
-)
-@click.option(
-    "--group-protocol",
-    type=click.Choice(GROUP_PROTOCOLS),
-    default=None,
-    help="With --mode subscribe: the consumer group protocol, classic (the default) or "
-    "consumer (KIP-848, Kafka 4.0+).",
-)
-@click.option(
-    "--txn-protocol",
-    type=click.Choice(TXN_PROTOCOLS),
-    default=None,
-    help="With --txn on Kafka 4.0+: the transaction protocol the cluster is formatted with, "
-    "classic (transaction.version 0) or v2 (KIP-890 part 2, --client java only); default: "
-    "the release's own default.",
-)
-@click.option(
-    "--hosts",
-    default=None,
-    help="Run on the hosts of this SSH inventory instead of Docker (docs/ssh.md): the cluster "
-    "takes their name and topology.",
-)
+@run_options
 @click.option(
     "--plan-only",
     is_flag=True,
@@ -278,10 +88,10 @@ def run(
     else:
         raw = load_spec_file(spec_file) if spec_file else {}
         data: dict[str, Any] = {str(k).replace("-", "_"): v for k, v in raw.items()}
-        for opt, field_name in SPEC_OPTIONS.items():
-            given = ctx.get_parameter_source(opt) not in (ParameterSource.DEFAULT, None)
-            if given or field_name not in data:
-                data[field_name] = options[opt]
+        for o in OPTIONS:
+            given = ctx.get_parameter_source(o.name) not in (ParameterSource.DEFAULT, None)
+            if given or o.name not in data:
+                data[o.name] = options[o.name]
         spec = spec_from_dict(data, where=str(spec_file) if spec_file else "options")
         seed = spec.seed if spec.seed is not None else new_seed()
         plan = build_plan(spec, seed)

@@ -2,98 +2,193 @@
 
 A spec is plain data so that it can be written into the run directory and read back for a replay;
 every problem with one becomes a single SpecError sentence naming the field.
+
+Every option is declared once (workloads/options.py): the harness's own on ``RunSpec``'s fields
+(``option(...)``), a workload kind's in its ``OPTIONS``. ``RunSpec`` holds the harness's fields
+and every kind's workload options in ``options`` (by name, defaults filled in); the spec file's
+keys, their coercion, each option's own refusals, ``to_dict`` (plan.json's spec), the command line
+(harness/run_cli.py) and the scenario name's terms (``scenario_terms``) come from the declarations.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
 import yaml
 
+from checkers.analyze.scenario import ScenarioTerms
 from clusters.errors import ClusterError
-from clusters.kafka_dist import parse_version, resolve_version
-from clusters.quorum import STATIC, check_quorum
+from clusters.kafka_dist import DEFAULT_VERSION, check_release
+from clusters.quorum import QUORUMS, STATIC, check_quorum
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
 from clusters.upgrade_paths import check_downgrade, check_upgrade
 from harness.feature_steps import FeatureItem, FeatureSpecError, parse_features
-from harness.nemesis_items import ItemError, named_selectors, parse_items
-from history.format import JVM_RECORDER
-from workloads.client_choice import CLIENTS, GROUP_PROTOCOLS, JAVA, ClientChoiceError
-from workloads.client_choice import check as check_client
-from workloads.pipelined import SEND_RECORDERS
+from harness.nemesis_items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
+from workloads.options import (
+    AS_ASKED,
+    Option,
+    OptionError,
+    Values,
+    coerce,
+    declared,
+    option,
+    positive,
+    refuse_each,
+)
+from workloads.queue_ops import FINAL_READ_RATE
+from workloads.registry import WORKLOAD_OPTIONS, WORKLOADS
 
 TIMINGS = ("fast", "default")
-QUEUE_MODES = ("assign", "subscribe")
 AVAILABILITY = ("report", "fail")  # the first is what a run without the option does
-SEND_MODES = ("sync", "async")  # the first is what a run without the option does
 
 
 class SpecError(Exception):
     """A spec (file or options) that cannot be run; the message is the whole story."""
 
 
+def _workload(flag: str, value: Any) -> str | None:
+    if value in WORKLOADS:
+        return None
+    return f"unknown workload '{value}': valid workloads are {', '.join(WORKLOADS)}"
+
+
+def _zookeepers(flag: str, value: Any) -> str | None:
+    return None if value in (1, 3) else f"zookeepers must be 1 or 3, not {value}"
+
+
+def _rate(flag: str, value: Any) -> str | None:
+    return f"rate must be 0 (unlimited) or positive, not {value}" if value < 0 else None
+
+
+def _seed(flag: str, value: Any) -> str | None:
+    return None if 0 <= value < 2**63 else f"seed must be between 0 and 2^63-1, not {value}"
+
+
+def _all_options() -> dict[str, Any]:
+    return {o.name: o.default for o in WORKLOAD_OPTIONS}
+
+
 @dataclass
 class RunSpec:
-    workload: str = "queue"
-    topology: str = "kraft-combined"
+    """The harness's own options, each field its declaration, and the workload options."""
+
+    workload: str = option("queue", check=_workload)
+    topology: str = option("kraft-combined", choices=TOPOLOGIES)
     # ZooKeeper ensemble size in zk mode: 3 lets a nemesis take its leader without losing ZK.
-    zookeepers: int = 1
-    version: str = "3.9"
-    nemesis: list[str] = field(default_factory=list)
-    time_limit: float = 30.0
-    concurrency: int = 4
-    rate: float = 50.0  # total invocations per second across clients; 0: as fast as they can
-    nemesis_interval: float = 10.0
-    timing: str = "default"
-    seed: int | None = None
-    name: str | None = None  # results/<name>/; defaults to the workload
-    keep_cluster: bool = False
+    zookeepers: int = option(
+        1,
+        check=_zookeepers,
+        help="ZooKeeper nodes with --topology zk or migration (1 or 3).",
+        cli={"type": click.IntRange(1, 3)},
+    )
+    version: str = option(
+        "3.9", help=f"Kafka version or line (newest of the line; e.g. {DEFAULT_VERSION})."
+    )
+    nemesis: list[str] = option(  # noqa: RUF009 (a list default: option() copies it per spec)
+        [],
+        help=f"Faults, comma-separated: each item is {SYNTAX}. A package draws any of its kinds, "
+        "a kind only itself, a target fixes whom it hits (kill and pause: the kind is the target). "
+        "Every item gets a fault window before any gets a second; `kchaos nemeses` lists every "
+        f"package, kind, target and parameter.\n\n\b\ne.g. partition,kill\n     {EXAMPLE}",
+    )
+    time_limit: float = option(30.0, check=positive, help="Seconds of workload.")
+    concurrency: int = option(4, check=positive)
+    # Total invocations per second across clients; 0: as fast as they can.
+    rate: float = option(
+        50.0, check=_rate, help="Operations per second, all clients together; 0: unlimited."
+    )
+    nemesis_interval: float = option(
+        10.0, check=positive, help="Seconds a fault stays on, and then off."
+    )
+    timing: str = option("default", choices=TIMINGS)
+    seed: int | None = option(
+        kind=int, check=_seed, tested=False, help="Fixes every random choice (default: random)."
+    )
+    # results/<name>/; defaults to the workload
+    name: str | None = option(
+        kind=str, tested=False, help="results/<name>/ (default: the workload)."
+    )
+    keep_cluster: bool = option(False, tested=False, help="Leave the cluster up after the run.")
     # Where the run's Docker cluster lives; several runs (or tests) can coexist with their own.
-    cluster: str = "kchaos-run"
-    subnet: str = DEFAULT_SUBNET
-    results_dir: str = "results"
-    # Workload shape (queue): how many keys, and how consumers find their partitions.
-    keys: int = 8
-    txn: bool = False
-    mode: str = "assign"
-    final_timeout: float = 60.0
+    cluster: str = option("kchaos-run", tested=False, help="Docker cluster name.")
+    subnet: str = option(DEFAULT_SUBNET, tested=False)
+    results_dir: str = option("results", tested=False)
+    final_timeout: float = option(
+        60.0,
+        check=positive,
+        help="Bound on the final reads, seconds; a queue run adds a second per "
+        f"{FINAL_READ_RATE:,.0f} acknowledged sends.",
+    )
     # Rolling software changes (harness/upgrade.py): the release to upgrade to after the start
     # (and after a migration), and the release to roll back to after a safe feature downgrade.
-    upgrade_to: str | None = None
-    downgrade_to: str | None = None
+    upgrade_to: str | None = option(
+        kind=str,
+        stored=AS_ASKED,
+        help="Roll every node to this Kafka release during the run, then finalize its feature "
+        "levels (docs/upgrades.md).",
+    )
+    downgrade_to: str | None = option(
+        kind=str,
+        stored=AS_ASKED,
+        help="Lower metadata.version safely to this older release's, then roll every node back "
+        "to it (after --upgrade-to, if given).",
+    )
     # The controller quorum (clusters/quorum.py): static (None), dynamic (KIP-853, with
-    # controller membership steps, harness/quorum_steps.py), or static-to-dynamic (4.1+).
-    quorum: str | None = None
+    # controller membership steps, harness/quorum_steps.py), or static-to-dynamic (4.1+);
+    # checked with the topology and releases (check_quorum).
+    quorum: str | None = option(
+        kind=str,
+        stored=AS_ASKED,
+        choices=QUORUMS,
+        quiet=(STATIC,),
+        help="The controller quorum: static (controller.quorum.voters, the default), dynamic "
+        "(KIP-853, Kafka 3.9+: a controller is removed and added back during the run), or "
+        "static-to-dynamic (Kafka 4.1+: kraft.version raised to 1 first; docs/upgrades.md).",
+    )
     # What a spurious fence of a healthy broker does to the verdict (checkers/families/metadata_log/
     # liveness.py): reported and tolerated (None, "report"), or a failure ("fail").
-    availability: str | None = None
-    # Pipelined sends (workloads/pipelined.py): "async" makes each worker slot one producer with
-    # `in_flight` sends outstanding at once, each its own operation; None or "sync": one send
-    # at a time per process, as every earlier run. The rest tune the async producer only.
-    send_mode: str | None = None
-    in_flight: int | None = None
-    linger_ms: float | None = None
-    batch_size: int | None = None
-    # Who writes pipelined sends' operations (workloads/pipelined.py SEND_RECORDERS): with the
-    # Java client its JVM ("jvm", what None means there), else the harness's recorder.
-    send_recorder: str | None = None
+    availability: str | None = option(
+        kind=str,
+        choices=AVAILABILITY,
+        stored=AS_ASKED,
+        quiet=(AVAILABILITY[0],),
+        help="What a spurious fence of a healthy broker does to the verdict: report it, "
+        "tolerated (the default), or fail the run (docs/checkers.md, lease liveness).",
+    )
     # Feature steps of the user's own (harness/feature_steps.py): "transaction.version=0,
     # dry-run:group.version=0, metadata.version=release:4.0, ...", each one planned step.
-    features: str | None = None
-    # The client the queue drives (workloads/client_choice.py): librdkafka (None) or Kafka's own
-    # Java client, from the jars of `client_version` (None: the release the run starts on); the
-    # subscribers' group protocol (KIP-848 "consumer", or "classic" as every earlier run); the
-    # transaction protocol the cluster is formatted with (transaction.version 0 or 2).
-    client: str | None = None
-    client_version: str | None = None
-    group_protocol: str | None = None
-    txn_protocol: str | None = None
+    features: str | None = option(
+        kind=str,
+        stored=AS_ASKED,
+        help="Feature steps of your own, in order, each one kafka-features request during the "
+        "run (after any roll): name=level (upgrade or downgrade, whichever the finalized level "
+        "calls for), name=level!unsafe, dry-run:name=level, metadata.version=release:X; "
+        "comma-separated (docs/upgrades.md, Feature steps).",
+    )
     # An SSH inventory (clusters/inventory.py, docs/ssh.md): the run's cluster is brought up on
     # its hosts instead of Docker, and takes their name and topology. None: Docker.
-    hosts: str | None = None
+    hosts: str | None = option(
+        kind=str,
+        stored=AS_ASKED,
+        help="Run on the hosts of this SSH inventory instead of Docker (docs/ssh.md): the "
+        "cluster takes their name and topology.",
+    )
+    # Every workload kind's options by name (workloads/registry.py WORKLOAD_OPTIONS).
+    options: dict[str, Any] = field(default_factory=_all_options)
+
+    @classmethod
+    def of(cls, **values: Any) -> RunSpec:
+        """A spec of harness and workload options alike, by name; unchecked (``validate``)."""
+        mine = {k: v for k, v in values.items() if k in HARNESS_NAMES}
+        theirs = {k: v for k, v in values.items() if k not in HARNESS_NAMES}
+        unknown = sorted(set(theirs) - set(_all_options()))
+        if unknown:
+            raise TypeError(f"RunSpec.of: unknown option(s) {', '.join(unknown)}")
+        return cls(**mine, options={**_all_options(), **theirs})
 
     @property
     def run_name(self) -> str:
@@ -103,24 +198,29 @@ class RunSpec:
         """Every Kafka release the run starts on or rolls to, first the one it starts on."""
         return [v for v in (self.version, self.upgrade_to, self.downgrade_to) if v]
 
+    def values(self) -> Values:
+        """What a workload's generator and checks read: its options and the run's facts."""
+        return Values(
+            **self.options,
+            workload=self.workload,
+            topology=self.topology,
+            version=self.version,
+            releases=tuple(self.releases()),
+        )
+
+    def value(self, name: str) -> Any:
+        """Any option's value by name, the harness's or a workload's."""
+        return getattr(self, name) if name in HARNESS_NAMES else self.options[name]
+
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        # Options added later appear only when used, so every earlier plan.json stays the same.
-        for name in _LATER_OPTIONS:
-            if out[name] is None:
-                del out[name]
-        # Asking for the static quorum is asking for what every earlier run had.
-        if out.get("quorum") == STATIC:
-            del out["quorum"]
-        # The same for availability findings reported, as every earlier run had them.
-        if out.get("availability") == AVAILABILITY[0]:
-            del out["availability"]
-        if out.get("send_mode") == SEND_MODES[0]:
-            del out["send_mode"]
-        if out.get("client") == CLIENTS[0]:
-            del out["client"]
-        if out.get("group_protocol") == GROUP_PROTOCOLS[0]:
-            del out["group_protocol"]
+        """plan.json's spec: every option the first plans had, and the later ones only when
+        they ask for something a run without them does not (every earlier plan.json stays the
+        same; options.py ``stored``)."""
+        out = {}
+        for o in OPTIONS:
+            value = self.value(o.name)
+            if o.stores(value):
+                out[o.name] = list(value) if isinstance(value, list) else value
         return out
 
     @property
@@ -128,33 +228,24 @@ class RunSpec:
         return self.quorum or STATIC
 
 
-_LATER_OPTIONS = (
-    "upgrade_to",
-    "downgrade_to",
-    "quorum",
-    "availability",
-    "send_mode",
-    "in_flight",
-    "linger_ms",
-    "batch_size",
-    "send_recorder",
-    "features",
-    "client",
-    "client_version",
-    "group_protocol",
-    "txn_protocol",
-    "hosts",
-)
+# The harness's options, then every workload kind's: the command line's and spec files'.
+HARNESS_OPTIONS: tuple[Option, ...] = declared(RunSpec)
+HARNESS_NAMES = frozenset(o.name for o in HARNESS_OPTIONS)
+OPTIONS: tuple[Option, ...] = HARNESS_OPTIONS + WORKLOAD_OPTIONS
+_BY_NAME = {o.name: o for o in OPTIONS}
+if len(_BY_NAME) != len(OPTIONS):
+    # A workload option named as the harness's would shadow it in a spec file.
+    raise ValueError("a workload option has the name of one of the harness's")
 
 
-def check_release(version: str) -> None:
-    """Refuses, without a network, what a run's version resolution would refuse of ``version``
-    itself: a spelling that is no version, or a release older than kchaos supports, in the
-    run's own words. Which release a line such as 3.9 means, and whether Maven Central has
-    it, only the run finds out (clusters/kafka_dist.py resolve_offline_first)."""
-    parts = parse_version(version)
-    # Given the one release the request could mean, resolve_version refuses only the request.
-    resolve_version(version, [".".join(map(str, (*parts, 0, 0)[:3]))])
+def scenario_terms() -> ScenarioTerms:
+    """What the scenario name (checkers/analyze/scenario.py) needs of the declarations: the
+    values that mean "as a run without the option", and the options that say where or how a
+    run is kept rather than what it tests."""
+    return ScenarioTerms(
+        defaults={o.name: (o.default, *o.quiet) for o in OPTIONS},
+        kept=frozenset(o.name for o in OPTIONS if not o.tested),
+    )
 
 
 def feature_items(spec: RunSpec) -> list[FeatureItem]:
@@ -165,22 +256,17 @@ def feature_items(spec: RunSpec) -> list[FeatureItem]:
     return parse_features(spec.features, spec.releases()[-1], spec.topology)
 
 
-def _known_workloads() -> list[str]:
-    from workloads.registry import WORKLOADS
-
-    return list(WORKLOADS)
+def _refuse(spec: RunSpec, *names: str) -> None:
+    for name in names:
+        try:
+            _BY_NAME[name].refuse(spec.value(name))
+        except OptionError as exc:
+            raise SpecError(str(exc)) from None
 
 
 def validate(spec: RunSpec) -> RunSpec:
     """Raises SpecError on the first thing that cannot work; returns the spec unchanged."""
-    workloads = _known_workloads()
-    if spec.workload not in workloads:
-        raise SpecError(
-            f"unknown workload '{spec.workload}': valid workloads are {', '.join(workloads)}"
-        )
-    if spec.topology not in TOPOLOGIES:
-        choices = ", ".join(TOPOLOGIES)
-        raise SpecError(f"unknown topology '{spec.topology}': choose one of {choices}")
+    _refuse(spec, "workload", "topology")
     try:
         parse_items(spec.nemesis, spec.topology, spec.zookeepers)
     except ItemError as exc:
@@ -202,49 +288,16 @@ def validate(spec: RunSpec) -> RunSpec:
             feature_items(spec)
         except (FeatureSpecError, ClusterError) as exc:
             raise SpecError(str(exc)) from None
-    if spec.availability is not None and spec.availability not in AVAILABILITY:
-        raise SpecError(
-            f"unknown availability '{spec.availability}': choose one of {', '.join(AVAILABILITY)}"
-        )
-    _check_send_mode(spec)
+    _refuse(spec, "availability")
+    # The workload options: each one's own refusals, then each kind's of their combinations.
+    values = spec.values()
     try:
-        if spec.client_version is not None:
-            check_release(spec.client_version)
-        check_client(
-            client=spec.client,
-            client_version=spec.client_version,
-            group_protocol=spec.group_protocol,
-            txn_protocol=spec.txn_protocol,
-            workload=spec.workload,
-            mode=spec.mode,
-            txn=spec.txn,
-            topology=spec.topology,
-            releases=spec.releases(),
-        )
-    except ClientChoiceError as exc:
+        refuse_each(WORKLOAD_OPTIONS, values)
+        for kind in WORKLOADS.values():
+            kind.check(values)
+    except OptionError as exc:
         raise SpecError(str(exc)) from None
-    except ClusterError as exc:
-        raise SpecError(f"client-version: {exc}") from None
-    if spec.zookeepers not in (1, 3):
-        raise SpecError(f"zookeepers must be 1 or 3, not {spec.zookeepers}")
-    if spec.timing not in TIMINGS:
-        raise SpecError(f"unknown timing '{spec.timing}': choose one of {', '.join(TIMINGS)}")
-    if spec.mode not in QUEUE_MODES:
-        raise SpecError(f"unknown queue mode '{spec.mode}': choose one of {', '.join(QUEUE_MODES)}")
-    positive = {
-        "time_limit": spec.time_limit,
-        "concurrency": spec.concurrency,
-        "nemesis_interval": spec.nemesis_interval,
-        "keys": spec.keys,
-        "final_timeout": spec.final_timeout,
-    }
-    for name, value in positive.items():
-        if value <= 0:
-            raise SpecError(f"{name.replace('_', '-')} must be positive, not {value}")
-    if spec.rate < 0:
-        raise SpecError(f"rate must be 0 (unlimited) or positive, not {spec.rate}")
-    if spec.seed is not None and not 0 <= spec.seed < 2**63:
-        raise SpecError(f"seed must be between 0 and 2^63-1, not {spec.seed}")
+    _refuse(spec, *(o.name for o in HARNESS_OPTIONS))
     try:
         # The cluster's layout is pure data: a subnet that cannot hold it is refused here, as
         # the run would refuse it, and not after the run directory exists.
@@ -256,117 +309,25 @@ def validate(spec: RunSpec) -> RunSpec:
     return spec
 
 
-def _check_send_mode(spec: RunSpec) -> None:
-    if spec.send_mode is not None and spec.send_mode not in SEND_MODES:
-        raise SpecError(
-            f"unknown send mode '{spec.send_mode}': choose one of {', '.join(SEND_MODES)}"
-        )
-    tuning = {
-        "in_flight": spec.in_flight,
-        "linger_ms": spec.linger_ms,
-        "batch_size": spec.batch_size,
-        "send_recorder": spec.send_recorder,
-    }
-    if spec.send_mode != "async":
-        given = [k.replace("_", "-") for k, v in tuning.items() if v is not None]
-        if given:
-            raise SpecError(f"{', '.join(given)} only apply with send-mode async")
-        return
-    if spec.workload != "queue":
-        raise SpecError(f"send-mode async is a queue option, not one of '{spec.workload}'")
-    if spec.in_flight is not None and spec.in_flight <= 0:
-        raise SpecError(f"in-flight must be positive, not {spec.in_flight}")
-    if spec.linger_ms is not None and spec.linger_ms < 0:
-        raise SpecError(f"linger-ms must be 0 or positive, not {spec.linger_ms:g}")
-    if spec.batch_size is not None and spec.batch_size <= 0:
-        raise SpecError(f"batch-size must be positive, not {spec.batch_size}")
-    if spec.send_recorder is not None:
-        if spec.send_recorder not in SEND_RECORDERS:
-            raise SpecError(
-                f"unknown send recorder '{spec.send_recorder}': choose one of "
-                f"{', '.join(SEND_RECORDERS)}"
-            )
-        if spec.client != JAVA:
-            raise SpecError(
-                "send-recorder applies to --client java (librdkafka's sends are "
-                "recorded by the harness)"
-            )
-        if spec.txn and spec.send_recorder == JVM_RECORDER:
-            raise SpecError(
-                "send-recorder jvm records pipelined sends, not transactions: with --txn each "
-                "txn op spans its sends and its commit, and the harness records it"
-            )
-
-
-# Fields whose default is None, so their type cannot be read off the default.
-_OPTIONAL_KINDS: dict[str, type] = {
-    "seed": int,
-    "name": str,
-    "upgrade_to": str,
-    "downgrade_to": str,
-    "quorum": str,
-    "availability": str,
-    "send_mode": str,
-    "in_flight": int,
-    "linger_ms": float,
-    "batch_size": int,
-    "send_recorder": str,
-    "features": str,
-    "client": str,
-    "client_version": str,
-    "group_protocol": str,
-    "txn_protocol": str,
-    "hosts": str,
-}
-
-
-def _coerce(name: str, value: Any, default: Any) -> Any:
-    """Spec-file values into the field's type, with a sentence when they do not fit."""
-    if name == "nemesis":
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return value
-        raise SpecError("nemesis must be a comma-separated string or a list of names")
-    if value is None:
-        return None
-    kind = type(default) if default is not None else _OPTIONAL_KINDS[name]
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise SpecError(f"{name} must be true or false, not {value!r}")
-        return value
-    if kind in (int, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SpecError(f"{name} must be a number, not {value!r}")
-        if kind is int and value != int(value):
-            raise SpecError(f"{name} must be a whole number, not {value!r}")
-        return kind(value)
-    if not isinstance(value, str):
-        raise SpecError(f"{name} must be a string, not {value!r}")
-    return value
-
-
 def spec_from_dict(data: Any, where: str = "spec") -> RunSpec:
     if not isinstance(data, dict):
         raise SpecError(f"{where}: expected a mapping of options, found {type(data).__name__}")
-    defaults = RunSpec()
-    known = {f.name for f in fields(RunSpec)}
     values: dict[str, Any] = {}
     for raw_key, value in data.items():
         key = str(raw_key).replace("-", "_")
-        if key not in known:
+        if key not in _BY_NAME:
             raise SpecError(
                 f"{where}: unknown option '{raw_key}': options are "
-                f"{', '.join(sorted(k.replace('_', '-') for k in known))}"
+                f"{', '.join(sorted(o.flag for o in OPTIONS))}"
             )
         try:
-            values[key] = _coerce(key, value, getattr(defaults, key))
-        except SpecError as exc:
+            values[key] = coerce(_BY_NAME[key], value)
+        except OptionError as exc:
             raise SpecError(f"{where}: {exc}") from None
     try:
         if values.get("hosts"):
-            values.update(_on_hosts(values, defaults))
-        return check_named_targets(validate(RunSpec(**values)))
+            values.update(_on_hosts(values, RunSpec()))
+        return check_named_targets(validate(RunSpec.of(**values)))
     except SpecError as exc:
         raise SpecError(f"{where}: {exc}") from None
 
@@ -423,9 +384,9 @@ def check_named_targets(spec: RunSpec) -> RunSpec:
     """Targets that read what only some runs give, refused where the run gives none. Apart
     from ``validate``, whose items stay valid in any run of the topology: a spec as written
     (options, spec file, campaign cell, stored plan) passes both."""
-    if "txn-coordinator" in named_selectors(spec.nemesis) and not (
-        spec.txn and spec.workload == "queue"
-    ):
+    if "txn-coordinator" in named_selectors(spec.nemesis) and not WORKLOADS[
+        spec.workload
+    ].transactional(spec.values()):
         raise SpecError(
             "target txn-coordinator needs transactions: add --txn (queue workload), or aim "
             "at partition-leader or busiest-leader"

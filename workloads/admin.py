@@ -39,7 +39,7 @@ from confluent_kafka.admin import (
 )
 
 from clusters.topology import BROKER_PORT, Topology
-from workloads.api import Options
+from workloads.api import KindBase, Options
 from workloads.client import Completion, Invocation
 from workloads.kafka_errors import describe, kafka_error
 
@@ -96,7 +96,7 @@ def classify(exc: BaseException) -> str:
     return "fail" if err is not None and err.code() in DEFINITE_ADMIN else "info"
 
 
-class AdminWorkload:
+class AdminWorkload(KindBase):
     """One single-broker AdminClient per broker; clients of every process share them."""
 
     NAME: ClassVar[str] = "admin"

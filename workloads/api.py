@@ -1,8 +1,12 @@
 """The workload interface the harness drives: everything one kind of workload brings to a run.
 
-A workload kind is a class, named in ``workloads/registry.py``. Before a run it states, from the
-run's options, its generator parameters (written into plan.json, so a replay uses them as they
-were) and the header its history declares. During a run an instance, built from those
+A workload kind is a class, named in ``workloads/registry.py``. It declares its run options
+(``OPTIONS``, ``workloads/options.py``: the command line, spec checks and plan.json's spec come
+from them) and refuses the combinations of them that cannot run (``check``). Before a run it
+states, from the run's options, its generator parameters (written into plan.json, so a replay
+uses them as they were); from those, the harness asks it what the history's header declares,
+how many process ids each worker slot owns (lanes), whether its history is flushed by time,
+and the feature levels the cluster is formatted with. During a run an instance, built from those
 parameters and the live topology, sets up what its clients need, makes one client per process
 (``workloads/client.py``), tells the nemeses what only the clients know (partition leaders), and
 at the end reads back everything it wrote, recording those reads as operations too.
@@ -17,18 +21,21 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from clusters.topology import Topology
 from workloads.client import Client
+from workloads.options import Option, Values
 
 
 class Options(Protocol):
-    """The run options a workload's generator may read (harness/spec.py RunSpec has them)."""
+    """The run options a workload's generator may read (``workloads.options.Values``): its own
+    options by name, and the harness's facts."""
 
-    keys: int
-    txn: bool
-    mode: str
+    workload: str
+    topology: str
+    version: str
+    releases: tuple[str, ...]
 
 
 class Workload(Protocol):
@@ -83,14 +90,40 @@ class WorkloadKind(Protocol):
     """A workload class: what is known of it before any cluster exists."""
 
     NAME: str
-    # What the history's header declares of these clients (docs/history.md).
-    HISTORY_HEADER: dict[str, Any]
+    # Its run options (workloads/options.py); the same name in two kinds is one option.
+    OPTIONS: tuple[Option, ...]
     # Where run.json keeps the outcome of ``final``, and what the run says before it.
     FINAL_KEY: str
     FINAL_SAYS: str
 
+    def check(self, values: Values) -> None:
+        """Raises OptionError for a combination of options that cannot run. Every kind's check
+        sees every spec, whichever workload it names (a kind may refuse its options elsewhere)."""
+        ...
+
     def generator(self, options: Options) -> dict[str, Any]:
         """The workload's own generator parameters; the harness adds rate and concurrency."""
+        ...
+
+    def history_header(self, gen: dict[str, Any]) -> dict[str, Any]:
+        """What the history's header declares of these clients (docs/history.md)."""
+        ...
+
+    def lanes(self, gen: dict[str, Any]) -> int:
+        """Process ids per worker slot (harness/workers.py): 1 unless a client has several
+        operations in flight at once."""
+        ...
+
+    def flush_by_time(self, gen: dict[str, Any]) -> bool:
+        """Is the history written too fast to flush each line (thousands a second)?"""
+        ...
+
+    def format_features(self, gen: dict[str, Any]) -> dict[str, int]:
+        """Feature levels the KRaft nodes' storage is formatted with; {}: the release's own."""
+        ...
+
+    def transactional(self, values: Values) -> bool:
+        """Do its clients run transactions (a transaction coordinator to aim a fault at)?"""
         ...
 
     def final_sentence(self, outcome: dict[str, Any]) -> str:
@@ -100,3 +133,35 @@ class WorkloadKind(Protocol):
     def __call__(
         self, gen: dict[str, Any], topology: Topology, seed: int, run_id: str
     ) -> Workload: ...
+
+
+class KindBase:
+    """What a workload kind answers when it has nothing to say: subclass it and override."""
+
+    OPTIONS: ClassVar[tuple[Option, ...]] = ()
+    # What the history's header always declares of these clients (docs/history.md).
+    HISTORY_HEADER: ClassVar[dict[str, Any]] = {}
+
+    @staticmethod
+    def check(values: Values) -> None:
+        return None
+
+    @classmethod
+    def history_header(cls, gen: dict[str, Any]) -> dict[str, Any]:
+        return dict(cls.HISTORY_HEADER)
+
+    @staticmethod
+    def lanes(gen: dict[str, Any]) -> int:
+        return 1
+
+    @staticmethod
+    def flush_by_time(gen: dict[str, Any]) -> bool:
+        return False
+
+    @staticmethod
+    def format_features(gen: dict[str, Any]) -> dict[str, int]:
+        return {}
+
+    @staticmethod
+    def transactional(values: Values) -> bool:
+        return False

@@ -7,8 +7,9 @@ newest protocols first: the 4.x transaction protocol (KIP-890 part 2, `transacti
 consumer group protocol of its subscribers (KIP-848) and the transaction protocol the cluster
 is formatted with.
 
-Pure data and refusals: the spec checks them before any run (harness/spec.py), the queue
-workload writes them into plan.json's generator, and the history's header says them.
+Pure data and refusals: the options are declared here (``OPTIONS``, among the queue's own) and
+checked before any run (``check_values``), the queue workload writes them into plan.json's
+generator, and the history's header says them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from clusters.errors import ClusterError
-from clusters.kafka_dist import parse_version
+from clusters.kafka_dist import check_release, parse_version
+from workloads.options import AS_ASKED, Option, OptionError, Values
 
 LIBRDKAFKA, JAVA = "librdkafka", "java"
 CLIENTS = (LIBRDKAFKA, JAVA)  # the first is what a run without the option does
@@ -34,6 +36,46 @@ TXN_V2_FROM = (4, 0)
 # History header fields (docs/history.md): which client wrote it and what it asked for.
 CLIENT_FIELD, CLIENT_VERSION_FIELD = "client", "client_version"
 GROUP_PROTOCOL_FIELD, TXN_PROTOCOL_FIELD = "group_protocol", "txn_protocol"
+
+# The queue's client options (workloads/queue.py lists them among its own); what they need of
+# each other and of the run is ``check``'s.
+OPTIONS = (
+    Option(
+        "client",
+        str,
+        choices=CLIENTS,
+        stored=AS_ASKED,
+        quiet=(LIBRDKAFKA,),
+        help="The Kafka client the queue drives: librdkafka (confluent-kafka, the default) or "
+        "java (Kafka's own client, from the Maven jars; docs/clients.md).",
+    ),
+    Option(
+        "client_version",
+        str,
+        stored=AS_ASKED,
+        help="With --client java: the Kafka release whose client jars to use (default: the "
+        "release the run starts on).",
+    ),
+    Option(
+        "group_protocol",
+        str,
+        choices=GROUP_PROTOCOLS,
+        stored=AS_ASKED,
+        quiet=(CLASSIC,),
+        help="With --mode subscribe: the consumer group protocol, classic (the default) or "
+        "consumer (KIP-848, Kafka 4.0+).",
+    ),
+    Option(
+        "txn_protocol",
+        str,
+        choices=TXN_PROTOCOLS,
+        noun="transaction protocol",
+        stored=AS_ASKED,
+        help="With --txn on Kafka 4.0+: the transaction protocol the cluster is formatted with, "
+        "classic (transaction.version 0) or v2 (KIP-890 part 2, --client java only); default: "
+        "the release's own default.",
+    ),
+)
 
 
 def consumer_settings(
@@ -98,6 +140,28 @@ def format_features(gen: dict[str, Any]) -> dict[str, int]:
 def history_header(gen: dict[str, Any]) -> dict[str, Any]:
     """What the history's header declares of the client; {} for librdkafka with defaults."""
     return {k: gen[k] for k in (CLIENT_FIELD, GROUP_PROTOCOL_FIELD, TXN_PROTOCOL_FIELD) if k in gen}
+
+
+def check_values(values: Values) -> None:
+    """``check`` of a run's option values, its refusals as OptionError."""
+    try:
+        if values.client_version is not None:
+            check_release(values.client_version)
+        check(
+            client=values.client,
+            client_version=values.client_version,
+            group_protocol=values.group_protocol,
+            txn_protocol=values.txn_protocol,
+            workload=values.workload,
+            mode=values.mode,
+            txn=values.txn,
+            topology=values.topology,
+            releases=list(values.releases),
+        )
+    except ClientChoiceError as exc:
+        raise OptionError(str(exc)) from None
+    except ClusterError as exc:
+        raise OptionError(f"client-version: {exc}") from None
 
 
 def check(

@@ -29,6 +29,7 @@ from history.format import JVM_RECORDER, SEND_RECORDER_FIELD, TXN_SENDS_FIELD
 from workloads.client import Completion, Invocation
 from workloads.client_choice import JAVA
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
+from workloads.options import AS_ASKED, Option, OptionError, Values, positive
 
 ASYNC = "async"
 DEFAULT_IN_FLIGHT = 5
@@ -76,6 +77,78 @@ def generator_params(options: Any) -> dict[str, Any]:
 # JVM"), which is the Java client's default.
 HARNESS_RECORDER = "harness"
 SEND_RECORDERS = (JVM_RECORDER, HARNESS_RECORDER)
+SEND_MODES = ("sync", ASYNC)  # the first is what a run without the option does
+_WITH_ASYNC = ("send_mode", ASYNC)
+
+# The queue's options of the send mode (workloads/queue.py lists them among its own).
+OPTIONS = (
+    Option(
+        "send_mode",
+        str,
+        choices=SEND_MODES,
+        noun="send mode",
+        stored=AS_ASKED,
+        quiet=(SEND_MODES[0],),
+        help="Queue sends one at a time per process (sync, the default), or pipelined: each "
+        "worker slot one idempotent producer with --in-flight sends outstanding, each its own "
+        "operation (async; docs/clients.md).",
+    ),
+    Option(
+        "in_flight",
+        int,
+        check=positive,
+        only_with=_WITH_ASYNC,
+        stored=AS_ASKED,
+        help="With --send-mode async: sends outstanding per producer, one process id each "
+        f"(default {DEFAULT_IN_FLIGHT}).",
+    ),
+    Option(
+        "linger_ms",
+        float,
+        check=lambda flag, v: f"{flag} must be 0 or positive, not {v:g}" if v < 0 else None,
+        only_with=_WITH_ASYNC,
+        stored=AS_ASKED,
+        help=f"With --send-mode async: the producer's linger.ms (default {DEFAULT_LINGER_MS:g}).",
+    ),
+    Option(
+        "batch_size",
+        int,
+        check=positive,
+        only_with=_WITH_ASYNC,
+        stored=AS_ASKED,
+        help="With --send-mode async: the producer's batch.size in bytes (librdkafka's default).",
+    ),
+    Option(
+        "send_recorder",
+        str,
+        choices=SEND_RECORDERS,
+        noun="send recorder",
+        only_with=_WITH_ASYNC,
+        stored=AS_ASKED,
+        help="With --client java --send-mode async: who writes each send's operations, the "
+        "producer's JVM (jvm, the default: tens of thousands of sends a second) or the harness "
+        "(each send through its recorder, as librdkafka's are; docs/history.md).",
+    ),
+)
+
+
+def check(values: Values) -> None:
+    """Refuses pipelined sends that cannot run as asked (beyond each option's own refusals)."""
+    if values.send_mode != ASYNC:
+        return
+    if values.workload != "queue":
+        raise OptionError(f"send-mode async is a queue option, not one of '{values.workload}'")
+    if values.send_recorder is not None:
+        if values.client != JAVA:
+            raise OptionError(
+                "send-recorder applies to --client java (librdkafka's sends are "
+                "recorded by the harness)"
+            )
+        if values.txn and values.send_recorder == JVM_RECORDER:
+            raise OptionError(
+                "send-recorder jvm records pipelined sends, not transactions: with --txn each "
+                "txn op spans its sends and its commit, and the harness records it"
+            )
 
 
 def records_in_jvm(options: Any) -> bool:

@@ -42,7 +42,8 @@ from history.format import (
     SEND_RECORDER_FIELD,
     TXN_ID_PER_SLOT,
 )
-from workloads.api import Options
+from workloads import client_choice, pipelined
+from workloads.api import KindBase
 from workloads.client import Completion, Invocation
 from workloads.client_choice import (
     CLIENT_VERSION_FIELD,
@@ -55,6 +56,7 @@ from workloads.java_client import JavaPipelinedProducer, JavaQueueClient, final_
 from workloads.java_host import JavaHost, client_dist
 from workloads.java_recorded import JvmRecordedProducer
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
+from workloads.options import Option, Values, positive
 from workloads.pipelined import (
     InFlight,
     PipelinedProducer,
@@ -68,6 +70,18 @@ from workloads.queue_ops import FINAL_READ_RATE, OpChooser, final_outcome, final
 
 SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
+QUEUE_MODES = ("assign", "subscribe")
+
+# The queue's run options: its shape here, then the send mode's (workloads/pipelined.py) and the
+# client's (workloads/client_choice.py). The first three were in the first plans, so every
+# spec (an admin run's too) carries them.
+OPTIONS: tuple[Option, ...] = (
+    Option("keys", int, 8, help="Queue keys.", check=positive),
+    Option("txn", bool, False, help="Queue writes in Kafka transactions."),
+    Option("mode", str, "assign", choices=QUEUE_MODES, noun="queue mode"),
+    *pipelined.OPTIONS,
+    *client_choice.OPTIONS,
+)
 
 
 def _quiet(conf: dict[str, Any]) -> dict[str, Any]:
@@ -117,10 +131,11 @@ class LeaderMap:
                 self._admin.__exit__(None, None, None)
 
 
-class QueueWorkload:
+class QueueWorkload(KindBase):
     """Shared state of one queue run: the topic, acknowledged sends, and client construction."""
 
     NAME: ClassVar[str] = "queue"
+    OPTIONS: ClassVar[tuple[Option, ...]] = OPTIONS
     # What the history's header says of this client (docs/history.md): the checker's poll-skip
     # rule depends on where a consumer stands after a transaction that polled and then aborted.
     HISTORY_HEADER: ClassVar[dict[str, Any]] = {CONSUMER_AFTER_ABORT: REWIND}
@@ -128,7 +143,39 @@ class QueueWorkload:
     FINAL_SAYS: ClassVar[str] = "final reads: every key from the beginning"
 
     @staticmethod
-    def generator(options: Options) -> dict[str, Any]:
+    def check(values: Values) -> None:
+        pipelined.check(values)
+        client_choice.check_values(values)
+
+    @staticmethod
+    def transactional(values: Values) -> bool:
+        return bool(values.txn) and values.workload == QueueWorkload.NAME
+
+    @classmethod
+    def history_header(cls, gen: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **cls.HISTORY_HEADER,
+            **pipelined.history_header(gen),
+            **client_choice.history_header(gen),
+        }
+
+    @staticmethod
+    def lanes(gen: dict[str, Any]) -> int:
+        # A pipelined producer owns one process id per send in flight (harness/workers.py Lanes).
+        return lanes_of(gen)
+
+    @staticmethod
+    def flush_by_time(gen: dict[str, Any]) -> bool:
+        # Pipelined sends write thousands of lines a second.
+        return bool(pipelined.history_header(gen))
+
+    @staticmethod
+    def format_features(gen: dict[str, Any]) -> dict[str, int]:
+        # --txn-protocol: the transaction.version the storage is formatted with.
+        return client_choice.format_features(gen)
+
+    @staticmethod
+    def generator(options: Any) -> dict[str, Any]:
         """How clients choose operations (docs/history.md); plan.json keeps it."""
         mix = {"send": 5, "poll": 4}
         if options.txn:

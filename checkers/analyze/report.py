@@ -15,6 +15,7 @@ import pandas as pd
 
 from checkers.analyze import plots, trends
 from checkers.analyze.runs import RunInfo, find_runs
+from checkers.analyze.scenario import ScenarioTerms
 from checkers.analyze.spark_stats import op_stats
 
 ANALYSIS_NAME = "analysis.html"
@@ -193,16 +194,20 @@ def analyze(
     last: int = DEFAULT_LAST,
     progress: Callable[[str], None] | None = None,
     runs: list[RunInfo] | None = None,
+    terms: ScenarioTerms | None = None,
 ) -> Path:
     """Writes `analysis.html` (default: in `root`) and analysis/*.parquet beside it; returns the
-    HTML's path. `progress` hears each step; `runs` saves finding them again."""
+    HTML's path. `progress` hears each step; `runs` saves finding them again, else they are
+    found with the scenario `terms` (checkers/analyze/scenario.py)."""
     say = progress or (lambda _text: None)
     root = Path(root)
     out_path = Path(out) if out else root / ANALYSIS_NAME
     out_path.parent.mkdir(parents=True, exist_ok=True)
     if runs is None:
+        if terms is None:
+            raise ValueError("analyze: give the runs, or the scenario terms to find them with")
         say("finding runs")
-        runs = find_runs(root)
+        runs = find_runs(root, terms)
     parquets = [r.path / "history.parquet" for r in runs if (r.path / "history.parquet").exists()]
     say(f"reading {len(parquets)} histories with Spark")
     stats = op_stats(spark, parquets)

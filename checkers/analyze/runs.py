@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.analyze.scenario import nemesis_items, scenario
+from checkers.analyze.scenario import ScenarioTerms, nemesis_items, scenario
 from checkers.core.verdict import RESULTS_NAME
 from history.effects import started
 from history.format import PARQUET_NAME
@@ -139,7 +139,7 @@ def _status(info: dict[str, Any], results: dict[str, Any]) -> tuple[str, str, st
     return checked, crashed, checked
 
 
-def run_info(run: Path, campaign_dir: Path | None) -> RunInfo:
+def run_info(run: Path, campaign_dir: Path | None, terms: ScenarioTerms) -> RunInfo:
     spec, info, results = (
         _json(run / "spec.json"),
         _json(run / "run.json"),
@@ -159,7 +159,7 @@ def run_info(run: Path, campaign_dir: Path | None) -> RunInfo:
         has_report=(run / "report.html").exists(),
         requested_version=str(spec.get("version", "")),
         requested_nemesis="+".join(nemesis_items(spec)) or "none",
-        scenario=scenario(spec) if spec else f"? ({run.name}: no spec.json)",
+        scenario=scenario(spec, terms) if spec else f"? ({run.name}: no spec.json)",
         night=_night(campaign_dir) if campaign_dir else started,
         campaign=campaign_dir.parent.name if campaign_dir else "",
         crashed=crashed,
@@ -167,7 +167,7 @@ def run_info(run: Path, campaign_dir: Path | None) -> RunInfo:
     )
 
 
-def find_runs(root: str | Path) -> list[RunInfo]:
+def find_runs(root: str | Path, terms: ScenarioTerms) -> list[RunInfo]:
     """Every run directory under `root` (campaign nights, plain runs or both), sorted by path.
     Symlinks are not followed: results/latest points at a run already found under its name."""
     root = Path(root)
@@ -178,5 +178,5 @@ def find_runs(root: str | Path) -> list[RunInfo]:
         if is_run_dir(d):
             dirs.clear()  # a run's data/, logs/ hold no runs
             campaign = next((p for p in [d, *d.parents] if (p / CAMPAIGN_NAME).is_file()), None)
-            out.append(run_info(d, campaign))
+            out.append(run_info(d, campaign, terms))
     return sorted(out, key=lambda r: str(r.path))

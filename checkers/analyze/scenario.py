@@ -16,57 +16,32 @@ The name is ``workload/topology/version/nemesis`` and, when the run used any, ``
   than what it tests (seed, name, cluster, subnet, results_dir, keep_cluster) are left out.
 
 Example: ``queue/kraft-combined/3.9/kill+partition/time-limit=60,txn``.
+
+What a default is, and which options say where a run is kept, the options' declarations say
+(workloads/options.py, the harness's on harness/spec.py RunSpec and each workload kind's), and
+checkers/ cannot import those: the caller hands them in as ``ScenarioTerms`` (harness/spec.py
+``scenario_terms()``; `kchaos analyze` is built with them by harness/cli.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-# harness/spec.py's RunSpec defaults (checkers/ cannot import harness/);
-# tests/unit/checkers/test_analyze_scenario.py fails when the two differ.
-DEFAULTS: dict[str, Any] = {
-    "workload": "queue",
-    "topology": "kraft-combined",
-    "zookeepers": 1,
-    "version": "3.9",
-    "nemesis": [],
-    "time_limit": 30.0,
-    "concurrency": 4,
-    "rate": 50.0,
-    "nemesis_interval": 10.0,
-    "timing": "default",
-    "keys": 8,
-    "txn": False,
-    "mode": "assign",
-    "final_timeout": 60.0,
-    "upgrade_to": None,
-    "downgrade_to": None,
-    "quorum": None,
-    "availability": None,
-    "send_mode": None,
-    "in_flight": None,
-    "linger_ms": None,
-    "batch_size": None,
-    "features": None,
-    "client": None,
-    "client_version": None,
-    "group_protocol": None,
-    "txn_protocol": None,
-}
-# Where and how a run is kept, not what it tests.
-NOT_SCENARIO = frozenset(
-    {"seed", "name", "cluster", "subnet", "results_dir", "keep_cluster", "replay_of"}
-)
-# The values spec.py's to_dict drops as "what every earlier run had".
-_SAME_AS_DEFAULT = {
-    "quorum": "static",
-    "availability": "report",
-    "send_mode": "sync",
-    "client": "librdkafka",
-    "group_protocol": "classic",
-}
+# Keys earlier spec.json files may carry that were never options of what a run tests.
+_NEVER_TESTED = frozenset({"replay_of"})
 _HEAD = ("workload", "topology", "version", "nemesis")
+
+
+@dataclass(frozen=True)
+class ScenarioTerms:
+    """Of every run option: the values that mean what a run without it does (its default, and
+    the values spec.json drops as "what every earlier run had"), and the options that say
+    where or how a run is kept (seed, name, cluster, ...), not what it tests."""
+
+    defaults: Mapping[str, tuple[Any, ...]]
+    kept: frozenset[str]
 
 
 def _text(value: Any) -> str:
@@ -77,16 +52,17 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _is_default(name: str, value: Any) -> bool:
-    if name in _SAME_AS_DEFAULT and value == _SAME_AS_DEFAULT[name]:
-        return True
-    default = DEFAULTS.get(name)
+def _is_default(name: str, value: Any, terms: ScenarioTerms) -> bool:
+    return any(_same(value, default) for default in terms.defaults.get(name, (None,)))
+
+
+def _same(value: Any, default: Any) -> bool:
     if isinstance(default, float | int) and not isinstance(default, bool):
         try:
             return float(value) == float(default)
         except (TypeError, ValueError):
             return False
-    return value == default
+    return bool(value == default)
 
 
 def nemesis_items(spec: Mapping[str, Any]) -> list[str]:
@@ -96,18 +72,17 @@ def nemesis_items(spec: Mapping[str, Any]) -> list[str]:
     return sorted(str(v) for v in items if str(v))
 
 
-def scenario(spec: Mapping[str, Any]) -> str:
+def scenario(spec: Mapping[str, Any], terms: ScenarioTerms) -> str:
     """The scenario name of a run's spec (spec.json's dict, or a campaign cell's): see above."""
     head = [
-        str(spec.get("workload") or DEFAULTS["workload"]),
-        str(spec.get("topology") or DEFAULTS["topology"]),
-        str(spec.get("version") or DEFAULTS["version"]),
-        "+".join(nemesis_items(spec)) or "none",
-    ]
+        str(spec.get(name) or terms.defaults[name][0])
+        for name in ("workload", "topology", "version")
+    ] + ["+".join(nemesis_items(spec)) or "none"]
     options = []
+    skip = terms.kept | _NEVER_TESTED
     for name in sorted(spec):
         value = spec[name]
-        if name in _HEAD or name in NOT_SCENARIO or value is None or _is_default(name, value):
+        if name in _HEAD or name in skip or value is None or _is_default(name, value, terms):
             continue
         flag = name.replace("_", "-")
         if isinstance(value, bool):

@@ -45,7 +45,7 @@ def quiet_run(
         "final_timeout": 90,
     }
     spec = validate(
-        RunSpec(
+        RunSpec.of(
             **{**base, **fields}, seed=seed, cluster=name, subnet=subnet, results_dir=str(results)
         )
     )

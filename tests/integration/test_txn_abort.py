@@ -59,7 +59,7 @@ def test_an_aborted_transaction_records_its_polls_and_rewinds_the_consumer(clust
         rec.record(done.type, op.f, done.value, client.process, error=done.error)
         return done
 
-    spec = RunSpec(keys=1, txn=True, mode="assign", concurrency=1)
+    spec = RunSpec.of(keys=1, txn=True, mode="assign", concurrency=1)
     gen = {**generator_params(spec), "poll_max_messages": 3, "poll_timeout_ms": 2000}
     wl = QueueWorkload(gen, info.topology, seed=1, run_id="abort-test")
     wl.setup()

@@ -7,7 +7,10 @@ import re
 from checkers.analyze.report import analyze
 from checkers.analyze.runs import find_runs
 from checkers.api import check
+from harness.spec import scenario_terms
 from tests.unit.checkers.runs import make_run
+
+TERMS = scenario_terms()
 
 
 def test_cross_run_report_groups_and_links_the_worst_run(tmp_path, spark):
@@ -19,9 +22,9 @@ def test_cross_run_report_groups_and_links_the_worst_run(tmp_path, spark):
         check(run, engine="pandas")
     (night / "latest").symlink_to("queue/20261122T014500-1")
 
-    runs = find_runs(night)
+    runs = find_runs(night, TERMS)
     assert len(runs) == 3  # results/latest is not a fourth run
-    html = analyze(night, spark).read_text()
+    html = analyze(night, spark, terms=TERMS).read_text()
     (tmp_path.parent / "analysis-last.html").write_text(html)  # for a look in a browser
     assert "3 runs, 1 invalid" in html
     # The worst run comes first, linked to its own report.

@@ -3,19 +3,27 @@ tiny history), grouped by the Kafka release that ran, with crashed and unchecked
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 import pandas as pd
 from click.testing import CliRunner
 
+from checkers.analyze import scenario as scenarios
 from checkers.analyze import trends
 from checkers.analyze.cli import BAD_INPUT_EXIT, analyze_command
 from checkers.analyze.report import analyze, runs_frame
 from checkers.analyze.runs import find_runs
-from checkers.analyze.scenario import DEFAULTS, scenario
+from harness.spec import RunSpec, scenario_terms, spec_from_dict
 from tests.unit.checkers.histories import H
+
+# The terms `kchaos analyze` is built with (harness/cli.py): the run options' declarations'.
+TERMS = scenario_terms()
+
+
+def scenario(spec: dict) -> str:
+    return scenarios.scenario(spec, TERMS)
+
 
 NO_STATS = pd.DataFrame(columns=["path", "ok", "fail", "info", "faults", "seconds"])
 
@@ -65,7 +73,7 @@ def campaign(root: Path, night: str) -> Path:
 
 
 def frame(root: Path) -> pd.DataFrame:
-    return runs_frame(find_runs(root), NO_STATS)
+    return runs_frame(find_runs(root, TERMS), NO_STATS)
 
 
 def test_scenario_is_the_run_without_its_seed_and_where_it_is_kept():
@@ -85,13 +93,34 @@ def test_scenario_is_the_run_without_its_seed_and_where_it_is_kept():
     )
 
 
-def test_scenario_defaults_are_the_run_specs():
-    from harness.spec import RunSpec
-
-    spec = dataclasses.asdict(RunSpec())
-    for name, default in DEFAULTS.items():
-        assert spec[name] == default, name
-    assert scenario(RunSpec(seed=3).to_dict()) == "queue/kraft-combined/3.9/none"
+def test_scenario_names_of_stored_specs_are_the_ones_the_hand_copied_defaults_gave():
+    """Before the defaults came from the options' declarations, checkers/analyze/scenario.py
+    kept a copy of them; each spec.json below is named as that copy named it."""
+    admin = {**RunSpec.of(workload="admin", seed=4).to_dict(), "keys": 8, "txn": False}
+    cases = {
+        "queue/kraft-combined/3.9/none": RunSpec.of(seed=3).to_dict(),
+        "admin/kraft-combined/3.9/none": admin,
+        "admin/zk/3.9/kill/zookeepers=3": admin | {"topology": "zk", "zookeepers": 3,
+                                                   "nemesis": ["kill"]},
+        "queue/kraft-combined/4.4/none/client=java,in-flight=50,"
+        "send-mode=async,send-recorder=harness": spec_from_dict({
+            "version": "4.4", "client": "java", "send_mode": "async", "in_flight": 50,
+            "send_recorder": "harness"}).to_dict(),
+        "queue/kraft-combined/3.9/none/hosts=/x/hosts.yaml": RunSpec.of(
+            hosts="/x/hosts.yaml").to_dict(),
+        "queue/kraft-combined/3.9/none/availability=fail,group-protocol=consumer,mode=subscribe,"
+        "quorum=dynamic": RunSpec.of(availability="fail", group_protocol="consumer",
+                                     mode="subscribe", quorum="dynamic").to_dict(),
+        # Defaults spelled out, and the values earlier runs had before an option existed.
+        "queue/kraft-combined/3.9/none/keys=3,rate=0": RunSpec.of(
+            keys=3, rate=0.0, quorum="static", availability="report", send_mode="sync",
+            client="librdkafka", group_protocol="classic", concurrency=4).to_dict(),
+        "queue/kraft-combined/3.9/none/replay-of=x": {"workload": "queue", "replay_of": "x",
+                                                       "unknown_later": None, "hosts": None},
+    }  # fmt: skip
+    assert {name: scenario(spec) for name, spec in cases.items()} == {
+        name: name.replace("/replay-of=x", "") for name in cases
+    }
 
 
 def test_runs_group_by_the_version_that_ran_and_faults_that_ran(tmp_path):
@@ -112,7 +141,7 @@ def test_crashed_and_unchecked_runs_are_never_valid(tmp_path, spark):
     run_dir(tmp_path, "20261122T020000-2", crashed=True, status="invalid", kinds={"lost-write": 1})
     run_dir(tmp_path, "20261122T030000-3", status=None)
     run_dir(tmp_path, "20261122T040000-4", status="not checked")
-    runs = find_runs(tmp_path)
+    runs = find_runs(tmp_path, TERMS)
     assert [r.status for r in runs] == ["crashed", "invalid", "not checked", "not checked"]
     assert runs[0].crashed == "SIGSEGV during run" and runs[0].checked == "valid"
     assert runs[1].crashed  # its findings stand, and it is still marked crashed
@@ -172,7 +201,7 @@ def test_versions_sort_as_releases():
 
 def test_a_folder_without_runs_says_so_and_exits_254(tmp_path):
     (tmp_path / "empty" / "logs").mkdir(parents=True)
-    result = CliRunner().invoke(analyze_command, [str(tmp_path / "empty")])
+    result = CliRunner().invoke(analyze_command(TERMS), [str(tmp_path / "empty")])
     assert result.exit_code == BAD_INPUT_EXIT == 254
     assert "no runs under" in result.output
     assert len(result.output.strip().splitlines()) == 1
@@ -187,7 +216,7 @@ def test_two_campaigns_end_to_end_have_trend_sections_plots_and_parquet(tmp_path
                 kinds={"lost-write": 1} if i else None)  # fmt: skip
         run_dir(c, f"queue/{night}-{5 + i}", ran="4.0.2", crashed=True)
     (tmp_path / "nightly" / "latest").symlink_to("20261122T010000")
-    html_path = analyze(tmp_path, spark)
+    html_path = analyze(tmp_path, spark, terms=TERMS)
     html = html_path.read_text()
     (tmp_path.parent / "analysis-trends-last.html").write_text(html)  # for a look in a browser
     assert "6 runs, 1 invalid" in html and "2 crashed" in html and "over 2 nights" in html

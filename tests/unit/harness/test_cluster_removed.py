@@ -70,7 +70,7 @@ def _offline(tmp_path, monkeypatch):
 
 
 def _run(tmp_path: Path) -> Run:
-    spec = RunSpec(cluster="c1", results_dir=str(tmp_path / "results"), time_limit=5)
+    spec = RunSpec.of(cluster="c1", results_dir=str(tmp_path / "results"), time_limit=5)
     # In process: the tests read what the interpreter's own steps did to their fakes.
     return Run(build_plan(spec, 1), say=lambda m: None, show_progress=False, supervise=False)
 

@@ -72,7 +72,7 @@ def test_prepare_runs_before_the_workload_is_recorded_and_waits_for_readiness(tm
     from harness.plan import build_plan
     from harness.spec import RunSpec
 
-    plan = build_plan(RunSpec(nemesis=["clock", "kill"], results_dir=str(tmp_path)), 1)
+    plan = build_plan(RunSpec.of(nemesis=["clock", "kill"], results_dir=str(tmp_path)), 1)
     waits: list[float] = []
     for actions, expected_waits in ((["n1: restarted under libfaketime"], 1), ([], 0)):
         waits.clear()

@@ -19,7 +19,7 @@ from harness.feature_steps import (
 )
 from harness.plan import build_plan, load_plan
 from harness.recorder import Recorder
-from harness.spec import RunSpec, SpecError, spec_from_dict
+from harness.spec import RunSpec, SpecError, scenario_terms, spec_from_dict
 from harness.upgrade import FEATURES, ROLL, UpgradeStep, upgrade_schedule
 from tests.unit.harness.test_upgrade import VIEWS, Scripted, _run
 
@@ -80,7 +80,7 @@ def test_the_spec_checks_the_items_against_the_release_the_steps_run_on():
 
 
 def test_plans_without_the_option_do_not_change_and_name_no_features():
-    spec = RunSpec(version="3.8", upgrade_to="3.9")
+    spec = RunSpec.of(version="3.8", upgrade_to="3.9")
     assert "features" not in build_plan(spec, 4).to_dict()["spec"]
     assert upgrade_schedule("kraft-combined", 90, 4, None, None) == []
 
@@ -95,7 +95,7 @@ def test_each_item_is_one_seeded_step_spread_over_the_run_after_any_roll():
         }
     )
     plan = build_plan(spec, 9)
-    alone = build_plan(RunSpec(version="3.9", upgrade_to="4.1", time_limit=100), 9)
+    alone = build_plan(RunSpec.of(version="3.9", upgrade_to="4.1", time_limit=100), 9)
     # The upgrade's own steps are drawn first: exactly those of the plan without the option.
     assert plan.upgrade[: len(alone.upgrade)] == alone.upgrade
     mine = plan.upgrade[len(alone.upgrade) :]
@@ -142,8 +142,8 @@ def test_with_quorum_steps_the_users_steps_are_merged_by_time():
 
 
 def test_the_option_is_a_scenario_option_and_a_campaign_axis():
-    spec = RunSpec(version="4.1", features="transaction.version=0").to_dict()
-    assert scenario(spec).endswith("features=transaction.version=0")
+    spec = RunSpec.of(version="4.1", features="transaction.version=0").to_dict()
+    assert scenario(spec, scenario_terms()).endswith("features=transaction.version=0")
     camp = expand(
         {
             "base": {"version": "4.1", "time_limit": 60},

@@ -78,7 +78,7 @@ CASES = _cases()
 
 def _plan_bytes(name: str) -> str:
     options, seed = CASES[name]
-    return build_plan(validate(RunSpec(**options)), seed).to_json()
+    return build_plan(validate(RunSpec.of(**options)), seed).to_json()
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -142,7 +142,7 @@ def test_a_plan_draws_only_what_was_named_and_each_package_accepts_it(spec, seed
     # plan.json records the items as given, and a stored plan loads back to the same bytes
     data = json.loads(plan.to_json())
     assert data["spec"]["nemesis"] == spec.nemesis
-    assert build_plan(RunSpec(**data["spec"]), seed).to_json() == plan.to_json()
+    assert build_plan(RunSpec.of(**data["spec"]), seed).to_json() == plan.to_json()
 
 
 @settings(max_examples=300)
@@ -168,12 +168,14 @@ def test_every_item_has_a_window_before_any_has_a_second(spec, seed):
 def test_the_demo_draws_a_partition_and_a_kill():
     # make demo: 40 s, faults every 8 s; before, seed-dependent, it could draw two kills
     for seed in range(50):
-        spec = validate(RunSpec(nemesis=["partition", "kill"], time_limit=40, nemesis_interval=8))
+        spec = validate(
+            RunSpec.of(nemesis=["partition", "kill"], time_limit=40, nemesis_interval=8)
+        )
         assert sorted(s.fault for s in build_plan(spec, seed).faults[::2]) == ["kill", "partition"]
 
 
 def test_a_single_kind_plan_holds_only_that_kind():
-    spec = validate(RunSpec(nemesis=["partition:isolate-active-controller"], time_limit=120))
+    spec = validate(RunSpec.of(nemesis=["partition:isolate-active-controller"], time_limit=120))
     faults = build_plan(spec, 7).faults
     assert faults and {(s.fault, s.kind) for s in faults} == {
         ("partition", "isolate-active-controller")
@@ -195,7 +197,7 @@ def test_a_named_target_fixes_the_target_and_kill_at_a_selector_is_that_kind():
 
 
 def test_a_short_time_limit_says_which_items_got_no_window_and_what_fits():
-    spec = validate(RunSpec(nemesis=["partition", "kill", "pause", "clock"], time_limit=60))
+    spec = validate(RunSpec.of(nemesis=["partition", "kill", "pause", "clock"], time_limit=60))
     plan = build_plan(spec, 42)
     assert len(plan.faults[::2]) == 3
     (note,) = plan.notes

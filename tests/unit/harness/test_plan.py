@@ -14,7 +14,7 @@ from nemesis.api import TARGETS
 from nemesis.registry import FAULT_KINDS, build
 
 specs = st.builds(
-    RunSpec,
+    RunSpec.of,
     topology=st.sampled_from(["kraft-combined", "kraft", "zk", "migration"]),
     nemesis=st.lists(st.sampled_from(sorted(FAULT_KINDS)), unique=True, max_size=5),
     time_limit=st.floats(min_value=1, max_value=600),
@@ -32,7 +32,7 @@ def test_same_spec_and_seed_give_byte_identical_plans(spec, seed):
     validate(spec)
     first = build_plan(spec, seed).to_json()
     # A fresh spec object from the stored one: nothing may depend on object identity.
-    again = build_plan(RunSpec(**json.loads(first)["spec"]), seed).to_json()
+    again = build_plan(RunSpec.of(**json.loads(first)["spec"]), seed).to_json()
     assert first == again
 
 
@@ -79,15 +79,15 @@ def test_the_seed_is_recorded_and_different_seeds_choose_differently(spec, a, b)
 
 
 def test_a_stored_plan_loads_back_to_the_same_bytes(tmp_path):
-    spec = RunSpec(nemesis=["kill", "partition"], time_limit=120, nemesis_interval=7)
+    spec = RunSpec.of(nemesis=["kill", "partition"], time_limit=120, nemesis_interval=7)
     plan = build_plan(spec, 42)
     (tmp_path / "plan.json").write_text(plan.to_json())
     assert load_plan(tmp_path).to_json() == plan.to_json()
 
 
 def test_options_change_the_plan():
-    base = build_plan(RunSpec(nemesis=["kill"], time_limit=60), 42)
-    longer = build_plan(RunSpec(nemesis=["kill"], time_limit=120), 42)
+    base = build_plan(RunSpec.of(nemesis=["kill"], time_limit=60), 42)
+    longer = build_plan(RunSpec.of(nemesis=["kill"], time_limit=120), 42)
     assert len(longer.faults) > len(base.faults)
     # The schedule of the first minute is a prefix of the longer one: same seed, same choices.
     assert longer.faults[: len(base.faults)] == base.faults
@@ -115,7 +115,7 @@ def test_a_migration_plan_rolls_every_node_once_per_phase_in_kip_866_order(spec,
 
 
 def test_a_migration_plan_loads_back_and_the_fault_schedule_is_unchanged_by_it(tmp_path):
-    spec = RunSpec(topology="migration", nemesis=["kill"], time_limit=300, nemesis_interval=15)
+    spec = RunSpec.of(topology="migration", nemesis=["kill"], time_limit=300, nemesis_interval=15)
     plan = build_plan(spec, 42)
     (tmp_path / "plan.json").write_text(plan.to_json())
     assert load_plan(tmp_path).to_json() == plan.to_json()
@@ -123,7 +123,7 @@ def test_a_migration_plan_loads_back_and_the_fault_schedule_is_unchanged_by_it(t
     # The migration has a random stream of its own: the faults are those of the same spec
     # without it (same targets allowed), so adding the migration moved no fault.
     other = build_plan(
-        RunSpec(topology="kraft", nemesis=["kill"], time_limit=300, nemesis_interval=15), 42
+        RunSpec.of(topology="kraft", nemesis=["kill"], time_limit=300, nemesis_interval=15), 42
     )
     assert [(f.at_s, f.action) for f in plan.faults] == [(f.at_s, f.action) for f in other.faults]
     # Seeded: another seed rolls the brokers in another order or at another time.

@@ -131,7 +131,7 @@ def test_recorded_slots_count_reserve_their_processes_and_merge_at_the_end(tmp_p
 
 def _spec(**kw: Any) -> RunSpec:
     base = {"version": "4.4", "send_mode": "async", "client": "java"}
-    return validate(RunSpec(**{**base, **kw}))
+    return validate(RunSpec.of(**{**base, **kw}))
 
 
 def test_the_java_clients_pipelined_sends_are_recorded_in_its_jvm_unless_asked_otherwise():

@@ -14,7 +14,7 @@ from workloads.admin import ADMIN_FS, AdminOpsClient, AdminWorkload, classify
 
 
 def _client(seed: int, process: int) -> AdminOpsClient:
-    plan = build_plan(validate(RunSpec(workload="admin")), seed)
+    plan = build_plan(validate(RunSpec.of(workload="admin")), seed)
     topo = build_topology("kraft-combined", cluster="adm-unit", subnet="10.213.81.0/24")
     wl = AdminWorkload(plan.generator, topo, seed, "admin/unit")
     return AdminOpsClient(wl, process, client_rng(seed, process))
@@ -32,7 +32,7 @@ def test_same_seed_same_operations_and_different_seeds_differ():
 
 
 def test_the_plan_is_byte_identical_for_the_same_seed():
-    spec = validate(RunSpec(workload="admin"))
+    spec = validate(RunSpec.of(workload="admin"))
     assert build_plan(spec, 3).to_json() == build_plan(spec, 3).to_json()
     assert build_plan(spec, 3).generator["workload"] == "admin"
 
@@ -81,4 +81,4 @@ def test_only_errors_that_prove_nothing_changed_are_fail():
 
 def test_an_unknown_workload_is_one_sentence():
     with pytest.raises(SpecError, match="unknown workload 'adm': valid workloads are queue, admin"):
-        validate(RunSpec(workload="adm"))
+        validate(RunSpec.of(workload="adm"))

@@ -22,7 +22,7 @@ def test_the_plan_states_the_form_the_workload_uses():
     from harness.plan import build_plan
     from harness.spec import RunSpec
 
-    form = build_plan(RunSpec(txn=True, concurrency=3), 1).generator["transactional_id"]
+    form = build_plan(RunSpec.of(txn=True, concurrency=3), 1).generator["transactional_id"]
     assert form == TXN_ID_PER_SLOT
     assert transactional_id("r", 7, 3) == form.replace("<run>", "r").replace(
         "<process mod concurrency>", str(7 % 3)

@@ -17,12 +17,12 @@ def test_each_workload_states_what_a_run_needs_of_it(name):
     assert name == kind.NAME
     assert kind.FINAL_KEY.startswith("final_") and kind.FINAL_SAYS
     json.dumps(kind.HISTORY_HEADER)
-    gen = kind.generator(RunSpec(workload=name))
+    gen = kind.generator(RunSpec.of(workload=name).values())
     json.dumps(gen)  # plain data: it is written into plan.json
     # The harness states these; a workload's own parameters do not shadow them.
     assert not {"workload", "rate", "concurrency", "client_rng"} & set(gen)
     assert isinstance(kind.final_sentence({}), str)
-    plan = build_plan(validate(RunSpec(workload=name)), 1)
+    plan = build_plan(validate(RunSpec.of(workload=name)), 1)
     assert plan.generator == {
         **gen,
         "workload": name,
@@ -34,9 +34,9 @@ def test_each_workload_states_what_a_run_needs_of_it(name):
 
 def test_the_spec_accepts_exactly_the_registered_workloads():
     for name in WORKLOADS:
-        validate(RunSpec(workload=name))
+        validate(RunSpec.of(workload=name))
     with pytest.raises(SpecError, match=f"valid workloads are {', '.join(WORKLOADS)}$"):
-        validate(RunSpec(workload="observe"))
+        validate(RunSpec.of(workload="observe"))
 
 
 def test_the_final_sentences_say_how_much_was_read_back():

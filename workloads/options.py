@@ -1,0 +1,165 @@
+"""Run options as declarations: each option said once, and every place that needs it reads that.
+
+A workload kind lists its own options (``OPTIONS`` of ``workloads/queue.py``, ``admin.py``);
+the harness declares its own the same way, on the fields of ``harness/spec.py``'s ``RunSpec``
+(``option(...)``). From those declarations alone come the ``kchaos run`` options
+(harness/run_cli.py), the spec's parsing, coercion and per-option validation and the spec
+written into plan.json (harness/spec.py), and the terms of the scenario name ``kchaos analyze``
+groups runs by (checkers/analyze/scenario.py, handed them by harness/).
+
+An option says:
+
+- its name (the spec's key; ``--name-with-dashes`` on the command line), type, default, help,
+  and choices;
+- its own refusals (``check``: a range, in a sentence), beside its choices;
+- when it may be given (``only_with``: another option's value it needs, e.g. ``--in-flight``
+  only with ``--send-mode async``); combinations wider than one other option are the workload
+  kind's ``check``;
+- how plan.json stores it (``stored``): ``ALWAYS`` for the options the first plans had, so
+  those plans stay byte for byte the same, or ``AS_ASKED``, written only when the run asked for
+  something other than what a run without it does (the default, or a ``quiet`` value);
+- whether it is part of what a run tests (``tested``), i.e. of its scenario name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+ALWAYS, AS_ASKED = "always", "as-asked"
+
+
+class OptionError(ValueError):
+    """An option value (or a combination) a run cannot use; the message is the whole story."""
+
+
+# A refusal of one value: (the option's flag spelling, the value) -> a sentence, or None.
+Check = Callable[[str, Any], "str | None"]
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    kind: type  # bool, int, float, str, or list (of strings: --nemesis)
+    default: Any = None
+    help: str | None = None
+    choices: tuple[Any, ...] = ()
+    # Spelled in "unknown <noun> 'x': choose one of ..."; default: the name with spaces.
+    noun: str | None = None
+    check: Check | None = None
+    # (option, value): given while that option has another value, it is refused.
+    only_with: tuple[str, Any] | None = None
+    stored: str = ALWAYS
+    quiet: tuple[Any, ...] = ()
+    tested: bool = True
+    # Further click.option arguments (a range type, a different default shown, ...).
+    cli: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def flag(self) -> str:
+        return self.name.replace("_", "-")
+
+    def means_default(self, value: Any) -> bool:
+        """Does ``value`` ask for what a run without the option does?"""
+        return value is None or value == self.default or value in self.quiet
+
+    def given(self, value: Any) -> bool:
+        return not self.means_default(value)
+
+    def stores(self, value: Any) -> bool:
+        """Does plan.json's spec carry the option with this value?"""
+        return self.stored == ALWAYS or self.given(value)
+
+    def refuse(self, value: Any) -> None:
+        """Raises OptionError when the value is not one of the choices or its check refuses it."""
+        if value is None:
+            return
+        if self.choices and value not in self.choices:
+            noun = self.noun or self.name.replace("_", " ")
+            raise OptionError(
+                f"unknown {noun} '{value}': choose one of {', '.join(map(str, self.choices))}"
+            )
+        says = self.check(self.flag, value) if self.check else None
+        if says:
+            raise OptionError(says)
+
+
+def positive(flag: str, value: Any) -> str | None:
+    return f"{flag} must be positive, not {value}" if value <= 0 else None
+
+
+def option(default: Any = None, *, kind: type | None = None, **declared: Any) -> Any:
+    """A dataclass field that is also an option's declaration (the harness's ``RunSpec``); the
+    name is the field's, the kind the default's type unless given (a default of None says none).
+    """
+    meta = {"option": {"kind": kind, "default": default, **declared}}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def declared(cls: type) -> tuple[Option, ...]:
+    """The options declared on a dataclass's fields with ``option``, in field order."""
+    out = []
+    for f in dataclasses.fields(cls):
+        meta = f.metadata.get("option")
+        if meta is None:
+            continue
+        kind = meta["kind"] or type(meta["default"])
+        out.append(Option(name=f.name, **{**meta, "kind": kind}))
+    return tuple(out)
+
+
+class Values(SimpleNamespace):
+    """A run's option values as attributes: the workload options of every kind, and the
+    harness's facts a workload may read (``workload``, ``topology``, ``version``,
+    ``releases``). What a workload's generator and ``check`` are given."""
+
+
+def refuse_each(options: Iterable[Option], values: Values) -> None:
+    """Each option's own refusals: first every option that may always be given, then those
+    given without the value of the option they need (named together, in one sentence), then
+    the ones left; raises OptionError at the first."""
+    options = list(options)
+    for o in options:
+        if o.only_with is None:
+            o.refuse(getattr(values, o.name))
+    missing: dict[tuple[str, Any], list[str]] = {}
+    for o in options:
+        if o.only_with is not None and o.given(getattr(values, o.name)):
+            other, wanted = o.only_with
+            if getattr(values, other) != wanted:
+                missing.setdefault((other, wanted), []).append(o.flag)
+    for (other, wanted), flags in missing.items():
+        raise OptionError(f"{', '.join(flags)} only apply with {other.replace('_', '-')} {wanted}")
+    for o in options:
+        if o.only_with is not None:
+            o.refuse(getattr(values, o.name))
+
+
+def coerce(o: Option, value: Any) -> Any:
+    """A spec file's value into the option's type, with a sentence when it does not fit."""
+    if o.kind is list:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+        raise OptionError(f"{o.name} must be a comma-separated string or a list of names")
+    if value is None:
+        return None
+    if o.kind is bool:
+        if not isinstance(value, bool):
+            raise OptionError(f"{o.name} must be true or false, not {value!r}")
+        return value
+    if o.kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise OptionError(f"{o.name} must be a number, not {value!r}")
+        if o.kind is int and value != int(value):
+            raise OptionError(f"{o.name} must be a whole number, not {value!r}")
+        return o.kind(value)
+    if not isinstance(value, str):
+        raise OptionError(f"{o.name} must be a string, not {value!r}")
+    return value
