@@ -15,9 +15,9 @@ from clusters.quorum import QUORUMS
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
 from harness.console import console, err_console, say
 from harness.hosts import accept_option, hosts_option, open_hosts
-from harness.nemesis_items import EXAMPLE, SYNTAX
 from harness.plan import build_plan, load_plan, new_seed
 from harness.spec import AVAILABILITY, SEND_MODES, RunSpec, load_spec_file, spec_from_dict
+from nemesis.items import EXAMPLE, SYNTAX
 from workloads.client_choice import CLIENTS, GROUP_PROTOCOLS, TXN_PROTOCOLS
 from workloads.pipelined import SEND_RECORDERS
 from workloads.queue_ops import FINAL_READ_RATE

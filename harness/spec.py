@@ -18,9 +18,9 @@ from clusters.kafka_dist import parse_version, resolve_version
 from clusters.quorum import STATIC, check_quorum
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
 from clusters.upgrade_paths import check_downgrade, check_upgrade
-from harness.feature_steps import FeatureItem, FeatureSpecError, parse_features
-from harness.nemesis_items import ItemError, named_selectors, parse_items
 from history.format import JVM_RECORDER
+from nemesis.items import ItemError, named_selectors, parse_items
+from steps.feature_steps import FeatureItem, FeatureSpecError, parse_features
 from workloads.client_choice import CLIENTS, GROUP_PROTOCOLS, JAVA, ClientChoiceError
 from workloads.client_choice import check as check_client
 from workloads.pipelined import SEND_RECORDERS

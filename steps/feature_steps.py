@@ -24,6 +24,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from clusters.errors import ClusterError
 from clusters.kafka_dist import parse_version
@@ -151,6 +152,23 @@ def parse_features(text: str, version: str, topology: str = "kraft-combined") ->
             )
         )
     return out
+
+
+class FeatureSpec(Protocol):
+    """What the user's feature steps are planned from (harness/spec.py RunSpec)."""
+
+    features: str | None
+    topology: str
+
+    def releases(self) -> list[str]: ...
+
+
+def feature_items(spec: FeatureSpec) -> list[FeatureItem]:
+    """The spec's own feature steps; they run after every roll, so on the release the run ends
+    on (the downgrade's, else the upgrade's, else the one it starts on)."""
+    if not spec.features:
+        return []
+    return parse_features(spec.features, spec.releases()[-1], spec.topology)
 
 
 def window(upgrade: bool, downgrade: bool, migration: bool) -> tuple[float, float]:

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clusters.topology import TOPOLOGIES
-from harness.nemesis_items import ItemError, packages, parse_items, split
 from harness.plan import build_plan, fault_turns, fault_windows, load_plan
 from harness.spec import RunSpec, SpecError, spec_from_dict, validate
 from nemesis.api import TARGETS
+from nemesis.items import ItemError, packages, parse_items, split
 from nemesis.registry import MENUS, build
 
 
