@@ -13,9 +13,11 @@ which is what keeps plan.json byte-identical for the same seed and options.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from clusters.topology import NodeSpec, Topology
 from nemesis.api import FaultStep
 from nemesis.errors import NemesisError
 
@@ -106,6 +108,9 @@ class Menu:
     # The kinds that read a step's target, so that a spec may name one (``clock:bump@all``);
     # None: every kind. Kill and pause need none: their kind is the target.
     target_kinds: tuple[str, ...] | None = None
+    # The nodes a step of a kind can act on, (kind, node, topology) -> bool; None: every node.
+    # A spec may aim a kind only at a target that can name one of them.
+    acts_on: Callable[[str, NodeSpec, Topology], bool] | None = None
 
     def kind_names(self) -> tuple[str, ...]:
         return tuple(k.name for k in self.kinds)
@@ -121,6 +126,10 @@ class Menu:
     def kinds_for(self, topology: str) -> list[Kind]:
         """The kinds a plan may choose on ``topology``, in the menu's order."""
         return [k for k in self.kinds if k.applies_to(topology)]
+
+    def can_act_on(self, kind: str, node: NodeSpec, topology: Topology) -> bool:
+        """Whether a step of ``kind`` can act on ``node`` at all (``acts_on``)."""
+        return self.acts_on is None or self.acts_on(kind, node, topology)
 
     def takes_target(self, kind: str) -> bool:
         """Whether a step of ``kind`` reads a target a spec may name (kill and pause: the kind
