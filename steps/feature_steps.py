@@ -31,8 +31,6 @@ from clusters.kafka_dist import parse_version
 
 METADATA_VERSION = "metadata.version"
 RELEASE = "release:"
-DRY_RUN = "dry-run:"
-UNSAFE = "!unsafe"
 AUTO = "auto"  # upgrade or downgrade, chosen against the finalized level at step time
 FORMS = (
     "name=level (upgrade or downgrade, whichever the finalized level calls for), "
