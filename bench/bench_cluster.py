@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from clusters.cluster import UpOptions
 from clusters.docker_cluster import DockerCluster
 from clusters.engine import client
 from clusters.topology import TOPOLOGIES, build_topology
@@ -59,7 +60,7 @@ def warm_up(kind: str, timing: str) -> float:
     topo = build_topology(kind, cluster=dc.cluster, subnet="10.213.40.0/24")
     started = time.monotonic()
     try:
-        dc.up(topo, "3.9", timing=timing, say=lambda m: None)
+        dc.up(topo, UpOptions("3.9", timing=timing), say=lambda m: None)
         return time.monotonic() - started
     finally:
         dc.remove()

@@ -19,6 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
+from clusters.cluster import UpOptions
 from clusters.config import FAKETIME_ENV
 from clusters.docker_cluster import DockerCluster
 from clusters.engine import client
@@ -78,7 +79,7 @@ def main() -> None:
     topo = build_topology("kraft-combined", cluster=args.name, subnet=args.subnet)
     results: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
     try:
-        info = dc.up(topo, "3.9", timing="fast", say=lambda m: None)
+        info = dc.up(topo, UpOptions("3.9", timing="fast"), say=lambda m: None)
         node = dc.nodes(info)["n3"]
         for r in range(args.rounds):
             for label, env_text in VARIANTS.items():

@@ -24,6 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from clusters.cluster import UpOptions
 from clusters.docker_cluster import DockerCluster
 from clusters.engine import client
 from clusters.topology import build_topology
@@ -132,7 +133,7 @@ def main() -> None:
     if args.up:
         dc.remove()
         topo = build_topology("kraft-combined", cluster=args.name, subnet=args.subnet)
-        dc.up(topo, "3.9", timing="fast", say=lambda m: None)
+        dc.up(topo, UpOptions("3.9", timing="fast"), say=lambda m: None)
     try:
         result = measure(dc, args.seconds, args.pause)
     finally:

@@ -20,6 +20,7 @@ import threading
 import time
 from pathlib import Path
 
+from clusters.cluster import UpOptions
 from clusters.docker_cluster import DockerCluster
 from clusters.engine import client
 from clusters.topology import build_topology
@@ -103,7 +104,7 @@ def main() -> None:
     topo = build_topology("kraft-combined", cluster=args.name, subnet=args.subnet)
     pairs: list[dict[str, float]] = []
     try:
-        info = dc.up(topo, "3.9", timing="fast", say=lambda m: None)
+        info = dc.up(topo, UpOptions("3.9", timing="fast"), say=lambda m: None)
         wl = QueueWorkload(plan.generator, info.topology, 1, "bench")
         wl.setup()
         bare(wl, 3, args.concurrency)  # warm up the brokers' JIT and the connections

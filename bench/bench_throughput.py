@@ -63,6 +63,7 @@ from types import SimpleNamespace
 from confluent_kafka import KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from clusters.cluster import UpOptions
 from clusters.docker_cluster import DockerCluster, container_name
 from clusters.engine import client
 from clusters.kafka_dist import load_dist
@@ -504,7 +505,7 @@ def perf_cold(args: argparse.Namespace, dc: DockerCluster, version: str) -> dict
     rose from 219k to 612k records/s over 30 s on a cluster kchaos had just used)."""
     dc.remove()
     topo = build_topology("kraft-combined", cluster=args.name, subnet=args.subnet)
-    dc.up(topo, version, timing="fast", say=lambda m: None)
+    dc.up(topo, UpOptions(version, timing="fast"), say=lambda m: None)
     short = argparse.Namespace(**{**vars(args), "seconds": args.jvm_seconds, "kill": False})
     return perf_tool(short, topo.bootstrap_servers(), version, reporting_ms=1000)
 

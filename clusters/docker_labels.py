@@ -1,5 +1,5 @@
-"""Docker's clusters found again from their labels: what a cluster is, its node handles, and its
-removal.
+"""Docker's clusters found again from their labels: what a cluster is, its node handles, its
+removal, and what is gone of it when it was removed under a run.
 
 Docker labels are the only state: a cluster is found, described and torn down from them, so a
 crashed kchaos leaves nothing that ``kchaos cluster down`` cannot find. ``LabelledCluster``
@@ -109,6 +109,31 @@ class LabelledCluster:
         if dist is None:
             dist = ensure_dist(info.version)
         return dist
+
+    def missing(self, info: ClusterInfo) -> str | None:
+        """Which of the cluster's containers, and whether its network, are gone (None: all of
+        it is there, or the engine itself is away, which proves no removal)."""
+        try:
+            present = {c.labels.get(f"{LABEL}.node") for c in self.containers()}
+            network = bool(self.networks())
+        except docker.errors.DockerException:
+            return None
+        gone = [n.name for n in info.topology.nodes if n.name not in present]
+        what = [f"containers of {', '.join(gone)} gone"] if gone else []
+        if not network:
+            what.append("its network gone")
+        return ", ".join(what) or None
+
+    def says_removed(self, error: BaseException | None) -> str | None:
+        """Docker's answers for a container that is gone (404) or being removed (409; a 409 for
+        a name already in use is no removal), in words."""
+        if not isinstance(error, docker.errors.APIError):
+            return None
+        if error.status_code == 404 or (
+            error.status_code == 409 and "remov" in str(error.explanation or "")
+        ):
+            return f"Docker: {error.explanation or error}"
+        return None
 
     def remove(self) -> int:
         """Removes every container and network labelled with this cluster; returns how many."""

@@ -1,5 +1,6 @@
 """Bringing a Docker cluster up and taking it down: network, containers, configuration files,
-start order, readiness, and collection before removal.
+start order, readiness, and collection before removal; and ``DockerCluster``, Docker's
+``ClusterHandle`` (clusters/cluster.py), which clusters/handles.py opens by a cluster's name.
 
 Up is all or nothing: a cluster that fails to start is removed. The labels written here are what
 clusters/docker_labels.py finds the cluster again by.
@@ -15,7 +16,7 @@ import docker
 import docker.errors
 
 from clusters import config as node_config
-from clusters.cluster import ClusterInfo
+from clusters.cluster import ClusterInfo, UpOptions
 from clusters.collect import collect_cluster, keep_node_logs
 from clusters.docker_labels import LABEL, LabelledCluster, container_name, network_name
 from clusters.errors import ClusterError
@@ -25,26 +26,49 @@ from clusters.migration import seed_cluster_id
 from clusters.readiness import log_tails, wait_ready
 from clusters.topology import NodeSpec, Topology, check_zookeeper_version
 
-READY_TIMEOUT_S = 240.0
+
+class DockerCluster(LabelledCluster):
+    """The cluster of labelled containers with one name on this machine's Docker engine."""
+
+    def cli_option(self) -> str:
+        return f"--name {self.cluster}"
+
+    def fixed_topology(self, quorum: str = "static") -> Topology | None:
+        return None  # any topology fits on Docker: the caller builds it
+
+    def up(
+        self, topo: Topology | None, options: UpOptions, say: Callable[[str], None] = print
+    ) -> ClusterInfo:
+        """Creates network and nodes, starts them, and waits until the cluster is ready."""
+        if topo is None:
+            raise ClusterError("a Docker cluster is brought up with a topology of its caller's")
+        return up(self, topo, options, say)
+
+    def install_releases(self, dists: list[KafkaDist], say: Callable[[str], None] = print) -> None:
+        """Nothing to do: every assembled release is mounted into every node (DISTS_DIR)."""
+
+    def down(self, collect: Path | None = None, say: Callable[[str], None] = print) -> int:
+        """Collects into ``collect`` (if given and anything is left), then removes everything."""
+        return down(self, collect, say)
+
+    def close(self) -> None:
+        """Nothing to let go: the engine's client is shared by every handle of this process."""
 
 
 def up(
     cluster: LabelledCluster,
     topo: Topology,
-    version: str,
-    timing: str = "default",
-    heap_mb: int = 256,
+    options: UpOptions,
     say: Callable[[str], None] = print,
-    wait: bool = True,
-    ready_timeout: float = READY_TIMEOUT_S,
-    extra_props: dict[str, str] | None = None,
-    features: dict[str, int] | None = None,
-    logs_on_failure: Path | None = None,
 ) -> ClusterInfo:
     """Creates network and nodes, starts them, and waits until the cluster is ready;
-    ``extra_props`` go into every Kafka node's server.properties, ``features`` (name: level)
-    into every KRaft node's storage format (``config.feature_options``). If it fails, each
-    node's log goes to ``logs_on_failure`` (collect.keep_node_logs) before the removal."""
+    ``options.extra_props`` go into every Kafka node's server.properties, ``features`` (name:
+    level) into every KRaft node's storage format (``config.feature_options``). If it fails,
+    each node's log goes to ``logs_on_failure`` (collect.keep_node_logs) before the removal."""
+    version, timing, ready_timeout = options.version, options.timing, options.ready_timeout
+    extra_props = dict(options.extra_props) if options.extra_props is not None else None
+    features = dict(options.features) if options.features is not None else None
+    logs_on_failure = options.logs_on_failure
     node_config.check_timing(timing)
     if cluster.exists():
         raise ClusterError(
@@ -69,7 +93,7 @@ def up(
                 dist,
                 timing,
                 info.cluster_id,
-                heap_mb,
+                options.heap_mb,
                 extra=extra_props,
                 features=features,
             )
@@ -98,7 +122,7 @@ def up(
                     )
                 )
         say(f"started {len(topo.nodes)} nodes of Kafka {dist.version} ({topo.kind})")
-        if wait:
+        if options.wait:
             wait_ready(cluster, info, timeout=ready_timeout)
     except BaseException:
         # A half-made cluster is worse than none: nobody would know which parts are real. Its

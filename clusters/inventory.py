@@ -37,6 +37,9 @@ DEFAULT_INSTALL_DIR = "/opt/kchaos"
 DEFAULT_DATA_DIR = "/var/lib/kchaos"
 DEFAULT_INTERFACE = "eth0"
 DEFAULT_CLUSTER = "kchaos-ssh"
+# The non-root user of the project's own test hosts (``kchaos hosts``, clusters/ssh_hosts.py),
+# with passwordless sudo: the path real hosts usually take.
+TEST_USER = "kchaos"
 # What Topology.subnet holds for hosts: they are where they are, on no subnet kchaos made.
 SSH_SUBNET = "ssh"
 # Node names end up in file names and in the hold's; the same rule as cluster names.

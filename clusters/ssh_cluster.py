@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from clusters import config as node_config
-from clusters.cluster import ClusterInfo
+from clusters.cluster import ClusterInfo, UpOptions
 from clusters.collect import collect_cluster, keep_node_logs
 from clusters.errors import ClusterError
 from clusters.inventory import HostEntry, Inventory
@@ -51,7 +51,6 @@ from clusters.ssh_node import (
 from clusters.ssh_session import SshSession
 from clusters.topology import Topology, check_zookeeper_version
 
-READY_TIMEOUT_S = 240.0
 INSTALLED_MARKER = ".kchaos-installed"
 # What kchaos runs on a host, besides the JVM: a host without one of them is refused up front.
 NEEDED_COMMANDS = (
@@ -95,7 +94,7 @@ def dist_digest(files: list[tuple[Path, str]]) -> str:
 
 
 class SshCluster:
-    """The cluster on an inventory's hosts."""
+    """The cluster on an inventory's hosts: SSH's ``ClusterHandle`` (clusters/cluster.py)."""
 
     def __init__(self, inventory: Inventory, say: Callable[[str], None] = print) -> None:
         self.inventory = inventory
@@ -122,6 +121,18 @@ class SshCluster:
     def close(self) -> None:
         for s in list(self._sessions.values()):
             s.close()
+
+    def cli_option(self) -> str:
+        return f"--hosts {self._where()}"
+
+    def fixed_topology(self, quorum: str = "static") -> Topology:
+        """The inventory's hosts and roles make the topology: a run on them takes it."""
+        return self._topology(quorum)
+
+    def says_removed(self, error: BaseException | None) -> str | None:
+        """Nothing: an error over SSH does not tell a removed cluster from an unreachable host
+        (``missing`` asks the hosts' state files instead)."""
+        return None
 
     # What the hosts say ------------------------------------------------------------------------
     def _states(self) -> dict[str, dict[str, Any] | None]:
@@ -190,10 +201,6 @@ class SshCluster:
         ]
         return f"hosts {', '.join(gone)} no longer hold it" if gone else None
 
-    def topology(self, quorum: str = "static") -> Topology:
-        """The cluster's shape, from the inventory."""
-        return self._topology(quorum)
-
     def _topology(self, quorum: str = "static") -> Topology:
         topo = self.inventory.topology()
         return Topology(topo.kind, topo.cluster, topo.subnet, topo.nodes, quorum=quorum)
@@ -226,22 +233,17 @@ class SshCluster:
 
     # Up -----------------------------------------------------------------------------------------
     def up(
-        self,
-        topo: Topology | None,
-        version: str,
-        timing: str = "default",
-        heap_mb: int = 256,
-        say: Callable[[str], None] = print,
-        wait: bool = True,
-        ready_timeout: float = READY_TIMEOUT_S,
-        extra_props: dict[str, str] | None = None,
-        features: dict[str, int] | None = None,
-        logs_on_failure: Path | None = None,
+        self, topo: Topology | None, options: UpOptions, say: Callable[[str], None] = print
     ) -> ClusterInfo:
         """Installs and starts Kafka on every host and waits until the cluster is ready.
         ``topo``: the run's topology, which must be the inventory's (None: the inventory's);
-        ``features``: feature levels the KRaft nodes are formatted with (--txn-protocol);
-        ``logs_on_failure``: where each node's log goes if it fails, before the removal."""
+        ``options.features``: feature levels the KRaft nodes are formatted with
+        (--txn-protocol); ``logs_on_failure``: where each node's log goes if it fails, before
+        the removal."""
+        version, timing, heap_mb = options.version, options.timing, options.heap_mb
+        extra_props = dict(options.extra_props) if options.extra_props is not None else None
+        features = dict(options.features) if options.features is not None else None
+        logs_on_failure = options.logs_on_failure
         node_config.check_timing(timing)
         own = self._topology(topo.quorum if topo is not None else "static")
         if topo is not None:
@@ -280,8 +282,8 @@ class SshCluster:
                 f"started {len(hosts)} nodes of Kafka {dist.version} ({own.kind}) over SSH "
                 f"({', '.join(f'{n.name} {n.supervisor}' for n in nodes.values())})"
             )
-            if wait:
-                wait_ready(self, info, timeout=ready_timeout)
+            if options.wait:
+                wait_ready(self, info, timeout=options.ready_timeout)
         except BaseException:
             # A half-made cluster is worse than none, as on Docker; its logs are kept first.
             if logs_on_failure is not None:

@@ -37,14 +37,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from clusters.cache import cache_dir
 from clusters.errors import ClusterError
 from clusters.image import ensure_image
-from clusters.inventory import HostEntry, Inventory, dump_inventory
+from clusters.inventory import TEST_USER, HostEntry, Inventory, dump_inventory
 from clusters.topology import FIRST_HOST
 
 HOSTS_LABEL = "kchaos.hosts"
 IMAGE_REPO = os.environ.get("KCHAOS_HOSTS_IMAGE_REPO", "kchaos-sshhost")
 PACKAGES = ("openssh-server", "sudo")
-# The non-root user of the test hosts, with passwordless sudo: the path real hosts usually take.
-TEST_USER = "kchaos"
 TEST_UID = 1000
 SSHD_PORT = 22
 HOSTS_DIR = "hosts"

@@ -272,11 +272,10 @@ class Runner:
         if self.campaign.hosts is not None:
             self._take_down_hosts()
             return
-        from clusters.docker_cluster import DockerCluster
-        from clusters.engine import client
+        from clusters.handles import open_cluster
 
         with contextlib.suppress(Exception):
-            cluster = DockerCluster(client(), slot.cluster)
+            cluster = open_cluster(slot.cluster)
             if cluster.exists():
                 self.say(f"removing cluster '{slot.cluster}' left by an earlier run")
                 cluster.remove()

@@ -15,13 +15,13 @@ from click.core import ParameterSource
 from rich import box
 from rich.table import Table
 
-from clusters.docker_cluster import DockerCluster, list_clusters
-from clusters.engine import client
+from clusters.cluster import ClusterHandle, UpOptions
+from clusters.handles import list_clusters, open_cluster
 from clusters.hold import Holder, holding, note_forced_removal
 from clusters.kafka_dist import DEFAULT_VERSION
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology
 from harness.console import console, print_json, say
-from harness.hosts import accept_option, hosts_option, open_hosts
+from harness.hosts import accept_option, hosts_option
 
 name_option = click.option(
     "--name", default="kchaos", show_default=True, help="Cluster name (several can coexist)."
@@ -38,7 +38,9 @@ def cluster() -> None:
     """Real Kafka clusters on Docker, or on SSH hosts (--hosts)."""
 
 
-def _on_hosts(ctx: click.Context, hosts: Path | None, accept: bool, docker_only: tuple[str, ...]):
+def _on_hosts(
+    ctx: click.Context, hosts: Path | None, accept: bool, docker_only: tuple[str, ...]
+) -> ClusterHandle | None:
     """The cluster on the inventory's hosts, or None without --hosts. What the inventory says
     (the cluster's name and shape) cannot also be given as an option."""
     if hosts is None:
@@ -54,7 +56,7 @@ def _on_hosts(ctx: click.Context, hosts: Path | None, accept: bool, docker_only:
         raise click.UsageError(
             f"{', '.join(given)}: with --hosts the inventory names the cluster and its nodes"
         )
-    return open_hosts(hosts, accept, say)
+    return open_cluster(hosts=hosts, accept_new_host_keys=accept, say=say)
 
 
 @cluster.command()
@@ -101,39 +103,24 @@ def up(
     accept_new_host_keys: bool,
 ) -> None:
     """Creates a cluster and waits until it is ready (leader elected, brokers unfenced)."""
-    ssh = _on_hosts(
+    on_hosts = _on_hosts(
         ctx, hosts, accept_new_host_keys, ("name", "topology", "brokers", "zookeepers", "subnet")
     )
-    if ssh is not None:
-        started = time.monotonic()
-        with (
-            holding(ssh.cluster, "kchaos cluster up", force, "bring it up anyway", say),
-            console.status(
-                f"bringing up cluster '{ssh.cluster}' on {len(ssh.inventory.hosts)} hosts"
-            ),
-        ):
-            info = ssh.up(None, version, timing=timing, heap_mb=heap_mb, say=say, wait=not no_wait)
-        verb = "started" if no_wait else "ready"
-        console.print(
-            f"[green]cluster '{ssh.cluster}' {verb}[/green] in {time.monotonic() - started:.1f} s; "
-            f"bootstrap servers {info.topology.bootstrap_servers()}"
-        )
-        return
-    topo = build_topology(
-        topology, cluster=name, brokers=brokers, zookeepers=int(zookeepers), subnet=subnet
-    )
+    name = on_hosts.cluster if on_hosts is not None else name
+    options = UpOptions(version, timing=timing, heap_mb=heap_mb, wait=not no_wait)
     started = time.monotonic()
-    with (
-        holding(name, "kchaos cluster up", force, "bring it up anyway", say),
-        console.status(f"bringing up {topology} cluster '{name}'"),
-    ):
-        DockerCluster(client(), name).up(
-            topo, version, timing=timing, heap_mb=heap_mb, say=say, wait=not no_wait
+    with holding(name, "kchaos cluster up", force, "bring it up anyway", say):
+        # Docker's engine is reached only once the hold is taken, as before any other step.
+        handle = on_hosts or open_cluster(name, say=say)
+        topo = handle.fixed_topology() or build_topology(
+            topology, cluster=name, brokers=brokers, zookeepers=int(zookeepers), subnet=subnet
         )
+        with console.status(f"bringing up {topo.kind} cluster '{name}' ({len(topo.nodes)} nodes)"):
+            info = handle.up(topo, options, say=say)
     verb = "started" if no_wait else "ready"
     console.print(
         f"[green]cluster '{name}' {verb}[/green] in {time.monotonic() - started:.1f} s; "
-        f"bootstrap servers {topo.bootstrap_servers()}"
+        f"bootstrap servers {info.topology.bootstrap_servers()}"
     )
 
 
@@ -162,31 +149,31 @@ def down(
     node), then stops the JVMs and removes what the cluster put there; the installed Kafka jars
     stay for the next cluster. Refused while a run uses the cluster, unless --force (the run
     then ends with an error)."""
-    ssh = _on_hosts(ctx, hosts, accept_new_host_keys, ("name",))
-    name = ssh.cluster if ssh is not None else name
+    on_hosts = _on_hosts(ctx, hosts, accept_new_host_keys, ("name",))
+    name = on_hosts.cluster if on_hosts is not None else name
 
     def tell_holder(holder: Holder | None) -> None:
         note_forced_removal(name, holder, "kchaos cluster down --force")
 
     does = "remove it anyway (the run on it then ends with an error)"
     with holding(name, "kchaos cluster down", force, does, say, tell_holder):
-        if ssh is not None:
+        if on_hosts is not None:
             from nemesis.heal import heal_cluster
 
-            if ssh.exists():
-                for action in heal_cluster(ssh):
+            if on_hosts.exists():
+                for action in heal_cluster(on_hosts):
                     say(f"healed: {action}")
-            removed = ssh.down(collect=collect, say=say)
+            removed = on_hosts.down(collect=collect, say=say)
             console.print(f"cluster '{name}': removed from {removed} hosts")
             return
-        removed = DockerCluster(client(), name).down(collect=collect, say=say)
+        removed = open_cluster(name, say=say).down(collect=collect, say=say)
     console.print(f"cluster '{name}': removed {removed} containers and networks")
 
 
 @cluster.command(name="list")
 def list_() -> None:
     """Lists the clusters kchaos made on this engine."""
-    for name in list_clusters(client()):
+    for name in list_clusters():
         click.echo(name)
 
 
@@ -202,8 +189,8 @@ def status(
     """Each node's processes and its own view of the quorum."""
     from clusters.status import cluster_status
 
-    ssh = _on_hosts(ctx, hosts, accept_new_host_keys, ("name",))
-    st = cluster_status(ssh if ssh is not None else DockerCluster(client(), name))
+    on_hosts = _on_hosts(ctx, hosts, accept_new_host_keys, ("name",))
+    st = cluster_status(on_hosts or open_cluster(name, say=say))
     if as_json:
         print_json(st)
     else:
@@ -226,8 +213,7 @@ def logs(
     accept_new_host_keys: bool,
 ) -> None:
     """Prints a node's log."""
-    ssh = _on_hosts(ctx, hosts, accept_new_host_keys, ("name",))
-    dc = ssh if ssh is not None else DockerCluster(client(), name)
+    dc = _on_hosts(ctx, hosts, accept_new_host_keys, ("name",)) or open_cluster(name, say=say)
     info = dc.info()
     info.topology.node(node)
     sys.stdout.write(dc.nodes(info)[node].logs(tail=tail))

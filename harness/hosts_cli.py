@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import click
 
-from clusters.engine import client
-from clusters.ssh_hosts import TEST_USER, hosts_down, hosts_up
+from clusters.handles import make_test_hosts, remove_test_hosts
+from clusters.inventory import TEST_USER
 from harness.console import console, say
 
 HOSTS_SUBNET = "10.213.175.0/24"
@@ -34,7 +34,7 @@ def hosts() -> None:
 def up(name: str, count: int, subnet: str, user: str) -> None:
     """Starts SSH hosts and writes hosts.yaml (fresh keys, known_hosts from their host keys)."""
     with console.status(f"bringing up {count} SSH hosts '{name}'"):
-        path = hosts_up(client(), name, count=count, subnet=subnet, user=user, say=say)
+        path = make_test_hosts(name, count=count, subnet=subnet, user=user, say=say)
     console.print(f"[green]SSH hosts '{name}' up[/green]; inventory {path}", highlight=False)
     click.echo(str(path))
 
@@ -43,4 +43,4 @@ def up(name: str, count: int, subnet: str, user: str) -> None:
 @click.option("--name", required=True)
 def down(name: str) -> None:
     """Removes the hosts (containers, network) and their hosts.yaml, keys and known_hosts."""
-    hosts_down(client(), name, say=say)
+    remove_test_hosts(name, say=say)

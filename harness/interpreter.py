@@ -23,14 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import docker.errors
-
-from clusters.docker_cluster import LABEL, ClusterInfo, DockerCluster
-from clusters.engine import client as docker_client
+from clusters.cluster import ClusterHandle, ClusterInfo, UpOptions
 from clusters.errors import ClusterError
+from clusters.handles import open_cluster
 from clusters.hold import ClusterRemoved, Hold, holding
 from clusters.kafka_dist import KafkaDist, ensure_dist, parse_version
-from clusters.ssh_cluster import SshCluster
 from clusters.topology import build_topology
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED_EXIT
 from harness.faults import FaultDriver, heal, prepare
@@ -93,7 +90,7 @@ class Live:
     from wherever the run got to, stops, heals and closes exactly what is there."""
 
     run_dir: Path
-    cluster: DockerCluster | SshCluster
+    cluster: ClusterHandle
     up: Up | None = None
     workload: Workload | None = None
     observer: Observer | None = None
@@ -202,27 +199,20 @@ class Run:
             raise error
         return RunResult(run_dir, self.plan.seed, code, self.summary)
 
-    def _cluster(self) -> DockerCluster | SshCluster:
+    def _cluster(self) -> ClusterHandle:
         """Where the run's cluster lives: Docker, or the hosts of an SSH inventory (--hosts)."""
-        if self.spec.hosts:
-            from harness.hosts import open_hosts
-
-            return open_hosts(self.spec.hosts, say=self.say)
-        return DockerCluster(docker_client(), self.spec.cluster)
+        return open_cluster(self.spec.cluster, self.spec.hosts or None, say=self.say)
 
     # The run proper, in order ------------------------------------------------------------------
     def _bring_up(self, live: Live) -> Up:
         spec = self.spec
-        if isinstance(live.cluster, SshCluster):
-            topo = live.cluster.topology(spec.quorum_mode)
-        else:
-            topo = build_topology(
-                spec.topology,
-                cluster=spec.cluster,
-                subnet=spec.subnet,
-                zookeepers=spec.zookeepers,
-                quorum=spec.quorum_mode,
-            )
+        topo = live.cluster.fixed_topology(spec.quorum_mode) or build_topology(
+            spec.topology,
+            cluster=spec.cluster,
+            subnet=spec.subnet,
+            zookeepers=spec.zookeepers,
+            quorum=spec.quorum_mode,
+        )
         # Every release the run will roll to is assembled first: an unknown one is refused
         # before any container exists.
         self.releases = {v: ensure_dist(v) for v in spec.releases()}
@@ -235,18 +225,17 @@ class Run:
         live.made = True
         self._note(made=True)
         self.say(f"bringing up {spec.topology} cluster '{spec.cluster}' (Kafka {spec.version})")
-        info = live.cluster.up(
-            topo,
+        options = UpOptions(
             spec.version,
             timing=spec.timing,
-            say=self.say,
             extra_props=node_properties(self.plan.steps) or None,
             # --txn-protocol: the transaction.version the storage is formatted with.
             features=format_features(self.plan.generator) or None,
             logs_on_failure=live.run_dir,
         )
+        info = live.cluster.up(topo, options, say=self.say)
         self.summary["kafka_version"] = info.version
-        if isinstance(live.cluster, SshCluster) and len(self.releases) > 1:
+        if len(self.releases) > 1:
             live.cluster.install_releases(list(self.releases.values()), self.say)
         if len(self.releases) > 1:
             self.summary["kafka_versions"] = {v: d.version for v, d in self.releases.items()}
@@ -280,7 +269,7 @@ class Run:
         workload.setup()
         return workload
 
-    def _prepare_nemeses(self, dc: DockerCluster | SshCluster, up: Up, ctx: FaultContext) -> None:
+    def _prepare_nemeses(self, dc: ClusterHandle, up: Up, ctx: FaultContext) -> None:
         if prepare(self.nemeses, ctx, up.recorder, self.say):
             self._wait_ready(dc, up.info, "after preparing the nodes", PREPARE_READY_TIMEOUT_S)
 
@@ -349,9 +338,7 @@ class Run:
         observer.stop()
         self.summary["observer_samples"] = observer.samples
 
-    def _wait_ready(
-        self, dc: DockerCluster | SshCluster, info: ClusterInfo, why: str, timeout: float
-    ) -> None:
+    def _wait_ready(self, dc: ClusterHandle, info: ClusterInfo, why: str, timeout: float) -> None:
         wait_observed_ready(dc, info, why, timeout, self.say)
 
     # Ending, on every path -----------------------------------------------------------------------
@@ -446,9 +433,9 @@ class Run:
     def _removed_why(self, live: Live, error: BaseException | None) -> str | None:
         note = self.hold.removed_by() if self.hold is not None else None
         by = f"by pid {note['pid']}, {note['command']}, at {note['at']}" if note else None
-        gone = _gone(live.cluster, live.up.info) if live.up is not None else None
-        if gone is None and live.up is None and _docker_says_gone(error):
-            gone = f"Docker: {getattr(error, 'explanation', None) or error}"
+        gone = live.cluster.missing(live.up.info) if live.up is not None else None
+        if gone is None and live.up is None:
+            gone = live.cluster.says_removed(error)
         if by is None and gone is None:
             return None
         return "; ".join(w for w in (by, gone, f"noticed {self._phase(live)}") if w)
@@ -468,32 +455,6 @@ class Run:
         Clients(
             workload, rec, self.plan.seed, spec.concurrency, spec.rate, self.processes, self.stop
         ).run_slot(slot)
-
-
-def _gone(dc: DockerCluster | SshCluster, info: ClusterInfo) -> str | None:
-    """What of the cluster as it came up is no longer there (None: all of it is)."""
-    if isinstance(dc, SshCluster):
-        return dc.missing(info)
-    try:
-        present = {c.labels.get(f"{LABEL}.node") for c in dc.containers()}
-        network = bool(dc.networks())
-    except docker.errors.DockerException:
-        return None  # the engine itself is away: not a removal this can prove
-    missing = [n.name for n in info.topology.nodes if n.name not in present]
-    what = [f"containers of {', '.join(missing)} gone"] if missing else []
-    if not network:
-        what.append("its network gone")
-    return ", ".join(what) or None
-
-
-def _docker_says_gone(error: BaseException | None) -> bool:
-    """Docker's answers for a container that is gone (404) or being removed (409; a 409 for a
-    name already in use is no removal)."""
-    if not isinstance(error, docker.errors.APIError):
-        return False
-    return error.status_code == 404 or (
-        error.status_code == 409 and "remov" in str(error.explanation or "")
-    )
 
 
 @contextmanager

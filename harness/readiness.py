@@ -6,13 +6,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from clusters.docker_cluster import ClusterInfo, DockerCluster
+from clusters.capabilities import Process
+from clusters.cluster import Cluster, ClusterInfo
 
 READY_REPORT_EVERY_S = 10.0
 
 
 def wait_observed_ready(
-    dc: DockerCluster, info: ClusterInfo, why: str, timeout: float, say: Callable[[str], None]
+    dc: Cluster[Process], info: ClusterInfo, why: str, timeout: float, say: Callable[[str], None]
 ) -> None:
     """Returns once every node reports ready (clusters/readiness.py); raises on ``timeout``."""
     from clusters.readiness import wait_ready

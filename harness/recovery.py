@@ -13,12 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import docker.errors
-
-from clusters.docker_cluster import DockerCluster
-from clusters.engine import client as docker_client
-from clusters.errors import ClusterError
-from clusters.ssh_cluster import SshCluster
+from clusters.cluster import ClusterHandle
+from clusters.handles import open_cluster
 from harness.exit_codes import CRASHED_RUN_EXIT
 from harness.outcome import RunResult
 from harness.rundir import write_json
@@ -65,30 +61,22 @@ def describe(crashed: dict[str, Any]) -> str:
     return f"the client host {how} during {crashed['where']}"
 
 
-def _cluster(spec: Any, say: Any) -> DockerCluster | SshCluster | None:
+def _cluster(spec: Any, say: Any) -> ClusterHandle | None:
     try:
-        if getattr(spec, "hosts", None):
-            from harness.hosts import open_hosts
-
-            cluster: DockerCluster | SshCluster = open_hosts(spec.hosts, say=say)
-        else:
-            cluster = DockerCluster(docker_client(), spec.cluster)
+        cluster = open_cluster(spec.cluster, getattr(spec, "hosts", None) or None, say=say)
         return cluster if cluster.exists() else None
-    except (ClusterError, docker.errors.DockerException) as exc:
+    # Whatever the kind's library raises when its engine or hosts cannot be reached (a
+    # ClusterError, Docker's or SSH's own errors): the history is still kept and checked.
+    except Exception as exc:
         say(f"warning: cannot reach the cluster to heal and tear it down: {exc}")
         return None
 
 
-def _heal(cluster: DockerCluster | SshCluster, say: Any) -> list[str] | dict[str, str]:
+def _heal(cluster: ClusterHandle, say: Any) -> list[str] | dict[str, str]:
     try:
         done = heal_cluster(cluster)
     except Exception as exc:  # the teardown still runs; `kchaos heal` can be tried again
-        where = (
-            f"--hosts {cluster.inventory.path}"
-            if isinstance(cluster, SshCluster)
-            else f"--name {cluster.cluster}"
-        )
-        say(f"warning: healing failed: {exc}; retry: kchaos heal {where}")
+        say(f"warning: healing failed: {exc}; retry: kchaos heal {cluster.cli_option()}")
         return {"error": f"{type(exc).__name__}: {exc}"}
     for action in done:
         say(f"healed: {action}")

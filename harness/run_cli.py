@@ -14,7 +14,7 @@ from clusters.kafka_dist import DEFAULT_VERSION
 from clusters.quorum import QUORUMS
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES
 from harness.console import console, err_console, say
-from harness.hosts import accept_option, hosts_option, open_hosts
+from harness.hosts import accept_option, hosts_option
 from harness.plan import build_plan, load_plan, new_seed
 from harness.spec import AVAILABILITY, SEND_MODES, RunSpec, load_spec_file, spec_from_dict
 from nemesis.items import EXAMPLE, SYNTAX
@@ -337,21 +337,17 @@ def heal(
     With --hosts, on the inventory's hosts: every kchaos iptables chain and netem qdisc,
     stopped and exited JVMs, libfaketime, Byteman rules; a host's network rules outlive its
     JVM, so hosts whose JVM is down are cleaned too."""
+    from clusters.handles import open_cluster
     from clusters.hold import holding
     from nemesis.heal import heal_cluster
 
     if hosts is not None:
         if ctx.get_parameter_source("cluster") not in (ParameterSource.DEFAULT, None):
             raise click.UsageError("--name: with --hosts the inventory names the cluster")
-        target: Any = open_hosts(hosts, accept_new_host_keys, say)
-        cluster = target.cluster
-    else:
-        from clusters.docker_cluster import DockerCluster
-        from clusters.engine import client
-
-        if accept_new_host_keys:
-            raise click.UsageError("--accept-new-host-keys goes with --hosts")
-        target = DockerCluster(client(), cluster)
+    elif accept_new_host_keys:
+        raise click.UsageError("--accept-new-host-keys goes with --hosts")
+    target = open_cluster(cluster, hosts, accept_new_host_keys=accept_new_host_keys, say=say)
+    cluster = target.cluster
     does = "heal it anyway (the run's history then shows faults on that were already undone)"
     with holding(cluster, "kchaos heal", force, does, say):
         done = heal_cluster(target)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clusters.docker_cluster import DockerCluster
+from clusters.cluster import ClusterHandle
 from harness.recorder import Recorder
 from harness.rundir import write_json
 from history.errors import HistoryError
@@ -71,7 +71,7 @@ def _parquet_copy(run_dir: Path, say: Say) -> Summary | None:
 
 
 def collect_and_tear_down(
-    dc: DockerCluster, name: str, keep: bool, run_dir: Path, say: Say
+    dc: ClusterHandle, name: str, keep: bool, run_dir: Path, say: Say
 ) -> None:
     """Logs and decoded metadata into the run directory; the cluster down unless ``keep``."""
     try:

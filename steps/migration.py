@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from clusters.cluster import ClusterInfo
 from clusters.config import CONF_DIR, render_node, server_properties
-from clusters.docker_cluster import ClusterInfo
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist
 from clusters.migration import (

@@ -50,8 +50,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from clusters.cluster import ClusterInfo
 from clusters.config import CONF_DIR, DATA_DIR, WIPE_MARKER, node_classpath, render_node
-from clusters.docker_cluster import ClusterInfo
 from clusters.errors import ClusterError
 from clusters.node import DockerNode
 from clusters.quorum import (

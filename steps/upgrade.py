@@ -29,8 +29,8 @@ from typing import Any
 
 from clusters.api_versions import FeaturesUnavailable, describe_features
 from clusters.capabilities import Controllable, layout_of
+from clusters.cluster import ClusterInfo
 from clusters.config import render_node
-from clusters.docker_cluster import ClusterInfo
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist, metadata_version_level, parse_version, run_tool
 from clusters.migration import BROKER_KRAFT, CONTROLLER_FINALIZED, ibp

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from clusters.docker_cluster import ClusterInfo, DockerCluster
+from clusters.cluster import ClusterInfo, UpOptions
+from clusters.docker_cluster import DockerCluster
 from clusters.engine import client
 from clusters.topology import build_topology
 
@@ -30,7 +31,7 @@ def bring_up(
     dc = DockerCluster(docker_client, name)
     dc.remove()  # leftovers of an interrupted earlier test run
     topo = build_topology(kind, cluster=name, subnet=subnet, brokers=kw.pop("brokers", 3))
-    info = dc.up(topo, kw.pop("version", "3.9"), timing="fast", say=lambda m: None, **kw)
+    info = dc.up(topo, UpOptions(kw.pop("version", "3.9"), timing="fast", **kw), say=lambda m: None)
     yield dc, info
     dc.down(collect=tmp_path_factory.mktemp(f"{name}-collect"), say=lambda m: None)
     assert not dc.containers() and not dc.networks(), "teardown left containers or networks"

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import sys
 
-from harness.hosts import open_hosts
+from clusters.handles import open_cluster
 from nemesis.api import FaultContext, FaultStep
 from nemesis.registry import build
 
 
 def main(path: str) -> None:
-    cluster = open_hosts(path)
+    cluster = open_cluster(hosts=path)
     info = cluster.info()
     ctx = FaultContext(info.topology, cluster.nodes(info))
     nem = build(["partition", "kill", "pause"])

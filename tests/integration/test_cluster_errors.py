@@ -3,6 +3,7 @@
 import docker.types
 import pytest
 
+from clusters.cluster import UpOptions
 from clusters.docker_cluster import LABEL, DockerCluster
 from clusters.errors import ClusterError
 from clusters.topology import build_topology
@@ -13,7 +14,7 @@ QUIET = {"say": lambda m: None}
 def test_unknown_version_is_refused_before_anything_is_made(docker_client):
     dc = DockerCluster(docker_client, "it-badversion")
     with pytest.raises(ClusterError, match=r"unknown Kafka version 3\.9\.99"):
-        dc.up(build_topology("kraft-combined", cluster=dc.cluster), "3.9.99", **QUIET)
+        dc.up(build_topology("kraft-combined", cluster=dc.cluster), UpOptions("3.9.99"), **QUIET)
     assert not dc.exists()
 
 
@@ -27,7 +28,7 @@ def test_subnet_clash_names_the_subnet(docker_client):
     try:
         with pytest.raises(ClusterError, match=r"subnet 10\.213\.13\.0/24 clashes"):
             topo = build_topology("kraft-combined", cluster=dc.cluster, subnet=subnet)
-            dc.up(topo, "3.9", **QUIET)
+            dc.up(topo, UpOptions("3.9"), **QUIET)
         assert not dc.exists()
     finally:
         squatter.remove()
@@ -38,7 +39,8 @@ def test_a_node_that_dies_at_start_fails_up_with_its_last_log_lines(docker_clien
     topo = build_topology("kraft-combined", cluster=dc.cluster, subnet="10.213.14.0/24")
     # A 2 MB heap cannot even start the JVM: the container exits at once.
     with pytest.raises(ClusterError) as caught:
-        dc.up(topo, "3.9", heap_mb=2, ready_timeout=120, logs_on_failure=tmp_path, **QUIET)
+        options = UpOptions("3.9", heap_mb=2, ready_timeout=120, logs_on_failure=tmp_path)
+        dc.up(topo, options, **QUIET)
     message = str(caught.value)
     assert "the process exited" in message and "--- last log lines of n" in message
     assert "heap" in message.lower()
@@ -62,7 +64,7 @@ def test_a_second_cluster_with_the_same_name_is_refused(docker_client):
     )
     try:
         with pytest.raises(ClusterError, match="already exists"):
-            dc.up(build_topology("kraft-combined", cluster="it-twice"), "3.9", **QUIET)
+            dc.up(build_topology("kraft-combined", cluster="it-twice"), UpOptions("3.9"), **QUIET)
     finally:
         dc.remove()
     assert not dc.exists()

@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from clusters.cluster import UpOptions
 from clusters.docker_cluster import DockerCluster
 from clusters.kafka_dist import ensure_dist, run_tool
 from clusters.topology import build_topology
@@ -76,7 +77,7 @@ def test_the_txn_protocol_is_the_finalized_transaction_version(docker_client, pr
     dc.remove()  # leftovers of an interrupted earlier test run
     topo = build_topology("kraft-combined", cluster=NAME, subnet=SUBNET)
     try:
-        dc.up(topo, "4.4", timing="fast", say=lambda m: None, features=features)
+        dc.up(topo, UpOptions("4.4", timing="fast", features=features), say=lambda m: None)
         args = ["--bootstrap-server", topo.bootstrap_servers(), "describe"]
         code, out, err = run_tool(ensure_dist("4.4"), "features", args, 60)
     finally:

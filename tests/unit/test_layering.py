@@ -2,9 +2,10 @@
 
 history/ imports nothing of ours; checkers/ only history/ (and never a library that talks to
 Docker or Kafka); clusters/ only history/; nemesis/, steps/ and workloads/ only clusters/ and
-history/; harness/ anything. No two modules import each other round a circle, and no module imports
-another's `_private` name. Imports inside functions count: a circle through a late import is a
-circle still.
+history/; harness/ anything but a node kind's insides (Docker's or SSH's modules and libraries:
+it holds the ``ClusterHandle`` clusters/handles.py opens). No two modules import each other
+round a circle, and no module imports another's `_private` name. Imports inside functions
+count: a circle through a late import is a circle still.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ ALLOWED = {
 }
 # Libraries that talk to Docker, Kafka, ZooKeeper or hosts: never in a checker.
 TALKERS = {"docker", "confluent_kafka", "kazoo", "paramiko", "requests"}
+# A node kind's insides, which harness/ reaches only through clusters/handles.py's handles:
+# the kinds' libraries, and their modules (by prefix: a new kind's ``clusters.k8s_*`` is added
+# here with it).
+NODE_KIND_LIBRARIES = {"docker", "paramiko"}
+NODE_KIND_MODULES = ("clusters.docker_", "clusters.ssh_", "clusters.engine")
 
 
 def _modules() -> dict[str, Path]:
@@ -100,6 +106,46 @@ def test_checkers_import_nothing_that_talks_to_docker_or_kafka():
         if module.split(".")[0] in TALKERS
     ]
     assert wrong == []
+
+
+def _names_a_node_kind(module: str, item: str | None) -> bool:
+    if module.split(".")[0] in NODE_KIND_LIBRARIES:
+        return True
+    # `from clusters import engine` names the module by its item.
+    targets = [module, *([f"{module}.{item}"] if item else [])]
+    return any(t.startswith(NODE_KIND_MODULES) for t in targets)
+
+
+def test_harness_imports_no_node_kind():
+    """Docker or SSH is chosen once, by clusters/handles.py; the harness asks the handle what it
+    can do, never which kind it is (imports inside functions count)."""
+    wrong = [
+        f"{name} imports {module}" + (f".{item}" if item else "")
+        for name, path in MODULES.items()
+        if name.startswith("harness")
+        for module, item in _imports(name, path)
+        if _names_a_node_kind(module, item)
+    ]
+    assert wrong == []
+
+
+def test_the_node_kind_rule_sees_what_it_forbids():
+    """The rule reads every import form it is meant to refuse (a rule that matches nothing
+    cannot fail)."""
+    assert _names_a_node_kind("docker.errors", None)
+    assert _names_a_node_kind("paramiko", None)
+    assert _names_a_node_kind("clusters.docker_cluster", "DockerCluster")
+    assert _names_a_node_kind("clusters.ssh_hosts", "TEST_USER")
+    assert _names_a_node_kind("clusters", "engine")
+    assert _names_a_node_kind("clusters.engine", "client")
+    assert not _names_a_node_kind("clusters.handles", "open_cluster")
+    assert not _names_a_node_kind("clusters.cluster", "ClusterInfo")
+    assert any(
+        _names_a_node_kind(m, i)
+        for name, path in MODULES.items()
+        if name == "clusters.handles"
+        for m, i in _imports(name, path)
+    ), "clusters/handles.py opens the kinds: the rule must see its imports"
 
 
 def test_no_import_circles():

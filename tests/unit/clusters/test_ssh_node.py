@@ -209,13 +209,14 @@ def test_the_scripts_quote_what_they_are_given():
 
 
 def test_an_ssh_cluster_comes_up_with_every_option_a_docker_cluster_takes():
-    # The interpreter brings either up with the same keywords: a merge that taught Docker's
-    # `up` a new one (features, for --txn-protocol) and not the hosts' broke every run on them.
+    # The interpreter brings either up with the same arguments: a merge that taught Docker's
+    # `up` a new keyword (features, for --txn-protocol) and not the hosts' broke every run on
+    # them. Both now take one UpOptions (tests/unit/clusters/test_handles.py).
     import inspect
 
-    from clusters.docker_cluster import DockerCluster
+    from clusters.docker_lifecycle import DockerCluster
     from clusters.ssh_cluster import SshCluster
 
-    docker = set(inspect.signature(DockerCluster.up).parameters)
-    ssh = set(inspect.signature(SshCluster.up).parameters)
-    assert docker <= ssh, docker - ssh
+    docker = list(inspect.signature(DockerCluster.up).parameters)
+    ssh = list(inspect.signature(SshCluster.up).parameters)
+    assert docker == ssh == ["self", "topo", "options", "say"]

@@ -12,8 +12,11 @@ from typing import ClassVar
 import docker.errors
 import pytest
 
+import clusters.docker_lifecycle
+import clusters.engine
 import harness.interpreter as interpreter
 from clusters.cluster import ClusterInfo
+from clusters.docker_lifecycle import DockerCluster
 from clusters.errors import ClusterError
 from clusters.hold import ClusterRemoved, note_forced_removal
 from clusters.topology import build_topology
@@ -25,12 +28,14 @@ from harness.spec import RunSpec
 from nemesis.api import FaultContext
 
 
-class FakeCluster:
-    """A cluster whose containers and network are there or not, as the test says."""
+class FakeCluster(DockerCluster):
+    """A Docker cluster whose containers and network are there or not, as the test says: what
+    the run asks of it when it fails (``missing``, ``says_removed``) is Docker's own."""
 
     made: ClassVar[list[FakeCluster]] = []
 
     def __init__(self, client: object, name: str) -> None:
+        super().__init__(client, name)  # type: ignore[arg-type]
         FakeCluster.made.append(self)
         self.name = name
         self.nodes_present = ["n1", "n2", "n3"]
@@ -58,8 +63,8 @@ class FakeCluster:
 @pytest.fixture(autouse=True)
 def _offline(tmp_path, monkeypatch):
     monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(interpreter, "docker_client", lambda: None)
-    monkeypatch.setattr(interpreter, "DockerCluster", FakeCluster)
+    monkeypatch.setattr(clusters.engine, "client", lambda: None)
+    monkeypatch.setattr(clusters.docker_lifecycle, "DockerCluster", FakeCluster)
     monkeypatch.setattr(interpreter, "ensure_dist", lambda v: None)
     FakeCluster.made = []
 

@@ -10,8 +10,8 @@ from typing import ClassVar
 import pytest
 from click.testing import CliRunner
 
+import clusters.docker_lifecycle
 import clusters.engine
-import harness.cluster_cli
 import nemesis.heal
 from clusters import hold
 from clusters.errors import ClusterError
@@ -33,11 +33,14 @@ class FakeCluster:
     downs: ClassVar[list[hold.Holder | None]] = []
 
     def __init__(self, client: object, name: str) -> None:
-        self.name = name
+        self.name = self.cluster = name
 
     def down(self, collect: Path | None = None, say=print) -> int:
         FakeCluster.downs.append(_held_by(self.name))
         return 4
+
+    def fixed_topology(self, quorum: str = "static") -> None:
+        return None
 
     def up(self, *args, **kwargs) -> None:
         FakeCluster.downs.append(_held_by(self.name))
@@ -54,8 +57,8 @@ def _held_by(name: str) -> hold.Holder | None:
 @pytest.fixture
 def fake_docker(monkeypatch):
     FakeCluster.downs = []
-    monkeypatch.setattr(harness.cluster_cli, "client", lambda: None)
-    monkeypatch.setattr(harness.cluster_cli, "DockerCluster", FakeCluster)
+    monkeypatch.setattr(clusters.engine, "client", lambda: None)
+    monkeypatch.setattr(clusters.docker_lifecycle, "DockerCluster", FakeCluster)
     return FakeCluster.downs
 
 
@@ -118,8 +121,7 @@ def test_cluster_up_of_a_held_cluster_is_refused(fake_docker):
 def test_heal_of_a_held_cluster_is_refused_unless_forced(monkeypatch):
     healed: list[str] = []
     monkeypatch.setattr(clusters.engine, "client", lambda: None)
-    monkeypatch.setattr(harness.cluster_cli, "DockerCluster", FakeCluster)
-    monkeypatch.setattr("clusters.docker_cluster.DockerCluster", FakeCluster)
+    monkeypatch.setattr(clusters.docker_lifecycle, "DockerCluster", FakeCluster)
     monkeypatch.setattr(nemesis.heal, "heal_cluster", lambda dc: healed.append(dc.name) or [])
     with _a_run_holds():
         refused = kchaos("heal", "--name", "c1")
