@@ -44,7 +44,7 @@ AGENTS_DIR = IMAGE_LAYOUT.agents_dir
 # When this file exists in a node, the entrypoint starts the JVM under libfaketime with it.
 FAKETIME_ENV = IMAGE_LAYOUT.faketime_env
 # When this file exists in a re-provisioned controller, its next start empties its data
-# directory first (harness/quorum_steps.py): a new disk, hence a new directory id (KIP-853).
+# directory first (steps/quorum_steps.py): a new disk, hence a new directory id (KIP-853).
 WIPE_MARKER = IMAGE_LAYOUT.wipe_marker
 
 # Short heartbeats, sessions and elections, so fault tests see failover in seconds, not minutes.
@@ -116,7 +116,7 @@ def server_properties(
 ) -> dict[str, str]:
     """A Kafka node's properties; ``phase`` (migration topology only) is its migration phase;
     ``ibp`` (ZooKeeper mode) the inter.broker.protocol.version if not the version's own;
-    ``extra`` what a run's steps need beyond these (harness/upgrade.py); ``dynamic`` whether it
+    ``extra`` what a run's steps need beyond these (steps/upgrade.py); ``dynamic`` whether it
     finds a dynamic quorum (KIP-853; default: as the topology starts)."""
     check_timing(timing)
     replication = str(min(3, len(topo.brokers)))
@@ -140,7 +140,7 @@ def server_properties(
         props["broker.id"] = str(node.node_id)
         props["zookeeper.connect"] = topo.zookeeper_connect()
         # Pinned, as Kafka's ZooKeeper-mode upgrade notes ask: the software rolls first, the
-        # protocol is bumped in a second roll (harness/upgrade.py).
+        # protocol is bumped in a second roll (steps/upgrade.py).
         props["inter.broker.protocol.version"] = ibp or ".".join(version.split(".")[:2])
     if node.is_broker and not topo.migration:
         listeners.insert(0, f"PLAINTEXT://{node.ip}:{BROKER_PORT}")

@@ -41,7 +41,7 @@ class Layout:
     @property
     def wipe_marker(self) -> str:
         """When this file exists in a re-provisioned controller, its next start empties its data
-        directory first (harness/quorum_steps.py): a new disk, hence a new directory id."""
+        directory first (steps/quorum_steps.py): a new disk, hence a new directory id."""
         return f"{self.conf_dir}/wipe-data"
 
 

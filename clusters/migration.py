@@ -4,7 +4,7 @@ each phase, and the one thing the cluster needs before its brokers first start.
 A migration changes nodes' configurations, not the set of nodes: ZooKeeper, dedicated KRaft
 controllers (migration enabled from the start) and brokers that begin in ZooKeeper mode. Each
 phase below is what Kafka's "ZooKeeper to KRaft Migration" guide says a node runs with; the
-harness (harness/migration.py) moves nodes from one phase to the next by rewriting
+harness (steps/migration.py) moves nodes from one phase to the next by rewriting
 server.properties and restarting the node, so a node the kill nemesis restarts comes back with
 whatever phase it was last given.
 """

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from harness.timed import TimedSteps
 from history.format import NEMESIS
 from nemesis.api import FaultContext, FaultStep, Nemesis, Preparable
 from nemesis.errors import NotApplied
 from nemesis.heal import heal_cluster
 from nemesis.registry import NEMESES
+from steps.timed import TimedSteps
 
 # What a package's preparation does, for the line the run says before it (it can take minutes).
 PREPARE_WHY = {"clock": "restarting each JVM under libfaketime at offset 0"}

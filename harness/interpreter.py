@@ -1,14 +1,15 @@
 """The run interpreter: carries out a plan against a fresh cluster and owns the history.
 
 Order of a run: cluster up, nemesis preparation, workload setup, clients + observer + nemesis
-(+ the topology's migration steps) for the time limit, heal everything, wait until the cluster is
+(+ the plan's planned steps) for the time limit, heal everything, wait until the cluster is
 observed ready again, final reads, then the ending every path shares: heal, keep the history
 (Parquet copy), collect logs and metadata, check, cluster down. Healing and teardown happen on
 every path out (normal end, error, Ctrl-C), and the history is kept whatever happened.
 
 The parts live beside it: clients in harness/workers.py, faults in harness/faults.py, the
-migration in harness/migration.py, the ending's steps in harness/wrapup.py; what a workload
-brings comes from its registry entry (workloads/registry.py), never from its name.
+ending's steps in harness/wrapup.py; what a workload brings comes from its registry entry
+(workloads/registry.py), and what a planned step family brings from its own (steps/registry.py),
+never from their names.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,27 +28,25 @@ from clusters.errors import ClusterError
 from clusters.handles import open_cluster
 from clusters.hold import ClusterRemoved, Hold, holding
 from clusters.kafka_dist import KafkaDist, ensure_dist, parse_version
-from clusters.quorum import STATIC
 from clusters.topology import build_topology
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED_EXIT
 from harness.faults import FaultDriver, heal, prepare
-from harness.migration import MigrationDriver
-from harness.nemesis_items import packages
 from harness.outcome import RunResult
 from harness.plan import PLAN_NAME, Plan
 from harness.progress import wait_out
-from harness.quorum_steps import QuorumSteps, final_observation
 from harness.readiness import wait_observed_ready
 from harness.recorder import Recorder
 from harness.rundir import make_run_dir, point_latest, write_json
-from harness.steps import stop_and_report
 from harness.supervisor import run_supervised
-from harness.upgrade import UpgradeDriver, node_properties
 from harness.workers import Clients, ProcessIds
 from harness.wrapup import check_run, collect_and_tear_down, keep_history, not_checked
 from history.format import JSONL_NAME
 from nemesis.api import FaultContext, Nemesis
+from nemesis.items import packages
 from nemesis.registry import build
+from steps.family import Stage
+from steps.recorded import RecordedSteps, stop_and_report
+from steps.registry import FAMILIES, node_properties
 from workloads.api import Clocked, SizedFinal, Workload
 from workloads.observe import Observer
 from workloads.registry import WORKLOADS
@@ -93,8 +92,8 @@ class Live:
     workload: Workload | None = None
     observer: Observer | None = None
     faults: FaultDriver | None = None
-    migration: MigrationDriver | None = None
-    upgrade: UpgradeDriver | None = None
+    # The planned steps' drivers started so far, by family key, in the order they started.
+    steps: dict[str, RecordedSteps] = field(default_factory=dict)
     clients: Clients | None = None
     healed: list[dict[str, Any]] | None = None
     # Whether the cluster under the run's name is the run's own to tear down: not one it found.
@@ -228,7 +227,7 @@ class Run:
         options = UpOptions(
             spec.version,
             timing=spec.timing,
-            extra_props=node_properties(self.plan.upgrade) or None,
+            extra_props=node_properties(self.plan.steps) or None,
             # --txn-protocol: the transaction.version the storage is formatted with.
             features=self.workload_kind.format_features(self.plan.generator) or None,
             logs_on_failure=live.run_dir,
@@ -270,7 +269,7 @@ class Run:
             self._wait_ready(dc, up.info, "after preparing the nodes", PREPARE_READY_TIMEOUT_S)
 
     def _drive(self, live: Live, up: Up, workload: Workload) -> Observer:
-        """Observer, faults, migration and clients for the time limit; then no new step begins
+        """Observer, faults, planned steps and clients for the time limit; then no new step begins
         and every client finishes its operation in flight. The observer goes on."""
         spec, rec = self.spec, up.recorder
         budget = spec.time_limit + WORKER_JOIN_S + STEPS_STOP_BUDGET_S
@@ -284,26 +283,7 @@ class Run:
         )
         observer.start()
         faults.start()
-        if self.plan.migration:
-            nodes = live.cluster.nodes(up.info)
-            # The release the nodes run, not the newest one the run assembled (the cluster's
-            # tools): a migration's restarts render ZooKeeper-mode brokers whose
-            # inter.broker.protocol.version must be their own (3.9 brokers refused "4.0").
-            started = [d for d in self.releases.values() if d.version == up.info.version]
-            dist = started[0] if started else live.cluster.dist(up.info)
-            live.migration = MigrationDriver(self.plan.migration, up.info, dist, nodes, rec)
-            self.say(f"migration: {len(self.plan.migration)} steps (see plan.json)")
-            live.migration.start()
-        if self.plan.upgrade:
-            nodes = live.cluster.nodes(up.info)
-            dists = {**self.releases, **{d.version: d for d in self.releases.values()}}
-            # Controller membership steps (harness/quorum_steps.py) are carried out by handlers.
-            handlers = QuorumSteps(up.info).handlers()
-            live.upgrade = UpgradeDriver(
-                self.plan.upgrade, up.info, dists, nodes, rec, live.migration, handlers
-            )
-            self.say(f"upgrade: {len(self.plan.upgrade)} steps (see plan.json)")
-            live.upgrade.start()
+        self._start_steps(live, up)
         clients.start()
         wait_out(spec.time_limit, rec, faults, enabled=self.show_progress)
         self.stop.set()
@@ -311,6 +291,28 @@ class Run:
         self.say("time limit reached: waiting for in-flight operations")
         clients.join(WORKER_JOIN_S)
         return observer
+
+    def _start_steps(self, live: Live, up: Up) -> None:
+        """Each family's driver that has steps in the plan, in the registry's order."""
+        stage = Stage(
+            up.info,
+            self.releases,
+            up.recorder,
+            nodes=lambda: live.cluster.nodes(up.info),
+            started_on=lambda: self._started_on(live, up.info),
+            started=live.steps,
+        )
+        for family in FAMILIES:
+            planned = self.plan.steps_of(family.key)
+            if planned:
+                driver = live.steps[family.key] = family.drive(planned, stage)
+                self.say(f"{family.key}: {len(planned)} steps (see plan.json)")
+                driver.start()
+
+    def _started_on(self, live: Live, info: ClusterInfo) -> KafkaDist:
+        """The release the nodes started on, as assembled for the run."""
+        started = [d for d in self.releases.values() if d.version == info.version]
+        return started[0] if started else live.cluster.dist(info)
 
     def _read_back(self, live: Live, up: Up, workload: Workload, observer: Observer) -> None:
         """Everything healed and the cluster ready again, then the workload's final reads."""
@@ -320,9 +322,9 @@ class Run:
         self._note(phase="final reads", budget_s=FINAL_BUDGET_S + final_s)
         self._heal(live)
         self._wait_ready(live.cluster, up.info, "after healing", QUIESCE_TIMEOUT_S)
-        if live.upgrade is not None and self.spec.quorum_mode != STATIC:
-            # The voter set once every fault is healed: what acknowledged changes must match.
-            self.summary["quorum"] = final_observation(live.upgrade)
+        for family in FAMILIES:
+            if family.key in live.steps:
+                self.summary.update(family.after_heal(live.steps[family.key], self.spec))
         self.say(self.workload_kind.FINAL_SAYS)
         self.summary[self.workload_kind.FINAL_KEY] = workload.final(
             self.processes.fresh, up.recorder.record, final_s
@@ -336,14 +338,14 @@ class Run:
 
     # Ending, on every path -----------------------------------------------------------------------
     def _stop_steps(self, live: Live) -> None:
-        """No fault or migration step begins after this; the migration says how far it got."""
+        """No fault or planned step begins after this; each family says how far it got."""
         if live.faults is not None:
             live.faults.stop()
-        # The upgrade first: it may be waiting for the migration to finish.
-        if live.upgrade is not None and "upgrade" not in self.summary:
-            self.summary["upgrade"] = stop_and_report(live.upgrade, live.run_dir, self.say)
-        if live.migration is not None and "migration" not in self.summary:
-            self.summary["migration"] = stop_and_report(live.migration, live.run_dir, self.say)
+        # The last started first: it may be waiting for an earlier one to finish.
+        for key, driver in reversed(live.steps.items()):
+            if key not in self.summary:
+                every, self.summary[key] = stop_and_report(driver, self.say)
+                write_json(live.run_dir / f"{driver.process}.json", every)
 
     def _heal(self, live: Live) -> None:
         # Once the cluster exists a fault may be on it (even the clock's preparation restarts

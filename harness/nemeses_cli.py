@@ -1,5 +1,5 @@
 """``kchaos nemeses``: every fault package's menu, read from the packages themselves, and what
-``--nemesis`` may name of each (harness/nemesis_items.py)."""
+``--nemesis`` may name of each (nemesis/items.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from clusters.topology import TOPOLOGIES
-from harness.nemesis_items import EXAMPLE, SYNTAX, aimed_on, targets_on
 from nemesis.api import TARGETS
+from nemesis.items import EXAMPLE, SYNTAX, aimed_on, targets_on
 from nemesis.registry import MENUS, catalog
 
 KIND_WIDTH = 28

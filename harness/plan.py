@@ -15,14 +15,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.migration import MigrationStep, migration_schedule
-from harness.nemesis_items import Item, parse_items
-from harness.quorum_steps import quorum_schedule
-from harness.spec import RunSpec, SpecError, feature_items, spec_from_dict
-from harness.upgrade import UpgradeStep, load_steps, upgrade_schedule
+from harness.spec import RunSpec, SpecError, spec_from_dict
 from history.format import PLAN_JSON
 from nemesis.api import FaultStep
+from nemesis.items import Item, parse_items
 from nemesis.registry import MENUS
+from steps.recorded import PlannedStep
+from steps.registry import FAMILIES
 from workloads.registry import WORKLOADS
 
 PLAN_VERSION = 1
@@ -35,11 +34,9 @@ class Plan:
     spec: dict[str, Any]
     generator: dict[str, Any]
     faults: list[FaultStep] = field(default_factory=list)
-    # The ZooKeeper-to-KRaft migration's steps (topology migration only).
-    migration: list[MigrationStep] = field(default_factory=list)
-    # Rolling upgrades, downgrades and feature steps, then controller membership steps (only
-    # when the spec asks for them).
-    upgrade: list[UpgradeStep] = field(default_factory=list)
+    # Each step family's steps by its plan.json key (steps/registry.py), only the families that
+    # have steps: the migration's on topology migration, the upgrade's when the spec asks.
+    steps: dict[str, list[PlannedStep]] = field(default_factory=dict)
     # What the plan tells before a run and is not part of plan.json: the items of --nemesis
     # the time limit left without a fault window (a stored plan, replayed, tells nothing).
     notes: list[str] = field(default_factory=list, compare=False)
@@ -52,12 +49,15 @@ class Plan:
             "generator": self.generator,
             "faults": [asdict(s) for s in self.faults],
         }
-        if self.migration:
-            # Only present when there is a migration: every other plan file stays as it was.
-            out["migration"] = [asdict(s) for s in self.migration]
-        if self.upgrade:
-            out["upgrade"] = [asdict(s) for s in self.upgrade]
+        for key, steps in self.steps.items():
+            if steps:
+                # Only present when the family has steps: every other plan file stays as it was.
+                out[key] = [asdict(s) for s in steps]  # type: ignore[call-overload]
         return out
+
+    def steps_of(self, key: str) -> list[PlannedStep]:
+        """The steps of the family ``key``; empty when the plan has none."""
+        return self.steps.get(key, [])
 
     def to_json(self) -> str:
         # sort_keys and a fixed layout: the file is compared byte for byte across runs.
@@ -128,14 +128,6 @@ def fault_turns(spec: RunSpec, rng: random.Random) -> tuple[list[FaultStep], lis
     return steps, turns
 
 
-def fault_schedule(spec: RunSpec, rng: random.Random) -> list[FaultStep]:
-    """One fault at a time: on for an interval, off for an interval, until the time limit.
-
-    Whatever is still on at the end is healed by the interpreter, so no stop is needed past it.
-    """
-    return fault_turns(spec, rng)[0]
-
-
 def without_window(spec: RunSpec, turns: list[Item]) -> str | None:
     """A sentence naming the items of ``--nemesis`` that got no fault window, and the time limit
     that fits them all; None when each got one."""
@@ -164,26 +156,10 @@ def generator_params(spec: RunSpec) -> dict[str, Any]:
     }
 
 
-def _upgrade_steps(spec: RunSpec, seed: int) -> list[UpgradeStep]:
-    """The quorum steps come after any upgrade's: one driver carries them out in list order.
-    The user's own feature steps (the upgrade list's tail) are spread over the run, so they
-    are merged with the quorum steps by start time (each in time order already; the sort
-    keeps ties in order)."""
-    items = feature_items(spec)
-    upgrade = upgrade_schedule(
-        spec.topology,
-        spec.time_limit,
-        seed,
-        spec.upgrade_to,
-        spec.downgrade_to,
-        spec.zookeepers,
-        items,
-    )
-    quorum = quorum_schedule(spec.topology, spec.time_limit, seed, spec.quorum)
-    if not items or not quorum:
-        return upgrade + quorum
-    cut = len(upgrade) - len(items)
-    return upgrade[:cut] + sorted(upgrade[cut:] + quorum, key=lambda s: s.at_s)
+def planned_steps(spec: RunSpec, seed: int) -> dict[str, list[PlannedStep]]:
+    """Each step family's steps, by its key; each family draws from its own random stream."""
+    planned = {f.key: list(f.plan(spec, seed)) for f in FAMILIES}
+    return {key: steps for key, steps in planned.items() if steps}
 
 
 def build_plan(spec: RunSpec, seed: int) -> Plan:
@@ -198,9 +174,7 @@ def build_plan(spec: RunSpec, seed: int) -> Plan:
         spec=spec_data,
         generator=generator_params(spec),
         faults=faults,
-        migration=migration_schedule(spec.topology, spec.time_limit, seed, spec.zookeepers),
-        # The quorum steps come after any upgrade's: one driver carries them out in list order.
-        upgrade=_upgrade_steps(spec, seed),
+        steps=planned_steps(spec, seed),
         notes=[short] if short else [],
     )
 
@@ -220,15 +194,13 @@ def load_plan(path: str | Path) -> Plan:
         raise SpecError(f"{p}: not a kchaos plan of version {PLAN_VERSION}")
     try:
         faults = [FaultStep(**s) for s in data["faults"]]
-        migration = [MigrationStep(**s) for s in data.get("migration", [])]
-        upgrade = load_steps(data.get("upgrade", []))
+        steps = {f.key: list(f.load(data[f.key])) for f in FAMILIES if data.get(f.key)}
         plan = Plan(
             seed=int(data["seed"]),
             spec=data["spec"],
             generator=data["generator"],
             faults=faults,
-            migration=migration,
-            upgrade=upgrade,
+            steps=steps,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SpecError(f"{p}: malformed plan ({exc})") from None

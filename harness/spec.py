@@ -26,8 +26,8 @@ from clusters.kafka_dist import DEFAULT_VERSION, check_release
 from clusters.quorum import QUORUMS, STATIC, check_quorum
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
 from clusters.upgrade_paths import check_downgrade, check_upgrade
-from harness.feature_steps import FeatureItem, FeatureSpecError, parse_features
-from harness.nemesis_items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
+from nemesis.items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
+from steps.feature_steps import FeatureSpecError, feature_items
 from workloads.options import (
     AS_ASKED,
     Option,
@@ -246,14 +246,6 @@ def scenario_terms() -> ScenarioTerms:
         defaults={o.name: (o.default, *o.quiet) for o in OPTIONS},
         kept=frozenset(o.name for o in OPTIONS if not o.tested),
     )
-
-
-def feature_items(spec: RunSpec) -> list[FeatureItem]:
-    """The spec's own feature steps; they run after every roll, so on the release the run ends
-    on (the downgrade's, else the upgrade's, else the one it starts on)."""
-    if not spec.features:
-        return []
-    return parse_features(spec.features, spec.releases()[-1], spec.topology)
 
 
 def _refuse(spec: RunSpec, *names: str) -> None:

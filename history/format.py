@@ -65,10 +65,10 @@ ASSIGN_FS = frozenset({"assign", "subscribe"})
 
 NEMESIS = "nemesis"
 OBSERVER = "observer"
-# The ZooKeeper-to-KRaft migration's steps (harness/migration.py), one at a time.
+# The ZooKeeper-to-KRaft migration's steps (steps/migration.py), one at a time.
 MIGRATION = "migration"
 # Rolling upgrades and downgrades, feature-level and controller-membership steps
-# (harness/upgrade.py), one at a time.
+# (steps/upgrade.py), one at a time.
 UPGRADE = "upgrade"
 # Processes that are not clients: their operations are the run's own acts and observations.
 SPECIAL_PROCESSES = (NEMESIS, OBSERVER, MIGRATION, UPGRADE)

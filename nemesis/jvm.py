@@ -83,6 +83,19 @@ DEFAULT_TARGET = {
 # Whose code a kind slows (history/effects.py STALLED `side`); not listed: the whole node's.
 SIDE = {"controller-stall": CONTROLLER, "heartbeat-delay": BROKER}
 
+
+def can_hook(kind: str, node: NodeSpec, topology: Topology) -> bool:
+    """Whether a node runs the code ``kind`` hooks: a KRaft controller's QuorumController, a
+    KRaft-registered broker's lifecycle manager, or any Kafka node's logs."""
+    if node.is_zookeeper:
+        return False
+    if kind == "controller-stall":
+        return node.is_controller
+    if kind == "heartbeat-delay":
+        return node.is_broker and topology.kraft
+    return True
+
+
 MENU = Menu(
     "jvm",
     kinds=(
@@ -139,6 +152,7 @@ MENU = Menu(
         "leader; a step's own target (any selector) takes precedence, one/minority/majority/all "
         "counted among the nodes the kind can hook"
     ),
+    acts_on=can_hook,
 )
 
 
@@ -259,18 +273,6 @@ def rules_for(
         Rule(name, h.cls, h.method, f"System.currentTimeMillis() < {end}", action)
         for name, h in zip(names, hooks, strict=True)
     ]
-
-
-def can_hook(kind: str, node: NodeSpec, topology: Topology) -> bool:
-    """Whether a node runs the code ``kind`` hooks: a KRaft controller's QuorumController, a
-    KRaft-registered broker's lifecycle manager, or any Kafka node's logs."""
-    if node.is_zookeeper:
-        return False
-    if kind == "controller-stall":
-        return node.is_controller
-    if kind == "heartbeat-delay":
-        return node.is_broker and topology.kraft
-    return True
 
 
 def reaction(logs: str, tag: str, limit: int = 8) -> list[str]:

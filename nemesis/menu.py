@@ -19,9 +19,11 @@ which is what keeps plan.json byte-identical for the same seed and options.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from clusters.topology import NodeSpec, Topology
 from nemesis.api import FaultStep
 from nemesis.errors import NemesisError
 
@@ -118,6 +120,9 @@ class Menu:
     effects: tuple[str, ...] = ()
     # What a stop may do besides ending the fault (restarted, resumed); empty: nothing more.
     stop_effects: tuple[str, ...] = ()
+    # The nodes a step of a kind can act on, (kind, node, topology) -> bool; None: every node.
+    # A spec may aim a kind only at a target that can name one of them.
+    acts_on: Callable[[str, NodeSpec, Topology], bool] | None = None
 
     def kind_names(self) -> tuple[str, ...]:
         return tuple(k.name for k in self.kinds)
@@ -137,6 +142,10 @@ class Menu:
     def kinds_for(self, topology: str) -> list[Kind]:
         """The kinds a plan may choose on ``topology``, in the menu's order."""
         return [k for k in self.kinds if k.applies_to(topology)]
+
+    def can_act_on(self, kind: str, node: NodeSpec, topology: Topology) -> bool:
+        """Whether a step of ``kind`` can act on ``node`` at all (``acts_on``)."""
+        return self.acts_on is None or self.acts_on(kind, node, topology)
 
     def takes_target(self, kind: str) -> bool:
         """Whether a step of ``kind`` reads a target a spec may name (kill and pause: the kind

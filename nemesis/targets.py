@@ -36,6 +36,23 @@ class Resolved:
         return out
 
 
+COUNTING = ("one", "minority", "majority", "all")
+
+
+def could_name(selector: str, topo: Topology) -> list[str]:
+    """The nodes ``selector`` may name on ``topo``: those ``resolve`` chooses among (what a
+    spec's ``--nemesis`` items are checked against, nemesis/items.py)."""
+    if selector in ("partition-leader", "busiest-leader", "txn-coordinator"):
+        return [n.name for n in topo.brokers]
+    if selector == "zk-leader" or (selector == "quorum-leader" and not topo.kraft):
+        return [n.name for n in topo.zookeepers]
+    if selector in ("active-controller", "quorum-leader") and topo.kraft:
+        return [n.name for n in topo.controllers]
+    if selector == "active-controller":
+        return [n.name for n in topo.brokers]
+    return topo.names()  # counting selectors
+
+
 def pick_count(names: Collection[str], selector: str, rng: random.Random) -> list[str]:
     """one / minority / majority / all of ``names``, chosen with ``rng``; sorted."""
     pool = sorted(names)
@@ -250,8 +267,8 @@ def resolve(
     if selector not in TARGETS:
         raise NemesisError(f"unknown target '{selector}': choose one of {', '.join(TARGETS)}")
     topo = ctx.topology
-    if selector in ("one", "minority", "majority", "all"):
-        return Resolved(selector, pick_count(topo.names(), selector, rng))
+    if selector in COUNTING:
+        return Resolved(selector, pick_count(could_name(selector, topo), selector, rng))
     if selector == "partition-leader":
         return partition_leader(topo, ctx.hints, params or {}, rng)
     if selector == "busiest-leader":
@@ -266,7 +283,7 @@ def resolve(
         return zk_active_controller(ctx)
     # Only KRaft controllers: in a migration a ZooKeeper-mode broker may still report
     # ActiveControllerCount 1 (it holds /controller until a KRaft controller takes it over).
-    controllers = {n.name for n in topo.controllers}
+    controllers = set(could_name(selector, topo))
     seen = [s for s in statuses(ctx) if s["name"] in controllers]
     return (
         active_controller(topo, seen)

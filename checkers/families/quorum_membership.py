@@ -1,6 +1,6 @@
 """Controller membership changes (KIP-853) against what the cluster did after them.
 
-Reads the history's process ``upgrade`` (harness/quorum_steps.py, docs/history.md): each
+Reads the history's process ``upgrade`` (steps/quorum_steps.py, docs/history.md): each
 ``remove-controller`` and ``add-controller`` completion names the replica it changed (node id
 and directory id) and what the step observed (the voter set, leader and epoch the leader
 described; ``at_ack``, each controller's own JMX view right after Kafka acknowledged it); a

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.upgrade import FEATURES, ROLL
 from history.format import UPGRADE
+from steps.upgrade import FEATURES, ROLL
 from tests.integration.test_run_upgrade import _last_samples, _ops, _run
 
 pytestmark = pytest.mark.slow

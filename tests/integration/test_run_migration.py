@@ -14,9 +14,9 @@ import json
 
 import pytest
 
-from harness.migration import STEPS
 from history.format import MIGRATION
 from history.reader import read_history
+from steps.migration import STEPS
 from tests.integration.runs import quiet_run
 
 NAME = "mig2"
@@ -53,9 +53,9 @@ def test_every_planned_step_is_an_operation_with_a_completion(finished_run):
     ops = migration_ops(result)
     invokes = [op for op in ops if op["type"] == "invoke"]
     done = [op for op in ops if op["type"] != "invoke"]
-    assert [op["f"] for op in invokes] == [s.step for s in plan.migration]
-    assert [op["f"] for op in done] == [s.step for s in plan.migration]
-    assert sorted({s.step for s in plan.migration}, key=STEPS.index) == list(STEPS)
+    assert [op["f"] for op in invokes] == [s.step for s in plan.steps_of("migration")]
+    assert [op["f"] for op in done] == [s.step for s in plan.steps_of("migration")]
+    assert sorted({s.step for s in plan.steps_of("migration")}, key=STEPS.index) == list(STEPS)
 
 
 def test_the_migration_finalized_or_a_step_recorded_why_not(finished_run):

@@ -15,9 +15,9 @@ import json
 
 import pytest
 
-from harness.quorum_steps import ADD, DESCRIBE, REMOVE
 from history.format import UPGRADE
 from history.reader import read_history
+from steps.quorum_steps import ADD, DESCRIBE, REMOVE
 from tests.integration.runs import quiet_run
 
 NAME = "quorum1"

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.upgrade import FEATURES, ROLL
 from history.format import OBSERVER, UPGRADE
 from history.reader import read_history
+from steps.upgrade import FEATURES, ROLL
 from tests.integration.runs import quiet_run
 
 SEED = 3
@@ -62,7 +62,7 @@ def test_the_upgrade_rolls_every_node_and_finalizes_the_new_metadata_version(upg
     result, plan = upgraded
     done = [op for op in _ops(result, UPGRADE) if op["type"] != "invoke"]
     assert [op["f"] for op in done if op["f"] == ROLL] == [
-        s.step for s in plan.upgrade if s.step == ROLL
+        s.step for s in plan.steps_of("upgrade") if s.step == ROLL
     ]
     rolls = [op for op in done if op["f"] == ROLL]
     # A roll waits (bounded) for the node to come back on the new release, whatever is killed.

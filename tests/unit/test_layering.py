@@ -1,11 +1,11 @@
 """The layering contract (docs/architecture.md), read from the code's own imports.
 
 history/ imports nothing of ours; checkers/ only history/ (and never a library that talks to
-Docker or Kafka); clusters/ only history/; nemesis/ and workloads/ only clusters/ and history/;
-harness/ anything but a node kind's insides (Docker's or SSH's modules and libraries: it holds
-the ``ClusterHandle`` clusters/handles.py opens). No two modules import each other round a
-circle, and no module imports another's `_private` name. Imports inside functions count: a
-circle through a late import is a circle still.
+Docker or Kafka); clusters/ only history/; nemesis/, steps/ and workloads/ only clusters/ and
+history/; harness/ anything but a node kind's insides (Docker's or SSH's modules and libraries:
+it holds the ``ClusterHandle`` clusters/handles.py opens). No two modules import each other
+round a circle, and no module imports another's `_private` name. Imports inside functions
+count: a circle through a late import is a circle still.
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("history", "checkers", "clusters", "nemesis", "workloads", "harness")
+PACKAGES = ("history", "checkers", "clusters", "nemesis", "steps", "workloads", "harness")
 ALLOWED = {
     "history": set(),
     "checkers": {"history"},
     "clusters": {"history"},
     "nemesis": {"clusters", "history"},
+    # Planned steps: migration, upgrades, feature and quorum steps (steps/registry.py).
+    "steps": {"clusters", "history"},
     "workloads": {"clusters", "history"},
-    "harness": {"checkers", "clusters", "nemesis", "workloads", "history"},
+    "harness": {"checkers", "clusters", "nemesis", "steps", "workloads", "history"},
 }
 # Libraries that talk to Docker, Kafka, ZooKeeper or hosts: never in a checker.
 TALKERS = {"docker", "confluent_kafka", "kazoo", "paramiko", "requests"}

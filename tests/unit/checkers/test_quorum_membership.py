@@ -24,7 +24,7 @@ VOTERS = [[1, D1], [2, D2], [3, D3]]
 
 
 def step(h: H, f: str, node: str | None, type_: str = "ok", **out: Any) -> H:
-    """One op of the process upgrade, as harness/quorum_steps.py records it."""
+    """One op of the process upgrade, as steps/quorum_steps.py records it."""
     inv = {"at_s": 1.0, "step": f, "node": node, "params": {}}
     h.lines.append(
         {"type": "invoke", "f": f, "process": "upgrade", "time": h._tick(), "node": node,

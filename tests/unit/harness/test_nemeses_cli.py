@@ -70,7 +70,7 @@ def test_text_gives_the_item_syntax_and_what_each_package_and_kind_may_be_named(
 
 def test_json_says_which_targets_each_kind_takes_on_each_topology():
     from clusters.topology import TOPOLOGIES
-    from harness.nemesis_items import ItemError, parse_items
+    from nemesis.items import ItemError, parse_items
 
     data = json.loads(CliRunner().invoke(main, ["nemeses", "--json"]).output)
     assert data["items"]["example"] == (

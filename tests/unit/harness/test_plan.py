@@ -7,11 +7,11 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.migration import AWAITED, PHASES, STEPS
 from harness.plan import build_plan, client_rng, load_plan
 from harness.spec import RunSpec, validate
 from nemesis.api import TARGETS
 from nemesis.registry import FAULT_KINDS, build
+from steps.migration import AWAITED, PHASES, STEPS
 
 specs = st.builds(
     RunSpec.of,
@@ -97,9 +97,9 @@ def test_options_change_the_plan():
 def test_a_migration_plan_rolls_every_node_once_per_phase_in_kip_866_order(spec, seed):
     plan = build_plan(spec, seed)
     if spec.topology != "migration":
-        assert plan.migration == [] and "migration" not in json.loads(plan.to_json())
+        assert plan.steps_of("migration") == [] and "migration" not in json.loads(plan.to_json())
         return
-    steps = plan.migration
+    steps = plan.steps_of("migration")
     # The phases in the guide's order, each restart phase naming every node of its role once.
     order = [s.step for s in steps]
     assert sorted(set(order), key=order.index) == list(STEPS)
@@ -119,7 +119,7 @@ def test_a_migration_plan_loads_back_and_the_fault_schedule_is_unchanged_by_it(t
     plan = build_plan(spec, 42)
     (tmp_path / "plan.json").write_text(plan.to_json())
     assert load_plan(tmp_path).to_json() == plan.to_json()
-    assert load_plan(tmp_path).migration == plan.migration
+    assert load_plan(tmp_path).steps_of("migration") == plan.steps_of("migration")
     # The migration has a random stream of its own: the faults are those of the same spec
     # without it (same targets allowed), so adding the migration moved no fault.
     other = build_plan(
@@ -127,4 +127,7 @@ def test_a_migration_plan_loads_back_and_the_fault_schedule_is_unchanged_by_it(t
     )
     assert [(f.at_s, f.action) for f in plan.faults] == [(f.at_s, f.action) for f in other.faults]
     # Seeded: another seed rolls the brokers in another order or at another time.
-    assert any(build_plan(spec, s).migration != plan.migration for s in range(43, 48))
+    assert any(
+        build_plan(spec, s).steps_of("migration") != plan.steps_of("migration")
+        for s in range(43, 48)
+    )

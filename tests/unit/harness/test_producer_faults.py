@@ -8,7 +8,7 @@ import json
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.nemesis_items import named_selectors, parse_items
+from nemesis.items import named_selectors, parse_items
 from workloads.pipelined import InFlight
 
 

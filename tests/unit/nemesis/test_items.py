@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clusters.topology import TOPOLOGIES
-from harness.nemesis_items import ItemError, packages, parse_items, split
 from harness.plan import build_plan, fault_turns, fault_windows, load_plan
 from harness.spec import RunSpec, SpecError, spec_from_dict, validate
 from nemesis.api import TARGETS
+from nemesis.items import ItemError, packages, parse_items, split
 from nemesis.registry import MENUS, build
 
 
@@ -264,3 +264,19 @@ def test_a_spec_file_may_list_items(tmp_path):
     path = tmp_path / "plan.json"
     path.write_text(build_plan(spec, 5).to_json())
     assert load_plan(path).to_json() == path.read_text()
+
+
+def test_a_kind_is_aimed_only_where_its_menu_says_it_can_act(monkeypatch):
+    # Asked of the menu, never of the package's name: a packet menu that acts on ZooKeepers
+    # only is offered the selectors that can name one (nemesis/targets.py could_name).
+    from dataclasses import replace
+
+    import nemesis.items as items
+
+    only_zk = replace(MENUS["packet"], acts_on=lambda kind, node, topo: node.is_zookeeper)
+    monkeypatch.setitem(items.MENUS, "packet", only_zk)
+    kind = only_zk.kinds[0].name
+    assert items.targets_on("packet", kind, "kraft") == []
+    on_zk = items.targets_on("packet", kind, "zk")
+    assert {"one", "all", "zk-leader"} <= set(on_zk)
+    assert not {"partition-leader", "active-controller"} & set(on_zk)

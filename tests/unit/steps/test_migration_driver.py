@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.migration import MigrationDriver, MigrationStep, migration_schedule
 from harness.recorder import Recorder
 from history.reader import read_history
+from steps.migration import MigrationDriver, MigrationStep, migration_schedule
 
 STEPS = [MigrationStep(0.0, s.step, s.node) for s in migration_schedule("migration", 100, 5)]
 

@@ -12,7 +12,8 @@ from clusters.upgrade_paths import check_downgrade, check_upgrade
 from harness.plan import build_plan, load_plan
 from harness.recorder import Recorder
 from harness.spec import RunSpec, SpecError, spec_from_dict
-from harness.upgrade import (
+from history.reader import read_history
+from steps.upgrade import (
     FEATURES,
     IBP,
     ROLL,
@@ -22,12 +23,11 @@ from harness.upgrade import (
     node_properties,
     upgrade_schedule,
 )
-from history.reader import read_history
 
 
 def test_no_upgrade_asked_no_steps_and_no_plan_key():
     plan = build_plan(RunSpec(), 7)
-    assert plan.upgrade == [] and "upgrade" not in plan.to_dict()
+    assert plan.steps_of("upgrade") == [] and "upgrade" not in plan.to_dict()
     assert "upgrade_to" not in plan.to_dict()["spec"]
 
 
@@ -60,7 +60,9 @@ def test_a_stored_plan_replays_its_upgrade_steps(tmp_path):
     plan = build_plan(spec, 3)
     (tmp_path / "plan.json").write_text(plan.to_json())
     again = load_plan(tmp_path)
-    assert again.upgrade == plan.upgrade and again.to_json() == plan.to_json()
+    assert (
+        again.steps_of("upgrade") == plan.steps_of("upgrade") and again.to_json() == plan.to_json()
+    )
     assert json.loads(plan.to_json())["spec"]["upgrade_to"] == "3.9"
 
 
@@ -207,7 +209,7 @@ class Scripted(UpgradeDriver):
     def _do(self, step, value):
         kind = self.outcome.get(step.step, "ok")
         if kind == "fail":
-            from harness.steps import StepFailed
+            from steps.recorded import StepFailed
 
             raise StepFailed("scripted refusal")
         return {}
@@ -385,7 +387,7 @@ def test_kafka_features_runs_from_the_newest_release_the_run_assembled(tmp_path,
     # Nothing is looked up in the host cache: a run rolling to 4.4.0 has assembled it before the
     # cluster started, and a run that does not roll there never asks for it.
     monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path / "empty-cache"))
-    from harness import upgrade
+    from steps import upgrade
 
     class Dist:
         def __init__(self, version):

@@ -67,7 +67,8 @@ from clusters.quorum import (
     parse_status,
 )
 from clusters.topology import Topology, build_topology
-from harness.steps import (
+from history.format import UPGRADE
+from steps.recorded import (
     STOP_TIMEOUT_S,
     StepFailed,
     StepUnsure,
@@ -76,8 +77,7 @@ from harness.steps import (
     quorum_agreed,
     restart,
 )
-from harness.upgrade import FEATURES, Handler, UpgradeDriver, UpgradeStep
-from history.format import UPGRADE
+from steps.upgrade import FEATURES, Handler, UpgradeDriver, UpgradeStep
 
 REMOVE, ADD = "remove-controller", "add-controller"
 REPROVISION, CONFIGURE = "reprovision-controller", "quorum-config"

@@ -26,8 +26,9 @@ every later step is recorded as ``fail`` with the reason, so the history says ho
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from clusters.capabilities import Controllable
 from clusters.cluster import ClusterInfo
@@ -42,7 +43,10 @@ from clusters.migration import (
     CONTROLLER_MIGRATING,
 )
 from clusters.topology import Topology, build_topology
-from harness.steps import (
+from history.format import MIGRATION
+from steps.family import Family, Stage
+from steps.recorded import (
+    PlannedStep,
     RecordedSteps,
     StepFailed,
     node_sample,
@@ -50,7 +54,6 @@ from harness.steps import (
     role_readiness,
     role_ready,
 )
-from history.format import MIGRATION
 
 AWAIT_PRE, ENABLE, AWAIT_DUAL, KRAFT_BROKER, FINALIZE, AWAIT_FINAL = (
     "await-pre-migration",
@@ -196,3 +199,30 @@ class MigrationDriver(RecordedSteps):
         return server_properties(
             self.topology, node.spec, self.info.timing, phase, self.dist.version
         )
+
+
+class MigrationSpec(Protocol):
+    """What the migration is planned from (harness/spec.py RunSpec)."""
+
+    topology: str
+    time_limit: float
+    zookeepers: int
+
+
+def plan(spec: MigrationSpec, seed: int) -> list[MigrationStep]:
+    return migration_schedule(spec.topology, spec.time_limit, seed, spec.zookeepers)
+
+
+def load(data: list[dict[str, Any]]) -> list[MigrationStep]:
+    return [MigrationStep(**s) for s in data]
+
+
+def drive(steps: Sequence[PlannedStep], stage: Stage) -> MigrationDriver:
+    # The release the nodes run, not the newest one the run assembled (the cluster's tools):
+    # a migration's restarts render ZooKeeper-mode brokers whose inter.broker.protocol.version
+    # must be their own (3.9 brokers refused "4.0").
+    nodes = dict(stage.nodes())
+    return MigrationDriver(list(steps), stage.info, stage.started_on(), nodes, stage.recorder)  # type: ignore[arg-type]
+
+
+FAMILY = Family(MIGRATION, plan=plan, load=load, drive=drive)

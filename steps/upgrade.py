@@ -10,7 +10,7 @@ first lowers ``metadata.version`` to C's newest level (a safe downgrade, which K
 metadata would be lost), then rolls every node back to C. After a migration (topology
 ``migration``) the upgrade begins once the migration has finished.
 
-Every step is one operation of the process ``upgrade`` (harness/steps.py): ok only when Kafka
+Every step is one operation of the process ``upgrade`` (steps/recorded.py): ok only when Kafka
 acknowledged it, fail when Kafka definitely refused it, info when the outcome is unknown. A
 feature step is carried out by Kafka's own tool (``kafka-features``), run inside a broker from
 the release that node runs, against every broker; its invocation names the exact levels, which
@@ -35,10 +35,11 @@ from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist, metadata_version_level, parse_version, run_tool
 from clusters.migration import BROKER_KRAFT, CONTROLLER_FINALIZED, ibp
 from clusters.topology import BROKER_PORT, CONTROLLER_PORT, Topology, build_topology
-from harness.feature_steps import AUTO, FeatureItem, release_level
-from harness.feature_steps import times as feature_times
-from harness.feature_steps import window as feature_window
-from harness.steps import (
+from history.format import UPGRADE
+from steps.feature_steps import AUTO, FeatureItem, release_level
+from steps.feature_steps import times as feature_times
+from steps.feature_steps import window as feature_window
+from steps.recorded import (
     PlannedStep,
     RecordedSteps,
     StepFailed,
@@ -48,7 +49,6 @@ from harness.steps import (
     role_readiness,
     role_ready,
 )
-from history.format import UPGRADE
 
 ROLL, IBP, FEATURES, AWAIT_SNAPSHOT = "roll", "ibp", "features", "await-snapshot"
 # KIP-778: "Once the downgrade snapshot has been loaded by all nodes, a software downgrade is now
@@ -114,7 +114,7 @@ def upgrade_schedule(
     feature_items: list[FeatureItem] | None = None,
 ) -> list[UpgradeStep]:
     """The plan's upgrade steps; empty unless the spec asks for an upgrade, a downgrade or
-    feature steps of its own (``feature_items``, harness/feature_steps.py).
+    feature steps of its own (``feature_items``, steps/feature_steps.py).
 
     Its own random stream, so adding it moved no other plan; the user's feature steps draw
     last, so a plan without them is what it always was.

@@ -1,11 +1,12 @@
 """Planned steps that change the cluster itself, carried out one at a time beside the workload.
 
-The ZooKeeper-to-KRaft migration (harness/migration.py) and the upgrade, feature and quorum
-steps (harness/upgrade.py) share this shape: the plan fixes each step's earliest time and its
-node; the driver runs on its own thread while clients and nemeses go on; each step is an
-operation of the driver's process (invoke, then ok, fail or info by Jepsen's rule); a step waits
-for readiness it observes, never for a sleep; and once a step does not end ok, every later step
-is recorded as ``fail`` (not attempted) with the reason, so the history says how far it got.
+Every step family (steps/registry.py: the ZooKeeper-to-KRaft migration, steps/migration.py;
+the upgrade, feature and quorum steps, steps/rolling.py) shares this shape: the plan fixes each
+step's earliest time and its node; the driver runs on its own thread while clients and nemeses
+go on; each step is an operation of the driver's process (invoke, then ok, fail or info by
+Jepsen's rule); a step waits for readiness it observes, never for a sleep; and once a step does
+not end ok, every later step is recorded as ``fail`` (not attempted) with the reason, so the
+history says how far it got.
 """
 
 from __future__ import annotations
@@ -14,15 +15,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, Protocol
 
 from clusters.capabilities import Controllable, Process
 from clusters.errors import ClusterError
 from clusters.jmx import JmxUnavailable, sample_kafka
 from clusters.status import quorum_view
-from harness.rundir import write_json
-from harness.timed import TimedSteps
+from steps.timed import TimedSteps
 
 POLL_S = 0.5
 STOP_TIMEOUT_S = 30.0
@@ -32,6 +31,28 @@ class PlannedStep(Protocol):
     at_s: float  # seconds into the run before which the step does not begin
     step: str
     node: str | None
+
+
+class StepRecorder(Protocol):
+    """What a driver writes its steps with: the run's history (harness/recorder.py Recorder)."""
+
+    def record(
+        self,
+        type_: str,
+        f: str,
+        value: Any,
+        process: int | str,
+        node: str | None = None,
+        error: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    def invoke(self, f: str, value: Any, process: int | str, node: str | None = None) -> dict: ...
+
+    def ok(self, f: str, value: Any, process: int | str, node: str | None = None) -> dict: ...
+
+    def fail(
+        self, f: str, value: Any, process: int | str, error: str, node: str | None = None
+    ) -> dict: ...
 
 
 class StepFailed(Exception):
@@ -46,7 +67,11 @@ class RecordedSteps(TimedSteps):
     """Carries out planned steps in order, recording each; subclasses implement ``_do``."""
 
     def __init__(
-        self, process: str, steps: Sequence[PlannedStep], recorder: Any, step_timeout: float
+        self,
+        process: str,
+        steps: Sequence[PlannedStep],
+        recorder: StepRecorder,
+        step_timeout: float,
     ) -> None:
         self.process = process
         self.steps = list(steps)
@@ -150,7 +175,7 @@ class RecordedSteps(TimedSteps):
         return kind
 
     def until(self, what: str, check: Callable[[], tuple[bool, Any]]) -> tuple[float, Any]:
-        """``_until`` for the step handlers other modules give a driver (harness/quorum_steps)."""
+        """``_until`` for the step handlers other modules give a driver (steps/quorum_steps)."""
         return self._until(what, check)
 
     def _until(self, what: str, check: Callable[[], tuple[bool, Any]]) -> tuple[float, Any]:
@@ -220,15 +245,14 @@ def restart(node: Process, what: str) -> dict[str, Any]:
 
 
 def stop_and_report(
-    driver: RecordedSteps, run_dir: Path, say: Callable[[str], None]
-) -> dict[str, Any]:
-    """Ends the steps where they are (a waiting step ends ``info``), writes <process>.json with
-    every step, and returns what run.json keeps: how far they got."""
+    driver: RecordedSteps, say: Callable[[str], None]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Ends the steps where they are (a waiting step ends ``info``); returns every step (what
+    the run writes to <process>.json) and what run.json keeps: how far they got."""
     driver.stop()
     summary = driver.summary()
-    write_json(run_dir / f"{driver.process}.json", summary)
     say(
         f"{driver.process}: "
         + ("completed" if summary["completed"] else f"ended early: {summary['ended']}")
     )
-    return {k: summary[k] for k in ("completed", "last_ok", "ended")}
+    return summary, {k: summary[k] for k in ("completed", "last_ok", "ended")}

@@ -24,14 +24,13 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from clusters.errors import ClusterError
 from clusters.kafka_dist import parse_version
 
 METADATA_VERSION = "metadata.version"
 RELEASE = "release:"
-DRY_RUN = "dry-run:"
-UNSAFE = "!unsafe"
 AUTO = "auto"  # upgrade or downgrade, chosen against the finalized level at step time
 FORMS = (
     "name=level (upgrade or downgrade, whichever the finalized level calls for), "
@@ -151,6 +150,23 @@ def parse_features(text: str, version: str, topology: str = "kraft-combined") ->
             )
         )
     return out
+
+
+class FeatureSpec(Protocol):
+    """What the user's feature steps are planned from (harness/spec.py RunSpec)."""
+
+    features: str | None
+    topology: str
+
+    def releases(self) -> list[str]: ...
+
+
+def feature_items(spec: FeatureSpec) -> list[FeatureItem]:
+    """The spec's own feature steps; they run after every roll, so on the release the run ends
+    on (the downgrade's, else the upgrade's, else the one it starts on)."""
+    if not spec.features:
+        return []
+    return parse_features(spec.features, spec.releases()[-1], spec.topology)
 
 
 def window(upgrade: bool, downgrade: bool, migration: bool) -> tuple[float, float]:

@@ -1,4 +1,4 @@
-"""Controller membership steps (harness/quorum_steps.py): planned from the seed, carried out by the
+"""Controller membership steps (steps/quorum_steps.py): planned from the seed, carried out by the
 upgrade driver's handlers with Kafka's tool scripted, each ending ok, fail or info by Jepsen's
 rule."""
 
@@ -10,13 +10,16 @@ from typing import Any
 
 import pytest
 
-import harness.quorum_steps as qs
+import steps.quorum_steps as qs
 from clusters.capabilities import ExecResult
 from clusters.cluster import ClusterInfo
 from clusters.kafka_dist import KafkaDist
 from clusters.topology import build_topology
 from harness.plan import build_plan, load_plan
-from harness.quorum_steps import (
+from harness.recorder import Recorder
+from harness.spec import RunSpec, SpecError, spec_from_dict
+from history.reader import read_history
+from steps.quorum_steps import (
     ADD,
     CONFIGURE,
     REMOVE,
@@ -25,10 +28,7 @@ from harness.quorum_steps import (
     final_observation,
     quorum_schedule,
 )
-from harness.recorder import Recorder
-from harness.spec import RunSpec, SpecError, spec_from_dict
-from harness.upgrade import FEATURES, UpgradeDriver, UpgradeStep
-from history.reader import read_history
+from steps.upgrade import FEATURES, UpgradeDriver, UpgradeStep
 
 D1, D2, D3, NEW = (
     "qMmcoDlResQrnunjVY0EtA",
@@ -78,11 +78,11 @@ def test_from_static_kraft_version_goes_to_1_and_every_node_is_reconfigured_firs
 def test_quorum_steps_come_after_an_upgrades_and_replay_from_plan_json(tmp_path):
     spec = spec_from_dict({"quorum": "dynamic", "version": "3.9", "upgrade_to": "4.1"})
     plan = build_plan(spec, 5)
-    assert [s.step for s in plan.upgrade[-2:]] == [REMOVE, ADD]
-    assert plan.upgrade[0].step == "roll"
+    assert [s.step for s in plan.steps_of("upgrade")[-2:]] == [REMOVE, ADD]
+    assert plan.steps_of("upgrade")[0].step == "roll"
     assert build_plan(spec, 5).to_json() == plan.to_json()
     (tmp_path / "plan.json").write_text(plan.to_json())
-    assert load_plan(tmp_path).upgrade == plan.upgrade
+    assert load_plan(tmp_path).steps_of("upgrade") == plan.steps_of("upgrade")
     assert json.loads(plan.to_json())["spec"]["quorum"] == "dynamic"
 
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from clusters.topology import TOPOLOGIES, Topology, build_topology
 from nemesis.api import TARGETS
-from nemesis.jvm import can_hook
 from nemesis.menu import Menu
 from nemesis.process import AIMED_ONLY_ON
 from nemesis.registry import MENUS
+from nemesis.targets import could_name
 
 SYNTAX = "package, package:kind, package:kind@target or package@target"
 EXAMPLE = "partition:isolate-active-controller,kill@active-controller,clock:strobe"
@@ -64,28 +64,12 @@ def _aimed_on(selector: str, topology: str) -> bool:
     return only is None or topology in only
 
 
-def _could_name(selector: str, topo: Topology) -> list[str]:
-    """The nodes a role selector may name on ``topo`` (nemesis/targets.py resolve)."""
-    if selector in ("partition-leader", "busiest-leader", "txn-coordinator"):
-        return [n.name for n in topo.brokers]
-    if selector == "zk-leader" or (selector == "quorum-leader" and not topo.kraft):
-        return [n.name for n in topo.zookeepers]
-    if selector in ("active-controller", "quorum-leader") and topo.kraft:
-        return [n.name for n in topo.controllers]
-    if selector == "active-controller":
-        return [n.name for n in topo.brokers]
-    return topo.names()  # counting selectors
-
-
-def _reaches(package: str, kind: str, selector: str, topo: Topology) -> bool:
-    """Whether a step of ``kind`` aimed at ``selector`` can act on a node it names: jvm kinds
-    hook code only some nodes run (a ZooKeeper runs none; controller-stall needs a controller)."""
-    if package != "jvm":
-        return True
-    hookable = {n.name for n in topo.nodes if can_hook(kind, n, topo)}
-    if selector in ("one", "minority", "majority", "all"):
-        return bool(hookable)  # jvm counts among the nodes it can hook
-    return bool(hookable & set(_could_name(selector, topo)))
+def _reaches(menu: Menu, kind: str, selector: str, topo: Topology) -> bool:
+    """Whether a step of ``kind`` aimed at ``selector`` can act on a node it names, as the menu
+    says (jvm kinds hook code only some nodes run: a ZooKeeper runs none; controller-stall
+    needs a controller)."""
+    named = set(could_name(selector, topo))
+    return any(menu.can_act_on(kind, n, topo) for n in topo.nodes if n.name in named)
 
 
 class _Checker:
@@ -103,9 +87,7 @@ class _Checker:
         if not menu.takes_target(kind):
             return []
         return [
-            t
-            for t in TARGETS
-            if _aimed_on(t, self.topology) and _reaches(menu.fault, kind, t, self.topo)
+            t for t in TARGETS if _aimed_on(t, self.topology) and _reaches(menu, kind, t, self.topo)
         ]
 
     def kind(self, menu: Menu, kind: str, item: str) -> str:

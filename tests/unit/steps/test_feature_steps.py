@@ -10,18 +10,18 @@ import pytest
 
 from checkers.analyze.scenario import scenario
 from harness.campaign import expand
-from harness.feature_steps import (
+from harness.plan import build_plan, load_plan
+from harness.recorder import Recorder
+from harness.spec import RunSpec, SpecError, scenario_terms, spec_from_dict
+from steps.feature_steps import (
     AUTO,
     FeatureItem,
     FeatureSpecError,
     known_features,
     parse_features,
 )
-from harness.plan import build_plan, load_plan
-from harness.recorder import Recorder
-from harness.spec import RunSpec, SpecError, scenario_terms, spec_from_dict
-from harness.upgrade import FEATURES, ROLL, UpgradeStep, upgrade_schedule
-from tests.unit.harness.test_upgrade import VIEWS, Scripted, _run
+from steps.upgrade import FEATURES, ROLL, UpgradeStep, upgrade_schedule
+from tests.unit.steps.test_upgrade import VIEWS, Scripted, _run
 
 TV, GV, MV = "transaction.version", "group.version", "metadata.version"
 
@@ -97,15 +97,15 @@ def test_each_item_is_one_seeded_step_spread_over_the_run_after_any_roll():
     plan = build_plan(spec, 9)
     alone = build_plan(RunSpec.of(version="3.9", upgrade_to="4.1", time_limit=100), 9)
     # The upgrade's own steps are drawn first: exactly those of the plan without the option.
-    assert plan.upgrade[: len(alone.upgrade)] == alone.upgrade
-    mine = plan.upgrade[len(alone.upgrade) :]
+    assert plan.steps_of("upgrade")[: len(alone.steps_of("upgrade"))] == alone.steps_of("upgrade")
+    mine = plan.steps_of("upgrade")[len(alone.steps_of("upgrade")) :]
     assert [(s.step, s.params["feature"], s.params["level"]) for s in mine] == [
         (FEATURES, TV, 0),
         (FEATURES, TV, 2),
         (FEATURES, GV, 0),
     ]
     assert [s.params["dry_run"] for s in mine] == [False, False, True]
-    last_roll = max(s.at_s for s in plan.upgrade if s.step == ROLL)
+    last_roll = max(s.at_s for s in plan.steps_of("upgrade") if s.step == ROLL)
     times = [s.at_s for s in mine]
     assert times == sorted(times) and times[0] > last_roll and times[-1] <= 85
     assert plan.to_json() == build_plan(spec, 9).to_json()
@@ -115,10 +115,10 @@ def test_each_item_is_one_seeded_step_spread_over_the_run_after_any_roll():
 def test_alone_the_steps_spread_over_most_of_the_run_and_replay(tmp_path):
     spec = spec_from_dict({"version": "4.1", "time_limit": 90, "features": "group.version=0"})
     plan = build_plan(spec, 3)
-    ((step,),) = [plan.upgrade]
+    ((step,),) = [plan.steps_of("upgrade")]
     assert 9 <= step.at_s <= 72 and step.params["action"] == AUTO
     (tmp_path / "plan.json").write_text(plan.to_json())
-    assert load_plan(tmp_path).upgrade == plan.upgrade
+    assert load_plan(tmp_path).steps_of("upgrade") == plan.steps_of("upgrade")
     assert json.loads(plan.to_json())["spec"]["features"] == "group.version=0"
 
 
@@ -132,7 +132,7 @@ def test_with_quorum_steps_the_users_steps_are_merged_by_time():
             "features": "group.version=0,group.version=1",
         }
     )
-    steps = build_plan(spec, 5).upgrade
+    steps = build_plan(spec, 5).steps_of("upgrade")
     assert [s.at_s for s in steps] == sorted(s.at_s for s in steps)
     assert [s.step for s in steps if s.step != FEATURES] == [
         "remove-controller",
@@ -199,7 +199,7 @@ def test_no_answer_to_compare_with_is_a_refusal_not_a_guess(tmp_path):
 
 
 def test_the_recorded_answer_keeps_kafkas_refusal_after_the_tools_logging_noise():
-    from harness.upgrade import feature_outcome
+    from steps.upgrade import feature_outcome
 
     refusal = (
         "Could not downgrade metadata.version to 21. Invalid metadata.version 21. Unsafe "
