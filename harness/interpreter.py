@@ -324,7 +324,7 @@ class Run:
         self._wait_ready(live.cluster, up.info, "after healing", QUIESCE_TIMEOUT_S)
         for family in FAMILIES:
             if family.key in live.steps:
-                self.summary.update(family.after_heal(live.steps[family.key], self.spec))
+                self.summary.update(family.after_heal(live.steps[family.key], self.spec.values()))
         self.say(self.workload_kind.FINAL_SAYS)
         self.summary[self.workload_kind.FINAL_KEY] = workload.final(
             self.processes.fresh, up.recorder.record, final_s

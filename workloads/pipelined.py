@@ -26,10 +26,10 @@ from typing import Any, Protocol, runtime_checkable
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from history.format import JVM_RECORDER, SEND_RECORDER_FIELD, TXN_SENDS_FIELD
+from history.options import AS_ASKED, Option, OptionError, Values, positive
 from workloads.client import Completion, Invocation
 from workloads.client_choice import JAVA
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
-from workloads.options import AS_ASKED, Option, OptionError, Values, positive
 
 ASYNC = "async"
 DEFAULT_IN_FLIGHT = 5
