@@ -6,9 +6,9 @@ every problem with one becomes a single SpecError sentence naming the field.
 Every option is declared once (history/options.py): the harness's own on ``RunSpec``'s fields
 (``option(...)``), a workload kind's in its ``OPTIONS``, a step family's in its ``Family``
 (steps/registry.py). ``RunSpec`` holds the harness's fields and every kind's and family's
-options in ``options`` (by name, defaults filled in); the spec file's
-keys, their coercion, each option's own refusals, ``to_dict`` (plan.json's spec), the command line
-(harness/run_cli.py) and the scenario name's terms (``scenario_terms``) come from the declarations.
+options in ``options`` (by name, defaults filled in); the spec file's keys, their coercion, each
+option's own refusals, ``to_dict`` (plan.json's spec), the command line (harness/cli/run_cli.py)
+and the scenario name's terms (``scenario_terms``) come from the declarations.
 """
 
 from __future__ import annotations
@@ -349,7 +349,7 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
         out[key] = theirs
     if values.get("quorum") not in (None, STATIC):
         # Controller membership steps re-provision a controller the way the node image takes
-        # it (harness/quorum_steps.py).
+        # it (steps/quorum_steps.py).
         raise SpecError("--quorum dynamic and static-to-dynamic are not supported on SSH hosts yet")
     return out
 

@@ -6,7 +6,7 @@ its own the same way, on the fields of ``harness/spec.py``'s ``RunSpec`` (``opti
 Here, below every room that declares options (history/ imports nothing of ours), so that
 workloads/ and steps/ share one vocabulary without importing each other. From those
 declarations alone come the ``kchaos run`` options
-(harness/run_cli.py), the spec's parsing, coercion and per-option validation and the spec
+(harness/cli/run_cli.py), the spec's parsing, coercion and per-option validation and the spec
 written into plan.json (harness/spec.py), and the terms of the scenario name ``kchaos analyze``
 groups runs by (checkers/analyze/scenario.py, handed them by harness/).
 

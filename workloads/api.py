@@ -69,7 +69,7 @@ class Workload(Protocol):
 class Clocked(Protocol):
     """An optional capability of a workload whose clients write times into op fields (a
     consumer's rebalance listener, docs/history.md): ``clock()`` is the history's clock,
-    monotonic nanoseconds since the run started (harness/recorder.py ``Recorder.now_ns``). The
+    monotonic nanoseconds since the run started (harness/run/recorder.py ``Recorder.now_ns``). The
     harness sets it right after constructing the workload, before ``setup``; until then it is
     the workload's own stand-in."""
 
@@ -110,7 +110,7 @@ class WorkloadKind(Protocol):
         ...
 
     def lanes(self, gen: dict[str, Any]) -> int:
-        """Process ids per worker slot (harness/workers.py): 1 unless a client has several
+        """Process ids per worker slot (harness/run/workers.py): 1 unless a client has several
         operations in flight at once."""
         ...
 

@@ -161,7 +161,8 @@ class QueueWorkload(KindBase):
 
     @staticmethod
     def lanes(gen: dict[str, Any]) -> int:
-        # A pipelined producer owns one process id per send in flight (harness/workers.py Lanes).
+        # A pipelined producer owns one process id per send in flight (harness/run/workers.py
+        # Lanes).
         return lanes_of(gen)
 
     @staticmethod
