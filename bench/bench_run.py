@@ -24,11 +24,11 @@ from clusters.cluster import UpOptions
 from clusters.docker_cluster import DockerCluster
 from clusters.engine import client
 from clusters.topology import build_topology
-from harness.interpreter import Run
 from harness.plan import build_plan, client_rng
-from harness.recorder import Recorder
+from harness.run.interpreter import Run
+from harness.run.recorder import Recorder
+from harness.run.workers import ProcessIds
 from harness.spec import RunSpec
-from harness.workers import ProcessIds
 from workloads.queue import QueueWorkload
 
 OUT = Path(__file__).parent / "out"

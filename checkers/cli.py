@@ -1,4 +1,4 @@
-"""`kchaos check`: the click command the main CLI registers (harness/cli.py: add_command).
+"""`kchaos check`: the click command the main CLI registers (harness/cli/__init__.py: add_command).
 
 Exit codes: 0 valid, 1 anomalies found, 2 unknown (not enough information, or a history that
 cannot be read), 255 the checker crashed.

@@ -6,7 +6,7 @@ added to the file and that is said, never done silently. A host whose key differ
 known is always refused (paramiko's BadHostKeyException): that is what verification is for.
 
 A session connects when first used, again when its connection has dropped, and afresh in a
-process forked after it connected (the supervised run's client host, harness/supervisor.py):
+process forked after it connected (the supervised run's client host, harness/run/supervisor.py):
 two processes must not share one SSH transport.
 """
 

@@ -10,7 +10,7 @@ INTERRUPTED_EXIT = 130
 # A run whose cluster was removed while it ran (`kchaos cluster down --force`, or by hand): not
 # Kafka's verdict and not bad input. Its history and run.json are kept, unchecked.
 CLUSTER_REMOVED_EXIT = 252
-# A run whose client host (the child process with the Kafka clients, harness/supervisor.py)
+# A run whose client host (the child process with the Kafka clients, harness/run/supervisor.py)
 # died or hung: the supervisor healed, collected and checked what was recorded; run.json says
 # how it ended under "crashed".
 CRASHED_RUN_EXIT = 253

@@ -158,7 +158,8 @@ def generator_params(spec: RunSpec) -> dict[str, Any]:
 
 def planned_steps(spec: RunSpec, seed: int) -> dict[str, list[PlannedStep]]:
     """Each step family's steps, by its key; each family draws from its own random stream."""
-    planned = {f.key: list(f.plan(spec, seed)) for f in FAMILIES}
+    values = spec.values()
+    planned = {f.key: list(f.plan(values, seed)) for f in FAMILIES}
     return {key: steps for key, steps in planned.items() if steps}
 
 

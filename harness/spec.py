@@ -3,11 +3,12 @@
 A spec is plain data so that it can be written into the run directory and read back for a replay;
 every problem with one becomes a single SpecError sentence naming the field.
 
-Every option is declared once (workloads/options.py): the harness's own on ``RunSpec``'s fields
-(``option(...)``), a workload kind's in its ``OPTIONS``. ``RunSpec`` holds the harness's fields
-and every kind's workload options in ``options`` (by name, defaults filled in); the spec file's
-keys, their coercion, each option's own refusals, ``to_dict`` (plan.json's spec), the command line
-(harness/run_cli.py) and the scenario name's terms (``scenario_terms``) come from the declarations.
+Every option is declared once (history/options.py): the harness's own on ``RunSpec``'s fields
+(``option(...)``), a workload kind's in its ``OPTIONS``, a step family's in its ``Family``
+(steps/registry.py). ``RunSpec`` holds the harness's fields and every kind's and family's
+options in ``options`` (by name, defaults filled in); the spec file's keys, their coercion, each
+option's own refusals, ``to_dict`` (plan.json's spec), the command line (harness/cli/run_cli.py)
+and the scenario name's terms (``scenario_terms``) come from the declarations.
 """
 
 from __future__ import annotations
@@ -25,10 +26,7 @@ from clusters.errors import ClusterError
 from clusters.kafka_dist import DEFAULT_VERSION, check_release
 from clusters.quorum import QUORUMS, STATIC, check_quorum
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
-from clusters.upgrade_paths import check_downgrade, check_upgrade
-from nemesis.items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
-from steps.feature_steps import FeatureSpecError, feature_items
-from workloads.options import (
+from history.options import (
     AS_ASKED,
     Option,
     OptionError,
@@ -39,6 +37,8 @@ from workloads.options import (
     positive,
     refuse_each,
 )
+from nemesis.items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
+from steps.registry import FAMILIES, STEP_OPTIONS
 from workloads.queue_ops import FINAL_READ_RATE
 from workloads.registry import WORKLOAD_OPTIONS, WORKLOADS
 
@@ -69,7 +69,7 @@ def _seed(flag: str, value: Any) -> str | None:
 
 
 def _all_options() -> dict[str, Any]:
-    return {o.name: o.default for o in WORKLOAD_OPTIONS}
+    return {o.name: o.default for o in STEP_OPTIONS + WORKLOAD_OPTIONS}
 
 
 @dataclass
@@ -123,23 +123,10 @@ class RunSpec:
         help="Bound on the final reads, seconds; a queue run adds a second per "
         f"{FINAL_READ_RATE:,.0f} acknowledged sends.",
     )
-    # Rolling software changes (harness/upgrade.py): the release to upgrade to after the start
-    # (and after a migration), and the release to roll back to after a safe feature downgrade.
-    upgrade_to: str | None = option(
-        kind=str,
-        stored=AS_ASKED,
-        help="Roll every node to this Kafka release during the run, then finalize its feature "
-        "levels (docs/upgrades.md).",
-    )
-    downgrade_to: str | None = option(
-        kind=str,
-        stored=AS_ASKED,
-        help="Lower metadata.version safely to this older release's, then roll every node back "
-        "to it (after --upgrade-to, if given).",
-    )
     # The controller quorum (clusters/quorum.py): static (None), dynamic (KIP-853, with
-    # controller membership steps, harness/quorum_steps.py), or static-to-dynamic (4.1+);
-    # checked with the topology and releases (check_quorum).
+    # controller membership steps, steps/quorum_steps.py), or static-to-dynamic (4.1+);
+    # checked with the topology and releases (check_quorum). The harness's: the cluster is
+    # brought up with it (its topology's quorum), beside the steps it plans.
     quorum: str | None = option(
         kind=str,
         stored=AS_ASKED,
@@ -159,16 +146,6 @@ class RunSpec:
         help="What a spurious fence of a healthy broker does to the verdict: report it, "
         "tolerated (the default), or fail the run (docs/checkers.md, lease liveness).",
     )
-    # Feature steps of the user's own (harness/feature_steps.py): "transaction.version=0,
-    # dry-run:group.version=0, metadata.version=release:4.0, ...", each one planned step.
-    features: str | None = option(
-        kind=str,
-        stored=AS_ASKED,
-        help="Feature steps of your own, in order, each one kafka-features request during the "
-        "run (after any roll): name=level (upgrade or downgrade, whichever the finalized level "
-        "calls for), name=level!unsafe, dry-run:name=level, metadata.version=release:X; "
-        "comma-separated (docs/upgrades.md, Feature steps).",
-    )
     # An SSH inventory (clusters/inventory.py, docs/ssh.md): the run's cluster is brought up on
     # its hosts instead of Docker, and takes their name and topology. None: Docker.
     hosts: str | None = option(
@@ -177,7 +154,8 @@ class RunSpec:
         help="Run on the hosts of this SSH inventory instead of Docker (docs/ssh.md): the "
         "cluster takes their name and topology.",
     )
-    # Every workload kind's options by name (workloads/registry.py WORKLOAD_OPTIONS).
+    # Every step family's and workload kind's options by name (steps/registry.py STEP_OPTIONS,
+    # workloads/registry.py WORKLOAD_OPTIONS).
     options: dict[str, Any] = field(default_factory=_all_options)
 
     @classmethod
@@ -195,16 +173,17 @@ class RunSpec:
         return self.name or self.workload
 
     def releases(self) -> list[str]:
-        """Every Kafka release the run starts on or rolls to, first the one it starts on."""
-        return [v for v in (self.version, self.upgrade_to, self.downgrade_to) if v]
+        """Every Kafka release the run starts on or rolls to, first the one it starts on, then
+        each step family's in the registry's order."""
+        given = Values(**self.options)
+        return [self.version, *(r for f in FAMILIES for r in f.releases(given))]
 
     def values(self) -> Values:
-        """What a workload's generator and checks read: its options and the run's facts."""
+        """What a workload's generator and checks and a step family's plan and check read:
+        every option's value, and the releases."""
         return Values(
             **self.options,
-            workload=self.workload,
-            topology=self.topology,
-            version=self.version,
+            **{o.name: getattr(self, o.name) for o in HARNESS_OPTIONS},
             releases=tuple(self.releases()),
         )
 
@@ -228,14 +207,15 @@ class RunSpec:
         return self.quorum or STATIC
 
 
-# The harness's options, then every workload kind's: the command line's and spec files'.
+# The harness's options, then every step family's, then every workload kind's: the command
+# line's and spec files'.
 HARNESS_OPTIONS: tuple[Option, ...] = declared(RunSpec)
 HARNESS_NAMES = frozenset(o.name for o in HARNESS_OPTIONS)
-OPTIONS: tuple[Option, ...] = HARNESS_OPTIONS + WORKLOAD_OPTIONS
+OPTIONS: tuple[Option, ...] = HARNESS_OPTIONS + STEP_OPTIONS + WORKLOAD_OPTIONS
 _BY_NAME = {o.name: o for o in OPTIONS}
 if len(_BY_NAME) != len(OPTIONS):
-    # A workload option named as the harness's would shadow it in a spec file.
-    raise ValueError("a workload option has the name of one of the harness's")
+    # An option named as another room's would shadow it in a spec file.
+    raise ValueError("a workload or step option has the name of another one")
 
 
 def scenario_terms() -> ScenarioTerms:
@@ -267,22 +247,24 @@ def validate(spec: RunSpec) -> RunSpec:
         for release in spec.releases():
             check_release(release)
         check_zookeeper_version(spec.topology, spec.version)
-        if spec.upgrade_to:
-            check_upgrade(spec.topology, spec.version, spec.upgrade_to)
-        if spec.downgrade_to:
-            check_downgrade(spec.topology, spec.version, spec.downgrade_to, spec.upgrade_to)
+    except ClusterError as exc:
+        raise SpecError(str(exc)) from None
+    values = spec.values()
+    # The step families' options: each one's own refusals, then each family's of what it
+    # cannot plan (the upgrade's paths and feature steps).
+    try:
+        refuse_each(STEP_OPTIONS, values)
+        for family in FAMILIES:
+            family.check(values)
+    except OptionError as exc:
+        raise SpecError(str(exc)) from None
+    try:
         if spec.quorum is not None:
             check_quorum(spec.quorum, spec.topology, spec.releases())
     except ClusterError as exc:
         raise SpecError(str(exc)) from None
-    if spec.features is not None:
-        try:
-            feature_items(spec)
-        except (FeatureSpecError, ClusterError) as exc:
-            raise SpecError(str(exc)) from None
     _refuse(spec, "availability")
     # The workload options: each one's own refusals, then each kind's of their combinations.
-    values = spec.values()
     try:
         refuse_each(WORKLOAD_OPTIONS, values)
         for kind in WORKLOADS.values():
@@ -367,7 +349,7 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
         out[key] = theirs
     if values.get("quorum") not in (None, STATIC):
         # Controller membership steps re-provision a controller the way the node image takes
-        # it (harness/quorum_steps.py).
+        # it (steps/quorum_steps.py).
         raise SpecError("--quorum dynamic and static-to-dynamic are not supported on SSH hosts yet")
     return out
 

@@ -45,6 +45,7 @@ from history.format import (
     JSONL_NAME,
     NAMES_FIELD,
     NEMESIS,
+    NIL_PROCESS,
     OK,
     OP_TYPES,
     QUEUE_FS,
@@ -57,8 +58,7 @@ from history.names import Names
 from history.reader import History, parse_history
 
 # Jepsen groups a history by :process (group-by :process), so the ops that have none are one
-# group: one process, under this name.
-NIL_PROCESS = "nil"
+# group: one process, under format.py's NIL_PROCESS.
 # Op positions as times, a second apart: then findings ("completed at 3.000 s") read as
 # positions, where nanoseconds would all show as 0.000 s.
 POSITION_NS = 1_000_000_000

@@ -70,8 +70,23 @@ MIGRATION = "migration"
 # Rolling upgrades and downgrades, feature-level and controller-membership steps
 # (steps/upgrade.py), one at a time.
 UPGRADE = "upgrade"
-# Processes that are not clients: their operations are the run's own acts and observations.
-SPECIAL_PROCESSES = (NEMESIS, OBSERVER, MIGRATION, UPGRADE)
+# A completion of a Jepsen history without a process runs on this one (history/edn.py).
+NIL_PROCESS = "nil"
+# Which processes are clients, by the history alone (Jepsen's rule, jepsen.history's
+# client-op?): a client's process is an integer, and so is none of the run's own, which are
+# named: the nemesis, the observer, each planned step family's (its key, steps/registry.py).
+# A new family's name therefore needs no line here. One named process is a client: Jepsen's
+# completions without a process, kept together as one consumer on "nil".
+# The columnar form stores every process as a string: its client processes match this.
+CLIENT_PROCESS_TEXT = "-?[0-9]+|" + NIL_PROCESS
+
+
+def is_client(process: object) -> bool:
+    """Is an op of this process (as read from a history line) a client's?"""
+    if isinstance(process, int):
+        return not isinstance(process, bool)
+    return process == NIL_PROCESS
+
 
 REQUIRED_FIELDS: dict[str, tuple[type, ...]] = {
     "index": (int,),

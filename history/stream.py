@@ -48,7 +48,7 @@ from history.columnar import (
     add_op_row,
 )
 from history.errors import HistoryError
-from history.format import INFO, INVOKE, OP_FIELDS, QUEUE_FS, SPECIAL_PROCESSES
+from history.format import INFO, INVOKE, OP_FIELDS, QUEUE_FS, is_client
 from history.reader import history_notes, parse_header, read_op, resolve_history_path
 
 # The streamed pass's summary in the Parquet file's key-value metadata.
@@ -230,7 +230,7 @@ class _Pass:
                 op, opened = read_op(p, lineno, raw, self.n, pending)
                 self.n += 1
                 kind = op["type"]
-                if kind != INVOKE and op["process"] not in SPECIAL_PROCESSES:
+                if kind != INVOKE and is_client(op["process"]):
                     counts[kind] += 1
                 if not self.op_fields and not op.keys().isdisjoint(OP_FIELDS):
                     self.op_fields = True

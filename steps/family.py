@@ -1,7 +1,14 @@
 """What a planned step family declares, and what its driver is given: the shape steps/registry.py
 lists, as nemesis/menu.py is for the fault packages.
 
-A family plans its steps from the spec and the seed, on a random stream of its own
+A family declares its own run options (``options``, history/options.py: the harness derives
+the ``kchaos run`` options, the spec's parsing and checks and plan.json's spec from them, as
+from a workload kind's), refuses the combinations it cannot plan (``check``), and says which
+Kafka releases it rolls to (``releases``), which the run assembles beside the one it starts on.
+Its process in the history is its key: a named process, so no reader counts it as a client
+(history/format.py ``is_client``).
+
+A family plans its steps from the run's option values and the seed, on a random stream of its own
 (``random.Random(f"kchaos/{seed}/<name>")``), so that a new family moves no other plan; its steps
 go into plan.json under its key only when there are some, so every plan without them stays byte
 for byte the same. The run starts a family's driver when the plan has its steps and never asks
@@ -18,6 +25,7 @@ from typing import Any
 from clusters.capabilities import Controllable
 from clusters.cluster import ClusterInfo
 from clusters.kafka_dist import KafkaDist
+from history.options import Option, Values
 from steps.recorded import PlannedStep, RecordedSteps, StepRecorder
 
 
@@ -41,18 +49,28 @@ def _no_properties(steps: Sequence[PlannedStep]) -> dict[str, str]:
     return {}
 
 
-def _nothing_after(driver: RecordedSteps, spec: Any) -> dict[str, Any]:
+def _nothing_after(driver: RecordedSteps, values: Values) -> dict[str, Any]:
     return {}
+
+
+def _no_check(values: Values) -> None:
+    return None
+
+
+def _no_releases(values: Values) -> Sequence[str]:
+    return ()
 
 
 @dataclass(frozen=True)
 class Family:
-    """One family of planned steps. ``spec`` is the run's spec (harness/spec.py RunSpec), read
-    only, by the fields the family's module names."""
+    """One family of planned steps. ``values`` are the run's option values (history/options.py
+    ``Values``: the harness's, every workload kind's and every family's, and ``releases``),
+    read only, by the names the family's module uses (typed there by a Protocol of its own,
+    hence ``Any`` below)."""
 
     # Its plan.json key, the process its steps are recorded as, run.json's key and <key>.json.
     key: str
-    # The family's steps for a spec and a seed; empty: the spec asks for none.
+    # The family's steps for the run's values and a seed; empty: the run asks for none.
     plan: Callable[[Any, int], Sequence[PlannedStep]]
     # Its steps back from plan.json (a replay).
     load: Callable[[list[dict[str, Any]]], Sequence[PlannedStep]]
@@ -62,3 +80,10 @@ class Family:
     node_properties: Callable[[Sequence[PlannedStep]], dict[str, str]] = _no_properties
     # What run.json records once every fault is healed (keys beside the family's own).
     after_heal: Callable[[RecordedSteps, Any], dict[str, Any]] = _nothing_after
+    # Its run options (history/options.py); no other family or workload kind may name one.
+    options: tuple[Option, ...] = ()
+    # Refuses, with OptionError, what the family cannot plan: given after each option's own
+    # refusals, with every release known (``values.releases``).
+    check: Callable[[Any], None] = _no_check
+    # The releases it rolls to, by the names the spec gave them, in the order it rolls.
+    releases: Callable[[Any], Sequence[str]] = _no_releases

@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -153,12 +154,12 @@ def parse_features(text: str, version: str, topology: str = "kraft-combined") ->
 
 
 class FeatureSpec(Protocol):
-    """What the user's feature steps are planned from (harness/spec.py RunSpec)."""
+    """What the user's feature steps are planned from (history/options.py Values)."""
 
     features: str | None
     topology: str
-
-    def releases(self) -> list[str]: ...
+    # Every release the run starts on or rolls to, first the one it starts on.
+    releases: Sequence[str]
 
 
 def feature_items(spec: FeatureSpec) -> list[FeatureItem]:
@@ -166,7 +167,7 @@ def feature_items(spec: FeatureSpec) -> list[FeatureItem]:
     on (the downgrade's, else the upgrade's, else the one it starts on)."""
     if not spec.features:
         return []
-    return parse_features(spec.features, spec.releases()[-1], spec.topology)
+    return parse_features(spec.features, spec.releases[-1], spec.topology)
 
 
 def window(upgrade: bool, downgrade: bool, migration: bool) -> tuple[float, float]:

@@ -202,7 +202,7 @@ class MigrationDriver(RecordedSteps):
 
 
 class MigrationSpec(Protocol):
-    """What the migration is planned from (harness/spec.py RunSpec)."""
+    """What the migration is planned from (history/options.py Values)."""
 
     topology: str
     time_limit: float

@@ -34,7 +34,7 @@ class PlannedStep(Protocol):
 
 
 class StepRecorder(Protocol):
-    """What a driver writes its steps with: the run's history (harness/recorder.py Recorder)."""
+    """What a driver writes its steps with: the run's history (harness/run/recorder.py Recorder)."""
 
     def record(
         self,

@@ -9,26 +9,76 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from clusters.errors import ClusterError
 from clusters.quorum import STATIC
+from clusters.upgrade_paths import check_downgrade, check_upgrade
 from history.format import MIGRATION, UPGRADE
+from history.options import AS_ASKED, Option, OptionError
 from steps.family import Family, Stage
-from steps.feature_steps import FeatureSpec, feature_items
+from steps.feature_steps import FeatureSpec, FeatureSpecError, feature_items
 from steps.quorum_steps import QuorumSteps, final_observation, quorum_schedule
 from steps.recorded import PlannedStep, RecordedSteps
 from steps.upgrade import UpgradeDriver, UpgradeStep, load_steps, node_properties, upgrade_schedule
 
+# Rolling software changes (steps/upgrade.py): the release to upgrade to after the start (and
+# after a migration), the one to roll back to after a safe feature downgrade, and the user's
+# own feature steps (steps/feature_steps.py: "transaction.version=0, dry-run:group.version=0,
+# metadata.version=release:4.0, ...", each one planned step). Written into plan.json only when
+# given, as the first plans had none of them.
+OPTIONS = (
+    Option(
+        "upgrade_to",
+        str,
+        stored=AS_ASKED,
+        help="Roll every node to this Kafka release during the run, then finalize its feature "
+        "levels (docs/upgrades.md).",
+    ),
+    Option(
+        "downgrade_to",
+        str,
+        stored=AS_ASKED,
+        help="Lower metadata.version safely to this older release's, then roll every node back "
+        "to it (after --upgrade-to, if given).",
+    ),
+    Option(
+        "features",
+        str,
+        stored=AS_ASKED,
+        help="Feature steps of your own, in order, each one kafka-features request during the "
+        "run (after any roll): name=level (upgrade or downgrade, whichever the finalized level "
+        "calls for), name=level!unsafe, dry-run:name=level, metadata.version=release:X; "
+        "comma-separated (docs/upgrades.md, Feature steps).",
+    ),
+)
+
 
 class RollingSpec(FeatureSpec, Protocol):
-    """What the family is planned from (harness/spec.py RunSpec)."""
+    """What the family is planned from (history/options.py Values: its options, and the
+    harness's it reads; ``quorum``: the controller quorum the cluster is brought up with)."""
 
     time_limit: float
     zookeepers: int
+    version: str
     upgrade_to: str | None
     downgrade_to: str | None
     quorum: str | None
 
-    @property
-    def quorum_mode(self) -> str: ...
+
+def releases(spec: RollingSpec) -> list[str]:
+    return [v for v in (spec.upgrade_to, spec.downgrade_to) if v]
+
+
+def check(spec: RollingSpec) -> None:
+    """The upgrade and downgrade paths (clusters/upgrade_paths.py) and the user's feature steps."""
+    try:
+        if spec.upgrade_to:
+            check_upgrade(spec.topology, spec.version, spec.upgrade_to)
+        if spec.downgrade_to:
+            check_downgrade(spec.topology, spec.version, spec.downgrade_to, spec.upgrade_to)
+        if spec.features is not None:
+            feature_items(spec)
+    except (ClusterError, FeatureSpecError) as exc:
+        raise OptionError(str(exc)) from None
 
 
 def plan(spec: RollingSpec, seed: int) -> list[UpgradeStep]:
@@ -70,7 +120,7 @@ def drive(steps: Sequence[PlannedStep], stage: Stage) -> UpgradeDriver:
 
 def after_heal(driver: RecordedSteps, spec: RollingSpec) -> dict[str, Any]:
     """The voter set once every fault is healed: what acknowledged changes must match."""
-    if spec.quorum_mode == STATIC:
+    if (spec.quorum or STATIC) == STATIC:
         return {}
     assert isinstance(driver, UpgradeDriver)
     return {"quorum": final_observation(driver)}
@@ -83,4 +133,7 @@ FAMILY = Family(
     drive=drive,
     node_properties=node_properties,  # type: ignore[arg-type]
     after_heal=after_heal,
+    options=OPTIONS,
+    check=check,
+    releases=releases,
 )

@@ -1,7 +1,7 @@
 """The workload interface the harness drives: everything one kind of workload brings to a run.
 
 A workload kind is a class, named in ``workloads/registry.py``. It declares its run options
-(``OPTIONS``, ``workloads/options.py``: the command line, spec checks and plan.json's spec come
+(``OPTIONS``, ``history/options.py``: the command line, spec checks and plan.json's spec come
 from them) and refuses the combinations of them that cannot run (``check``). Before a run it
 states, from the run's options, its generator parameters (written into plan.json, so a replay
 uses them as they were); from those, the harness asks it what the history's header declares,
@@ -24,12 +24,12 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from clusters.topology import Topology
+from history.options import Option, Values
 from workloads.client import Client
-from workloads.options import Option, Values
 
 
 class Options(Protocol):
-    """The run options a workload's generator may read (``workloads.options.Values``): its own
+    """The run options a workload's generator may read (``history.options.Values``): its own
     options by name, and the harness's facts."""
 
     workload: str
@@ -69,7 +69,7 @@ class Workload(Protocol):
 class Clocked(Protocol):
     """An optional capability of a workload whose clients write times into op fields (a
     consumer's rebalance listener, docs/history.md): ``clock()`` is the history's clock,
-    monotonic nanoseconds since the run started (harness/recorder.py ``Recorder.now_ns``). The
+    monotonic nanoseconds since the run started (harness/run/recorder.py ``Recorder.now_ns``). The
     harness sets it right after constructing the workload, before ``setup``; until then it is
     the workload's own stand-in."""
 
@@ -90,7 +90,7 @@ class WorkloadKind(Protocol):
     """A workload class: what is known of it before any cluster exists."""
 
     NAME: str
-    # Its run options (workloads/options.py); the same name in two kinds is one option.
+    # Its run options (history/options.py); the same name in two kinds is one option.
     OPTIONS: tuple[Option, ...]
     # Where run.json keeps the outcome of ``final``, and what the run says before it.
     FINAL_KEY: str
@@ -110,7 +110,7 @@ class WorkloadKind(Protocol):
         ...
 
     def lanes(self, gen: dict[str, Any]) -> int:
-        """Process ids per worker slot (harness/workers.py): 1 unless a client has several
+        """Process ids per worker slot (harness/run/workers.py): 1 unless a client has several
         operations in flight at once."""
         ...
 

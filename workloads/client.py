@@ -23,7 +23,7 @@ class Completion:
     # Further fields of the completion's line (docs/history.md: a consumer's `rebalance`,
     # `commit`, `commit_error`, `foreign`), written after the standard ones in this order; None
     # or empty: none, and the line is as it was without them. A name the history already uses
-    # (`time`, `node`, ...) is refused when it is recorded (harness/recorder.py).
+    # (`time`, `node`, ...) is refused when it is recorded (harness/run/recorder.py).
     extra: dict[str, Any] | None = None
 
 

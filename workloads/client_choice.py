@@ -18,7 +18,7 @@ from typing import Any
 
 from clusters.errors import ClusterError
 from clusters.kafka_dist import check_release, parse_version
-from workloads.options import AS_ASKED, Option, OptionError, Values
+from history.options import AS_ASKED, Option, OptionError, Values
 
 LIBRDKAFKA, JAVA = "librdkafka", "java"
 CLIENTS = (LIBRDKAFKA, JAVA)  # the first is what a run without the option does

@@ -2,7 +2,7 @@
 sends outstanding, each send its own history operation.
 
 The history keeps its invariant, each process does one thing at a time: a producer with
-`in_flight` N owns N process ids ("lanes", harness/workers.py), and each send is invoked on a
+`in_flight` N owns N process ids ("lanes", harness/run/workers.py), and each send is invoked on a
 free lane when `produce()` is called and completed from its delivery report: `ok` with
 [offset, value] as a sync send, `fail` for a definite error, `info` for a timeout or anything
 unknown (that lane's process retires). Every operation names the librdkafka handle that sent it
@@ -26,10 +26,10 @@ from typing import Any, Protocol, runtime_checkable
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from history.format import JVM_RECORDER, SEND_RECORDER_FIELD, TXN_SENDS_FIELD
+from history.options import AS_ASKED, Option, OptionError, Values, positive
 from workloads.client import Completion, Invocation
 from workloads.client_choice import JAVA
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
-from workloads.options import AS_ASKED, Option, OptionError, Values, positive
 
 ASYNC = "async"
 DEFAULT_IN_FLIGHT = 5
@@ -271,7 +271,7 @@ class SlotSetup:
 
     # Where the slot's side file goes (history/format.py JVM_SENDS_DIR in the run directory).
     side_dir: Path
-    # The history's clock: its zero in time.monotonic_ns() (harness/recorder.py).
+    # The history's clock: its zero in time.monotonic_ns() (harness/run/recorder.py).
     t0_ns: int
     # harness/plan.py client_rng's seed string without the producer id: producer q's keys come
     # from the stream of `seed_prefix + str(q)`, as the harness-recorded producer's do.

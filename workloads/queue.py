@@ -42,6 +42,7 @@ from history.format import (
     SEND_RECORDER_FIELD,
     TXN_ID_PER_SLOT,
 )
+from history.options import Option, Values, positive
 from workloads import client_choice, pipelined
 from workloads.api import KindBase
 from workloads.client import Completion, Invocation
@@ -56,7 +57,6 @@ from workloads.java_client import JavaPipelinedProducer, JavaQueueClient, final_
 from workloads.java_host import JavaHost, client_dist
 from workloads.java_recorded import JvmRecordedProducer
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
-from workloads.options import Option, Values, positive
 from workloads.pipelined import (
     InFlight,
     PipelinedProducer,
@@ -161,7 +161,8 @@ class QueueWorkload(KindBase):
 
     @staticmethod
     def lanes(gen: dict[str, Any]) -> int:
-        # A pipelined producer owns one process id per send in flight (harness/workers.py Lanes).
+        # A pipelined producer owns one process id per send in flight (harness/run/workers.py
+        # Lanes).
         return lanes_of(gen)
 
     @staticmethod

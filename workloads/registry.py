@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from history.options import Option
 from workloads.admin import AdminWorkload
 from workloads.api import WorkloadKind
-from workloads.options import Option
 from workloads.queue import QueueWorkload
 
 # The order is the order a spec error lists them in.

@@ -1,6 +1,6 @@
-"""`kchaos analyze`: the click command harness/cli.py builds (``analyze_command(terms)``) and
-registers, given the scenario terms of the run options' declarations (checkers/ cannot read
-them: checkers/analyze/scenario.py)."""
+"""`kchaos analyze`: the click command harness/cli/__init__.py builds
+(``analyze_command(terms)``) and registers, given the scenario terms of the run options'
+declarations (checkers/ cannot read them: checkers/analyze/scenario.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from checkers.core.verdict import RESULTS_NAME
 from history.effects import started
 from history.format import PARQUET_NAME
 
-# harness/rundir.py names run directories <UTC stamp>-<seed>[-n]; campaigns name a night's
+# harness/run/rundir.py names run directories <UTC stamp>-<seed>[-n]; campaigns name a night's
 # directory by its stamp alone.
 _STAMP = re.compile(r"^(\d{8}T\d{6})(?:-|$)")
 CAMPAIGN_NAME = "campaign.json"

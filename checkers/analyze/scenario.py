@@ -18,9 +18,9 @@ The name is ``workload/topology/version/nemesis`` and, when the run used any, ``
 Example: ``queue/kraft-combined/3.9/kill+partition/time-limit=60,txn``.
 
 What a default is, and which options say where a run is kept, the options' declarations say
-(workloads/options.py, the harness's on harness/spec.py RunSpec and each workload kind's), and
+(history/options.py, the harness's on harness/spec.py RunSpec and each workload kind's), and
 checkers/ cannot import those: the caller hands them in as ``ScenarioTerms`` (harness/spec.py
-``scenario_terms()``; `kchaos analyze` is built with them by harness/cli.py).
+``scenario_terms()``; `kchaos analyze` is built with them by harness/cli/__init__.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pandas as pd
 
 from checkers.scan.spark_session import spark_path
 from history.effects import START
-from history.format import NEMESIS, SPECIAL_PROCESSES
+from history.format import CLIENT_PROCESS_TEXT, NEMESIS
 
 
 def op_stats(spark: Any, parquets: list[Path]) -> pd.DataFrame:
@@ -21,7 +21,7 @@ def op_stats(spark: Any, parquets: list[Path]) -> pd.DataFrame:
         return pd.DataFrame(columns=["path", "ok", "fail", "info", "faults", "seconds"])
     df = spark.read.parquet(*[spark_path(p) for p in parquets]).where(F.col("row") == "op")
     df = df.withColumn("path", F.input_file_name())
-    client = ~F.col("process").isin(*SPECIAL_PROCESSES)
+    client = F.col("process").rlike(f"^({CLIENT_PROCESS_TEXT})$")
 
     def count(cond: Any) -> Any:
         return F.sum(F.when(cond, 1).otherwise(0))

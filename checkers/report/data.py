@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from checkers.scan.fault_windows import TIME, fault_windows
 from history.columnar import OP_ROW
-from history.format import MIGRATION, NEMESIS, OBSERVER, SPECIAL_PROCESSES
+from history.format import CLIENT_PROCESS_TEXT, MIGRATION, NEMESIS, OBSERVER
 
 OP_COLUMNS = ["index", "invoke_index", "type", "f", "process", "time", "node"]
 
@@ -59,7 +59,7 @@ def load(parquet: str | Path) -> ReportData:
     inv = done["invoke_index"].to_numpy()
     done["start_s"] = invoke_time.reindex(inv).to_numpy() / 1e9
     done["end_s"] = done["time"].to_numpy() / 1e9
-    clients = done[~done["process"].isin(list(SPECIAL_PROCESSES))]
+    clients = done[done["process"].str.fullmatch(CLIENT_PROCESS_TEXT, na=False)]
     return ReportData(
         ops=clients[["index", "type", "f", "process", "node", "start_s", "end_s"]].reset_index(
             drop=True

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from clusters.docker_cluster import DockerCluster
-from harness.interpreter import Run
-from harness.outcome import RunResult
 from harness.plan import Plan, build_plan
+from harness.run.interpreter import Run
+from harness.run.outcome import RunResult
 from harness.spec import RunSpec, validate
 
 

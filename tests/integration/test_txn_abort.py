@@ -11,7 +11,7 @@ import pytest
 
 from checkers.api import check
 from harness.plan import generator_params
-from harness.recorder import Recorder
+from harness.run.recorder import Recorder
 from harness.spec import RunSpec
 from history.format import JSONL_NAME
 from workloads.client import Completion, Invocation

@@ -192,3 +192,46 @@ def test_checker_families_import_no_entry_or_report_and_reports_no_family():
         or (_under(a, CHECKER_REPORTS) and _under(b, ("checkers.families", "checkers.registry")))
     ]
     assert wrong == []
+
+
+# harness/ inside (harness/__init__.py): its root (spec, plan, console, exit_codes, signals) is
+# what the rooms share and imports none of them; a run imports no command and no campaign; a
+# campaign runs each cell as a `kchaos run` process, so it imports no run and no command; the
+# commands (cli/) may import any room.
+HARNESS_ROOMS = ("cli", "run", "campaign")
+HARNESS_MAY_IMPORT = {
+    "root": {"root"},
+    "run": {"root", "run"},
+    "campaign": {"root", "campaign"},
+    "cli": {"root", "run", "campaign", "cli"},
+}
+
+
+def _harness_room(module: str) -> str | None:
+    """The room of harness/ a module of ours is in ("root" for harness/'s own files), or None
+    outside harness/."""
+    parts = module.split(".")
+    if parts[0] != "harness":
+        return None
+    # A room's package (its __init__, as harness.cli, the command group) is in the room.
+    return parts[1] if len(parts) > 1 and parts[1] in HARNESS_ROOMS else "root"
+
+
+def test_harness_rooms_import_only_the_rooms_they_may():
+    wrong = [
+        f"{a} imports {b}"
+        for a, b in _graph().edges
+        if (ra := _harness_room(a))
+        and (rb := _harness_room(b))
+        and rb not in HARNESS_MAY_IMPORT[ra]
+    ]
+    assert wrong == []
+
+
+def test_the_harness_rule_sees_every_room():
+    """Each room has modules and the rule reads the edges between them (a rule that matches no
+    module cannot fail)."""
+    rooms = {_harness_room(m) for m in MODULES if m.startswith("harness")}
+    assert rooms == {"root", *HARNESS_ROOMS}
+    crossing = {(_harness_room(a), _harness_room(b)) for a, b in _graph().edges}
+    assert {("cli", "run"), ("cli", "campaign"), ("run", "root"), ("campaign", "root")} <= crossing

@@ -1,7 +1,7 @@
 // A worker slot's pipelined producer that records its own sends (docs/history.md, "Sends
 // recorded in the JVM"; the harness side is workloads/java_recorded.py).
 //
-// The harness-recorded path (workloads/pipelined.py, harness/workers.py) sends each send to the
+// The harness-recorded path (workloads/pipelined.py, harness/run/workers.py) sends each send to the
 // JVM over the line protocol and writes two history lines per send in Python, which bounds a run
 // at a few thousand sends a second. Here the slot's loop runs in the JVM: it takes a free lane,
 // draws the key (PyRandom, the harness's own stream), writes the invocation, calls send(), and
@@ -11,7 +11,7 @@
 //
 // - lanes: slot s owns processes s*N .. s*N+N-1 (N = in_flight); a send is invoked on a free
 //   lane and the lane is free again once its completion is written; a lane whose send ended
-//   info goes on as process p + concurrency*N (harness/workers.py Lanes);
+//   info goes on as process p + concurrency*N (harness/run/workers.py Lanes);
 // - producers: slot s's k-th producer is s + k*concurrency (a producer that saw a fatal error
 //   is drained, closed and replaced); its n-th value is producer * value_stride + n;
 // - outcomes: ok with the offset (null when the client does not know it); fail when send()

@@ -22,7 +22,7 @@ final class SideWriter {
     // The most one appended record may take: an op line with an error text cut to
     // KchaosRecorded.MAX_ERROR chars, each at most 6 bytes escaped.
     static final int MAX_RECORD = 16 << 10;
-    // Half the harness recorder's 0.2 s (harness/interpreter.py PIPELINED_FLUSH_S): a writer
+    // Half the harness recorder's 0.2 s (harness/run/interpreter.py PIPELINED_FLUSH_S): a writer
     // asleep on an empty buffer wakes this often, so a line waits at most twice this long.
     static final long FLUSH_NS = 100_000_000L;
 

@@ -17,7 +17,8 @@ from checkers.analyze.runs import find_runs
 from harness.spec import RunSpec, scenario_terms, spec_from_dict
 from tests.unit.checkers.histories import H
 
-# The terms `kchaos analyze` is built with (harness/cli.py): the run options' declarations'.
+# The terms `kchaos analyze` is built with (harness/cli/__init__.py): the run options'
+# declarations'.
 TERMS = scenario_terms()
 
 

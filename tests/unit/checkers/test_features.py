@@ -20,7 +20,7 @@ from checkers.core.findings import Finding
 from checkers.families.features import GRACE_NS, SETTLE_NS, check_features
 from checkers.families.observer_samples import observe_samples_from_ops
 from history.columnar import op_rows, to_table
-from history.format import SPECIAL_PROCESSES, UPGRADE
+from history.format import UPGRADE, is_client
 from history.reader import parse_history
 
 SEC = 1_000_000_000
@@ -582,7 +582,7 @@ def test_kchaos_check_judges_feature_levels_in_a_run_directory(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "history.jsonl").write_text("".join(json.dumps(x) + "\n" for x in [header, *lines]))
-    assert UPGRADE in SPECIAL_PROCESSES
+    assert not is_client(UPGRADE)
     verdict = check(run)
     assert verdict.status == "invalid"
     assert [f.kind for f in verdict.findings] == ["feature-update-lost"]

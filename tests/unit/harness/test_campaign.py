@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.campaign import expand, load_campaign
-from harness.campaign_report import exit_code, junit_xml, write_all
-from harness.campaign_runner import _outcome, new_record, resumed_record
+from harness.campaign.report import exit_code, junit_xml, write_all
+from harness.campaign.runner import _outcome, new_record, resumed_record
+from harness.campaign.spec import expand, load_campaign
 from harness.cli import main
 from harness.spec import SpecError
 
@@ -224,7 +224,7 @@ sys.exit(code)
 def _fake_campaign(tmp_path: Path, monkeypatch, plan: dict, **runner) -> tuple[dict, int]:
     """A campaign whose cells are a stand-in for `kchaos run` that exits as ``plan`` says per
     attempt (a cell id's list of exit codes, or "hang"), writing a run directory as it does."""
-    from harness.campaign_runner import Runner
+    from harness.campaign.runner import Runner
 
     monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path / "cache"))
     script = tmp_path / "fake_run.py"
@@ -254,7 +254,7 @@ def test_a_failing_cell_deflaked_says_how_often_it_reproduced(tmp_path, monkeypa
 
 
 def test_a_hung_cell_is_stopped_at_its_bound_and_the_campaign_goes_on(tmp_path, monkeypatch):
-    from harness import campaign_runner
+    from harness.campaign import runner as campaign_runner
 
     monkeypatch.setattr(campaign_runner, "STOP_GRACE_S", 5.0)
     camp_timeout = 3.0
@@ -272,7 +272,7 @@ def test_a_hung_cell_is_stopped_at_its_bound_and_the_campaign_goes_on(tmp_path, 
 
 
 def test_rerun_failed_and_keep_last(tmp_path):
-    from harness.campaign_runner import failed_cells, keep_last
+    from harness.campaign.runner import failed_cells, keep_last
 
     runs = tmp_path / "results" / "nightly"
     for stamp, statuses in (("20261122T010000", ["valid"]), ("20261123T010000", ["valid",
@@ -289,7 +289,7 @@ def test_rerun_failed_and_keep_last(tmp_path):
 
 
 def test_parallel_cells_run_on_their_own_clusters_and_subnets(tmp_path, monkeypatch):
-    from harness.campaign_runner import slots
+    from harness.campaign.runner import slots
 
     camp = expand({"name": "p", "axes": {"workload": ["queue", "admin"]}, "cluster": "kc",
                    "subnet": "10.213.230.0/24"})  # fmt: skip
@@ -325,7 +325,7 @@ def _inventory(tmp_path: Path) -> Path:
 
 
 def test_a_campaign_on_hosts_runs_on_the_inventorys_cluster_one_cell_at_a_time(tmp_path):
-    from harness.campaign_runner import slots
+    from harness.campaign.runner import slots
 
     hosts = _inventory(tmp_path)
     camp = expand(
@@ -351,7 +351,7 @@ def test_a_campaign_on_hosts_refuses_a_topology_or_subnet_of_its_own(tmp_path):
 def test_before_each_cell_on_hosts_the_cluster_is_taken_down_there(tmp_path, monkeypatch):
     """The stand-in `kchaos` logs its arguments: each cell's run follows a `cluster down
     --hosts` of the campaign's inventory, which heals whatever an earlier cell left."""
-    from harness.campaign_runner import Runner
+    from harness.campaign.runner import Runner
 
     monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path / "cache"))
     calls = tmp_path / "calls.txt"

@@ -14,16 +14,16 @@ import pytest
 
 import clusters.docker_lifecycle
 import clusters.engine
-import harness.interpreter as interpreter
+import harness.run.interpreter as interpreter
 from clusters.cluster import ClusterInfo
 from clusters.docker_lifecycle import DockerCluster
 from clusters.errors import ClusterError
 from clusters.hold import ClusterRemoved, note_forced_removal
 from clusters.topology import build_topology
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT
-from harness.interpreter import Live, Run, Up
 from harness.plan import build_plan
-from harness.recorder import Recorder
+from harness.run.interpreter import Live, Run, Up
+from harness.run.recorder import Recorder
 from harness.spec import RunSpec
 from nemesis.api import FaultContext
 

@@ -15,7 +15,7 @@ from history.reader import read_history
 WRITER = r"""
 import sys, threading
 from pathlib import Path
-from harness.recorder import Recorder
+from harness.run.recorder import Recorder
 
 rec = Recorder(Path(sys.argv[1]), "crash/test")
 

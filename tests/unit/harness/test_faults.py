@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.faults import FaultDriver
-from harness.recorder import Recorder
+from harness.run.faults import FaultDriver
+from harness.run.recorder import Recorder
 from history.reader import read_history
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, NotApplied
@@ -68,8 +68,8 @@ class Preparing(Scripted):
 
 
 def test_prepare_runs_before_the_workload_is_recorded_and_waits_for_readiness(tmp_path):
-    from harness.interpreter import PREPARE_READY_TIMEOUT_S, Run, Up
     from harness.plan import build_plan
+    from harness.run.interpreter import PREPARE_READY_TIMEOUT_S, Run, Up
     from harness.spec import RunSpec
 
     plan = build_plan(RunSpec.of(nemesis=["clock", "kill"], results_dir=str(tmp_path)), 1)

@@ -15,9 +15,9 @@ import clusters.engine
 import nemesis.heal
 from clusters import hold
 from clusters.errors import ClusterError
-from harness import interpreter
 from harness.cli import main
-from harness.interpreter import Run
+from harness.run import interpreter
+from harness.run.interpreter import Run
 
 RUN_DIR = "results/queue/20260101T000000-7"
 

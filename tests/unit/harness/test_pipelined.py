@@ -17,9 +17,9 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.plan import build_plan
-from harness.recorder import Recorder
+from harness.run.recorder import Recorder
+from harness.run.workers import Clients, Lanes, ProcessIds
 from harness.spec import RunSpec, SpecError, spec_from_dict
-from harness.workers import Clients, Lanes, ProcessIds
 from history.columnar import to_table
 from history.reader import read_history
 from workloads.client import Completion, Invocation

@@ -38,12 +38,12 @@ def test_plan_only_refuses_what_a_run_refuses_with_the_same_sentence(args, says)
 
 
 def test_a_run_refuses_a_bad_version_before_any_docker_work(monkeypatch):
-    import harness.interpreter
+    import harness.run.interpreter
 
     def no_run(*a, **k):
         raise AssertionError("the run was started")
 
-    monkeypatch.setattr(harness.interpreter, "Run", no_run)
+    monkeypatch.setattr(harness.run.interpreter, "Run", no_run)
     r = run("--version", "banana")
     assert r.exit_code == BAD_INPUT_EXIT
     assert "'banana' is not a Kafka version" in flat(r)
@@ -82,7 +82,7 @@ def test_the_help_gives_the_item_syntax_with_an_example():
 
 
 def test_a_run_says_at_its_start_which_items_get_no_window(monkeypatch):
-    import harness.interpreter
+    import harness.run.interpreter
 
     class Started(Exception):
         pass
@@ -90,7 +90,7 @@ def test_a_run_says_at_its_start_which_items_get_no_window(monkeypatch):
     def started(*a, **k):
         raise Started
 
-    monkeypatch.setattr(harness.interpreter, "Run", started)
+    monkeypatch.setattr(harness.run.interpreter, "Run", started)
     r = run("--nemesis", "partition,kill,pause,clock", "--seed", "42", "--time-limit", "60")
     assert isinstance(r.exception, Started)
     assert "kill got none; --time-limit 80 fits them all" in flat(r)

@@ -1,4 +1,4 @@
-"""Worker slots whose producers record their own sends (harness/workers.py run_recorded) without
+"""Worker slots whose producers record their own sends (harness/run/workers.py run_recorded) without
 a JVM: a fake producer writes side-file lines as KchaosRecorded.java does, the slots learn its
 counts and highest process id, and keeping the history merges the side files into it. And the
 `--send-recorder` option: what it writes into plan.json and the header, and what it refuses."""
@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from harness.plan import build_plan
-from harness.recorder import Recorder
+from harness.run.recorder import Recorder
+from harness.run.workers import Clients, ProcessIds
+from harness.run.wrapup import keep_history
 from harness.spec import RunSpec, SpecError, validate
-from harness.workers import Clients, ProcessIds
-from harness.wrapup import keep_history
 from history.format import JSONL_NAME, JVM_SENDS_DIR, JVM_SENDS_FIELD
 from history.reader import read_history
 from workloads.pipelined import SlotSetup, history_header
@@ -160,7 +160,7 @@ def test_send_recorder_options_that_cannot_run_are_refused(kw, says):
 def test_a_history_is_copied_and_checked_whatever_the_machines_memory(tmp_path, monkeypatch):
     """The Parquet copy is written a chunk of lines at a time (history/stream.py), so no
     history is left unchecked for its size: there is no memory guard to trip."""
-    import harness.wrapup as wrapup
+    import harness.run.wrapup as wrapup
 
     assert not hasattr(wrapup, "too_big_to_read")
     header = {"kchaos_history": 1, "started_wall": 1.0, "run": "t"}
@@ -201,7 +201,7 @@ def _unmerged_run(tmp_path: Path) -> Path:
 
 
 def test_a_crashed_runs_recovery_merges_what_the_jvm_recorded(tmp_path: Path):
-    from harness.wrapup import keep_history_file
+    from harness.run.wrapup import keep_history_file
 
     run = _unmerged_run(tmp_path)
     said: list[str] = []

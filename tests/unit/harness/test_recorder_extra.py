@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness.recorder import Recorder
-from harness.workers import Clients, ProcessIds
+from harness.run.recorder import Recorder
+from harness.run.workers import Clients, ProcessIds
 from history.reader import read_history
 from workloads.client import Completion, Invocation
 

@@ -1,4 +1,4 @@
-"""The supervisor of a run's client host (harness/supervisor.py), with a stand-in run whose
+"""The supervisor of a run's client host (harness/run/supervisor.py), with a stand-in run whose
 child does what a real one's may: end well, fail as bad input, abort in native code, hang, or be
 interrupted. The real thing, against a cluster, is tests/integration/test_run_crash.py."""
 
@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from clusters.errors import ClusterError
-from harness import supervisor
 from harness.exit_codes import CRASHED_RUN_EXIT, INTERRUPTED_EXIT
-from harness.outcome import RunResult
-from harness.supervisor import STDERR_NAME, run_supervised
+from harness.run import supervisor
+from harness.run.outcome import RunResult
+from harness.run.supervisor import STDERR_NAME, run_supervised
 
 
 class StandIn:

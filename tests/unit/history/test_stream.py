@@ -28,7 +28,7 @@ from history.columnar import (
     write_parquet,
 )
 from history.errors import HistoryError
-from history.format import INVOKE, JSONL_NAME, SPECIAL_PROCESSES
+from history.format import INVOKE, JSONL_NAME, is_client
 from history.reader import parse_history, read_history
 from history.stream import convert, scan, summary_of
 from tests.unit.checkers import model, pipelined
@@ -85,9 +85,7 @@ def _old(data: bytes, path: Path):
     except HistoryError as e:
         return str(e)
     counts = Counter(
-        op["type"]
-        for op in history.ops
-        if op["type"] != INVOKE and op["process"] not in SPECIAL_PROCESSES
+        op["type"] for op in history.ops if op["type"] != INVOKE and is_client(op["process"])
     )
     return table, history.notes(), dict(counts)
 

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from checkers.analyze.scenario import scenario
-from harness.campaign import expand
+from harness.campaign.spec import expand
 from harness.plan import build_plan, load_plan
-from harness.recorder import Recorder
+from harness.run.recorder import Recorder
 from harness.spec import RunSpec, SpecError, scenario_terms, spec_from_dict
 from steps.feature_steps import (
     AUTO,

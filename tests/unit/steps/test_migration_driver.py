@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.recorder import Recorder
+from harness.run.recorder import Recorder
 from history.reader import read_history
 from steps.migration import MigrationDriver, MigrationStep, migration_schedule
 

@@ -16,7 +16,7 @@ from clusters.cluster import ClusterInfo
 from clusters.kafka_dist import KafkaDist
 from clusters.topology import build_topology
 from harness.plan import build_plan, load_plan
-from harness.recorder import Recorder
+from harness.run.recorder import Recorder
 from harness.spec import RunSpec, SpecError, spec_from_dict
 from history.reader import read_history
 from steps.quorum_steps import (

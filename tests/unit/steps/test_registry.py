@@ -30,7 +30,7 @@ def test_a_spec_that_asks_for_no_steps_plans_none_and_needs_no_node_properties()
 
 
 def test_each_familys_steps_load_back_from_plan_json(tmp_path):
-    spec = RunSpec(topology="migration", upgrade_to="4.0", time_limit=300)
+    spec = RunSpec.of(topology="migration", upgrade_to="4.0", time_limit=300)
     plan = build_plan(spec, 11)
     assert set(plan.steps) == {"migration", "upgrade"}
     (tmp_path / "plan.json").write_text(plan.to_json())

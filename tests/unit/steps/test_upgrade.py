@@ -10,7 +10,7 @@ import pytest
 from clusters.errors import ClusterError
 from clusters.upgrade_paths import check_downgrade, check_upgrade
 from harness.plan import build_plan, load_plan
-from harness.recorder import Recorder
+from harness.run.recorder import Recorder
 from harness.spec import RunSpec, SpecError, spec_from_dict
 from history.reader import read_history
 from steps.upgrade import (

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from harness.recorder import Recorder
-from harness.workers import Clients, ProcessIds
+from harness.run.recorder import Recorder
+from harness.run.workers import Clients, ProcessIds
 from history.reader import read_history
 from workloads.api import SizedFinal
 from workloads.queue import QueueClient, QueueWorkload, commit_fields

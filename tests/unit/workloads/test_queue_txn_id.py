@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.workers import ProcessIds
+from harness.run.workers import ProcessIds
 from history.format import TXN_ID_PER_SLOT
 from workloads.queue import transactional_id
 

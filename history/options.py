@@ -1,9 +1,12 @@
 """Run options as declarations: each option said once, and every place that needs it reads that.
 
-A workload kind lists its own options (``OPTIONS`` of ``workloads/queue.py``, ``admin.py``);
-the harness declares its own the same way, on the fields of ``harness/spec.py``'s ``RunSpec``
-(``option(...)``). From those declarations alone come the ``kchaos run`` options
-(harness/run_cli.py), the spec's parsing, coercion and per-option validation and the spec
+A workload kind lists its own options (``OPTIONS`` of ``workloads/queue.py``, ``admin.py``), a
+planned step family its own (``Family.options``, ``steps/rolling.py``); the harness declares
+its own the same way, on the fields of ``harness/spec.py``'s ``RunSpec`` (``option(...)``).
+Here, below every room that declares options (history/ imports nothing of ours), so that
+workloads/ and steps/ share one vocabulary without importing each other. From those
+declarations alone come the ``kchaos run`` options
+(harness/cli/run_cli.py), the spec's parsing, coercion and per-option validation and the spec
 written into plan.json (harness/spec.py), and the terms of the scenario name ``kchaos analyze``
 groups runs by (checkers/analyze/scenario.py, handed them by harness/).
 
@@ -114,9 +117,10 @@ def declared(cls: type) -> tuple[Option, ...]:
 
 
 class Values(SimpleNamespace):
-    """A run's option values as attributes: the workload options of every kind, and the
-    harness's facts a workload may read (``workload``, ``topology``, ``version``,
-    ``releases``). What a workload's generator and ``check`` are given."""
+    """A run's option values as attributes: every option, the harness's, each workload kind's
+    and each step family's, and ``releases`` (every Kafka release the run starts on or rolls
+    to, first the one it starts on). What a workload's generator and ``check`` and a step
+    family's plan and ``check`` are given."""
 
 
 def refuse_each(options: Iterable[Option], values: Values) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.plan import client_rng, client_rng_prefix
-from harness.recorder import Recorder
+from harness.run.recorder import Recorder
 from workloads.api import Workload
 from workloads.client import Client, Completion, Invocation
 from workloads.pipelined import (

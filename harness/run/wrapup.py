@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from clusters.cluster import ClusterHandle
-from harness.recorder import Recorder
-from harness.rundir import write_json
+from harness.run.recorder import Recorder
+from harness.run.rundir import write_json
 from history.errors import HistoryError
 from history.format import JSONL_NAME, PARQUET_NAME
 from history.merge import merge_run, pending

@@ -6,8 +6,8 @@ observed ready again, final reads, then the ending every path shares: heal, keep
 (Parquet copy), collect logs and metadata, check, cluster down. Healing and teardown happen on
 every path out (normal end, error, Ctrl-C), and the history is kept whatever happened.
 
-The parts live beside it: clients in harness/workers.py, faults in harness/faults.py, the
-ending's steps in harness/wrapup.py; what a workload brings comes from its registry entry
+The parts live beside it: clients in harness/run/workers.py, faults in harness/run/faults.py, the
+ending's steps in harness/run/wrapup.py; what a workload brings comes from its registry entry
 (workloads/registry.py), and what a planned step family brings from its own (steps/registry.py),
 never from their names.
 """
@@ -30,16 +30,16 @@ from clusters.hold import ClusterRemoved, Hold, holding
 from clusters.kafka_dist import KafkaDist, ensure_dist, parse_version
 from clusters.topology import build_topology
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED_EXIT
-from harness.faults import FaultDriver, heal, prepare
-from harness.outcome import RunResult
 from harness.plan import PLAN_NAME, Plan
-from harness.progress import wait_out
-from harness.readiness import wait_observed_ready
-from harness.recorder import Recorder
-from harness.rundir import make_run_dir, point_latest, write_json
-from harness.supervisor import run_supervised
-from harness.workers import Clients, ProcessIds
-from harness.wrapup import check_run, collect_and_tear_down, keep_history, not_checked
+from harness.run.faults import FaultDriver, heal, prepare
+from harness.run.outcome import RunResult
+from harness.run.progress import wait_out
+from harness.run.readiness import wait_observed_ready
+from harness.run.recorder import Recorder
+from harness.run.rundir import make_run_dir, point_latest, write_json
+from harness.run.supervisor import run_supervised
+from harness.run.workers import Clients, ProcessIds
+from harness.run.wrapup import check_run, collect_and_tear_down, keep_history, not_checked
 from history.format import JSONL_NAME
 from nemesis.api import FaultContext, Nemesis
 from nemesis.items import packages
@@ -60,7 +60,7 @@ PREPARE_READY_TIMEOUT_S = 300.0
 WORKER_JOIN_S = 40.0
 # What a SIGKILL of a pipelined run may lose of its history's end, seconds.
 PIPELINED_FLUSH_S = 0.2
-# What each phase may take before the supervisor (harness/supervisor.py) takes the client host
+# What each phase may take before the supervisor (harness/run/supervisor.py) takes the client host
 # for hung, kills it and ends the run itself. Generous: they catch a hang, not a slow cluster.
 BRING_UP_BUDGET_S = 1200.0
 SETUP_BUDGET_S = PREPARE_READY_TIMEOUT_S + 600.0
@@ -119,7 +119,8 @@ class Run:
         self.say = say
         self.show_progress = show_progress
         self.stop = threading.Event()
-        # A pipelined producer owns one process id per send in flight (harness/workers.py Lanes).
+        # A pipelined producer owns one process id per send in flight (harness/run/workers.py
+        # Lanes).
         self.processes = ProcessIds(
             self.spec.concurrency * self.workload_kind.lanes(self.plan.generator)
         )
@@ -133,7 +134,7 @@ class Run:
         # The cluster's hold (clusters/hold.py); --force runs without it when another has it.
         self.force = force
         self.hold: Hold | None = None
-        # The run proper in a supervised child process (harness/supervisor.py), so that a
+        # The run proper in a supervised child process (harness/run/supervisor.py), so that a
         # native crash or hang of the client libraries still ends in a healed, checked run.
         # In-process only where a test drives the interpreter's own steps.
         self.supervise = supervise
@@ -324,7 +325,7 @@ class Run:
         self._wait_ready(live.cluster, up.info, "after healing", QUIESCE_TIMEOUT_S)
         for family in FAMILIES:
             if family.key in live.steps:
-                self.summary.update(family.after_heal(live.steps[family.key], self.spec))
+                self.summary.update(family.after_heal(live.steps[family.key], self.spec.values()))
         self.say(self.workload_kind.FINAL_SAYS)
         self.summary[self.workload_kind.FINAL_KEY] = workload.final(
             self.processes.fresh, up.recorder.record, final_s

@@ -1,4 +1,4 @@
-"""The supervisor's ending of a run whose client host died or hung (harness/supervisor.py).
+"""The supervisor's ending of a run whose client host died or hung (harness/run/supervisor.py).
 
 It does what the child did not get to, told by the child's last state: heal every fault any
 nemesis could have left (what `kchaos heal` does: the child's fault objects died with it), keep
@@ -16,16 +16,16 @@ from typing import Any
 from clusters.cluster import ClusterHandle
 from clusters.handles import open_cluster
 from harness.exit_codes import CRASHED_RUN_EXIT
-from harness.outcome import RunResult
-from harness.rundir import write_json
-from harness.wrapup import check_run, collect_and_tear_down, keep_history_file, not_checked
+from harness.run.outcome import RunResult
+from harness.run.rundir import write_json
+from harness.run.wrapup import check_run, collect_and_tear_down, keep_history_file, not_checked
 from nemesis.heal import heal_cluster
 
 
 def recover(
     run: Any, run_dir: Path, facts: dict[str, Any], crashed: dict[str, Any], seconds: float
 ) -> RunResult:
-    """The ending of ``run`` (harness/supervisor.py's Supervisable) after its client host ended
+    """The ending of ``run`` (harness/run/supervisor.py's Supervisable) after its client host ended
     as ``crashed`` says, from the child's last ``facts``."""
     say, spec = run.say, run.spec
     say(f"{describe(crashed)}: healing, collecting and checking what it recorded")

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from clusters.errors import ClusterError
-from harness.outcome import RunResult
-from harness.recovery import recover
+from harness.run.outcome import RunResult
+from harness.run.recovery import recover
 from harness.signals import handling
 
 # The child's stderr, whole, in the run directory; its last lines in run.json.
@@ -49,7 +49,7 @@ _PR_SET_PDEATHSIG = 1
 
 
 class Supervisable(Protocol):
-    """What the supervisor uses of a run (harness/interpreter.py's Run)."""
+    """What the supervisor uses of a run (harness/run/interpreter.py's Run)."""
 
     run_dir: Path | None
     summary: dict[str, Any]

@@ -19,7 +19,7 @@ from history.format import (
     JVM_SENDS_DIR,
     OK,
     RECORDER_FIELDS,
-    SPECIAL_PROCESSES,
+    is_client,
 )
 from history.writer import HistoryWriter
 
@@ -111,7 +111,7 @@ class Recorder:
             if extra:
                 op.update(extra)
             written = self._writer.append(op)
-        if type_ != INVOKE and process not in SPECIAL_PROCESSES:
+        if type_ != INVOKE and is_client(process):
             self.counts[type_] += 1
         return written
 

@@ -1,4 +1,9 @@
-"""The ``kchaos`` command line.
+"""The ``kchaos`` command line: the command group (``main``, pyproject's ``kchaos`` entry point)
+and, beside it, each command's module: ``run_cli`` (run, heal), ``cluster_cli``, ``hosts_cli``,
+``nemeses_cli``, ``campaign_cli``, and ``hosts`` (the ``--hosts`` options several commands
+share). ``kchaos check`` and ``kchaos analyze`` are checkers/'s. A command parses its options
+and hands them to harness/'s other rooms (run/, campaign/) and its root (spec, plan); nothing
+below imports this room.
 
 Every failure a user can cause or fix ends as one line on stderr and exit code 254 (Jepsen's code
 for bad arguments), so scripts can tell it from a verdict (0 valid, 1 invalid, 2 unknown); a run
@@ -20,13 +25,13 @@ from checkers.analyze.cli import analyze_command
 from checkers.cli import check_command
 from clusters.errors import ClusterError
 from clusters.hold import ClusterRemoved
-from harness.campaign_cli import campaign
-from harness.cluster_cli import cluster
+from harness.cli.campaign_cli import campaign
+from harness.cli.cluster_cli import cluster
+from harness.cli.hosts_cli import hosts
+from harness.cli.nemeses_cli import nemeses
+from harness.cli.run_cli import heal, run
 from harness.console import console, err_console, say
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED_EXIT
-from harness.hosts_cli import hosts
-from harness.nemeses_cli import nemeses
-from harness.run_cli import heal, run
 from harness.spec import SpecError, scenario_terms
 from history.format import JSONL_NAME
 

@@ -20,8 +20,8 @@ from clusters.handles import list_clusters, open_cluster
 from clusters.hold import Holder, holding, note_forced_removal
 from clusters.kafka_dist import DEFAULT_VERSION
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology
+from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, print_json, say
-from harness.hosts import accept_option, hosts_option
 
 name_option = click.option(
     "--name", default="kchaos", show_default=True, help="Cluster name (several can coexist)."

@@ -12,9 +12,8 @@ import click
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from harness.campaign import expand, load_campaign, parse_overrides
-from harness.campaign_report import FINAL
-from harness.campaign_runner import (
+from harness.campaign.report import FINAL
+from harness.campaign.runner import (
     RECORD,
     Runner,
     campaign_dir,
@@ -22,9 +21,10 @@ from harness.campaign_runner import (
     new_record,
     resumed_record,
 )
-from harness.campaign_runner import (
+from harness.campaign.runner import (
     keep_last as prune,
 )
+from harness.campaign.spec import expand, load_campaign, parse_overrides
 from harness.console import console, say
 from harness.spec import SpecError
 

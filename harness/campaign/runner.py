@@ -5,7 +5,7 @@ native crash, a hang, a cluster that never comes up) is that cell's outcome, and
 goes on. Each cell's wall time is bounded: past ``cell_timeout`` the run is asked to stop
 (SIGTERM: it heals, collects and keeps its history), then killed, and its cluster is removed.
 Ctrl-C stops the campaign the same way after telling the running cells; ``--resume`` finishes
-what is left. The record is written again after every cell (harness/campaign_report.py).
+what is left. The record is written again after every cell (harness/campaign/report.py).
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from clusters.hold import ClusterHeld, take
-from harness.campaign import Campaign, Cell
-from harness.campaign_report import (
+from harness.campaign.report import (
     CRASHED,
     ERROR,
     FAILING,
@@ -42,6 +41,7 @@ from harness.campaign_report import (
     VALID,
     write_all,
 )
+from harness.campaign.spec import Campaign, Cell
 from harness.exit_codes import CRASHED_RUN_EXIT, INTERRUPTED_EXIT
 from harness.signals import handling
 from harness.spec import SpecError

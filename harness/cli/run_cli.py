@@ -11,18 +11,18 @@ import click
 from click.core import ParameterSource
 from rich.markup import escape
 
+from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, err_console, say
-from harness.hosts import accept_option, hosts_option
 from harness.plan import build_plan, load_plan, new_seed
 from harness.spec import OPTIONS, RunSpec, load_spec_file, spec_from_dict
-from workloads.options import Option
+from history.options import Option
 
 _D = RunSpec()
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _click_option(o: Option) -> Callable[[F], F]:
-    """The command-line form of a declared option (workloads/options.py)."""
+    """The command-line form of a declared option (history/options.py)."""
     kw: dict[str, Any] = {"default": o.default, "help": o.help}
     if o.kind is bool:
         kw["is_flag"] = True
@@ -80,7 +80,7 @@ def run(
     **options: Any,
 ) -> None:
     """Runs a workload against a fresh cluster while nemeses break it; records a history."""
-    from harness.interpreter import Run
+    from harness.run.interpreter import Run
 
     if replay_dir is not None:
         plan = load_plan(replay_dir)

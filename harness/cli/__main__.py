@@ -1,0 +1,5 @@
+"""``python -m harness.cli``: the ``kchaos`` command."""
+
+from harness.cli import main
+
+main()
