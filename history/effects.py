@@ -14,6 +14,7 @@ names none) and say so.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -138,6 +139,9 @@ _ACTED_KEY = {"kill": "exited_after_s", "pause": "stopped_after_s"}
 _SIGNAL = {"kill": (DOWN, "SIGKILL"), "pause": (STOPPED, "SIGSTOP")}
 _STOPPED_BY = {"stop-kill": (RESTARTED, "restarted"), "stop-pause": (RESUMED, "resumed")}
 _STOPPED_BY["stop-jvm"] = (RESTARTED, "restarted")  # fsync-error starts a halted JVM again
+# A heal by one package (each package healed apart before the run's one heal_cluster; a package
+# from outside the registry still does) did what its stop does, to the nodes its actions name.
+_HEALED_BY = {"kill": RESTARTED, "pause": RESUMED}
 _CONTROLLER_KINDS = ("controller-stall",)
 _BROKER_KINDS = ("heartbeat-delay",)
 
@@ -147,12 +151,18 @@ def legacy_effects(f: str, value: Any, names: Iterable[str]) -> tuple[Effect, ..
     or stop that did not complete ok (its value is then the plan step, which names no nodes).
 
     This is the one place that reads the packages' names and value keys of old histories
-    (kill, pause, partition, packet, clock, jvm, as nemesis/ wrote them before `effects`). A
-    start of any other package gives one effect nobody knows, aimed at the nodes its value
-    mentions (any node when it mentions none), which readers treat as disrupting those.
+    (kill, pause, partition, packet, clock, jvm, as nemesis/ wrote them before `effects`, and a
+    heal by kill or pause). A start of any other package gives one effect nobody knows, aimed
+    at the nodes its value mentions (any node when it mentions none), which readers treat as
+    disrupting those.
     """
     names = sorted(names)
     package = started(f)
+    if f == HEAL:
+        by = value.get("by") if isinstance(value, dict) else None
+        if by not in _HEALED_BY:
+            return ()
+        return (Effect(_HEALED_BY[by], _said(value.get("actions"), names)),)
     if package is None:
         stop = _STOPPED_BY.get(f)
         listed = value.get(stop[1]) if stop is not None and isinstance(value, dict) else None
@@ -220,6 +230,12 @@ def _named(value: Any, names: Iterable[str]) -> frozenset[str] | None:
     text = json.dumps(value)
     hit = frozenset(n for n in names if f'"{n}"' in text)
     return hit or None
+
+
+def _said(actions: Any, names: Iterable[str]) -> frozenset[str]:
+    """The node names a heal's actions (sentences) mention as words."""
+    text = " ".join(map(str, actions)) if isinstance(actions, list) else ""
+    return frozenset(n for n in names if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text))
 
 
 def _targets(value: Any, package: str, names: Iterable[str]) -> frozenset[str] | None:

@@ -51,7 +51,7 @@ from nemesis.errors import NemesisError, before_touching
 from nemesis.menu import Interval, Kind, Menu, Param, Pick
 from nemesis.nodes import number, on_each, split_running, wait_for
 from nemesis.process import restart_exited
-from nemesis.targets import Resolved, pick_count, resolve
+from nemesis.targets import COUNTING, Resolved, pick_count, resolve
 
 # Where KRaft controllers and KRaft-registered brokers exist (a migration has both from its start).
 KRAFT = tuple(t for t in TOPOLOGIES if t != "zk")
@@ -400,7 +400,7 @@ def _targets(ctx: FaultContext, step: FaultStep) -> tuple[Resolved, dict[str, st
     pool = sorted(n.name for n in topo.nodes if can_hook(kind, n, topo))
     if not pool:
         raise NemesisError(f"jvm {kind} has nothing to hook on a {topo.kind} cluster")
-    if selector in ("one", "minority", "majority", "all"):
+    if selector in COUNTING:
         return Resolved(selector, pick_count(pool, selector, rng), {"among": pool}), {}
     found = resolve(ctx, selector, rng, step.params)
     skipped = {n: f"runs no code jvm {kind} hooks" for n in found.targets if n not in pool}

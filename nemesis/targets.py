@@ -36,7 +36,14 @@ class Resolved:
         return out
 
 
-COUNTING = ("one", "minority", "majority", "all")
+# The counting selectors and how many of n nodes each names: the one place that knows them.
+_COUNTS: dict[str, Callable[[int], int]] = {
+    "one": lambda n: 1,
+    "minority": lambda n: (n - 1) // 2,
+    "majority": majority,
+    "all": lambda n: n,
+}
+COUNTING = tuple(_COUNTS)
 
 
 def could_name(selector: str, topo: Topology) -> list[str]:
@@ -57,10 +64,9 @@ def pick_count(names: Collection[str], selector: str, rng: random.Random) -> lis
     """one / minority / majority / all of ``names``, chosen with ``rng``; sorted."""
     pool = sorted(names)
     n = len(pool)
-    sizes = {"one": 1, "minority": (n - 1) // 2, "majority": majority(n), "all": n}
-    if selector not in sizes:
-        raise NemesisError(f"'{selector}' is not a counting selector: {', '.join(sizes)}")
-    k = sizes[selector]
+    if selector not in _COUNTS:
+        raise NemesisError(f"'{selector}' is not a counting selector: {', '.join(COUNTING)}")
+    k = _COUNTS[selector](n)
     if k < 1 or n < 1:
         raise NemesisError(f"{n} node(s) have no {selector}: it needs at least 3 nodes")
     return sorted(rng.sample(pool, k))

@@ -8,11 +8,13 @@ apart from any one of them so that none imports another for its input types.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.core.findings import secs
 from checkers.scan.op_rows import row_value
+from history.effects import RESUMED, STOPPED, Effect, op_effects
 from history.format import MIGRATION, NEMESIS, OBSERVER, UPGRADE
 
 # Faults that may legitimately erase a node's persisted Raft state.
@@ -47,10 +49,11 @@ class Disruption:
 
 @dataclass(frozen=True)
 class Freeze:
-    """A span in which a node's JVM may have been stopped by SIGSTOP, so could not act at all:
-    from the invocation of the pause to the completion of the op that resumed it."""
+    """A span in which a node's JVM may have been stopped (effect `stopped`: SIGSTOP, say), so
+    could not act at all: from the invocation of the fault to the completion of the first op
+    that resumed stopped JVMs (effect `resumed`)."""
 
-    index: int  # the pause's completion
+    index: int  # the stopping op's completion
     nodes: frozenset[str] | None  # None: could be any node
     start: int
     end: int | None  # None: never resumed within the history
@@ -100,35 +103,43 @@ def observe_samples_from_ops(rows: list[dict[str, Any]]) -> MetadataInput:
             loss = any(w in text.lower() for w in DATA_LOSS_WORDS)
             out.disruptions.append(Disruption(r["index"], r["time"], hit, loss))
     out.samples.sort(key=lambda s: (s.invoke_time, s.index))
-    out.freezes = _freezes(rows, invoke_time)
+    out.freezes = _freezes(rows, invoke_time, nodes)
     return out
 
 
-def _frozen_nodes(r: dict[str, Any]) -> frozenset[str] | None:
-    """The nodes a pause stopped; None (any node) unless it completed ok and named them."""
-    value = row_value(r)
-    if r["type"] != "ok" or not isinstance(value, dict):
+def _frozen_nodes(r: dict[str, Any], stopped: list[Effect]) -> frozenset[str] | None:
+    """The nodes a start stopped; None (any node) unless it completed ok and named them.
+
+    An effect's `done` (the JVMs seen to stop) when it names any, else the nodes it was aimed at.
+    """
+    if r["type"] != "ok":  # the value of a start that did not complete ok names no outcome
         return None
-    named = value.get("frozen") or value.get("stopped_after_s")
-    return frozenset(named) if isinstance(named, (list, dict)) and named else None
+    out: set[str] = set()
+    for e in stopped:
+        hit = e.done or e.nodes
+        if not hit:
+            return None
+        out |= hit
+    return frozenset(out)
 
 
-def _resumes(r: dict[str, Any]) -> bool:
-    if r["type"] != "ok":  # a stop that failed or timed out may have left the node stopped
-        return False
-    if r["f"] == "stop-pause":
-        return True
-    value = row_value(r)
-    return r["f"] == "heal" and isinstance(value, dict) and value.get("by") == "pause"
-
-
-def _freezes(rows: list[dict[str, Any]], invoke_time: dict[int, int]) -> list[Freeze]:
+def _freezes(
+    rows: list[dict[str, Any]], invoke_time: dict[int, int], names: Iterable[str]
+) -> list[Freeze]:
+    """A freeze from each nemesis op that says it stopped JVMs (`stopped`), whatever its outcome
+    (one that failed or timed out may have stopped some), to the first op after it that resumed
+    stopped JVMs (`resumed`, ok): a stop of a pause resumes every stopped JVM, not only its own."""
+    names = sorted(names)
     nemesis = [r for r in rows if r["process"] == NEMESIS and r["type"] != "invoke"]
+    effects = [op_effects(r["f"], row_value(r), names) for r in nemesis]
+    resumes = [r["type"] == "ok" and any(e.effect == RESUMED for e in es)
+               for r, es in zip(nemesis, effects, strict=True)]  # fmt: skip
     out = []
     for i, r in enumerate(nemesis):
-        if r["f"] != "start-pause":
+        stopped = [e for e in effects[i] if e.effect == STOPPED]
+        if not stopped:
             continue
-        end = next((x["time"] for x in nemesis[i + 1 :] if _resumes(x)), None)
+        end = next((nemesis[j]["time"] for j in range(i + 1, len(nemesis)) if resumes[j]), None)
         start = invoke_time.get(r.get("invoke_index"), r["time"])
-        out.append(Freeze(r["index"], _frozen_nodes(r), start, end))
+        out.append(Freeze(r["index"], _frozen_nodes(r, stopped), start, end))
     return out

@@ -8,9 +8,10 @@ package this module has never heard of is judged by the effects it recorded, and
 checker knows is kept as it is, for each checker to treat as disrupting the nodes it names and
 to say so (`Faults.unknown`).
 
-observer_samples.py reads the same ops as instants (Disruption) and pause spans in run time
-(Freeze), for rules over observer samples. The lease rules compare these ops with the
-controllers' record timestamps (wall milliseconds), and need two readings of one fault:
+observer_samples.py reads the same ops as instants (Disruption) and, from the same effects,
+spans in which JVMs were stopped in run time (Freeze), for rules over observer samples. The
+lease rules compare these ops with the controllers' record timestamps (wall milliseconds), and
+need two readings of one fault:
 
 - the span a node was certainly faulted (`FaultSpan.held`): from the start's ok completion (the
   nemesis saw the JVM exit, stop, or the rules installed) to the invocation of the first op that

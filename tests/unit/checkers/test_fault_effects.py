@@ -1,7 +1,8 @@
-"""Fault spans from effects (history/effects.py, checkers/scan/fault_windows.py): a history whose
-nemesis ops carry `effects` is judged exactly as the same history without them (read through the
-one legacy derivation), a package no checker has heard of is judged by the effects it recorded,
-and an effect no checker knows never switches a check off silently."""
+"""Fault spans from effects (history/effects.py, checkers/scan/fault_windows.py, and the Freeze
+spans of checkers/families/observer_samples.py): a history whose nemesis ops carry `effects` is
+judged exactly as the same history without them (read through the one legacy derivation), a
+package no checker has heard of is judged by the effects it recorded, and an effect no checker
+knows never switches a check off silently."""
 
 from __future__ import annotations
 
@@ -13,9 +14,24 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from checkers.families.observer_samples import observe_samples_from_ops
 from checkers.scan.fault_windows import TIME, fault_windows
-from history.effects import EFFECTS, START, STOP, legacy_effects
+from checkers.table_check import check_table
+from history.columnar import op_rows, to_table
+from history.effects import (
+    DOWN,
+    EFFECTS,
+    RESTARTED,
+    RESUMED,
+    START,
+    STOP,
+    STOPPED,
+    effect,
+    legacy_effects,
+)
+from tests.unit.checkers.histories import H
 from tests.unit.checkers.test_lease_liveness import OWED, Run, combined, dedicated, fence, liveness
+from tests.unit.checkers.test_metadata import follower, leader
 
 NAMES_OF = {"combined": combined, "dedicated": dedicated}
 
@@ -171,20 +187,117 @@ def test_report_time_spans_are_the_same_spans():
     json.dumps([e.to_json() for e in time.effects])
 
 
+# -- Freeze spans (observer_samples.py) ------------------------------------------------------
+
+NODES = ["n1", "n2", "n3"]
+
+
+def freezes(h: H) -> list[tuple[Any, ...]]:
+    rows = op_rows(to_table(h.history())).to_pylist()
+    return [(f.index, f.nodes, f.start, f.end) for f in observe_samples_from_ops(rows).freezes]
+
+
+def _nemesis_op(draw: Any) -> tuple[str, str, Any, Any]:
+    """One nemesis op as (f, type, its value as written before `effects`, as written now)."""
+    what = draw(st.sampled_from(["pause", "frozen", "unsure", "resume", "heal", "kill"]))
+    some = st.lists(st.sampled_from(NODES), min_size=1, max_size=3, unique=True).map(sorted)
+    if what == "pause":  # nemesis/process.py PauseNemesis.start
+        aimed = draw(some)
+        took = sorted(draw(st.sets(st.sampled_from(aimed))))
+        old = {"kind": "one", "target": "one", "targets": aimed, "signal": "SIGSTOP",
+               "stopped_after_s": {n: 0.1 for n in took}}  # fmt: skip
+        if set(aimed) - set(took):
+            old["not_running"] = sorted(set(aimed) - set(took))
+        said = [effect(STOPPED, aimed, took, by="SIGSTOP")]
+        return "start-pause", "ok", old, {**old, EFFECTS: said}
+    if what == "frozen":  # a package from outside the registry (tests/integration), by name
+        node = draw(st.sampled_from(NODES))
+        old = {"kind": "one", "frozen": [node], "signal": "SIGSTOP"}
+        return "start-pause", "ok", old, {**old, EFFECTS: [effect(STOPPED, [node], by="SIGSTOP")]}
+    if what == "unsure":  # the value of a step that did not complete ok is the plan step
+        f = draw(st.sampled_from(["start-pause", "stop-pause"]))
+        return f, draw(st.sampled_from(["info", "fail"])), {"kind": "one"}, {"kind": "one"}
+    if what == "resume":  # PauseNemesis.stop
+        resumed = draw(st.lists(st.sampled_from(NODES), max_size=3, unique=True).map(sorted))
+        old = {"kind": "one", "signal": "SIGCONT", "resumed": resumed}
+        return "stop-pause", "ok", old, {**old, EFFECTS: [effect(RESUMED, resumed)]}
+    if what == "heal":  # a heal by one package, or the run's one heal (which writes no effects)
+        by = draw(st.sampled_from(["pause", "heal_cluster"]))
+        done = draw(st.lists(st.sampled_from(NODES), max_size=3, unique=True).map(sorted))
+        old = {"by": by, "actions": [f"{n}: sent SIGCONT to stopped JVM" for n in done]}
+        new = {**old, EFFECTS: [effect(RESUMED, done)]} if by == "pause" else old
+        return "heal", "ok", old, new
+    node = draw(st.sampled_from(NODES))
+    if draw(st.booleans()):
+        old = {"kind": "one", "targets": [node], "signal": "SIGKILL", "exited_after_s": {node: 1}}
+        return "start-kill", "ok", old, {**old, EFFECTS: [effect(DOWN, [node], [node])]}
+    old = {"kind": "one", "restarted": [node]}
+    return "stop-kill", "ok", old, {**old, EFFECTS: [effect(RESTARTED, [node])]}
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_written_effects_give_the_same_freezes_as_the_legacy_reading(data):
+    old, new = H(), H()
+    for node in NODES:  # the observer names every node
+        old.observe(node)
+        new.observe(node)
+    starts = 0
+    for _ in range(data.draw(st.integers(1, 8))):
+        f, type_, before, now = _nemesis_op(data.draw)
+        old.op("nemesis", f, {"kind": "one"}, type_, before)
+        new.op("nemesis", f, {"kind": "one"}, type_, now)
+        starts += f == "start-pause"
+        node = data.draw(st.sampled_from(NODES))
+        old.observe(node)
+        new.observe(node)
+    got = freezes(new)
+    assert got == freezes(old) and len(got) == starts
+
+
+def test_freezes_span_from_the_pause_to_the_first_resume_and_name_what_stopped():
+    h = H().observe("n1").observe("n2")
+    value = {"targets": ["n1", "n2"], "stopped_after_s": {"n2": 0.1}, "not_running": ["n1"]}
+    h.nemesis("start-pause", value)  # invoked at 0.5 s, ok at 0.6 s (index 5)
+    h.op("nemesis", "stop-pause", {"kind": "one"}, "fail", "docker unreachable")
+    h.nemesis("heal", {"by": "heal_cluster", "actions": ["n2: sent SIGCONT to stopped JVM"]})
+    h.nemesis("heal", {"by": "pause", "actions": ["sent SIGCONT to n2"]})  # ok at 1.2 s
+    h.op("nemesis", "start-pause", {"kind": "one"}, "info", {"kind": "one"})  # any node
+    assert freezes(h) == [(5, {"n2"}, 500_000_000, 1_200_000_000), (13, None, 1_300_000_000, None)]
+
+
+def test_a_new_package_that_says_it_stopped_a_node_is_a_freeze():
+    def deposed(stopped: str) -> H:
+        """n1 leads epoch 5, is stopped by a package no checker knows by name while n2 leads
+        epoch 6, then resumes still showing its old epoch for one sample (Kafka's gauges lag)."""
+        h = H().observe("n1", **leader(5, node_id=1)).observe("n1", **leader(5, node_id=1))
+        said = [effect(STOPPED, [stopped], by="cgroup freezer")]
+        h.nemesis("start-freeze", {"kind": "cgroup", EFFECTS: said})
+        for _ in range(20):
+            h.observe("n2", **leader(6, node_id=2)).observe("n3", **follower(6, 2))
+        h.nemesis("stop-freeze", {"kind": "cgroup", EFFECTS: [effect(RESUMED, [stopped])]})
+        return h.observe("n1", **leader(5, node_id=1)).observe("n1", **follower(6, 2))
+
+    h = deposed("n1")
+    ((index, nodes, start, end),) = freezes(h)
+    assert (index, nodes) == (5, {"n1"}) and start < end
+    active = [f.kind for f in check_table(to_table(h.history()))]
+    assert "multiple-active-controllers" not in active
+    # The same fault on another node excuses nothing.
+    active = [f.kind for f in check_table(to_table(deposed("n3").history()))]
+    assert "multiple-active-controllers" in active
+
+
 # -- held to it ------------------------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[3]
 # Fault package names a checker might be tempted to test for ("partition" is also Kafka's).
 PACKAGES = {"kill", "pause", "packet", "clock", "jvm"}
-# Still reads pause ops by name for its Freeze spans (not yet moved onto effects).
-NOT_YET = {"observer_samples.py"}
 
 
 def test_no_checker_decides_by_a_fault_packages_name():
     said = []
     for path in sorted((ROOT / "checkers").rglob("*.py")):
-        if path.name in NOT_YET:
-            continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
                 continue

@@ -13,6 +13,7 @@ from history.effects import (
     DOWN,
     EFFECTS,
     KNOWN,
+    RESUMED,
     Effect,
     effect,
     legacy_effects,
@@ -53,5 +54,10 @@ def test_unreadable_and_unknown_effects_stay_something():
     assert not bad.known and bad.nodes is None and bad.on("n1")
     (unknown,) = legacy_effects("start-disk", {"kind": "full", "targets": ["n2"]}, ["n1", "n2"])
     assert not unknown.known and unknown.nodes == {"n2"} and unknown.by == "disk"
-    assert legacy_effects("heal", {"by": "pause"}, ["n1"]) == ()
+    assert legacy_effects("heal", {"by": "heal_cluster", "actions": ["n1: x"]}, ["n1"]) == ()
+    # A heal by one package (before the run's one heal) did what that package's stop does.
+    healed = {"by": "pause", "actions": ["n1: sent SIGCONT to stopped JVM", "sent SIGCONT to n10"]}
+    (resumed,) = legacy_effects("heal", healed, ["n1", "n10", "n2"])
+    assert (resumed.effect, resumed.nodes) == (RESUMED, {"n1", "n10"})
+    assert legacy_effects("heal", {"by": "pause"}, ["n1"]) == (Effect(RESUMED, frozenset()),)
     assert started("start-packet") == "packet" and started("stop-packet") is None
