@@ -17,14 +17,36 @@ from rich.table import Table
 
 from clusters.cluster import ClusterHandle, UpOptions
 from clusters.handles import list_clusters, open_cluster
-from clusters.hold import Holder, holding, note_forced_removal
+from clusters.hold import Holder, check_name, holding, note_forced_removal
 from clusters.kafka_dist import DEFAULT_VERSION
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology
 from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, print_json, say
 
+
+class NameType(click.ParamType):
+    """A cluster's (or SSH hosts') name, checked as the option is parsed: before any hold, engine
+    or file, since names become container names and folders (clusters/hold.py's rule)."""
+
+    name = "NAME"
+
+    def __init__(self, noun: str = "cluster name") -> None:
+        self.noun = noun
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        flag = param.opts[0] if param is not None and param.opts else None
+        # ClusterError, not click's BadParameter: one line and exit 254, like every user error.
+        check_name(value, flag, self.noun)
+        return value
+
+
+NAME = NameType()
 name_option = click.option(
-    "--name", default="kchaos", show_default=True, help="Cluster name (several can coexist)."
+    "--name",
+    type=NAME,
+    default="kchaos",
+    show_default=True,
+    help="Cluster name (several can coexist).",
 )
 force_option = click.option(
     "--force",
