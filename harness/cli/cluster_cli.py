@@ -16,6 +16,7 @@ from rich import box
 from rich.table import Table
 
 from clusters.cluster import ClusterHandle, UpOptions
+from clusters.errors import ClusterError
 from clusters.handles import list_clusters, open_cluster
 from clusters.hold import Holder, check_name, holding, note_forced_removal
 from clusters.kafka_dist import DEFAULT_VERSION
@@ -146,12 +147,28 @@ def up(
     )
 
 
+def _fresh_folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """--collect writes cluster.json, logs/ and metadata/: only into a new or empty folder, so a
+    stored run's evidence is never mixed with another cluster's (checked before any hold)."""
+    if value is None:
+        return None
+    if value.is_symlink() or (value.exists() and not value.is_dir()):
+        raise ClusterError(f"--collect {value}: not a folder; give a new or empty folder")
+    if value.is_dir() and any(value.iterdir()):
+        raise ClusterError(
+            f"--collect {value}: not empty (a run directory's evidence is its own); give a new "
+            "or empty folder"
+        )
+    return value
+
+
 @cluster.command()
 @name_option
 @click.option(
     "--collect",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="First copy node logs and decoded metadata logs into this directory.",
+    type=click.Path(path_type=Path),
+    callback=_fresh_folder,
+    help="First copy node logs and decoded metadata logs into this directory (new or empty).",
 )
 @force_option
 @hosts_option
