@@ -86,12 +86,31 @@ class ClusterRemoved(ClusterError):
         return (type(self), (self.cluster, self.why, self.kept))
 
 
-def check_name(cluster: str) -> None:
-    if not _NAME.match(cluster):
-        raise ClusterError(
-            f"'{cluster}' is not a cluster name: use letters, digits, '_', '.' and '-', "
-            "starting with a letter or digit"
-        )
+# A name ends up in container, network and host names (a hostname label is at most 63).
+NAME_MAX = 63
+NAME_RULE = (
+    "use letters, digits, '_', '.' and '-', starting with a letter or digit, "
+    f"at most {NAME_MAX} characters"
+)
+
+
+def name_problem(value: object) -> str | None:
+    """Why ``value`` is not a name (a cluster's, SSH hosts', a run's or a campaign's), or None.
+    Names become directory names under kchaos's own folders (the hold, hosts state, results),
+    so this is also what keeps ``..``, ``/abs`` and ``a/b`` from being used as paths."""
+    if not isinstance(value, str) or not _NAME.match(value):
+        return NAME_RULE
+    if len(value) > NAME_MAX:
+        return f"{len(value)} characters: {NAME_RULE}"
+    return None
+
+
+def check_name(value: object, what: str | None = None, noun: str = "cluster name") -> None:
+    """Raises ClusterError when ``value`` is not a name, naming ``what`` (an option, a key)."""
+    problem = name_problem(value)
+    if problem:
+        head = f"{what} '{value}'" if what else f"'{value}'"
+        raise ClusterError(f"{head} is not a {noun}: {problem}")
 
 
 def hold_path(cluster: str) -> Path:

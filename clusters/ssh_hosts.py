@@ -36,6 +36,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from clusters.cache import cache_dir
 from clusters.errors import ClusterError
+from clusters.hold import check_name
 from clusters.image import ensure_image
 from clusters.inventory import TEST_USER, HostEntry, Inventory, dump_inventory
 from clusters.topology import FIRST_HOST
@@ -188,7 +189,14 @@ def known_hosts_line(address: str, port: int, public: str) -> str:
 
 
 def hosts_dir(name: str) -> Path:
-    return cache_dir() / HOSTS_DIR / name
+    """The hosts' state folder, always directly under the cache's hosts/ (hosts up and down
+    remove it whole: a name that is a path must never reach here)."""
+    check_name(name, "--name", "name for SSH hosts")
+    root = cache_dir() / HOSTS_DIR
+    path = root / name
+    if path.parent != root or path.resolve().parent != root.resolve():
+        raise ClusterError(f"SSH hosts '{name}': their state would not be under {root}")
+    return path
 
 
 def container_name(name: str, host: str) -> str:
@@ -216,6 +224,7 @@ def hosts_up(
 ) -> Path:
     """Makes ``count`` SSH hosts (n1, n2, ...; every one broker and controller) and writes their
     inventory; returns the path of hosts.yaml. All or nothing: a failure removes what it made."""
+    state = hosts_dir(name)
     if count < 1:
         raise ClusterError("hosts up needs at least one host")
     if user not in ("root", TEST_USER):
@@ -233,7 +242,6 @@ def hosts_up(
     if len(addresses) < FIRST_HOST + count:
         raise ClusterError(f"subnet {subnet} is too small for {count} hosts")
     image = ensure_hosts_image(client, say=say)
-    state = hosts_dir(name)
     if state.exists():
         shutil.rmtree(state)
     state.mkdir(parents=True)
@@ -277,6 +285,7 @@ def hosts_up(
 
 def hosts_down(client: docker.DockerClient, name: str, say: Callable[[str], None] = print) -> int:
     """Removes the hosts' containers and network and their inventory, keys and known_hosts."""
+    state = hosts_dir(name)
     containers, networks = _labelled(client, name)
     removed = 0
     for c in containers:
@@ -291,7 +300,6 @@ def hosts_down(client: docker.DockerClient, name: str, say: Callable[[str], None
             removed += 1
         except docker.errors.NotFound:
             pass
-    state = hosts_dir(name)
     if state.exists():
         shutil.rmtree(state)
     say(f"SSH hosts '{name}': removed {removed} containers and networks")

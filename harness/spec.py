@@ -23,6 +23,7 @@ import yaml
 
 from checkers.analyze.scenario import ScenarioTerms
 from clusters.errors import ClusterError
+from clusters.hold import name_problem
 from clusters.kafka_dist import DEFAULT_VERSION, check_release
 from clusters.quorum import QUORUMS, STATIC, check_quorum
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
@@ -68,6 +69,11 @@ def _seed(flag: str, value: Any) -> str | None:
     return None if 0 <= value < 2**63 else f"seed must be between 0 and 2^63-1, not {value}"
 
 
+def _a_name(flag: str, value: Any) -> str | None:
+    problem = name_problem(value)
+    return f"{flag} '{value}' is not a name: {problem}" if problem else None
+
+
 def _all_options() -> dict[str, Any]:
     return {o.name: o.default for o in STEP_OPTIONS + WORKLOAD_OPTIONS}
 
@@ -110,11 +116,11 @@ class RunSpec:
     )
     # results/<name>/; defaults to the workload
     name: str | None = option(
-        kind=str, tested=False, help="results/<name>/ (default: the workload)."
+        kind=str, check=_a_name, tested=False, help="results/<name>/ (default: the workload)."
     )
     keep_cluster: bool = option(False, tested=False, help="Leave the cluster up after the run.")
     # Where the run's Docker cluster lives; several runs (or tests) can coexist with their own.
-    cluster: str = option("kchaos-run", tested=False, help="Docker cluster name.")
+    cluster: str = option("kchaos-run", check=_a_name, tested=False, help="Docker cluster name.")
     subnet: str = option(DEFAULT_SUBNET, tested=False)
     results_dir: str = option("results", tested=False)
     final_timeout: float = option(

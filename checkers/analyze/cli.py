@@ -18,6 +18,36 @@ from checkers.analyze.scenario import ScenarioTerms
 BAD_INPUT_EXIT = 254
 
 
+# What analysis.html starts with (checkers/analyze/report.py's template): how --out tells a page
+# it may replace from a file it must not.
+_OURS = "<title>kchaos analysis: "
+# A run directory's own files: --out never writes into one (analysis/ would land among them).
+_RUN_FILES = ("run.json", "spec.json", "plan.json", "history.jsonl", "history.parquet")
+
+
+def out_problem(out: str) -> str | None:
+    """Why --out must not be written (None: it may): it could overwrite what kchaos analyze did
+    not write. It must end in .html, be absent or an earlier analysis page, and not be in a run
+    directory (a run's report.html is its own, and analysis/ would land among its evidence)."""
+    p = Path(out)
+    if p.suffix != ".html":
+        return f"--out {out}: the page is HTML: give a path ending in .html"
+    folder = p.parent
+    if any((folder / n).is_file() for n in _RUN_FILES):
+        return f"--out {out}: {folder} is a run directory; write the analysis beside it, not in it"
+    if p.is_symlink() or (p.exists() and not p.is_file()):
+        return f"--out {out}: not a plain file; choose another path"
+    if p.exists():
+        try:
+            with p.open(encoding="utf-8", errors="replace") as f:
+                head = f.read(4096)
+        except OSError as exc:
+            return f"--out {out}: cannot be read ({exc.strerror}); choose another path"
+        if _OURS not in head:
+            return f"--out {out} exists and is not a page kchaos analyze wrote: choose another path"
+    return None
+
+
 def analyze_command(terms: ScenarioTerms) -> click.Command:
     """The `kchaos analyze` command, naming scenarios with ``terms``."""
 
@@ -28,7 +58,9 @@ def analyze_command(terms: ScenarioTerms) -> click.Command:
                   "Connect; DIRECTORY must be readable at the same path by the executors "
                   "(docs/spark.md).")  # fmt: skip
     @click.option("--out", type=click.Path(dir_okay=False), default=None,
-                  help="Where to write the HTML (default: DIRECTORY/analysis.html).")  # fmt: skip
+                  help="Where to write the HTML (default: DIRECTORY/analysis.html): a path ending "
+                  "in .html, new or an earlier analysis page, not in a run directory; the tables "
+                  "go to analysis/ beside it.")  # fmt: skip
     @click.option("--last", type=click.IntRange(min=1), default=DEFAULT_LAST, show_default=True,
                   help="Pass rate over each scenario's last N runs.")  # fmt: skip
     def command(directory: str, spark_master: str | None, out: str | None, last: int) -> None:
@@ -48,6 +80,10 @@ def analyze_command(terms: ScenarioTerms) -> click.Command:
         from checkers.analyze.runs import find_runs
         from checkers.scan.spark_session import spark_session
 
+        problem = out_problem(out) if out is not None else None
+        if problem:
+            click.echo(problem, err=True)
+            sys.exit(BAD_INPUT_EXIT)
         console = Console(stderr=True, highlight=False)
         started = time.monotonic()
         runs = find_runs(directory, terms)

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from clusters.hold import ClusterHeld, take
+from clusters.hold import ClusterHeld, check_name, name_problem, take
 from harness.campaign.report import (
     CRASHED,
     ERROR,
@@ -70,6 +70,8 @@ def slots(campaign: Campaign, parallel: int) -> list[Slot]:
         )
     if parallel == 1:
         return [Slot(campaign.cluster, campaign.subnet)]
+    for i in (0, parallel - 1):
+        check_name(f"{campaign.cluster}-{i}", f"cluster (slot {i} of --parallel {parallel})")
     a, b, c, _ = campaign.subnet.split("/")[0].split(".")
     mask = campaign.subnet.split("/")[1]
     return [
@@ -380,16 +382,24 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _named_folder(results: Path, name: str) -> Path:
+    """results/<name>, a campaign's folder: a name that is a path never reaches the disk."""
+    problem = name_problem(name)
+    if problem or Path(name).name != name:
+        raise SpecError(f"campaign name '{name}' is not a name: {problem}")
+    return results / name
+
+
 def campaign_dir(results: Path, name: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    d = results / name / stamp
+    d = _named_folder(results, name) / stamp
     d.mkdir(parents=True, exist_ok=False)
     return d
 
 
 def keep_last(results: Path, name: str, n: int, say: Say) -> list[Path]:
     """Retention: only the newest ``n`` campaigns of this name stay."""
-    olds = sorted(p for p in (results / name).iterdir() if (p / RECORD).is_file())[:-n]
+    olds = sorted(p for p in _named_folder(results, name).iterdir() if (p / RECORD).is_file())[:-n]
     for old in olds:
         shutil.rmtree(old, ignore_errors=True)
         say(f"removed {old} (--keep-last {n})")

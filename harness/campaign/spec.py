@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.analyze.scenario import scenario
+from clusters.hold import name_problem
 from harness.plan import build_plan
 from harness.spec import RunSpec, SpecError, load_spec_file, scenario_terms, spec_from_dict
 
@@ -111,8 +112,8 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
             f"{where}: unknown key(s) {', '.join(unknown)}: a campaign has {', '.join(KEYS)}"
         )
     name = str(raw.get("name") or Path(where).stem)
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
-        raise SpecError(f"{where}: name '{name}' must be letters, digits, '_', '.', '-'")
+    if name_problem(name):
+        raise SpecError(f"{where}: name '{name}' is not a name: {name_problem(name)}")
     base = _mapping(raw.get("base") or {}, f"{where}: base")
     base.update(overrides or {})
     owned = sorted(k for k in base if k.replace("-", "_") in OWNED)
@@ -163,6 +164,10 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
     timeout = raw.get("cell_timeout", limit + CELL_SLACK_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise SpecError(f"{where}: cell_timeout must be a positive number of seconds")
+    if not hosts and name_problem(str(raw.get("cluster") or DEFAULT_CLUSTER)):
+        raise SpecError(
+            f"{where}: cluster '{raw['cluster']}' is not a name: {name_problem(raw['cluster'])}"
+        )
     return Campaign(
         name=name,
         cells=cells,

@@ -134,7 +134,7 @@ def campaign(
     say(f"campaign {camp.name}: {len(camp.cells)} cells; results in {directory}")
     code = _run(camp, directory, record, parallel, deflake, no_progress)
     if keep_last is not None:
-        prune(directory.parent.parent, camp.name, keep_last, say)
+        prune(Path(results_dir), camp.name, keep_last, say)
     console.print(escape((directory / "summary.txt").read_text()), highlight=False, end="")
     console.print(f"campaign {directory}: exit code {code}", highlight=False)
     sys.exit(code)

@@ -16,15 +16,38 @@ from rich import box
 from rich.table import Table
 
 from clusters.cluster import ClusterHandle, UpOptions
+from clusters.errors import ClusterError
 from clusters.handles import list_clusters, open_cluster
-from clusters.hold import Holder, holding, note_forced_removal
+from clusters.hold import Holder, check_name, holding, note_forced_removal
 from clusters.kafka_dist import DEFAULT_VERSION
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology
 from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, print_json, say
 
+
+class NameType(click.ParamType):
+    """A cluster's (or SSH hosts') name, checked as the option is parsed: before any hold, engine
+    or file, since names become container names and folders (clusters/hold.py's rule)."""
+
+    name = "NAME"
+
+    def __init__(self, noun: str = "cluster name") -> None:
+        self.noun = noun
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        flag = param.opts[0] if param is not None and param.opts else None
+        # ClusterError, not click's BadParameter: one line and exit 254, like every user error.
+        check_name(value, flag, self.noun)
+        return value
+
+
+NAME = NameType()
 name_option = click.option(
-    "--name", default="kchaos", show_default=True, help="Cluster name (several can coexist)."
+    "--name",
+    type=NAME,
+    default="kchaos",
+    show_default=True,
+    help="Cluster name (several can coexist).",
 )
 force_option = click.option(
     "--force",
@@ -124,12 +147,28 @@ def up(
     )
 
 
+def _fresh_folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """--collect writes cluster.json, logs/ and metadata/: only into a new or empty folder, so a
+    stored run's evidence is never mixed with another cluster's (checked before any hold)."""
+    if value is None:
+        return None
+    if value.is_symlink() or (value.exists() and not value.is_dir()):
+        raise ClusterError(f"--collect {value}: not a folder; give a new or empty folder")
+    if value.is_dir() and any(value.iterdir()):
+        raise ClusterError(
+            f"--collect {value}: not empty (a run directory's evidence is its own); give a new "
+            "or empty folder"
+        )
+    return value
+
+
 @cluster.command()
 @name_option
 @click.option(
     "--collect",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="First copy node logs and decoded metadata logs into this directory.",
+    type=click.Path(path_type=Path),
+    callback=_fresh_folder,
+    help="First copy node logs and decoded metadata logs into this directory (new or empty).",
 )
 @force_option
 @hosts_option

@@ -10,9 +10,11 @@ import click
 
 from clusters.handles import make_test_hosts, remove_test_hosts
 from clusters.inventory import TEST_USER
+from harness.cli.cluster_cli import NameType
 from harness.console import console, say
 
 HOSTS_SUBNET = "10.213.175.0/24"
+HOSTS_NAME = NameType("name for SSH hosts")
 
 
 @click.group()
@@ -21,7 +23,12 @@ def hosts() -> None:
 
 
 @hosts.command()
-@click.option("--name", required=True, help="Names the hosts (containers kchaos-NAME-ssh-n1, ...).")
+@click.option(
+    "--name",
+    type=HOSTS_NAME,
+    required=True,
+    help="Names the hosts (containers kchaos-NAME-ssh-n1, ...).",
+)
 @click.option("--count", default=3, show_default=True, help="How many hosts (n1, n2, ...).")
 @click.option("--subnet", default=HOSTS_SUBNET, show_default=True)
 @click.option(
@@ -40,7 +47,7 @@ def up(name: str, count: int, subnet: str, user: str) -> None:
 
 
 @hosts.command()
-@click.option("--name", required=True)
+@click.option("--name", type=HOSTS_NAME, required=True, help="The name given to hosts up.")
 def down(name: str) -> None:
     """Removes the hosts (containers, network) and their hosts.yaml, keys and known_hosts."""
     remove_test_hosts(name, say=say)

@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 from rich.markup import escape
 
+from harness.cli.cluster_cli import NAME
 from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, err_console, say
 from harness.plan import build_plan, load_plan, new_seed
@@ -124,7 +125,12 @@ def run(
 
 @click.command()
 @click.option(
-    "--name", "cluster", default=_D.cluster, show_default=True, help="Docker cluster name."
+    "--name",
+    "cluster",
+    type=NAME,
+    default=_D.cluster,
+    show_default=True,
+    help="Docker cluster name.",
 )
 @click.option(
     "--force",

@@ -9,10 +9,25 @@ import time
 from pathlib import Path
 from typing import Any
 
+from clusters.errors import ClusterError
+from clusters.hold import check_name
+
+# results/latest: the link to the newest run.
+LATEST = "latest"
+
 
 def make_run_dir(results_dir: str | Path, name: str, seed: int) -> Path:
-    base = Path(results_dir) / name
+    """A new, empty results/<name>/<stamp>-<seed>/; ``name`` is one folder right under the
+    results folder, or ClusterError before anything is made (``latest``, the link to the newest
+    run, is not a folder of runs)."""
+    check_name(name, "--name", "run name")
+    results = Path(results_dir)
+    base = results / name
+    if name == LATEST or ((base.is_symlink() or base.exists()) and not base.is_dir()):
+        raise ClusterError(f"--name {name}: {base} is not a folder of runs; choose another name")
     base.mkdir(parents=True, exist_ok=True)
+    if base.is_symlink() or base.resolve().parent != results.resolve():
+        raise ClusterError(f"--name {name}: {base} is not a folder right under {results}")
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     run_dir = base / f"{stamp}-{seed}"
     n = 1
@@ -28,7 +43,7 @@ def make_run_dir(results_dir: str | Path, name: str, seed: int) -> Path:
 
 def point_latest(results_dir: str | Path, run_dir: Path) -> Path:
     results = Path(results_dir)
-    link = results / "latest"
+    link = results / LATEST
     tmp = results / f".latest-{os.getpid()}"
     if tmp.is_symlink():
         tmp.unlink()

@@ -19,7 +19,8 @@ def test_valid_run_exits_0_and_writes_results(tmp_path):
     assert r.output.startswith("VALID")
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["status"] == "valid" and results["findings"] == []
-    assert (tmp_path / "summary.txt").read_text() == r.output
+    assert (tmp_path / "summary.txt").read_text() == r.stdout
+    assert r.stderr == f"kchaos check: wrote results.json, summary.txt, report.html in {tmp_path}\n"
 
 
 def test_anomalies_exit_1_with_explanations(tmp_path):
@@ -57,17 +58,19 @@ def test_tolerated_kinds_say_why(tmp_path):
     assert any("poll-skip and nonmonotonic-poll are tolerated" in n for n in results["notes"])
 
 
-def test_unreadable_history_is_one_line_and_exit_2(tmp_path):
+def test_unreadable_history_is_one_line_and_exit_254_writing_nothing(tmp_path):
     (tmp_path / "history.jsonl").write_text('{"kchaos_history": 1}\n{oops\n')
     r = run(tmp_path)
-    assert r.exit_code == 2
+    assert r.exit_code == 254
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.jsonl"]
     assert r.output.strip().count("\n") == 0 and "history.jsonl:2: not JSON" in r.output
     assert "Traceback" not in r.output
 
 
-def test_empty_run_directory_is_unknown(tmp_path):
+def test_empty_run_directory_is_bad_input(tmp_path):
     r = run(tmp_path)
-    assert r.exit_code == 2 and "no history.jsonl or history.parquet" in r.output
+    assert r.exit_code == 254 and "no history.jsonl or history.parquet" in r.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_checker_crash_exits_255_and_keeps_the_traceback(tmp_path, monkeypatch):
