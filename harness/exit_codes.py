@@ -14,3 +14,7 @@ CLUSTER_REMOVED_EXIT = 252
 # died or hung: the supervisor healed, collected and checked what was recorded; run.json says
 # how it ended under "crashed".
 CRASHED_RUN_EXIT = 253
+# kchaos itself failed: an exception no command turned into a sentence (a kchaos bug), one line
+# on stderr (harness/cli/__init__.py); the same code as a crashed checker (CRASHED_EXIT of
+# checkers/core/verdict.py), never 1, which reads as an invalid verdict.
+KCHAOS_FAILED_EXIT = 255
