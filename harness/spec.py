@@ -25,7 +25,13 @@ from checkers.analyze.scenario import ScenarioTerms
 from clusters.errors import ClusterError
 from clusters.kafka_dist import DEFAULT_VERSION, check_release
 from clusters.quorum import QUORUMS, STATIC, check_quorum
-from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
+from clusters.topology import (
+    DEFAULT_SUBNET,
+    TOPOLOGIES,
+    ZK_TOPOLOGIES,
+    build_topology,
+    check_zookeeper_version,
+)
 from history.options import (
     AS_ASKED,
     Option,
@@ -36,6 +42,7 @@ from history.options import (
     option,
     positive,
     refuse_each,
+    refuse_inapplicable,
 )
 from nemesis.items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
 from steps.registry import FAMILIES, STEP_OPTIONS
@@ -82,6 +89,7 @@ class RunSpec:
     zookeepers: int = option(
         1,
         check=_zookeepers,
+        applies_with=("topology", ZK_TOPOLOGIES),
         help="ZooKeeper nodes with --topology zk or migration (1 or 3).",
         cli={"type": click.IntRange(1, 3)},
     )
@@ -269,6 +277,8 @@ def validate(spec: RunSpec) -> RunSpec:
         refuse_each(WORKLOAD_OPTIONS, values)
         for kind in WORKLOADS.values():
             kind.check(values)
+        # Options given where they cannot apply (history/options.py applies_with).
+        refuse_inapplicable(OPTIONS, values)
     except OptionError as exc:
         raise SpecError(str(exc)) from None
     _refuse(spec, *(o.name for o in HARNESS_OPTIONS))
@@ -347,6 +357,13 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
                 f"{key} {given!r}: a run on the hosts of {values['hosts']} has theirs ({theirs!r})"
             )
         out[key] = theirs
+    for key in ("subnet", "zookeepers"):
+        # The inventory gives the hosts' addresses and ZooKeeper nodes: these cannot apply.
+        if values.get(key, getattr(defaults, key)) != getattr(defaults, key):
+            raise SpecError(
+                f"--{key} {values[key]}: a run on the hosts of {values['hosts']} takes the "
+                "inventory's addresses and nodes; drop it"
+            )
     if values.get("quorum") not in (None, STATIC):
         # Controller membership steps re-provision a controller the way the node image takes
         # it (steps/quorum_steps.py).

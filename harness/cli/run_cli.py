@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,8 +14,8 @@ from rich.markup import escape
 
 from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, err_console, say
-from harness.plan import build_plan, load_plan, new_seed
-from harness.spec import OPTIONS, RunSpec, load_spec_file, spec_from_dict
+from harness.plan import Plan, build_plan, load_plan, new_seed
+from harness.spec import OPTIONS, RunSpec, SpecError, load_spec_file, spec_from_dict
 from history.options import Option
 
 _D = RunSpec()
@@ -43,6 +44,41 @@ def run_options(f: F) -> F:
     return f
 
 
+# What a replay may change of the stored plan: where and how the run is kept, not what it does
+# (README "Replaying a run"); every other run option, and --spec, is refused with --replay.
+REPLAY_OVERRIDES = ("name", "cluster", "subnet", "results_dir", "keep_cluster")
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    return ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+
+
+def _replayed(
+    ctx: click.Context, replay_dir: Path, spec_file: Path | None, options: dict[str, Any]
+) -> Plan:
+    """The stored plan of ``replay_dir``, with the options a replay may change applied (and
+    said); any other run option given is refused in one sentence."""
+    refused = [
+        f"--{o.flag}" for o in OPTIONS if o.name not in REPLAY_OVERRIDES and _given(ctx, o.name)
+    ]
+    if spec_file is not None:
+        refused.insert(0, "--spec")
+    if refused:
+        allowed = ", ".join("--" + n.replace("_", "-") for n in REPLAY_OVERRIDES)
+        raise SpecError(
+            f"--replay runs the stored plan as it is: {', '.join(refused)} cannot be given "
+            f"with it (only {allowed} may change where and how it is kept)"
+        )
+    plan = load_plan(replay_dir)
+    changed = {n: options[n] for n in REPLAY_OVERRIDES if _given(ctx, n)}
+    if changed:
+        plan = replace(plan, spec={**plan.spec, **changed})
+        plan.run_spec()  # the changed spec must still be valid (a name, a subnet, the hosts')
+    said = "".join(f", {n.replace('_', '-')} {v}" for n, v in changed.items())
+    say(f"replaying the plan of {replay_dir} (seed {plan.seed}{said})")
+    return plan
+
+
 @click.command()
 @click.option(
     "--spec",
@@ -54,7 +90,8 @@ def run_options(f: F) -> F:
     "--replay",
     "replay_dir",
     type=click.Path(path_type=Path),
-    help="Run the plan of an earlier run directory again on a fresh cluster.",
+    help="Run the plan of an earlier run directory again on a fresh cluster, as stored: only "
+    "--name, --cluster, --subnet, --results-dir and --keep-cluster may be given with it.",
 )
 @run_options
 @click.option(
@@ -83,8 +120,7 @@ def run(
     from harness.run.interpreter import Run
 
     if replay_dir is not None:
-        plan = load_plan(replay_dir)
-        say(f"replaying the plan of {replay_dir} (seed {plan.seed})")
+        plan = _replayed(ctx, replay_dir, spec_file, options)
     else:
         raw = load_spec_file(spec_file) if spec_file else {}
         data: dict[str, Any] = {str(k).replace("-", "_"): v for k, v in raw.items()}
