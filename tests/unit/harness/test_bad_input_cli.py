@@ -1,0 +1,263 @@
+"""Issue 27 (WP-C): applicability, messages, exit codes and help across the kchaos CLI.
+
+Each bad input ends as one line on stderr naming the option and what would be accepted, with
+the documented exit code (README "Exit codes"), never a traceback; nothing is written (every
+case here is `--plan-only`, a campaign `--plan-only`, or fails before a run directory exists).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.cli import main
+from harness.cli.run_cli import REPLAY_OVERRIDES
+from harness.exit_codes import BAD_INPUT_EXIT, KCHAOS_FAILED_EXIT
+from harness.spec import OPTIONS
+
+INVENTORY = """cluster: lab
+known_hosts: kh
+defaults: {user: root, key: id}
+hosts:
+  - {name: n1, address: 192.0.2.11, role: "broker,controller"}
+"""
+
+
+def kchaos(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def one_error_line(r, *says: str) -> str:
+    """The refusal: exit 254, no traceback, one line on stderr that says each of ``says``."""
+    assert r.exit_code == BAD_INPUT_EXIT, r.output
+    assert "Traceback" not in r.output
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, r.stderr
+    for s in says:
+        assert s in lines[0], lines[0]
+    return lines[0]
+
+
+def plan_only(*args: str):
+    return kchaos("run", "--plan-only", "--seed", "1", *args)
+
+
+# -- 1. kchaos itself failing; kchaos --version
+
+
+def test_an_unexpected_exception_is_one_line_and_exit_255(monkeypatch):
+    import harness.cli.run_cli
+
+    def boom(*a, **k):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(harness.cli.run_cli, "build_plan", boom)
+    r = plan_only()
+    assert r.exit_code == KCHAOS_FAILED_EXIT == 255
+    assert "Traceback" not in r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kchaos failed: RuntimeError: kaboom")
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_kchaos_version(flag: str):
+    r = kchaos(flag)
+    assert r.exit_code == 0
+    assert r.stdout.startswith("kchaos ")
+
+
+def test_a_commands_version_is_still_kafkas():
+    r = plan_only("--version", "4.0")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["spec"]["version"] == "4.0"
+
+
+# -- 2. options that cannot apply
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--workload", "admin", "--txn"], ["--txn only applies with --workload queue"]),
+        (["--workload", "admin", "--mode", "subscribe"], ["--mode", "--workload queue"]),
+        (["--workload", "admin", "--keys", "100"], ["--keys", "--workload queue"]),
+        (
+            ["--workload", "admin", "--txn", "--mode", "subscribe", "--keys", "3"],
+            ["--keys, --txn, --mode only apply with --workload queue, not --workload admin"],
+        ),
+        (
+            ["--topology", "kraft", "--zookeepers", "3"],
+            ["--zookeepers only applies with --topology zk or migration"],
+        ),
+        (["--topology", "kraft-combined", "--zookeepers", "3"], ["--zookeepers", "zk"]),
+        # The refusals that were there before keep their sentences.
+        (["--workload", "admin", "--client", "java"], ["--client java"]),
+        (["--workload", "admin", "--send-mode", "async"], ["send-mode async"]),
+    ],
+)
+def test_an_option_that_cannot_apply_is_refused(args: list[str], says: list[str]):
+    one_error_line(plan_only(*args), *says)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "workload: admin\ntxn: true\n",
+        "workload: admin\nmode: subscribe\n",
+        "topology: kraft\nzookeepers: 3\n",
+    ],
+)
+def test_a_spec_file_option_that_cannot_apply_is_refused(tmp_path: Path, text: str):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(text)
+    one_error_line(plan_only("--spec", str(spec)), "only appl")
+
+
+def test_what_applies_still_runs():
+    for args in (
+        ["--topology", "zk", "--zookeepers", "3", "--version", "3.9"],
+        ["--topology", "migration", "--zookeepers", "3", "--version", "3.9"],
+        ["--workload", "queue", "--txn", "--mode", "subscribe", "--keys", "3"],
+        ["--workload", "admin"],
+    ):
+        r = plan_only(*args)
+        assert r.exit_code == 0, (args, r.output)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--subnet", "10.213.9.0/24"], "--subnet 10.213.9.0/24: a run on the hosts of"),
+        (["--zookeepers", "3"], "--zookeepers 3: a run on the hosts of"),
+    ],
+)
+def test_addresses_and_nodes_do_not_apply_with_hosts(tmp_path: Path, args, says):
+    inv = tmp_path / "hosts.yaml"
+    inv.write_text(INVENTORY)
+    one_error_line(plan_only("--hosts", str(inv), *args), says)
+
+
+# -- 2. --replay: which options may change a stored plan
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("run")
+    r = plan_only("--time-limit", "20")
+    assert r.exit_code == 0, r.output
+    (run_dir / "plan.json").write_text(r.stdout)
+    return run_dir
+
+
+REFUSED_WITH_REPLAY = [
+    ["--version", "4.0"],
+    ["--nemesis", "kill"],
+    ["--seed", "5"],
+    ["--time-limit", "5"],
+    ["--txn"],
+    ["--workload", "admin"],
+    ["--topology", "kraft"],
+    ["--concurrency", "2"],
+]
+
+
+@pytest.mark.parametrize("args", REFUSED_WITH_REPLAY)
+def test_replay_refuses_what_would_change_the_plan(stored: Path, args: list[str]):
+    r = kchaos("run", "--plan-only", "--replay", str(stored), *args)
+    line = one_error_line(r, f"{args[0]} cannot be given with it", "--replay")
+    for name in REPLAY_OVERRIDES:
+        assert "--" + name.replace("_", "-") in line
+
+
+def test_replay_refuses_a_spec_file(stored: Path, tmp_path: Path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("time_limit: 5\n")
+    one_error_line(
+        kchaos("run", "--plan-only", "--replay", str(stored), "--spec", str(spec)), "--spec"
+    )
+
+
+def test_replay_applies_and_says_where_it_is_kept(stored: Path, tmp_path: Path):
+    r = kchaos(
+        "run",
+        "--plan-only",
+        "--replay",
+        str(stored),
+        "--name",
+        "again",
+        "--cluster",
+        "other",
+        "--results-dir",
+        str(tmp_path / "res"),
+    )
+    assert r.exit_code == 0, r.output
+    start = r.stdout.index("\n{") + 1
+    said, plan = " ".join(r.stdout[:start].split()), json.loads(r.stdout[start:])
+    assert plan["spec"]["name"] == "again"
+    assert plan["spec"]["cluster"] == "other"
+    assert plan["spec"]["results_dir"] == str(tmp_path / "res")
+    assert plan["spec"]["time_limit"] == 20  # the rest as stored
+    assert "name again" in said and "cluster other" in said
+    assert not (tmp_path / "res").exists()
+
+
+def test_every_run_option_is_either_a_replay_override_or_refused():
+    names = {o.name for o in OPTIONS}
+    assert set(REPLAY_OVERRIDES) <= names
+
+
+# -- 2. campaign exclude
+
+
+def campaign_spec(tmp_path: Path, exclude) -> str:
+    spec = {
+        "name": "ex",
+        "base": {"time_limit": 10, "timing": "fast"},
+        "axes": {"workload": ["queue", "admin"], "nemesis": ["partition", "kill"]},
+        "exclude": exclude,
+        "seeds": 1,
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("exclude", "says"),
+    [
+        ([{"wrkload": "admin"}], "exclude[0]: 'wrkload' is not an axis (axes: workload, nemesis)"),
+        ([{"workload": "amdin"}], "exclude[0]: 'amdin' is not a value of axis workload"),
+        ([{"timing": "fast"}], "'timing' is not an axis"),
+        ([{"workload": "admin"}, {}], "exclude[1] is empty"),
+    ],
+)
+def test_campaign_exclude_names_axes_and_their_values(tmp_path: Path, exclude, says):
+    one_error_line(kchaos("campaign", "--plan-only", campaign_spec(tmp_path, exclude)), says)
+
+
+def test_campaign_exclude_that_names_a_cell_excludes_it(tmp_path: Path):
+    r = kchaos(
+        "campaign",
+        "--plan-only",
+        campaign_spec(tmp_path, [{"workload": "admin", "nemesis": "kill"}]),
+    )
+    assert r.exit_code == 0, r.output
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(key=st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-", min_size=1, max_size=12))
+def test_campaign_exclude_of_any_other_key_is_refused(tmp_path: Path, key: str):
+    if key.replace("-", "_") in ("workload", "nemesis"):
+        return
+    one_error_line(
+        kchaos("campaign", "--plan-only", campaign_spec(tmp_path, [{key: "queue"}])),
+        "is not an axis",
+    )
