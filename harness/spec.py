@@ -251,9 +251,16 @@ def validate(spec: RunSpec) -> RunSpec:
         parse_items(spec.nemesis, spec.topology, spec.zookeepers)
     except ItemError as exc:
         raise SpecError(str(exc)) from None
-    try:
-        for release in spec.releases():
+    for i, release in enumerate(spec.releases()):
+        # Named by the option that gave it: the first is --version's, the rest a step family's.
+        flag = "version"
+        if i:
+            flag = next((o.flag for o in STEP_OPTIONS if spec.options[o.name] == release), flag)
+        try:
             check_release(release)
+        except ClusterError as exc:
+            raise SpecError(f"--{flag}: {exc}") from None
+    try:
         check_zookeeper_version(spec.topology, spec.version)
     except ClusterError as exc:
         raise SpecError(str(exc)) from None
