@@ -261,3 +261,51 @@ def test_campaign_exclude_of_any_other_key_is_refused(tmp_path: Path, key: str):
         kchaos("campaign", "--plan-only", campaign_spec(tmp_path, [{key: "queue"}])),
         "is not an axis",
     )
+
+
+# -- 4. exit codes: one table, the README's, and the code's constants
+
+
+def test_the_readme_exit_code_table_is_the_codes_table():
+    from harness.exit_codes import exit_code_table
+
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    assert "## Exit codes" in readme
+    assert exit_code_table() in readme
+
+
+def test_the_table_agrees_with_every_commands_constants():
+    import checkers.analyze.cli as analyze_cli
+    import checkers.analyze.runs as analyze_runs
+    from checkers.core import verdict
+    from harness import exit_codes
+    from harness.campaign import report
+
+    table = {code: commands for code, _, commands in exit_codes.EXIT_CODES}
+    assert len(table) == len(exit_codes.EXIT_CODES)  # each code once
+    for status, code in verdict.EXIT_CODES.items():
+        assert code in table, status
+    assert verdict.CRASHED_EXIT == exit_codes.KCHAOS_FAILED_EXIT in table
+    assert analyze_cli.BAD_INPUT_EXIT == exit_codes.BAD_INPUT_EXIT in table
+    assert analyze_runs.CRASHED_EXIT == exit_codes.CRASHED_RUN_EXIT in table
+    for name in dir(exit_codes):
+        if name.endswith("_EXIT"):
+            assert getattr(exit_codes, name) in table, name
+    # A campaign's exit code is a verdict's.
+    assert report.exit_code([]) in table
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--no-such-option"],
+        ["run", "--plan-only", "--timing", "banana"],
+        ["cluster", "status", "--no-such-option"],
+        ["campaign", "/nonexistent/c.yaml", "--plan-only"],
+        ["nosuchcommand"],
+    ],
+)
+def test_bad_input_exits_254_everywhere(args: list[str]):
+    r = kchaos(*args)
+    assert r.exit_code == BAD_INPUT_EXIT, r.output
+    assert "Traceback" not in r.output
