@@ -83,8 +83,20 @@ def _all_options() -> dict[str, Any]:
 class RunSpec:
     """The harness's own options, each field its declaration, and the workload options."""
 
-    workload: str = option("queue", check=_workload)
-    topology: str = option("kraft-combined", choices=TOPOLOGIES)
+    workload: str = option(
+        "queue",
+        check=_workload,
+        help="What the clients do: queue (sends and polls, Jepsen's Kafka queue) or admin "
+        "(topic and config requests).",
+        cli={"type": click.Choice(tuple(WORKLOADS))},
+    )
+    topology: str = option(
+        "kraft-combined",
+        choices=TOPOLOGIES,
+        help="The cluster's layout: kraft-combined (3 nodes, broker+controller), kraft (3 "
+        "controllers + 3 brokers), zk (ZooKeeper + 3 brokers, Kafka 3.x), migration (ZooKeeper "
+        "brokers migrated to KRaft during the run).",
+    )
     # ZooKeeper ensemble size in zk mode: 3 lets a nemesis take its leader without losing ZK.
     zookeepers: int = option(
         1,
@@ -104,7 +116,7 @@ class RunSpec:
         f"package, kind, target and parameter.\n\n\b\ne.g. partition,kill\n     {EXAMPLE}",
     )
     time_limit: float = option(30.0, check=positive, help="Seconds of workload.")
-    concurrency: int = option(4, check=positive)
+    concurrency: int = option(4, check=positive, help="Client workers running at once.")
     # Total invocations per second across clients; 0: as fast as they can.
     rate: float = option(
         50.0, check=_rate, help="Operations per second, all clients together; 0: unlimited."
@@ -112,7 +124,12 @@ class RunSpec:
     nemesis_interval: float = option(
         10.0, check=positive, help="Seconds a fault stays on, and then off."
     )
-    timing: str = option("default", choices=TIMINGS)
+    timing: str = option(
+        "default",
+        choices=TIMINGS,
+        help="The cluster's timeouts: default, or fast (short heartbeats, sessions and elections "
+        "for quick fault tests).",
+    )
     seed: int | None = option(
         kind=int, check=_seed, tested=False, help="Fixes every random choice (default: random)."
     )
@@ -123,8 +140,14 @@ class RunSpec:
     keep_cluster: bool = option(False, tested=False, help="Leave the cluster up after the run.")
     # Where the run's Docker cluster lives; several runs (or tests) can coexist with their own.
     cluster: str = option("kchaos-run", tested=False, help="Docker cluster name.")
-    subnet: str = option(DEFAULT_SUBNET, tested=False)
-    results_dir: str = option("results", tested=False)
+    subnet: str = option(
+        DEFAULT_SUBNET, tested=False, help="The Docker network of the run's cluster (a CIDR)."
+    )
+    results_dir: str = option(
+        "results",
+        tested=False,
+        help="The results folder: the run is written under <results-dir>/<name>/.",
+    )
     final_timeout: float = option(
         60.0,
         check=positive,
@@ -142,7 +165,8 @@ class RunSpec:
         quiet=(STATIC,),
         help="The controller quorum: static (controller.quorum.voters, the default), dynamic "
         "(KIP-853, Kafka 3.9+: a controller is removed and added back during the run), or "
-        "static-to-dynamic (Kafka 4.1+: kraft.version raised to 1 first; docs/upgrades.md).",
+        "static-to-dynamic (Kafka 4.1+: kraft.version raised to 1 first), or dynamic-auto-join "
+        "(Kafka 4.2+: controllers join the quorum themselves); docs/upgrades.md.",
     )
     # What a spurious fence of a healthy broker does to the verdict (checkers/families/metadata_log/
     # liveness.py): reported and tolerated (None, "report"), or a failure ("fail").

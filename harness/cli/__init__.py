@@ -78,10 +78,23 @@ class KchaosGroup(click.Group):
             code = super().main(*args, standalone_mode=False, **kwargs)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # a group without its command: its help
+            sys.exit(BAD_INPUT_EXIT)
+        except click.UsageError as exc:
+            # One line naming the option, and where the accepted values are; click says 2 for a
+            # usage error, which reads as an "unknown" verdict.
+            help_hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+            err_console.print(
+                f"[bold red]error:[/bold red] {escape(exc.format_message())}{escape(help_hint)}",
+                highlight=False,
+                emoji=False,
+                soft_wrap=True,
+            )
+            sys.exit(BAD_INPUT_EXIT)
         except click.ClickException as exc:
             exc.show()
-            # click says 2 for a usage error, which reads as an "unknown" verdict.
-            sys.exit(BAD_INPUT_EXIT if isinstance(exc, click.UsageError) else exc.exit_code)
+            sys.exit(exc.exit_code)
         except click.exceptions.Abort:
             err_console.print("[yellow]aborted[/yellow]")
             sys.exit(INTERRUPTED_EXIT)

@@ -62,7 +62,13 @@ def _on_hosts(
 @cluster.command()
 @name_option
 @click.option(
-    "--topology", type=click.Choice(TOPOLOGIES), default="kraft-combined", show_default=True
+    "--topology",
+    type=click.Choice(TOPOLOGIES),
+    default="kraft-combined",
+    show_default=True,
+    help="kraft-combined (3 nodes, broker+controller), kraft (3 controllers + --brokers), zk "
+    "(ZooKeeper + --brokers, Kafka 3.x), migration (ZooKeeper-mode brokers and KRaft "
+    "controllers to migrate to).",
 )
 @click.option(
     "--version", default=DEFAULT_VERSION, show_default=True, help="Kafka version or line."
@@ -70,7 +76,13 @@ def _on_hosts(
 @click.option(
     "--brokers", default=3, show_default=True, help="Brokers (kraft, zk and migration topologies)."
 )
-@click.option("--zookeepers", type=click.Choice(["1", "3"]), default="1", show_default=True)
+@click.option(
+    "--zookeepers",
+    type=click.Choice(["1", "3"]),
+    default="1",
+    show_default=True,
+    help="ZooKeeper nodes with --topology zk or migration: 1 or 3.",
+)
 @click.option(
     "--timing",
     type=click.Choice(["default", "fast"]),
@@ -78,7 +90,12 @@ def _on_hosts(
     show_default=True,
     help="fast: short heartbeats, sessions and elections for quick fault tests.",
 )
-@click.option("--subnet", default=DEFAULT_SUBNET, show_default=True)
+@click.option(
+    "--subnet",
+    default=DEFAULT_SUBNET,
+    show_default=True,
+    help="The Docker network of the cluster (a CIDR).",
+)
 @click.option("--heap-mb", default=256, show_default=True, help="JVM heap of each Kafka node.")
 @click.option(
     "--no-wait", is_flag=True, help="Return once containers start, without waiting for readiness."

@@ -15,7 +15,15 @@ from rich.markup import escape
 from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, err_console, say
 from harness.plan import Plan, build_plan, load_plan, new_seed
-from harness.spec import OPTIONS, RunSpec, SpecError, load_spec_file, spec_from_dict
+from harness.spec import (
+    OPTIONS,
+    STEP_OPTIONS,
+    WORKLOAD_OPTIONS,
+    RunSpec,
+    SpecError,
+    load_spec_file,
+    spec_from_dict,
+)
 from history.options import Option
 
 _D = RunSpec()
@@ -79,7 +87,51 @@ def _replayed(
     return plan
 
 
-@click.command()
+# `kchaos run --help` by concern: the harness's options by name, every step family's under
+# "Steps" and every workload kind's under "Workload"; anything not named here goes last, so
+# nothing is left out of the help.
+HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Plan", ("spec_file", "replay_dir", "seed", "plan_only")),
+    (
+        "Cluster",
+        ("topology", "zookeepers", "version", "quorum", "timing", "cluster", "subnet", "hosts"),
+    ),
+    (
+        "Workload",
+        (
+            "workload",
+            "time_limit",
+            "concurrency",
+            "rate",
+            "final_timeout",
+            *(o.name for o in WORKLOAD_OPTIONS),
+        ),
+    ),
+    ("Faults", ("nemesis", "nemesis_interval", "availability")),
+    ("Steps", tuple(o.name for o in STEP_OPTIONS)),
+    ("Output", ("name", "results_dir", "keep_cluster", "force")),
+)
+
+
+class GroupedCommand(click.Command):
+    """A command whose --help lists its options in HELP_GROUPS' sections."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        records: dict[str, tuple[str, str]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None and param.name is not None:
+                records[param.name] = record
+        placed: set[str] = set()
+        for title, names in (*HELP_GROUPS, ("Other", tuple(records))):
+            rows = [records[n] for n in names if n in records and n not in placed]
+            placed.update(names)
+            if rows:
+                with formatter.section(f"{title} options"):
+                    formatter.write_dl(rows)
+
+
+@click.command(cls=GroupedCommand)
 @click.option(
     "--spec",
     "spec_file",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -309,3 +310,80 @@ def test_bad_input_exits_254_everywhere(args: list[str]):
     r = kchaos(*args)
     assert r.exit_code == BAD_INPUT_EXIT, r.output
     assert "Traceback" not in r.output
+
+
+# -- 5. help: every option described with its choices; run --help by concern
+
+
+def commands(group: click.Group = main, path: tuple[str, ...] = ()):
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            yield from commands(cmd, (*path, name))
+        else:
+            yield (*path, name), cmd
+
+
+# Left to issue 27's package A, which owns `hosts down --name` (a name type).
+UNDESCRIBED_ELSEWHERE = {(("hosts", "down"), "--name")}
+
+
+def test_every_option_of_every_command_is_described_with_its_choices():
+    missing = []
+    for path, cmd in commands():
+        ctx = click.Context(cmd, info_name=path[-1])
+        for param in cmd.params:
+            if not isinstance(param, click.Option) or param.hidden:
+                continue
+            flag = max(param.opts, key=len)
+            if (path, flag) in UNDESCRIBED_ELSEWHERE:
+                continue
+            if not (param.help or "").strip():
+                missing.append(f"{' '.join(path)} {flag}: no description")
+                continue
+            record = param.get_help_record(ctx)
+            assert record is not None
+            shown = " ".join(record)
+            if isinstance(param.type, click.Choice):
+                for choice in param.type.choices:
+                    if str(choice) not in shown:
+                        missing.append(f"{' '.join(path)} {flag}: choice {choice} not shown")
+    assert not missing, "\n".join(missing)
+
+
+def test_run_help_is_grouped_by_concern():
+    from harness.cli.run_cli import HELP_GROUPS, run
+
+    out = kchaos("run", "--help").stdout
+    titles = [title for title, _ in HELP_GROUPS]
+    positions = [out.index(f"{title} options:") for title in titles]
+    assert positions == sorted(positions)
+    assert {"Cluster", "Workload", "Faults", "Steps", "Output"} <= set(titles)
+    # Every option in exactly one group (only --help is left to "Other").
+    grouped = [name for _, names in HELP_GROUPS for name in names]
+    assert len(grouped) == len(set(grouped))
+    params = {p.name for p in run.params if isinstance(p, click.Option)}
+    assert params - set(grouped) == {"help"} or params - set(grouped) == set()
+    for o in OPTIONS:
+        assert f"--{o.flag}" in out
+
+
+def test_usage_errors_are_one_line_naming_the_option():
+    one_error_line(plan_only("--timing", "banana"), "--timing", "'fast', 'default'", "--help")
+    one_error_line(plan_only("--workload", "banana"), "--workload", "'queue', 'admin'")
+
+
+def test_an_unquoted_version_in_a_spec_says_to_quote_it(tmp_path: Path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("version: 3.9\n")
+    one_error_line(plan_only("--spec", str(spec)), 'quote it (version: "3.9")')
+
+
+@pytest.mark.parametrize("flag", ["--version", "--upgrade-to", "--downgrade-to"])
+def test_a_version_error_names_its_flag(flag: str):
+    one_error_line(plan_only(flag, "banana"), f"{flag}: 'banana' is not a Kafka version")
+
+
+def test_a_long_error_is_one_line_on_a_pipe(tmp_path: Path):
+    spec = tmp_path / ("x" * 120 + ".yaml")
+    spec.write_text("time_limit: abc\n")
+    one_error_line(plan_only("--spec", str(spec)), "time_limit")
