@@ -191,8 +191,7 @@ def coerce(o: Option, value: Any) -> Any:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         # `version: 3.9` unquoted is YAML's number 3.9 (and 3.10 would be 3.1).
         raise OptionError(
-            f"{o.name} must be a string, not the number {value!r}: quote it ({o.name}: "
-            f'"{value}")'
+            f'{o.name} must be a string, not the number {value!r}: quote it ({o.name}: "{value}")'
         )
     if not isinstance(value, str):
         raise OptionError(f"{o.name} must be a string, not {value!r}")
