@@ -387,3 +387,56 @@ def test_a_long_error_is_one_line_on_a_pipe(tmp_path: Path):
     spec = tmp_path / ("x" * 120 + ".yaml")
     spec.write_text("time_limit: abc\n")
     one_error_line(plan_only("--spec", str(spec)), "time_limit")
+
+
+# -- campaign records that are not campaign records (survey §0 T7-T10), and --rerun-failed's
+# companions
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["{}", "[]", '{"cells": [{"id": "x"}]}', '{"cells": 3}', "null", '"cells"'],
+)
+@pytest.mark.parametrize("flag", ["--resume", "--rerun-failed"])
+def test_a_record_that_is_not_a_campaigns_is_one_line(tmp_path: Path, text: str, flag: str):
+    record = tmp_path / "R"
+    record.mkdir()
+    (record / "campaign.json").write_text(text)
+    args = [flag, str(record)]
+    if flag == "--resume":
+        args = [campaign_spec(tmp_path, []), *args]
+    one_error_line(kchaos("campaign", *args), f"{flag} {record}", "campaign")
+    assert sorted(p.name for p in record.iterdir()) == ["campaign.json"]
+
+
+def test_a_records_spec_that_is_not_a_mapping_is_one_line(tmp_path: Path):
+    record = tmp_path / "R"
+    record.mkdir()
+    (record / "campaign.json").write_text(
+        json.dumps({"cells": [{"id": "a", "status": "invalid"}], "spec": [1]})
+    )
+    one_error_line(kchaos("campaign", "--rerun-failed", str(record)), "spec is not a mapping")
+
+
+def test_rerun_failed_refuses_a_spec_file_and_resume(tmp_path: Path):
+    record = tmp_path / "R"
+    record.mkdir()
+    (record / "campaign.json").write_text('{"cells": []}')
+    spec = campaign_spec(tmp_path, [])
+    one_error_line(
+        kchaos("campaign", spec, "--rerun-failed", str(record)), "not used with --rerun-failed"
+    )
+    one_error_line(
+        kchaos("campaign", "--rerun-failed", str(record), "--resume", str(record)),
+        "--resume and --rerun-failed exclude each other",
+    )
+
+
+def test_plan_only_checks_resume(tmp_path: Path):
+    record = tmp_path / "R"
+    record.mkdir()
+    (record / "campaign.json").write_text('{"cells": [{"id": "other", "status": "valid"}]}')
+    one_error_line(
+        kchaos("campaign", "--plan-only", campaign_spec(tmp_path, []), "--resume", str(record)),
+        "its cells are not this spec's cells",
+    )
