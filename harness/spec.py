@@ -354,6 +354,8 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"{p}: cannot read spec file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{p}: not a UTF-8 text file (a spec is YAML or JSON)") from None
     try:
         data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
     except json.JSONDecodeError as exc:

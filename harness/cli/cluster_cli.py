@@ -19,7 +19,7 @@ from clusters.cluster import ClusterHandle, UpOptions
 from clusters.handles import list_clusters, open_cluster
 from clusters.hold import Holder, holding, note_forced_removal
 from clusters.kafka_dist import DEFAULT_VERSION
-from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology
+from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, ZK_TOPOLOGIES, build_topology
 from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, print_json, say
 
@@ -57,6 +57,25 @@ def _on_hosts(
             f"{', '.join(given)}: with --hosts the inventory names the cluster and its nodes"
         )
     return open_cluster(hosts=hosts, accept_new_host_keys=accept, say=say)
+
+
+def _refuse_inapplicable(ctx: click.Context, topology: str) -> None:
+    """--zookeepers and --brokers given where the topology has no such nodes: refused before the
+    hold and the engine, as `kchaos run` refuses them (history/options.py applies_with)."""
+    given = {
+        p: ctx.get_parameter_source(p) not in (ParameterSource.DEFAULT, None)
+        for p in ("zookeepers", "brokers")
+    }
+    if given["zookeepers"] and topology not in ZK_TOPOLOGIES:
+        raise click.UsageError(
+            f"--zookeepers only applies with --topology {' or '.join(ZK_TOPOLOGIES)}, "
+            f"not --topology {topology}"
+        )
+    if given["brokers"] and topology == "kraft-combined":
+        raise click.UsageError(
+            "--brokers does not apply with --topology kraft-combined (3 nodes, each broker and "
+            "controller): use --topology kraft, zk or migration"
+        )
 
 
 @cluster.command()
@@ -124,6 +143,8 @@ def up(
         ctx, hosts, accept_new_host_keys, ("name", "topology", "brokers", "zookeepers", "subnet")
     )
     name = on_hosts.cluster if on_hosts is not None else name
+    if on_hosts is None:
+        _refuse_inapplicable(ctx, topology)
     options = UpOptions(version, timing=timing, heap_mb=heap_mb, wait=not no_wait)
     started = time.monotonic()
     with holding(name, "kchaos cluster up", force, "bring it up anyway", say):

@@ -440,3 +440,38 @@ def test_plan_only_checks_resume(tmp_path: Path):
         kchaos("campaign", "--plan-only", campaign_spec(tmp_path, []), "--resume", str(record)),
         "its cells are not this spec's cells",
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--topology", "kraft", "--zookeepers", "3"], "--zookeepers only applies with"),
+        (["--topology", "kraft-combined", "--zookeepers", "1"], "--zookeepers only applies"),
+        (["--brokers", "5"], "--brokers does not apply with --topology kraft-combined"),
+    ],
+)
+def test_cluster_up_refuses_what_cannot_apply_before_the_engine(
+    tmp_path: Path, monkeypatch, args: list[str], says: str
+):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+    monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path / "cache"))
+    one_error_line(kchaos("cluster", "up", *args), says)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_spec_file_that_is_not_text_is_one_line(tmp_path: Path):
+    spec = tmp_path / "b.yaml"
+    spec.write_bytes(b"\x00\xff\xfe")
+    one_error_line(plan_only("--spec", str(spec)), "not a UTF-8 text file")
+
+
+def test_cluster_status_advice_names_the_cluster():
+    from types import SimpleNamespace
+
+    from clusters.docker_labels import LabelledCluster
+    from clusters.errors import ClusterError
+
+    empty = SimpleNamespace(list=lambda **kw: [])
+    client = SimpleNamespace(containers=empty, networks=empty)
+    with pytest.raises(ClusterError, match="'kchaos cluster up --name lab2'"):
+        LabelledCluster(client, "lab2").info()  # type: ignore[arg-type]
