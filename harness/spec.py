@@ -164,7 +164,7 @@ class RunSpec:
         choices=QUORUMS,
         quiet=(STATIC,),
         help="The controller quorum: static (controller.quorum.voters, the default), dynamic "
-        "(KIP-853, Kafka 3.9+: a controller is removed and added back during the run), or "
+        "(KIP-853, Kafka 3.9+: a controller is removed and added back during the run), "
         "static-to-dynamic (Kafka 4.1+: kraft.version raised to 1 first), or dynamic-auto-join "
         "(Kafka 4.2+: controllers join the quorum themselves); docs/upgrades.md.",
     )

@@ -475,3 +475,33 @@ def test_cluster_status_advice_names_the_cluster():
     client = SimpleNamespace(containers=empty, networks=empty)
     with pytest.raises(ClusterError, match="'kchaos cluster up --name lab2'"):
         LabelledCluster(client, "lab2").info()  # type: ignore[arg-type]
+
+
+def _some_value(o) -> list[str]:
+    """Command-line words giving option ``o`` some value click parses (valid or not for a run:
+    with --replay it is refused before any check)."""
+    if o.kind is bool:
+        return [f"--{o.flag}"]
+    if o.choices:
+        return [f"--{o.flag}", str(o.choices[-1])]
+    if o.name == "workload":
+        return [f"--{o.flag}", "admin"]
+    if o.kind in (int, float):
+        return [f"--{o.flag}", "3"]
+    return [f"--{o.flag}", "x"]
+
+
+BY_NAME = {o.name: o for o in OPTIONS}
+NOT_WITH_REPLAY = [o.name for o in OPTIONS if o.name not in REPLAY_OVERRIDES]
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(chosen=st.lists(st.sampled_from(NOT_WITH_REPLAY), min_size=1, max_size=4, unique=True))
+def test_replay_refuses_any_other_run_option(stored: Path, chosen: list[str]):
+    chosen = [BY_NAME[name] for name in chosen]
+    words = [w for o in chosen for w in _some_value(o)]
+    line = one_error_line(kchaos("run", "--plan-only", "--replay", str(stored), *words), "--replay")
+    for o in chosen:
+        assert f"--{o.flag}" in line
