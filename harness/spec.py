@@ -88,7 +88,8 @@ class RunSpec:
         check=_workload,
         help="What the clients do: queue (sends and polls, Jepsen's Kafka queue) or admin "
         "(topic and config requests).",
-        cli={"type": click.Choice(tuple(WORKLOADS))},
+        # The choices shown, its own sentence kept for any other value ("unknown workload").
+        cli={"metavar": f"[{'|'.join(WORKLOADS)}]"},
     )
     topology: str = option(
         "kraft-combined",

@@ -188,7 +188,10 @@ def run(
         # On stderr: stdout is the plan, byte for byte.
         for note in plan.notes:
             err_console.print(
-                f"[yellow]note:[/yellow] {escape(note)}", highlight=False, emoji=False
+                f"[yellow]note:[/yellow] {escape(note)}",
+                highlight=False,
+                emoji=False,
+                soft_wrap=True,  # one line each, on a pipe too
             )
         return
     for note in plan.notes:
