@@ -64,7 +64,8 @@ class LabelledCluster:
         containers = self.containers()
         if not containers:
             raise ClusterError(
-                f"no cluster '{self.cluster}' is up: start one with 'kchaos cluster up'"
+                f"no cluster '{self.cluster}' is up: start one with "
+                f"'kchaos cluster up --name {self.cluster}'"
             )
         labels = [c.labels for c in containers]
         first = labels[0]

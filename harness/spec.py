@@ -26,7 +26,13 @@ from clusters.errors import ClusterError
 from clusters.hold import name_problem
 from clusters.kafka_dist import DEFAULT_VERSION, check_release
 from clusters.quorum import QUORUMS, STATIC, check_quorum
-from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology, check_zookeeper_version
+from clusters.topology import (
+    DEFAULT_SUBNET,
+    TOPOLOGIES,
+    ZK_TOPOLOGIES,
+    build_topology,
+    check_zookeeper_version,
+)
 from history.options import (
     AS_ASKED,
     Option,
@@ -37,6 +43,7 @@ from history.options import (
     option,
     positive,
     refuse_each,
+    refuse_inapplicable,
 )
 from nemesis.items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
 from steps.registry import FAMILIES, STEP_OPTIONS
@@ -82,12 +89,26 @@ def _all_options() -> dict[str, Any]:
 class RunSpec:
     """The harness's own options, each field its declaration, and the workload options."""
 
-    workload: str = option("queue", check=_workload)
-    topology: str = option("kraft-combined", choices=TOPOLOGIES)
+    workload: str = option(
+        "queue",
+        check=_workload,
+        help="What the clients do: queue (sends and polls, Jepsen's Kafka queue) or admin "
+        "(topic and config requests).",
+        # The choices shown, its own sentence kept for any other value ("unknown workload").
+        cli={"metavar": f"[{'|'.join(WORKLOADS)}]"},
+    )
+    topology: str = option(
+        "kraft-combined",
+        choices=TOPOLOGIES,
+        help="The cluster's layout: kraft-combined (3 nodes, broker+controller), kraft (3 "
+        "controllers + 3 brokers), zk (ZooKeeper + 3 brokers, Kafka 3.x), migration (ZooKeeper "
+        "brokers migrated to KRaft during the run).",
+    )
     # ZooKeeper ensemble size in zk mode: 3 lets a nemesis take its leader without losing ZK.
     zookeepers: int = option(
         1,
         check=_zookeepers,
+        applies_with=("topology", ZK_TOPOLOGIES),
         help="ZooKeeper nodes with --topology zk or migration (1 or 3).",
         cli={"type": click.IntRange(1, 3)},
     )
@@ -102,7 +123,7 @@ class RunSpec:
         f"package, kind, target and parameter.\n\n\b\ne.g. partition,kill\n     {EXAMPLE}",
     )
     time_limit: float = option(30.0, check=positive, help="Seconds of workload.")
-    concurrency: int = option(4, check=positive)
+    concurrency: int = option(4, check=positive, help="Client workers running at once.")
     # Total invocations per second across clients; 0: as fast as they can.
     rate: float = option(
         50.0, check=_rate, help="Operations per second, all clients together; 0: unlimited."
@@ -110,7 +131,12 @@ class RunSpec:
     nemesis_interval: float = option(
         10.0, check=positive, help="Seconds a fault stays on, and then off."
     )
-    timing: str = option("default", choices=TIMINGS)
+    timing: str = option(
+        "default",
+        choices=TIMINGS,
+        help="The cluster's timeouts: default, or fast (short heartbeats, sessions and elections "
+        "for quick fault tests).",
+    )
     seed: int | None = option(
         kind=int, check=_seed, tested=False, help="Fixes every random choice (default: random)."
     )
@@ -121,8 +147,14 @@ class RunSpec:
     keep_cluster: bool = option(False, tested=False, help="Leave the cluster up after the run.")
     # Where the run's Docker cluster lives; several runs (or tests) can coexist with their own.
     cluster: str = option("kchaos-run", check=_a_name, tested=False, help="Docker cluster name.")
-    subnet: str = option(DEFAULT_SUBNET, tested=False)
-    results_dir: str = option("results", tested=False)
+    subnet: str = option(
+        DEFAULT_SUBNET, tested=False, help="The Docker network of the run's cluster (a CIDR)."
+    )
+    results_dir: str = option(
+        "results",
+        tested=False,
+        help="The results folder: the run is written under <results-dir>/<name>/.",
+    )
     final_timeout: float = option(
         60.0,
         check=positive,
@@ -139,8 +171,9 @@ class RunSpec:
         choices=QUORUMS,
         quiet=(STATIC,),
         help="The controller quorum: static (controller.quorum.voters, the default), dynamic "
-        "(KIP-853, Kafka 3.9+: a controller is removed and added back during the run), or "
-        "static-to-dynamic (Kafka 4.1+: kraft.version raised to 1 first; docs/upgrades.md).",
+        "(KIP-853, Kafka 3.9+: a controller is removed and added back during the run), "
+        "static-to-dynamic (Kafka 4.1+: kraft.version raised to 1 first), or dynamic-auto-join "
+        "(Kafka 4.2+: controllers join the quorum themselves); docs/upgrades.md.",
     )
     # What a spurious fence of a healthy broker does to the verdict (checkers/families/metadata_log/
     # liveness.py): reported and tolerated (None, "report"), or a failure ("fail").
@@ -249,9 +282,16 @@ def validate(spec: RunSpec) -> RunSpec:
         parse_items(spec.nemesis, spec.topology, spec.zookeepers)
     except ItemError as exc:
         raise SpecError(str(exc)) from None
-    try:
-        for release in spec.releases():
+    for i, release in enumerate(spec.releases()):
+        # Named by the option that gave it: the first is --version's, the rest a step family's.
+        flag = "version"
+        if i:
+            flag = next((o.flag for o in STEP_OPTIONS if spec.options[o.name] == release), flag)
+        try:
             check_release(release)
+        except ClusterError as exc:
+            raise SpecError(f"--{flag}: {exc}") from None
+    try:
         check_zookeeper_version(spec.topology, spec.version)
     except ClusterError as exc:
         raise SpecError(str(exc)) from None
@@ -275,6 +315,8 @@ def validate(spec: RunSpec) -> RunSpec:
         refuse_each(WORKLOAD_OPTIONS, values)
         for kind in WORKLOADS.values():
             kind.check(values)
+        # Options given where they cannot apply (history/options.py applies_with).
+        refuse_inapplicable(OPTIONS, values)
     except OptionError as exc:
         raise SpecError(str(exc)) from None
     _refuse(spec, *(o.name for o in HARNESS_OPTIONS))
@@ -319,6 +361,8 @@ def load_spec_file(path: str | Path) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"{p}: cannot read spec file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{p}: not a UTF-8 text file (a spec is YAML or JSON)") from None
     try:
         data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
     except json.JSONDecodeError as exc:
@@ -353,6 +397,13 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
                 f"{key} {given!r}: a run on the hosts of {values['hosts']} has theirs ({theirs!r})"
             )
         out[key] = theirs
+    for key in ("subnet", "zookeepers"):
+        # The inventory gives the hosts' addresses and ZooKeeper nodes: these cannot apply.
+        if values.get(key, getattr(defaults, key)) != getattr(defaults, key):
+            raise SpecError(
+                f"--{key} {values[key]}: a run on the hosts of {values['hosts']} takes the "
+                "inventory's addresses and nodes; drop it"
+            )
     if values.get("quorum") not in (None, STATIC):
         # Controller membership steps re-provision a controller the way the node image takes
         # it (steps/quorum_steps.py).

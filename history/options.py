@@ -16,8 +16,9 @@ An option says:
   and choices;
 - its own refusals (``check``: a range, in a sentence), beside its choices;
 - when it may be given (``only_with``: another option's value it needs, e.g. ``--in-flight``
-  only with ``--send-mode async``); combinations wider than one other option are the workload
-  kind's ``check``;
+  only with ``--send-mode async``; ``applies_with``: the values of another option it applies
+  with, e.g. ``--txn`` only with ``--workload queue``); combinations wider than one other
+  option are the workload kind's ``check``;
 - how plan.json stores it (``stored``): ``ALWAYS`` for the options the first plans had, so
   those plans stay byte for byte the same, or ``AS_ASKED``, written only when the run asked for
   something other than what a run without it does (the default, or a ``quiet`` value);
@@ -55,6 +56,10 @@ class Option:
     check: Check | None = None
     # (option, value): given while that option has another value, it is refused.
     only_with: tuple[str, Any] | None = None
+    # (option, values): given while that option has none of these values, it cannot apply and
+    # is refused (``refuse_inapplicable``): --txn only with --workload queue, --zookeepers only
+    # with --topology zk or migration.
+    applies_with: tuple[str, tuple[Any, ...]] | None = None
     stored: str = ALWAYS
     quiet: tuple[Any, ...] = ()
     tested: bool = True
@@ -144,6 +149,25 @@ def refuse_each(options: Iterable[Option], values: Values) -> None:
             o.refuse(getattr(values, o.name))
 
 
+def refuse_inapplicable(options: Iterable[Option], values: Any) -> None:
+    """Options given (not meaning their default) where they cannot apply (``applies_with``),
+    named together in one sentence per option they need; raises OptionError at the first."""
+    missing: dict[tuple[str, tuple[Any, ...]], list[str]] = {}
+    for o in options:
+        if o.applies_with is None or not o.given(getattr(values, o.name)):
+            continue
+        other, wanted = o.applies_with
+        if getattr(values, other) not in wanted:
+            missing.setdefault((other, wanted), []).append(f"--{o.flag}")
+    for (other, wanted), flags in missing.items():
+        flag = "--" + other.replace("_", "-")
+        verb = "applies" if len(flags) == 1 else "apply"
+        raise OptionError(
+            f"{', '.join(flags)} only {verb} with {flag} {' or '.join(map(str, wanted))}, "
+            f"not {flag} {getattr(values, other)}"
+        )
+
+
 def coerce(o: Option, value: Any) -> Any:
     """A spec file's value into the option's type, with a sentence when it does not fit."""
     if o.kind is list:
@@ -164,6 +188,11 @@ def coerce(o: Option, value: Any) -> Any:
         if o.kind is int and value != int(value):
             raise OptionError(f"{o.name} must be a whole number, not {value!r}")
         return o.kind(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # `version: 3.9` unquoted is YAML's number 3.9 (and 3.10 would be 3.1).
+        raise OptionError(
+            f'{o.name} must be a string, not the number {value!r}: quote it ({o.name}: "{value}")'
+        )
     if not isinstance(value, str):
         raise OptionError(f"{o.name} must be a string, not {value!r}")
     return value

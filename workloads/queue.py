@@ -72,13 +72,25 @@ SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
 QUEUE_MODES = ("assign", "subscribe")
 
+# The queue's own options apply to its runs only (history/options.py refuse_inapplicable).
+_QUEUE = ("workload", ("queue",))
+
 # The queue's run options: its shape here, then the send mode's (workloads/pipelined.py) and the
 # client's (workloads/client_choice.py). The first three were in the first plans, so every
 # spec (an admin run's too) carries them.
+
 OPTIONS: tuple[Option, ...] = (
-    Option("keys", int, 8, help="Queue keys.", check=positive),
-    Option("txn", bool, False, help="Queue writes in Kafka transactions."),
-    Option("mode", str, "assign", choices=QUEUE_MODES, noun="queue mode"),
+    Option("keys", int, 8, help="Queue keys.", check=positive, applies_with=_QUEUE),
+    Option("txn", bool, False, help="Queue writes in Kafka transactions.", applies_with=_QUEUE),
+    Option(
+        "mode",
+        str,
+        "assign",
+        choices=QUEUE_MODES,
+        noun="queue mode",
+        applies_with=_QUEUE,
+        help="How consumers get partitions: assign (each its own) or subscribe (a group).",
+    ),
     *pipelined.OPTIONS,
     *client_choice.OPTIONS,
 )

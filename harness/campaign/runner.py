@@ -101,12 +101,28 @@ def new_record(campaign: Campaign, spec_file: str) -> dict[str, Any]:
     }
 
 
+def read_record(directory: Path, flag: str) -> dict[str, Any]:
+    """An earlier campaign's record (campaign.json), for ``flag``: a mapping whose cells each
+    have an id and a status, or one SpecError sentence saying what it is not."""
+    try:
+        record = json.loads((directory / RECORD).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecError(f"{flag} {directory}: no readable {RECORD} ({exc})") from None
+    cells = record.get("cells") if isinstance(record, dict) else None
+    if not isinstance(cells, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("id"), str) and isinstance(c.get("status"), str)
+        for c in cells
+    ):
+        raise SpecError(
+            f"{flag} {directory}: {RECORD} is not a campaign record (a mapping whose cells each "
+            "have an id and a status)"
+        )
+    return record
+
+
 def resumed_record(campaign: Campaign, directory: Path) -> dict[str, Any]:
     """An earlier campaign's record, to finish: its cells must be this spec's cells."""
-    try:
-        record = json.loads((directory / RECORD).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SpecError(f"--resume {directory}: no readable {RECORD} ({exc})") from None
+    record = read_record(directory, "--resume")
     if [c["id"] for c in record["cells"]] != [c.id for c in campaign.cells]:
         raise SpecError(
             f"--resume {directory}: its cells are not this spec's cells (was the spec changed?)"
@@ -408,8 +424,5 @@ def keep_last(results: Path, name: str, n: int, say: Say) -> list[Path]:
 
 def failed_cells(directory: Path) -> list[str]:
     """The ids of an earlier campaign's cells that did not end valid."""
-    try:
-        record = json.loads((directory / RECORD).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SpecError(f"--rerun-failed {directory}: no readable {RECORD} ({exc})") from None
+    record = read_record(directory, "--rerun-failed")
     return [c["id"] for c in record["cells"] if c["status"] != VALID]

@@ -131,6 +131,7 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
     excludes = raw.get("exclude") or []
     if not isinstance(excludes, list) or not all(isinstance(e, dict) for e in excludes):
         raise SpecError(f"{where}: exclude must be a list of mappings")
+    excludes = [_exclude(e, i, axes, where) for i, e in enumerate(excludes)]
     seeds = _seeds(raw.get("seeds", 1), where)
     names = list(axes)
     combos = [dict(zip(names, values, strict=True)) for values in product(*axes.values())]
@@ -178,6 +179,28 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
         axes=names,
         hosts=hosts,
     )
+
+
+def _exclude(entry: dict[Any, Any], i: int, axes: dict[str, list[Any]], where: str) -> dict:
+    """An exclude entry whose every key is an axis and every value one of that axis's (as
+    ``_matches`` compares them), its keys spelled as the axes'; an entry that could exclude
+    nothing is refused instead of ignored."""
+    if not entry:
+        raise SpecError(f"{where}: exclude[{i}] is empty: name an axis and one of its values")
+    out = {}
+    for raw_key, value in entry.items():
+        key = str(raw_key).replace("-", "_")
+        if key not in axes:
+            raise SpecError(
+                f"{where}: exclude[{i}]: '{raw_key}' is not an axis (axes: {', '.join(axes)})"
+            )
+        if str(value) not in {str(v) for v in axes[key]}:
+            raise SpecError(
+                f"{where}: exclude[{i}]: '{value}' is not a value of axis {key} "
+                f"(values: {', '.join(map(str, axes[key]))})"
+            )
+        out[key] = value
+    return out
 
 
 def _matches(combo: dict[str, Any], exclude: dict[str, Any]) -> bool:

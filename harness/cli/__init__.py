@@ -14,9 +14,12 @@ tracebacks are for kchaos's own bugs only.
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
+from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.markup import escape
@@ -31,7 +34,12 @@ from harness.cli.hosts_cli import hosts
 from harness.cli.nemeses_cli import nemeses
 from harness.cli.run_cli import heal, run
 from harness.console import console, err_console, say
-from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED_EXIT
+from harness.exit_codes import (
+    BAD_INPUT_EXIT,
+    CLUSTER_REMOVED_EXIT,
+    INTERRUPTED_EXIT,
+    KCHAOS_FAILED_EXIT,
+)
 from harness.spec import SpecError, scenario_terms
 from history.format import JSONL_NAME
 
@@ -39,8 +47,30 @@ from history.format import JSONL_NAME
 USER_ERRORS: tuple[type[Exception], ...] = (ClusterError, SpecError)
 
 
+def _failed(exc: BaseException) -> NoReturn:
+    """kchaos's own bug (an exception no command turns into a sentence): one line and exit 255
+    (harness/exit_codes.py), never exit 1, which reads as an invalid verdict. KCHAOS_TRACEBACK=1
+    prints the traceback too, for the bug report."""
+    if os.environ.get("KCHAOS_TRACEBACK"):
+        traceback.print_exception(exc)
+    where = ""
+    tb = traceback.extract_tb(exc.__traceback__)
+    if tb:
+        where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}"
+    err_console.print(
+        f"[bold red]kchaos failed:[/bold red] {escape(type(exc).__name__)}: "
+        f"{escape(str(exc))}{escape(where)} (a kchaos bug, not a verdict; "
+        "KCHAOS_TRACEBACK=1 shows the traceback)",
+        highlight=False,
+        emoji=False,
+        soft_wrap=True,
+    )
+    sys.exit(KCHAOS_FAILED_EXIT)
+
+
 class KchaosGroup(click.Group):
-    """Turns user-facing errors into one clear message instead of a traceback."""
+    """Turns user-facing errors into one clear message instead of a traceback, and any other
+    exception into one line and exit 255."""
 
     def main(self, *args: Any, **kwargs: Any) -> None:
         kwargs.pop("standalone_mode", None)
@@ -48,13 +78,31 @@ class KchaosGroup(click.Group):
             code = super().main(*args, standalone_mode=False, **kwargs)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # a group without its command: its help
+            sys.exit(BAD_INPUT_EXIT)
+        except click.UsageError as exc:
+            # One line naming the option, and where the accepted values are; click says 2 for a
+            # usage error, which reads as an "unknown" verdict.
+            help_hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+            err_console.print(
+                f"[bold red]error:[/bold red] {escape(exc.format_message())}{escape(help_hint)}",
+                highlight=False,
+                emoji=False,
+                soft_wrap=True,
+            )
+            sys.exit(BAD_INPUT_EXIT)
         except click.ClickException as exc:
             exc.show()
-            # click says 2 for a usage error, which reads as an "unknown" verdict.
-            sys.exit(BAD_INPUT_EXIT if isinstance(exc, click.UsageError) else exc.exit_code)
+            sys.exit(exc.exit_code)
         except click.exceptions.Abort:
             err_console.print("[yellow]aborted[/yellow]")
             sys.exit(INTERRUPTED_EXIT)
+        except KeyboardInterrupt:
+            err_console.print("[yellow]interrupted[/yellow]")
+            sys.exit(INTERRUPTED_EXIT)
+        except Exception as exc:
+            _failed(exc)
         # Without standalone mode click returns --help's exit code instead of exiting.
         if isinstance(code, int) and code:
             sys.exit(code)
@@ -65,7 +113,10 @@ class KchaosGroup(click.Group):
         except USER_ERRORS as exc:
             # The message is plain text: "kill:one:" must not become an emoji, nor "[x]" markup.
             err_console.print(
-                f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, emoji=False
+                f"[bold red]error:[/bold red] {escape(str(exc))}",
+                highlight=False,
+                emoji=False,
+                soft_wrap=True,
             )
             sys.exit(CLUSTER_REMOVED_EXIT if isinstance(exc, ClusterRemoved) else BAD_INPUT_EXIT)
         except KeyboardInterrupt:
@@ -111,7 +162,23 @@ def merge_if_pending(path: Path) -> None:
             say(f"merged {done.side_ops} JVM-recorded send ops into {run_dir / JSONL_NAME}")
 
 
+def kchaos_version() -> str:
+    """The installed distribution's version; a checkout run without installing it says so."""
+    try:
+        return metadata.version("kchaos")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed: make setup)"
+
+
 @click.group(cls=KchaosGroup)
+@click.version_option(
+    kchaos_version(),
+    "--version",
+    "-V",
+    prog_name="kchaos",
+    message="%(prog)s %(version)s",
+    help="Print kchaos's version and exit (a command's --version is Kafka's).",
+)
 def main() -> None:
     """kchaos: Jepsen-style fault injection and checking for Apache Kafka."""
 

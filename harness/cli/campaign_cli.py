@@ -19,6 +19,7 @@ from harness.campaign.runner import (
     campaign_dir,
     failed_cells,
     new_record,
+    read_record,
     resumed_record,
 )
 from harness.campaign.runner import (
@@ -105,11 +106,19 @@ def campaign(
     """
     sets = parse_overrides(overrides)
     if rerun is not None:
-        import json
-
+        if spec_file is not None:
+            raise SpecError(
+                f"SPEC_FILE {spec_file} is not used with --rerun-failed (the campaign's own spec "
+                "is): drop one"
+            )
+        if resume is not None:
+            raise SpecError("--resume and --rerun-failed exclude each other: give one")
         wanted = set(failed_cells(Path(rerun)))  # a missing or torn record: one clear error
-        earlier = json.loads((Path(rerun) / RECORD).read_text())
-        camp = expand(earlier.get("spec") or {}, where=f"{rerun}/{RECORD}", overrides=sets)
+        earlier = read_record(Path(rerun), "--rerun-failed")
+        spec = earlier.get("spec") or {}
+        if not isinstance(spec, dict):
+            raise SpecError(f"--rerun-failed {rerun}: {RECORD}'s spec is not a mapping")
+        camp = expand(spec, where=f"{rerun}/{RECORD}", overrides=sets)
         camp = replace(camp, cells=[c for c in camp.cells if c.id in wanted])
         if not camp.cells:
             console.print(f"no failed cells in {rerun}: nothing to run", highlight=False)
@@ -121,6 +130,8 @@ def campaign(
         camp = load_campaign(spec_file, overrides=sets)
         source = spec_file
     if plan_only:
+        if resume is not None:
+            resumed_record(camp, Path(resume))  # refused as a run would refuse it
         for c in camp.cells:
             click.echo(f"{c.id}\t{c.label}\tseed {c.seed}\t{c.scenario}")
         click.echo(f"{len(camp.cells)} cells; each bounded to {camp.cell_timeout:.0f} s")

@@ -20,7 +20,7 @@ from clusters.errors import ClusterError
 from clusters.handles import list_clusters, open_cluster
 from clusters.hold import Holder, check_name, holding, note_forced_removal
 from clusters.kafka_dist import DEFAULT_VERSION
-from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, build_topology
+from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, ZK_TOPOLOGIES, build_topology
 from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, print_json, say
 
@@ -82,10 +82,35 @@ def _on_hosts(
     return open_cluster(hosts=hosts, accept_new_host_keys=accept, say=say)
 
 
+def _refuse_inapplicable(ctx: click.Context, topology: str) -> None:
+    """--zookeepers and --brokers given where the topology has no such nodes: refused before the
+    hold and the engine, as `kchaos run` refuses them (history/options.py applies_with)."""
+    given = {
+        p: ctx.get_parameter_source(p) not in (ParameterSource.DEFAULT, None)
+        for p in ("zookeepers", "brokers")
+    }
+    if given["zookeepers"] and topology not in ZK_TOPOLOGIES:
+        raise click.UsageError(
+            f"--zookeepers only applies with --topology {' or '.join(ZK_TOPOLOGIES)}, "
+            f"not --topology {topology}"
+        )
+    if given["brokers"] and topology == "kraft-combined":
+        raise click.UsageError(
+            "--brokers does not apply with --topology kraft-combined (3 nodes, each broker and "
+            "controller): use --topology kraft, zk or migration"
+        )
+
+
 @cluster.command()
 @name_option
 @click.option(
-    "--topology", type=click.Choice(TOPOLOGIES), default="kraft-combined", show_default=True
+    "--topology",
+    type=click.Choice(TOPOLOGIES),
+    default="kraft-combined",
+    show_default=True,
+    help="kraft-combined (3 nodes, broker+controller), kraft (3 controllers + --brokers), zk "
+    "(ZooKeeper + --brokers, Kafka 3.x), migration (ZooKeeper-mode brokers and KRaft "
+    "controllers to migrate to).",
 )
 @click.option(
     "--version", default=DEFAULT_VERSION, show_default=True, help="Kafka version or line."
@@ -93,7 +118,13 @@ def _on_hosts(
 @click.option(
     "--brokers", default=3, show_default=True, help="Brokers (kraft, zk and migration topologies)."
 )
-@click.option("--zookeepers", type=click.Choice(["1", "3"]), default="1", show_default=True)
+@click.option(
+    "--zookeepers",
+    type=click.Choice(["1", "3"]),
+    default="1",
+    show_default=True,
+    help="ZooKeeper nodes with --topology zk or migration: 1 or 3.",
+)
 @click.option(
     "--timing",
     type=click.Choice(["default", "fast"]),
@@ -101,7 +132,12 @@ def _on_hosts(
     show_default=True,
     help="fast: short heartbeats, sessions and elections for quick fault tests.",
 )
-@click.option("--subnet", default=DEFAULT_SUBNET, show_default=True)
+@click.option(
+    "--subnet",
+    default=DEFAULT_SUBNET,
+    show_default=True,
+    help="The Docker network of the cluster (a CIDR).",
+)
 @click.option("--heap-mb", default=256, show_default=True, help="JVM heap of each Kafka node.")
 @click.option(
     "--no-wait", is_flag=True, help="Return once containers start, without waiting for readiness."
@@ -130,6 +166,8 @@ def up(
         ctx, hosts, accept_new_host_keys, ("name", "topology", "brokers", "zookeepers", "subnet")
     )
     name = on_hosts.cluster if on_hosts is not None else name
+    if on_hosts is None:
+        _refuse_inapplicable(ctx, topology)
     options = UpOptions(version, timing=timing, heap_mb=heap_mb, wait=not no_wait)
     started = time.monotonic()
     with holding(name, "kchaos cluster up", force, "bring it up anyway", say):

@@ -30,7 +30,12 @@ def hosts() -> None:
     help="Names the hosts (containers kchaos-NAME-ssh-n1, ...).",
 )
 @click.option("--count", default=3, show_default=True, help="How many hosts (n1, n2, ...).")
-@click.option("--subnet", default=HOSTS_SUBNET, show_default=True)
+@click.option(
+    "--subnet",
+    default=HOSTS_SUBNET,
+    show_default=True,
+    help="The Docker network the test hosts get their addresses in (a CIDR).",
+)
 @click.option(
     "--user",
     type=click.Choice(["root", TEST_USER]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,8 +15,16 @@ from rich.markup import escape
 from harness.cli.cluster_cli import NAME
 from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, err_console, say
-from harness.plan import build_plan, load_plan, new_seed
-from harness.spec import OPTIONS, RunSpec, load_spec_file, spec_from_dict
+from harness.plan import Plan, build_plan, load_plan, new_seed
+from harness.spec import (
+    OPTIONS,
+    STEP_OPTIONS,
+    WORKLOAD_OPTIONS,
+    RunSpec,
+    SpecError,
+    load_spec_file,
+    spec_from_dict,
+)
 from history.options import Option
 
 _D = RunSpec()
@@ -44,7 +53,86 @@ def run_options(f: F) -> F:
     return f
 
 
-@click.command()
+# What a replay may change of the stored plan: where and how the run is kept, not what it does
+# (README "Replaying a run"); every other run option, and --spec, is refused with --replay.
+REPLAY_OVERRIDES = ("name", "cluster", "subnet", "results_dir", "keep_cluster")
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    return ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+
+
+def _replayed(
+    ctx: click.Context, replay_dir: Path, spec_file: Path | None, options: dict[str, Any]
+) -> Plan:
+    """The stored plan of ``replay_dir``, with the options a replay may change applied (and
+    said); any other run option given is refused in one sentence."""
+    refused = [
+        f"--{o.flag}" for o in OPTIONS if o.name not in REPLAY_OVERRIDES and _given(ctx, o.name)
+    ]
+    if spec_file is not None:
+        refused.insert(0, "--spec")
+    if refused:
+        allowed = ", ".join("--" + n.replace("_", "-") for n in REPLAY_OVERRIDES)
+        raise SpecError(
+            f"--replay runs the stored plan as it is: {', '.join(refused)} cannot be given "
+            f"with it (only {allowed} may change where and how it is kept)"
+        )
+    plan = load_plan(replay_dir)
+    changed = {n: options[n] for n in REPLAY_OVERRIDES if _given(ctx, n)}
+    if changed:
+        plan = replace(plan, spec={**plan.spec, **changed})
+        plan.run_spec()  # the changed spec must still be valid (a name, a subnet, the hosts')
+    said = "".join(f", {n.replace('_', '-')} {v}" for n, v in changed.items())
+    say(f"replaying the plan of {replay_dir} (seed {plan.seed}{said})")
+    return plan
+
+
+# `kchaos run --help` by concern: the harness's options by name, every step family's under
+# "Steps" and every workload kind's under "Workload"; anything not named here goes last, so
+# nothing is left out of the help.
+HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Plan", ("spec_file", "replay_dir", "seed", "plan_only")),
+    (
+        "Cluster",
+        ("topology", "zookeepers", "version", "quorum", "timing", "cluster", "subnet", "hosts"),
+    ),
+    (
+        "Workload",
+        (
+            "workload",
+            "time_limit",
+            "concurrency",
+            "rate",
+            "final_timeout",
+            *(o.name for o in WORKLOAD_OPTIONS),
+        ),
+    ),
+    ("Faults", ("nemesis", "nemesis_interval", "availability")),
+    ("Steps", tuple(o.name for o in STEP_OPTIONS)),
+    ("Output", ("name", "results_dir", "keep_cluster", "force")),
+)
+
+
+class GroupedCommand(click.Command):
+    """A command whose --help lists its options in HELP_GROUPS' sections."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        records: dict[str, tuple[str, str]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None and param.name is not None:
+                records[param.name] = record
+        placed: set[str] = set()
+        for title, names in (*HELP_GROUPS, ("Other", tuple(records))):
+            rows = [records[n] for n in names if n in records and n not in placed]
+            placed.update(names)
+            if rows:
+                with formatter.section(f"{title} options"):
+                    formatter.write_dl(rows)
+
+
+@click.command(cls=GroupedCommand)
 @click.option(
     "--spec",
     "spec_file",
@@ -55,7 +143,8 @@ def run_options(f: F) -> F:
     "--replay",
     "replay_dir",
     type=click.Path(path_type=Path),
-    help="Run the plan of an earlier run directory again on a fresh cluster.",
+    help="Run the plan of an earlier run directory again on a fresh cluster, as stored: only "
+    "--name, --cluster, --subnet, --results-dir and --keep-cluster may be given with it.",
 )
 @run_options
 @click.option(
@@ -84,8 +173,7 @@ def run(
     from harness.run.interpreter import Run
 
     if replay_dir is not None:
-        plan = load_plan(replay_dir)
-        say(f"replaying the plan of {replay_dir} (seed {plan.seed})")
+        plan = _replayed(ctx, replay_dir, spec_file, options)
     else:
         raw = load_spec_file(spec_file) if spec_file else {}
         data: dict[str, Any] = {str(k).replace("-", "_"): v for k, v in raw.items()}
@@ -101,7 +189,10 @@ def run(
         # On stderr: stdout is the plan, byte for byte.
         for note in plan.notes:
             err_console.print(
-                f"[yellow]note:[/yellow] {escape(note)}", highlight=False, emoji=False
+                f"[yellow]note:[/yellow] {escape(note)}",
+                highlight=False,
+                emoji=False,
+                soft_wrap=True,  # one line each, on a pipe too
             )
         return
     for note in plan.notes:

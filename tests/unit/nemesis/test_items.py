@@ -117,7 +117,8 @@ def targeted_specs(draw):
             keys.add(key)
     return RunSpec(
         topology=topology,
-        zookeepers=draw(st.sampled_from([1, 3])),
+        # --zookeepers applies to the ZooKeeper topologies only (refused elsewhere).
+        zookeepers=draw(st.sampled_from([1, 3])) if topology in ("zk", "migration") else 1,
         nemesis=kept,
         time_limit=draw(st.floats(min_value=1, max_value=400)),
         nemesis_interval=draw(st.floats(min_value=0.5, max_value=30)),
