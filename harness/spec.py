@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
 import yaml
 
 from checkers.analyze.scenario import ScenarioTerms
@@ -34,7 +33,6 @@ from history.options import (
     coerce,
     declared,
     option,
-    positive,
     refuse_each,
 )
 from nemesis.items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
@@ -60,12 +58,13 @@ def _zookeepers(flag: str, value: Any) -> str | None:
     return None if value in (1, 3) else f"zookeepers must be 1 or 3, not {value}"
 
 
-def _rate(flag: str, value: Any) -> str | None:
-    return f"rate must be 0 (unlimited) or positive, not {value}" if value < 0 else None
-
-
-def _seed(flag: str, value: Any) -> str | None:
-    return None if 0 <= value < 2**63 else f"seed must be between 0 and 2^63-1, not {value}"
+# The ranges of the harness's numbers (history/options.py refuses a value outside them, and
+# NaN or infinity, wherever it comes from): a run of at most a week, a seed a signed 64-bit
+# integer, and a plan of at most so many fault windows (time limit / nemesis interval), so that
+# planning stays fast and plan.json small for every accepted value.
+MAX_TIME_LIMIT = 7 * 24 * 3600
+MAX_SEED = 2**63 - 1
+MAX_FAULT_WINDOWS = 10_000
 
 
 def _all_options() -> dict[str, Any]:
@@ -83,7 +82,8 @@ class RunSpec:
         1,
         check=_zookeepers,
         help="ZooKeeper nodes with --topology zk or migration (1 or 3).",
-        cli={"type": click.IntRange(1, 3)},
+        minimum=1,
+        maximum=3,
     )
     version: str = option(
         "3.9", help=f"Kafka version or line (newest of the line; e.g. {DEFAULT_VERSION})."
@@ -95,18 +95,37 @@ class RunSpec:
         "Every item gets a fault window before any gets a second; `kchaos nemeses` lists every "
         f"package, kind, target and parameter.\n\n\b\ne.g. partition,kill\n     {EXAMPLE}",
     )
-    time_limit: float = option(30.0, check=positive, help="Seconds of workload.")
-    concurrency: int = option(4, check=positive)
+    time_limit: float = option(
+        30.0,
+        help="Seconds of workload (up to 7 days).",
+        minimum=1,
+        maximum=MAX_TIME_LIMIT,
+        unit="seconds",
+    )
+    concurrency: int = option(4, help="Worker processes (clients) at once.", minimum=1, maximum=256)
     # Total invocations per second across clients; 0: as fast as they can.
     rate: float = option(
-        50.0, check=_rate, help="Operations per second, all clients together; 0: unlimited."
+        50.0,
+        help="Operations per second, all clients together; 0: unlimited.",
+        minimum=0,
+        maximum=100_000,
+        unit="operations per second; 0: unlimited",
     )
     nemesis_interval: float = option(
-        10.0, check=positive, help="Seconds a fault stays on, and then off."
+        10.0,
+        help="Seconds a fault stays on, and then off; with --nemesis, --time-limit holds at most "
+        f"{MAX_FAULT_WINDOWS:,} of them.",
+        minimum=0.1,
+        maximum=MAX_TIME_LIMIT,
+        unit="seconds",
     )
     timing: str = option("default", choices=TIMINGS)
     seed: int | None = option(
-        kind=int, check=_seed, tested=False, help="Fixes every random choice (default: random)."
+        kind=int,
+        tested=False,
+        help="Fixes every random choice (default: random).",
+        minimum=0,
+        maximum=MAX_SEED,
     )
     # results/<name>/; defaults to the workload
     name: str | None = option(
@@ -119,7 +138,9 @@ class RunSpec:
     results_dir: str = option("results", tested=False)
     final_timeout: float = option(
         60.0,
-        check=positive,
+        minimum=1,
+        maximum=86_400,
+        unit="seconds",
         help="Bound on the final reads, seconds; a queue run adds a second per "
         f"{FINAL_READ_RATE:,.0f} acknowledged sends.",
     )
@@ -239,6 +260,8 @@ def _refuse(spec: RunSpec, *names: str) -> None:
 def validate(spec: RunSpec) -> RunSpec:
     """Raises SpecError on the first thing that cannot work; returns the spec unchanged."""
     _refuse(spec, "workload", "topology")
+    # Numbers first: every later check (and the plan) may compute with them.
+    _refuse(spec, *(o.name for o in OPTIONS if o.kind in (int, float) and o.name in HARNESS_NAMES))
     try:
         parse_items(spec.nemesis, spec.topology, spec.zookeepers)
     except ItemError as exc:
@@ -272,6 +295,12 @@ def validate(spec: RunSpec) -> RunSpec:
     except OptionError as exc:
         raise SpecError(str(exc)) from None
     _refuse(spec, *(o.name for o in HARNESS_OPTIONS))
+    if spec.nemesis and spec.time_limit / spec.nemesis_interval > MAX_FAULT_WINDOWS:
+        raise SpecError(
+            f"--time-limit {spec.time_limit:g} / --nemesis-interval {spec.nemesis_interval:g} is "
+            f"{spec.time_limit / spec.nemesis_interval:,.0f} fault windows: at most "
+            f"{MAX_FAULT_WINDOWS:,} (a longer interval, or a shorter run)"
+        )
     try:
         # The cluster's layout is pure data: a subnet that cannot hold it is refused here, as
         # the run would refuse it, and not after the run directory exists.

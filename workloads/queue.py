@@ -42,7 +42,7 @@ from history.format import (
     SEND_RECORDER_FIELD,
     TXN_ID_PER_SLOT,
 )
-from history.options import Option, Values, positive
+from history.options import Option, Values
 from workloads import client_choice, pipelined
 from workloads.api import KindBase
 from workloads.client import Completion, Invocation
@@ -76,7 +76,7 @@ QUEUE_MODES = ("assign", "subscribe")
 # client's (workloads/client_choice.py). The first three were in the first plans, so every
 # spec (an admin run's too) carries them.
 OPTIONS: tuple[Option, ...] = (
-    Option("keys", int, 8, help="Queue keys.", check=positive),
+    Option("keys", int, 8, help="Queue keys (topic partitions).", minimum=1, maximum=10_000),
     Option("txn", bool, False, help="Queue writes in Kafka transactions."),
     Option("mode", str, "assign", choices=QUEUE_MODES, noun="queue mode"),
     *pipelined.OPTIONS,
