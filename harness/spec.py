@@ -113,8 +113,8 @@ class RunSpec:
     )
     nemesis_interval: float = option(
         10.0,
-        help="Seconds a fault stays on, and then off; with --nemesis, --time-limit holds at most "
-        f"{MAX_FAULT_WINDOWS:,} of them.",
+        help="Seconds a fault stays on, and then off; a run holds at most "
+        f"{MAX_FAULT_WINDOWS:,} such fault windows.",
         minimum=0.1,
         maximum=MAX_TIME_LIMIT,
         unit="seconds",
@@ -295,11 +295,13 @@ def validate(spec: RunSpec) -> RunSpec:
     except OptionError as exc:
         raise SpecError(str(exc)) from None
     _refuse(spec, *(o.name for o in HARNESS_OPTIONS))
-    if spec.nemesis and spec.time_limit / spec.nemesis_interval > MAX_FAULT_WINDOWS:
+    # A fault window is on for one interval and off for one (harness/plan.py fault_windows).
+    windows = spec.time_limit / (2 * spec.nemesis_interval)
+    if spec.nemesis and windows > MAX_FAULT_WINDOWS:
         raise SpecError(
-            f"--time-limit {spec.time_limit:g} / --nemesis-interval {spec.nemesis_interval:g} is "
-            f"{spec.time_limit / spec.nemesis_interval:,.0f} fault windows: at most "
-            f"{MAX_FAULT_WINDOWS:,} (a longer interval, or a shorter run)"
+            f"--time-limit {spec.time_limit:g} with --nemesis-interval {spec.nemesis_interval:g} "
+            f"makes {windows:,.0f} fault windows: at most {MAX_FAULT_WINDOWS:,} (a longer "
+            "--nemesis-interval, or a shorter --time-limit)"
         )
     try:
         # The cluster's layout is pure data: a subnet that cannot hold it is refused here, as
