@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import ipaddress
 import json
 import os
 import shutil
@@ -38,7 +37,7 @@ from clusters.cache import cache_dir
 from clusters.errors import ClusterError
 from clusters.image import ensure_image
 from clusters.inventory import TEST_USER, HostEntry, Inventory, dump_inventory
-from clusters.topology import FIRST_HOST
+from clusters.topology import check_subnet, host_address
 
 HOSTS_LABEL = "kchaos.hosts"
 IMAGE_REPO = os.environ.get("KCHAOS_HOSTS_IMAGE_REPO", "kchaos-sshhost")
@@ -225,13 +224,7 @@ def hosts_up(
         raise ClusterError(
             f"SSH hosts named '{name}' exist: 'kchaos hosts down --name {name}' removes them"
         )
-    try:
-        net = ipaddress.ip_network(subnet)
-    except ValueError as exc:
-        raise ClusterError(f"bad subnet '{subnet}': {exc}") from None
-    addresses = list(net.hosts())
-    if len(addresses) < FIRST_HOST + count:
-        raise ClusterError(f"subnet {subnet} is too small for {count} hosts")
+    net = check_subnet(subnet, count, "hosts")
     image = ensure_hosts_image(client, say=say)
     state = hosts_dir(name)
     if state.exists():
@@ -245,7 +238,7 @@ def hosts_up(
     entries = [
         HostEntry(
             name=f"n{i}",
-            address=str(addresses[FIRST_HOST - 1 + i - 1]),
+            address=host_address(net, i - 1),
             roles=frozenset({"broker", "controller"}),
             user=user,
             key=key_path,

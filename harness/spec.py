@@ -337,6 +337,23 @@ def spec_from_dict(data: Any, where: str = "spec") -> RunSpec:
         raise SpecError(f"{where}: {exc}") from None
 
 
+def check_value(key: str, value: Any) -> Any:
+    """One option's value as a spec file gives it (``kchaos campaign --set KEY=VALUE``): the
+    option's type and its own refusals; SpecError says why, without naming where it came from."""
+    name = str(key).replace("-", "_")
+    o = _BY_NAME.get(name)
+    if o is None:
+        raise SpecError(
+            f"unknown option '{key}': options are {', '.join(sorted(o.flag for o in OPTIONS))}"
+        )
+    try:
+        coerced = coerce(o, value)
+        o.refuse(coerced)
+    except OptionError as exc:
+        raise SpecError(str(exc)) from None
+    return coerced
+
+
 def load_spec_file(path: str | Path) -> dict[str, Any]:
     """The raw mapping of a YAML or JSON spec file (JSON is YAML, but its errors read better)."""
     p = Path(path)

@@ -138,6 +138,17 @@ class Option:
             raise OptionError(says)
 
 
+def _as_text(value: Any) -> str:
+    """A hint for a number YAML read as text (YAML 1.1 takes 1e3 for a string)."""
+    try:
+        number = float(value) if isinstance(value, str) else None
+    except ValueError:
+        return ""
+    if number is None or not math.isfinite(number):
+        return ""
+    return f" (YAML reads {value} as text: write {number!r} or {float(number):.1e})"
+
+
 def _show(value: Any) -> str:
     """A number as the sentences spell it: 604800, 0.5, inf, nan, 1e+20 (not 1e+20.0)."""
     if isinstance(value, float):
@@ -231,7 +242,7 @@ def coerce(o: Option, value: Any) -> Any:
         return value
     if o.kind in (int, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise OptionError(f"{o.name} must be a number, not {value!r}")
+            raise OptionError(f"{o.name} must be a number, not {value!r}{_as_text(value)}")
         says = o.out_of_range(value)
         if says:
             raise OptionError(f"{o.name} {says}")

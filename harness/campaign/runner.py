@@ -26,7 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from clusters.errors import ClusterError
 from clusters.hold import ClusterHeld, take
+from clusters.topology import slot_subnets
 from harness.campaign.report import (
     CRASHED,
     ERROR,
@@ -70,11 +72,11 @@ def slots(campaign: Campaign, parallel: int) -> list[Slot]:
         )
     if parallel == 1:
         return [Slot(campaign.cluster, campaign.subnet)]
-    a, b, c, _ = campaign.subnet.split("/")[0].split(".")
-    mask = campaign.subnet.split("/")[1]
-    return [
-        Slot(f"{campaign.cluster}-{i}", f"{a}.{b}.{int(c) + i}.0/{mask}") for i in range(parallel)
-    ]
+    try:
+        subnets = slot_subnets(campaign.subnet, parallel)
+    except ClusterError as exc:
+        raise SpecError(f"--parallel {parallel}: {exc}") from None
+    return [Slot(f"{campaign.cluster}-{i}", subnet) for i, subnet in enumerate(subnets)]
 
 
 def new_record(campaign: Campaign, spec_file: str) -> dict[str, Any]:
