@@ -163,7 +163,10 @@ def _range_type(o: Option) -> click.ParamType:
 
     class Bounded(base):  # type: ignore[misc, valid-type]
         def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-            number = parse.convert(value, param, ctx)
+            try:
+                number = parse.convert(value, param, ctx)
+            except click.BadParameter:
+                self.fail(f"must be {o.range_text()}, not {value!r}", param, ctx)
             says = o.out_of_range(number)
             if says:
                 self.fail(says, param, ctx)
