@@ -64,7 +64,7 @@ def _zookeepers(flag: str, value: Any) -> str | None:
 # planning stays fast and plan.json small for every accepted value.
 MAX_TIME_LIMIT = 7 * 24 * 3600
 MAX_SEED = 2**63 - 1
-MAX_FAULT_WINDOWS = 10_000
+MAX_FAULT_WINDOWS = 5_000
 
 
 def _all_options() -> dict[str, Any]:

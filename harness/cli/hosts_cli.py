@@ -22,7 +22,13 @@ def hosts() -> None:
 
 @hosts.command()
 @click.option("--name", required=True, help="Names the hosts (containers kchaos-NAME-ssh-n1, ...).")
-@click.option("--count", default=3, show_default=True, help="How many hosts (n1, n2, ...).")
+@click.option(
+    "--count",
+    type=click.IntRange(1, 16),
+    default=3,
+    show_default=True,
+    help="How many hosts (n1, n2, ...).",
+)
 @click.option("--subnet", default=HOSTS_SUBNET, show_default=True)
 @click.option(
     "--user",

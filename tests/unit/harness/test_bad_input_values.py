@@ -358,7 +358,8 @@ def test_accepted_numbers_make_a_strict_json_plan(data):
 def test_the_worst_accepted_plan_is_fast_and_bounded():
     interval = MAX_TIME_LIMIT / (2 * MAX_FAULT_WINDOWS)
     for topology in ("kraft-combined", "kraft", "zk", "migration"):
-        start = time.monotonic()
+        # CPU time of this process: what planning costs, whatever else the machine runs.
+        start = time.process_time()
         r = cli(
             "run", "--plan-only", "--seed", str(2**63 - 1), "--topology", topology,
             "--zookeepers", "3", "--nemesis", "partition,kill,pause,clock,packet",
@@ -367,7 +368,7 @@ def test_the_worst_accepted_plan_is_fast_and_bounded():
             "--send-mode", "async", "--in-flight", "1000000", "--linger-ms", "900000",
             "--batch-size", str(2**31 - 1), "--final-timeout", "86400",
         )  # fmt: skip
-        took = time.monotonic() - start
+        took = time.process_time() - start
         assert r.exit_code == 0, r.output
         _strict(r.output.split("\n", 1)[1] if not r.output.startswith("{") else r.output)
         assert took < 2, f"{topology}: {took:.2f} s"
@@ -379,7 +380,7 @@ def test_too_many_fault_windows_are_refused_in_one_sentence():
         "run", "--plan-only", "--nemesis", "partition", "--time-limit", str(MAX_TIME_LIMIT),
         "--nemesis-interval", "0.1",
     )  # fmt: skip
-    one_refusal(r, "--nemesis-interval", "fault windows: at most 10,000")
+    one_refusal(r, "--nemesis-interval", "fault windows: at most 5,000")
 
 
 # Subnets.
@@ -460,3 +461,23 @@ def test_campaign_slots_are_networks_of_the_policy():
 def test_a_version_is_ascii_digits(version):
     r = cli("run", "--plan-only", "--version", version)
     one_refusal(r, "is not a Kafka version")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["cluster", "up", "--brokers", "inf"],
+        ["cluster", "up", "--brokers", "0"],
+        ["cluster", "up", "--heap-mb", "-1"],
+        ["cluster", "up", "--heap-mb", "nan"],
+        ["cluster", "logs", "--tail", "-5"],
+        ["hosts", "up", "--name", "x", "--count", "1e9"],
+        ["hosts", "up", "--name", "x", "--count", "0"],
+    ],
+)
+def test_cluster_and_hosts_numbers_are_bounded_before_docker(args, monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+    monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path / "cache"))
+    r = cli(*args)
+    one_refusal(r, args[-2])
+    assert "Docker is not running" not in r.output
