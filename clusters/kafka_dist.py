@@ -102,7 +102,10 @@ class KafkaDist:
 
 
 def parse_version(text: str) -> tuple[int, ...]:
-    if not re.fullmatch(r"\d+(\.\d+){0,2}", text):
+    # ASCII digits without leading zeros (\d would take any script's digits, e.g. "３.９").
+    if not isinstance(text, str) or not re.fullmatch(
+        r"(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*)){0,2}", text
+    ):
         raise ClusterError(
             f"'{text}' is not a Kafka version: give a release such as 3.9.2, or a line such as 3.9"
         )
@@ -188,7 +191,7 @@ def cached_versions() -> list[str]:
 
 def resolve_offline_first(requested: str) -> str:
     """Resolves a version, preferring what is cached so that a warm machine needs no network."""
-    if re.fullmatch(r"\d+\.\d+\.\d+", requested) and load_dist(requested):
+    if re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", requested) and load_dist(requested):
         return requested
     try:
         available = published_versions()

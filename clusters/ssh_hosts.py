@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import ipaddress
 import json
 import os
 import shutil
@@ -39,7 +38,7 @@ from clusters.errors import ClusterError
 from clusters.hold import check_name
 from clusters.image import ensure_image
 from clusters.inventory import TEST_USER, HostEntry, Inventory, dump_inventory
-from clusters.topology import FIRST_HOST
+from clusters.topology import check_subnet, host_address
 
 HOSTS_LABEL = "kchaos.hosts"
 IMAGE_REPO = os.environ.get("KCHAOS_HOSTS_IMAGE_REPO", "kchaos-sshhost")
@@ -234,13 +233,7 @@ def hosts_up(
         raise ClusterError(
             f"SSH hosts named '{name}' exist: 'kchaos hosts down --name {name}' removes them"
         )
-    try:
-        net = ipaddress.ip_network(subnet)
-    except ValueError as exc:
-        raise ClusterError(f"bad subnet '{subnet}': {exc}") from None
-    addresses = list(net.hosts())
-    if len(addresses) < FIRST_HOST + count:
-        raise ClusterError(f"subnet {subnet} is too small for {count} hosts")
+    net = check_subnet(subnet, count, "hosts")
     image = ensure_hosts_image(client, say=say)
     if state.exists():
         shutil.rmtree(state)
@@ -253,7 +246,7 @@ def hosts_up(
     entries = [
         HostEntry(
             name=f"n{i}",
-            address=str(addresses[FIRST_HOST - 1 + i - 1]),
+            address=host_address(net, i - 1),
             roles=frozenset({"broker", "controller"}),
             user=user,
             key=key_path,

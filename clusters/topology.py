@@ -23,6 +23,14 @@ ZK_CLIENT_PORT = 2181
 JOLOKIA_PORT = 8778
 # Host addresses start here so that .1 (the bridge) and low addresses stay free.
 FIRST_HOST = 11
+# Where a cluster's network may be (clusters, test hosts, campaign slots): IPv4's private
+# ranges (RFC 1918), not Docker's own default bridge, and at most a /16 (a cluster uses a few
+# addresses; a larger one only risks overlapping the machine's networks).
+PRIVATE_RANGES = tuple(
+    ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+)
+DOCKER_BRIDGE = ipaddress.IPv4Network("172.17.0.0/16")
+LARGEST_PREFIX = 16
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,69 @@ class Topology:
         return ",".join(f"{n.ip}:{ZK_CLIENT_PORT}" for n in self.zookeepers)
 
 
+def check_subnet(subnet: str, needed: int = 0, what: str = "nodes") -> ipaddress.IPv4Network:
+    """The network a cluster (or test hosts) may use, or one ClusterError sentence naming it:
+    a private IPv4 network (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) of at most a /16 that
+    holds ``needed`` addresses from host FIRST_HOST on. Never lists the network's hosts."""
+    accepted = (
+        "a private IPv4 network in 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, "
+        f"/{LARGEST_PREFIX} or smaller, e.g. {DEFAULT_SUBNET}"
+    )
+    text = str(subnet)
+    try:
+        net = ipaddress.ip_network(text)
+    except ValueError as exc:
+        try:
+            loose = ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            raise ClusterError(f"bad subnet '{text}': {exc}; use {accepted}") from None
+        raise ClusterError(
+            f"bad subnet '{text}': it has host bits set; write {loose} for that network"
+        ) from None
+    if not isinstance(net, ipaddress.IPv4Network) or not any(
+        net.subnet_of(r) for r in PRIVATE_RANGES
+    ):
+        raise ClusterError(f"subnet {text} is not {accepted}")
+    if net.overlaps(DOCKER_BRIDGE):
+        raise ClusterError(
+            f"subnet {text} overlaps Docker's default bridge {DOCKER_BRIDGE}: use another "
+            f"private network, e.g. {DEFAULT_SUBNET}"
+        )
+    if net.prefixlen < LARGEST_PREFIX:
+        raise ClusterError(f"subnet {text} is larger than a /{LARGEST_PREFIX}: use {accepted}")
+    # Hosts are the addresses between the network's and the broadcast address.
+    if net.num_addresses - 2 < FIRST_HOST + needed:
+        raise ClusterError(f"subnet {text} is too small for {needed} {what}")
+    return net
+
+
+def host_address(net: ipaddress.IPv4Network, i: int) -> str:
+    """The i-th (from 0) address kchaos gives a node or host of ``net``: from FIRST_HOST on."""
+    return str(net.network_address + FIRST_HOST + i)
+
+
+def slot_subnets(subnet: str, count: int) -> list[str]:
+    """``count`` networks side by side from ``subnet`` on (a campaign's parallel slots): each
+    the size of ``subnet``, at least a /24 apart, each one checked as ``check_subnet``."""
+    net = check_subnet(subnet)
+    step = max(net.num_addresses, 256)
+    out = []
+    for i in range(count):
+        address = int(net.network_address) + i * step
+        if address + net.num_addresses > 2**32:
+            raise ClusterError(f"subnet {subnet} has no room for {count} networks after it")
+        nth = ipaddress.IPv4Network((address, net.prefixlen))
+        try:
+            check_subnet(str(nth))
+        except ClusterError:
+            raise ClusterError(
+                f"subnet {subnet}: the {count} networks of a campaign's slots from it "
+                f"reach {nth}, outside the private ranges"
+            ) from None
+        out.append(str(nth))
+    return out
+
+
 def check_zookeeper_version(kind: str, version: str) -> None:
     """One sentence before any download: Kafka 4 removed ZooKeeper, hence also the migration."""
     major = version.split(".", 1)[0]
@@ -131,11 +202,6 @@ def build_topology(
         raise ClusterError(f"a {kind} topology has 1 or 3 ZooKeeper nodes")
     if brokers < 1 or controllers < 1:
         raise ClusterError("a cluster needs at least one broker and one controller")
-    try:
-        net = ipaddress.ip_network(subnet)
-    except ValueError as exc:
-        raise ClusterError(f"bad subnet '{subnet}': {exc}") from None
-    hosts = list(net.hosts())
     specs: list[tuple[str, frozenset[str], int]] = []
     if kind == "kraft-combined":
         specs = [
@@ -152,10 +218,9 @@ def build_topology(
                 for i in range(1, controllers + 1)
             ]
         specs += [(f"b{i}", frozenset({"broker"}), i) for i in range(1, brokers + 1)]
-    if len(hosts) < FIRST_HOST + len(specs):
-        raise ClusterError(f"subnet {subnet} is too small for {len(specs)} nodes")
+    net = check_subnet(subnet, len(specs))
     nodes = tuple(
-        NodeSpec(name=name, roles=roles, node_id=node_id, ip=str(hosts[FIRST_HOST - 1 + i]))
+        NodeSpec(name=name, roles=roles, node_id=node_id, ip=host_address(net, i))
         for i, (name, roles, node_id) in enumerate(specs)
     )
     return Topology(kind=kind, cluster=cluster, subnet=str(net), nodes=nodes, quorum=quorum)

@@ -10,16 +10,18 @@ seed the nemesis resolves its targets with at fault time, and the history record
 from __future__ import annotations
 
 import json
+import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness.spec import RunSpec, SpecError, spec_from_dict
+from harness.spec import MAX_SEED, RunSpec, SpecError, spec_from_dict
 from history.format import PLAN_JSON
 from nemesis.api import FaultStep
+from nemesis.errors import NemesisError
 from nemesis.items import Item, parse_items
-from nemesis.registry import MENUS
+from nemesis.registry import MENUS, build
 from steps.recorded import PlannedStep
 from steps.registry import FAMILIES
 from workloads.registry import WORKLOADS
@@ -61,7 +63,8 @@ class Plan:
 
     def to_json(self) -> str:
         # sort_keys and a fixed layout: the file is compared byte for byte across runs.
-        return json.dumps(self.to_dict(), sort_keys=True, indent=2) + "\n"
+        # allow_nan=False: strict JSON (every number was checked finite before it got here).
+        return json.dumps(self.to_dict(), sort_keys=True, indent=2, allow_nan=False) + "\n"
 
     def run_spec(self) -> RunSpec:
         return spec_from_dict(self.spec, where=PLAN_NAME)
@@ -181,29 +184,155 @@ def build_plan(spec: RunSpec, seed: int) -> Plan:
 
 
 def load_plan(path: str | Path) -> Plan:
-    """A stored plan (a run directory or its plan.json), for a replay."""
+    """A stored plan (a run directory or its plan.json), for a replay: strict JSON, every part
+    checked as a plan built from its spec would be, each problem one sentence naming where."""
     p = Path(path)
     if p.is_dir():
         p = p / PLAN_NAME
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(
+            p.read_text(encoding="utf-8"),
+            parse_constant=_not_json_number,
+            parse_float=_finite_float,
+        )
     except OSError as exc:
         raise SpecError(f"{p}: cannot read the plan to replay: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{p}: the plan is not a UTF-8 text file") from None
+    except _NotFinite as exc:
+        raise SpecError(f"{p}: plan is not strict JSON ({exc}: numbers must be finite)") from None
     except json.JSONDecodeError as exc:
         raise SpecError(f"{p}:{exc.lineno}: plan is not valid JSON ({exc.msg})") from None
     if not isinstance(data, dict) or data.get("kchaos_plan") != PLAN_VERSION:
         raise SpecError(f"{p}: not a kchaos plan of version {PLAN_VERSION}")
     try:
-        faults = [FaultStep(**s) for s in data["faults"]]
-        steps = {f.key: list(f.load(data[f.key])) for f in FAMILIES if data.get(f.key)}
-        plan = Plan(
-            seed=int(data["seed"]),
-            spec=data["spec"],
-            generator=data["generator"],
-            faults=faults,
-            steps=steps,
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SpecError(f"{p}: malformed plan ({exc})") from None
-    plan.run_spec()  # the stored spec must still be valid
+        plan = _plan_of(data)
+    except SpecError as exc:
+        raise SpecError(f"{p}: {exc}") from None
     return plan
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _not_json_number(text: str) -> Any:
+    raise _NotFinite(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+_FAMILY_KEYS = {f.key for f in FAMILIES}
+_PLAN_KEYS = ("kchaos_plan", "seed", "spec", "generator", "faults")
+_FAULT_FIELDS = {f.name: f for f in fields(FaultStep)}
+
+
+def _plan_of(data: dict[str, Any]) -> Plan:
+    """The plan of a stored plan.json's parsed data; SpecError names the part at fault."""
+    missing = [k for k in _PLAN_KEYS if k not in data]
+    if missing:
+        raise SpecError(f"the plan has no {', '.join(missing)}")
+    unknown = sorted(set(data) - set(_PLAN_KEYS) - _FAMILY_KEYS)
+    if unknown:
+        raise SpecError(
+            f"unknown key(s) {', '.join(map(repr, unknown))}: a plan holds "
+            f"{', '.join(sorted((*_PLAN_KEYS, *_FAMILY_KEYS)))}"
+        )
+    spec_data = data["spec"]
+    if not isinstance(spec_data, dict):
+        raise SpecError(f"spec must be a mapping of options, not {_kind(spec_data)}")
+    spec = spec_from_dict(spec_data, where="spec")  # the stored spec must still be valid
+    seed = data["seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise SpecError(f"seed must be a whole number between 0 and {MAX_SEED}, not {seed!r}")
+    if spec.seed is not None and spec.seed != seed:
+        raise SpecError(f"seed {seed} is not the spec's seed {spec.seed}")
+    generator = data["generator"]
+    if not isinstance(generator, dict):
+        raise SpecError(f"generator must be a mapping, not {_kind(generator)}")
+    # The generator is derived from the spec: a value that differs from the spec's is not the
+    # plan of that spec (keys a newer or older kchaos adds or drops are left alone).
+    derived = generator_params(spec)
+    for key in sorted(set(generator) & set(derived)):
+        if generator[key] != derived[key]:
+            raise SpecError(
+                f"generator {key} is {generator[key]!r}, but its spec makes it {derived[key]!r}"
+            )
+    faults = _faults(data["faults"], spec)
+    steps: dict[str, list[PlannedStep]] = {}
+    for f in FAMILIES:
+        stored = data.get(f.key)
+        if not stored:
+            continue
+        if not isinstance(stored, list) or not all(isinstance(s, dict) for s in stored):
+            raise SpecError(f"{f.key} must be a list of steps (mappings)")
+        try:
+            steps[f.key] = list(f.load(stored))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SpecError(f"{f.key}: not a list of {f.key} steps ({exc})") from None
+    return Plan(seed=seed, spec=spec_data, generator=generator, faults=faults, steps=steps)
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _faults(stored: Any, spec: RunSpec) -> list[FaultStep]:
+    """A plan's fault steps, each checked as its package checks a step before it acts."""
+    if not isinstance(stored, list):
+        raise SpecError(f"faults must be a list of fault steps, not {_kind(stored)}")
+    out: list[FaultStep] = []
+    last = 0.0
+    for i, raw in enumerate(stored):
+        where = f"faults[{i}]"
+        if not isinstance(raw, dict):
+            raise SpecError(
+                f"{where} must be a mapping with {', '.join(_FAULT_FIELDS)}, not {_kind(raw)}"
+            )
+        unknown = sorted(set(raw) - set(_FAULT_FIELDS))
+        needed = [k for k in ("at_s", "action", "fault", "kind") if k not in raw]
+        if unknown or needed:
+            raise SpecError(
+                f"{where} must be a mapping with {', '.join(_FAULT_FIELDS)}"
+                + (f"; unknown: {', '.join(map(str, unknown))}" if unknown else "")
+                + (f"; missing: {', '.join(needed)}" if needed else "")
+            )
+        at_s = raw["at_s"]
+        if isinstance(at_s, bool) or not isinstance(at_s, (int, float)):
+            raise SpecError(f"{where}.at_s must be a number of seconds, not {at_s!r}")
+        if not last <= at_s <= spec.time_limit:
+            raise SpecError(
+                f"{where}.at_s {at_s:g} must be between the step before ({last:g}) and the "
+                f"time limit ({spec.time_limit:g}): a plan's steps are in time order"
+            )
+        last = at_s
+        for key, kinds in (("action", str), ("fault", str), ("kind", str)):
+            if not isinstance(raw[key], kinds):
+                raise SpecError(f"{where}.{key} must be a string, not {raw[key]!r}")
+        if raw["action"] not in ("start", "stop"):
+            raise SpecError(f"{where}.action must be start or stop, not {raw['action']!r}")
+        target, seed, params = raw.get("target"), raw.get("seed", 0), raw.get("params", {})
+        if target is not None and not isinstance(target, str):
+            raise SpecError(f"{where}.target must be a string or null, not {target!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+            raise SpecError(f"{where}.seed must be a whole number between 0 and {MAX_SEED}")
+        if not isinstance(params, dict):
+            raise SpecError(f"{where}.params must be a mapping, not {_kind(params)}")
+        step = FaultStep(at_s, raw["action"], raw["fault"], raw["kind"], target, seed, params)
+        try:
+            nemesis = build([step.fault])[step.fault]
+            nemesis.check(step)
+            kind = nemesis.menu.kind(step.kind)
+        except NemesisError as exc:
+            raise SpecError(f"{where}: {exc}") from None
+        if not kind.applies_to(spec.topology):
+            raise SpecError(
+                f"{where}: {step.fault} {step.kind} does not apply to topology {spec.topology}"
+            )
+        out.append(step)
+    return out

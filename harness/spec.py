@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
 import yaml
 
 from checkers.analyze.scenario import ScenarioTerms
@@ -41,7 +40,6 @@ from history.options import (
     coerce,
     declared,
     option,
-    positive,
     refuse_each,
     refuse_inapplicable,
 )
@@ -68,12 +66,13 @@ def _zookeepers(flag: str, value: Any) -> str | None:
     return None if value in (1, 3) else f"zookeepers must be 1 or 3, not {value}"
 
 
-def _rate(flag: str, value: Any) -> str | None:
-    return f"rate must be 0 (unlimited) or positive, not {value}" if value < 0 else None
-
-
-def _seed(flag: str, value: Any) -> str | None:
-    return None if 0 <= value < 2**63 else f"seed must be between 0 and 2^63-1, not {value}"
+# The ranges of the harness's numbers (history/options.py refuses a value outside them, and
+# NaN or infinity, wherever it comes from): a run of at most a week, a seed a signed 64-bit
+# integer, and a plan of at most so many fault windows (time limit / nemesis interval), so that
+# planning stays fast and plan.json small for every accepted value.
+MAX_TIME_LIMIT = 7 * 24 * 3600
+MAX_SEED = 2**63 - 1
+MAX_FAULT_WINDOWS = 5_000
 
 
 def _a_name(flag: str, value: Any) -> str | None:
@@ -110,7 +109,8 @@ class RunSpec:
         check=_zookeepers,
         applies_with=("topology", ZK_TOPOLOGIES),
         help="ZooKeeper nodes with --topology zk or migration (1 or 3).",
-        cli={"type": click.IntRange(1, 3)},
+        minimum=1,
+        maximum=3,
     )
     version: str = option(
         "3.9", help=f"Kafka version or line (newest of the line; e.g. {DEFAULT_VERSION})."
@@ -122,14 +122,29 @@ class RunSpec:
         "Every item gets a fault window before any gets a second; `kchaos nemeses` lists every "
         f"package, kind, target and parameter.\n\n\b\ne.g. partition,kill\n     {EXAMPLE}",
     )
-    time_limit: float = option(30.0, check=positive, help="Seconds of workload.")
-    concurrency: int = option(4, check=positive, help="Client workers running at once.")
+    time_limit: float = option(
+        30.0,
+        help="Seconds of workload (up to 7 days).",
+        minimum=1,
+        maximum=MAX_TIME_LIMIT,
+        unit="seconds",
+    )
+    concurrency: int = option(4, help="Worker processes (clients) at once.", minimum=1, maximum=256)
     # Total invocations per second across clients; 0: as fast as they can.
     rate: float = option(
-        50.0, check=_rate, help="Operations per second, all clients together; 0: unlimited."
+        50.0,
+        help="Operations per second, all clients together; 0: unlimited.",
+        minimum=0,
+        maximum=100_000,
+        unit="operations per second; 0: unlimited",
     )
     nemesis_interval: float = option(
-        10.0, check=positive, help="Seconds a fault stays on, and then off."
+        10.0,
+        help="Seconds a fault stays on, and then off; a run holds at most "
+        f"{MAX_FAULT_WINDOWS:,} such fault windows.",
+        minimum=0.1,
+        maximum=MAX_TIME_LIMIT,
+        unit="seconds",
     )
     timing: str = option(
         "default",
@@ -138,7 +153,11 @@ class RunSpec:
         "for quick fault tests).",
     )
     seed: int | None = option(
-        kind=int, check=_seed, tested=False, help="Fixes every random choice (default: random)."
+        kind=int,
+        tested=False,
+        help="Fixes every random choice (default: random).",
+        minimum=0,
+        maximum=MAX_SEED,
     )
     # results/<name>/; defaults to the workload
     name: str | None = option(
@@ -157,7 +176,9 @@ class RunSpec:
     )
     final_timeout: float = option(
         60.0,
-        check=positive,
+        minimum=1,
+        maximum=86_400,
+        unit="seconds",
         help="Bound on the final reads, seconds; a queue run adds a second per "
         f"{FINAL_READ_RATE:,.0f} acknowledged sends.",
     )
@@ -278,6 +299,8 @@ def _refuse(spec: RunSpec, *names: str) -> None:
 def validate(spec: RunSpec) -> RunSpec:
     """Raises SpecError on the first thing that cannot work; returns the spec unchanged."""
     _refuse(spec, "workload", "topology")
+    # Numbers first: every later check (and the plan) may compute with them.
+    _refuse(spec, *(o.name for o in OPTIONS if o.kind in (int, float) and o.name in HARNESS_NAMES))
     try:
         parse_items(spec.nemesis, spec.topology, spec.zookeepers)
     except ItemError as exc:
@@ -320,6 +343,14 @@ def validate(spec: RunSpec) -> RunSpec:
     except OptionError as exc:
         raise SpecError(str(exc)) from None
     _refuse(spec, *(o.name for o in HARNESS_OPTIONS))
+    # A fault window is on for one interval and off for one (harness/plan.py fault_windows).
+    windows = spec.time_limit / (2 * spec.nemesis_interval)
+    if spec.nemesis and windows > MAX_FAULT_WINDOWS:
+        raise SpecError(
+            f"--time-limit {spec.time_limit:g} with --nemesis-interval {spec.nemesis_interval:g} "
+            f"makes {windows:,.0f} fault windows: at most {MAX_FAULT_WINDOWS:,} (a longer "
+            "--nemesis-interval, or a shorter --time-limit)"
+        )
     try:
         # The cluster's layout is pure data: a subnet that cannot hold it is refused here, as
         # the run would refuse it, and not after the run directory exists.
@@ -352,6 +383,23 @@ def spec_from_dict(data: Any, where: str = "spec") -> RunSpec:
         return check_named_targets(validate(RunSpec.of(**values)))
     except SpecError as exc:
         raise SpecError(f"{where}: {exc}") from None
+
+
+def check_value(key: str, value: Any) -> Any:
+    """One option's value as a spec file gives it (``kchaos campaign --set KEY=VALUE``): the
+    option's type and its own refusals; SpecError says why, without naming where it came from."""
+    name = str(key).replace("-", "_")
+    o = _BY_NAME.get(name)
+    if o is None:
+        raise SpecError(
+            f"unknown option '{key}': options are {', '.join(sorted(o.flag for o in OPTIONS))}"
+        )
+    try:
+        coerced = coerce(o, value)
+        o.refuse(coerced)
+    except OptionError as exc:
+        raise SpecError(str(exc)) from None
+    return coerced
 
 
 def load_spec_file(path: str | Path) -> dict[str, Any]:

@@ -22,16 +22,22 @@ An option says:
 - how plan.json stores it (``stored``): ``ALWAYS`` for the options the first plans had, so
   those plans stay byte for byte the same, or ``AS_ASKED``, written only when the run asked for
   something other than what a run without it does (the default, or a ``quiet`` value);
-- whether it is part of what a run tests (``tested``), i.e. of its scenario name.
+- whether it is part of what a run tests (``tested``), i.e. of its scenario name;
+- for a number, its range (``minimum``/``maximum``, in ``unit``): every number is finite and in
+  it, whether it comes from the command line (the click type is made from the range, and the
+  help shows it), a spec file, a campaign cell or a stored plan (``coerce`` and ``refuse``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
+
+import click
 
 ALWAYS, AS_ASKED = "always", "as-asked"
 
@@ -63,12 +69,51 @@ class Option:
     stored: str = ALWAYS
     quiet: tuple[Any, ...] = ()
     tested: bool = True
-    # Further click.option arguments (a range type, a different default shown, ...).
+    # Further click.option arguments (a different default shown, ...).
     cli: Mapping[str, Any] = field(default_factory=dict)
+    # A number's range, both ends included (None: no bound that end; NaN and infinity are
+    # never a value), and its unit in the sentence that refuses one outside it.
+    minimum: float | None = None
+    maximum: float | None = None
+    unit: str = ""
 
     @property
     def flag(self) -> str:
         return self.name.replace("_", "-")
+
+    def range_text(self) -> str:
+        """The accepted numbers in words: "a number between 1 and 604800 (seconds)"."""
+        what = "a whole number" if self.kind is int else "a number"
+        low, high = (_show(b) if b is not None else None for b in (self.minimum, self.maximum))
+        if low is not None and high is not None:
+            what += f" between {low} and {high}"
+        elif low is not None:
+            what += f" of at least {low}"
+        elif high is not None:
+            what += f" of at most {high}"
+        return what + (f" ({self.unit})" if self.unit else "")
+
+    def out_of_range(self, value: Any) -> str | None:
+        """Why a number is not one of this option's, without the flag ("must be ..."), or
+        None; not a number (or not a numeric option) is coerce's."""
+        if self.kind not in (int, float) or isinstance(value, bool):
+            return None
+        if not isinstance(value, (int, float)):
+            return None
+        if (
+            (isinstance(value, float) and not math.isfinite(value))
+            or (self.minimum is not None and value < self.minimum)
+            or (self.maximum is not None and value > self.maximum)
+        ):
+            return f"must be {self.range_text()}, not {_show(value)}"
+        return None
+
+    def click_type(self) -> click.ParamType | None:
+        """The command line's type of a numeric option: its range, refused in one sentence
+        that names it (and shown in --help); None for the others."""
+        if self.kind not in (int, float):
+            return None
+        return _range_type(self)
 
     def means_default(self, value: Any) -> bool:
         """Does ``value`` ask for what a run without the option does?"""
@@ -90,13 +135,53 @@ class Option:
             raise OptionError(
                 f"unknown {noun} '{value}': choose one of {', '.join(map(str, self.choices))}"
             )
+        says = self.out_of_range(value)
+        if says:
+            raise OptionError(f"{self.flag} {says}")
         says = self.check(self.flag, value) if self.check else None
         if says:
             raise OptionError(says)
 
 
+def _as_text(value: Any) -> str:
+    """A hint for a number YAML read as text (YAML 1.1 takes 1e3 for a string)."""
+    try:
+        number = float(value) if isinstance(value, str) else None
+    except ValueError:
+        return ""
+    if number is None or not math.isfinite(number):
+        return ""
+    return f" (YAML reads {value} as text: write {number!r} or {float(number):.1e})"
+
+
+def _show(value: Any) -> str:
+    """A number as the sentences spell it: 604800, 0.5, inf, nan, 1e+20 (not 1e+20.0)."""
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:g}"
+    text = str(value)
+    return text if len(text) <= 20 else f"{value:.3g}"
+
+
+def _range_type(o: Option) -> click.ParamType:
+    base = click.IntRange if o.kind is int else click.FloatRange
+    parse = click.INT if o.kind is int else click.FLOAT
+
+    class Bounded(base):  # type: ignore[misc, valid-type]
+        def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+            try:
+                number = parse.convert(value, param, ctx)
+            except click.BadParameter:
+                self.fail(f"must be {o.range_text()}, not {value!r}", param, ctx)
+            says = o.out_of_range(number)
+            if says:
+                self.fail(says, param, ctx)
+            return number
+
+    return Bounded(min=o.minimum, max=o.maximum)
+
+
 def positive(flag: str, value: Any) -> str | None:
-    return f"{flag} must be positive, not {value}" if value <= 0 else None
+    return f"{flag} must be positive, not {value}" if not value > 0 else None
 
 
 def option(default: Any = None, *, kind: type | None = None, **declared: Any) -> Any:
@@ -184,7 +269,10 @@ def coerce(o: Option, value: Any) -> Any:
         return value
     if o.kind in (int, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise OptionError(f"{o.name} must be a number, not {value!r}")
+            raise OptionError(f"{o.name} must be a number, not {value!r}{_as_text(value)}")
+        says = o.out_of_range(value)
+        if says:
+            raise OptionError(f"{o.name} {says}")
         if o.kind is int and value != int(value):
             raise OptionError(f"{o.name} must be a whole number, not {value!r}")
         return o.kind(value)

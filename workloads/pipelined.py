@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from history.format import JVM_RECORDER, SEND_RECORDER_FIELD, TXN_SENDS_FIELD
-from history.options import AS_ASKED, Option, OptionError, Values, positive
+from history.options import AS_ASKED, Option, OptionError, Values
 from workloads.client import Completion, Invocation
 from workloads.client_choice import JAVA
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
@@ -96,7 +96,8 @@ OPTIONS = (
     Option(
         "in_flight",
         int,
-        check=positive,
+        minimum=1,
+        maximum=1_000_000,  # librdkafka's max.in.flight
         only_with=_WITH_ASYNC,
         stored=AS_ASKED,
         help="With --send-mode async: sends outstanding per producer, one process id each "
@@ -105,7 +106,9 @@ OPTIONS = (
     Option(
         "linger_ms",
         float,
-        check=lambda flag, v: f"{flag} must be 0 or positive, not {v:g}" if v < 0 else None,
+        minimum=0,
+        maximum=900_000,  # librdkafka's linger.ms
+        unit="milliseconds",
         only_with=_WITH_ASYNC,
         stored=AS_ASKED,
         help=f"With --send-mode async: the producer's linger.ms (default {DEFAULT_LINGER_MS:g}).",
@@ -113,7 +116,9 @@ OPTIONS = (
     Option(
         "batch_size",
         int,
-        check=positive,
+        minimum=1,
+        maximum=2**31 - 1,  # librdkafka's batch.size
+        unit="bytes",
         only_with=_WITH_ASYNC,
         stored=AS_ASKED,
         help="With --send-mode async: the producer's batch.size in bytes (librdkafka's default).",

@@ -42,7 +42,7 @@ from history.format import (
     SEND_RECORDER_FIELD,
     TXN_ID_PER_SLOT,
 )
-from history.options import Option, Values, positive
+from history.options import Option, Values
 from workloads import client_choice, pipelined
 from workloads.api import KindBase
 from workloads.client import Completion, Invocation
@@ -80,7 +80,15 @@ _QUEUE = ("workload", ("queue",))
 # spec (an admin run's too) carries them.
 
 OPTIONS: tuple[Option, ...] = (
-    Option("keys", int, 8, help="Queue keys.", check=positive, applies_with=_QUEUE),
+    Option(
+        "keys",
+        int,
+        8,
+        help="Queue keys (topic partitions).",
+        minimum=1,
+        maximum=10_000,
+        applies_with=_QUEUE,
+    ),
     Option("txn", bool, False, help="Queue writes in Kafka transactions.", applies_with=_QUEUE),
     Option(
         "mode",

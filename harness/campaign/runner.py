@@ -26,7 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from clusters.errors import ClusterError
 from clusters.hold import ClusterHeld, check_name, name_problem, take
+from clusters.topology import slot_subnets
 from harness.campaign.report import (
     CRASHED,
     ERROR,
@@ -72,11 +74,11 @@ def slots(campaign: Campaign, parallel: int) -> list[Slot]:
         return [Slot(campaign.cluster, campaign.subnet)]
     for i in (0, parallel - 1):
         check_name(f"{campaign.cluster}-{i}", f"cluster (slot {i} of --parallel {parallel})")
-    a, b, c, _ = campaign.subnet.split("/")[0].split(".")
-    mask = campaign.subnet.split("/")[1]
-    return [
-        Slot(f"{campaign.cluster}-{i}", f"{a}.{b}.{int(c) + i}.0/{mask}") for i in range(parallel)
-    ]
+    try:
+        subnets = slot_subnets(campaign.subnet, parallel)
+    except ClusterError as exc:
+        raise SpecError(f"--parallel {parallel}: {exc}") from None
+    return [Slot(f"{campaign.cluster}-{i}", subnet) for i, subnet in enumerate(subnets)]
 
 
 def new_record(campaign: Campaign, spec_file: str) -> dict[str, Any]:

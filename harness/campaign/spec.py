@@ -30,9 +30,20 @@ from pathlib import Path
 from typing import Any
 
 from checkers.analyze.scenario import scenario
+from clusters.errors import ClusterError
 from clusters.hold import name_problem
+from clusters.topology import check_subnet
 from harness.plan import build_plan
-from harness.spec import RunSpec, SpecError, load_spec_file, scenario_terms, spec_from_dict
+from harness.spec import (
+    MAX_SEED,
+    MAX_TIME_LIMIT,
+    RunSpec,
+    SpecError,
+    check_value,
+    load_spec_file,
+    scenario_terms,
+    spec_from_dict,
+)
 
 # Options a campaign sets for every cell itself: where the run writes and which cluster it uses.
 OWNED = ("results_dir", "name", "cluster", "subnet", "seed")
@@ -41,6 +52,12 @@ DEFAULT_SUBNET = "10.213.220.0/24"
 # Beyond its time limit a cell brings a cluster up, heals, reads back, collects and checks.
 CELL_SLACK_S = 900.0
 KEYS = ("name", "base", "axes", "exclude", "seeds", "cell_timeout", "cluster", "subnet")
+# Bounds that keep a campaign's expansion (one plan per cell, built before anything runs) fast:
+# seeds per cell, and cells in all (the matrix times the seeds).
+MAX_SEEDS = 1000
+MAX_CELLS = 10_000
+# A cell's wall time: at most the longest run and a day of slack.
+MAX_CELL_TIMEOUT = MAX_TIME_LIMIT + 86_400
 
 
 @dataclass(frozen=True)
@@ -115,6 +132,12 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
     if name_problem(name):
         raise SpecError(f"{where}: name '{name}' is not a name: {name_problem(name)}")
     base = _mapping(raw.get("base") or {}, f"{where}: base")
+    for key, value in (overrides or {}).items():
+        # Checked on its own first: a bad value is the --set's, not the first cell's.
+        try:
+            check_value(key, value)
+        except SpecError as exc:
+            raise SpecError(f"--set {key}: {exc}") from None
     base.update(overrides or {})
     owned = sorted(k for k in base if k.replace("-", "_") in OWNED)
     if owned:
@@ -133,6 +156,20 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
         raise SpecError(f"{where}: exclude must be a list of mappings")
     excludes = [_exclude(e, i, axes, where) for i, e in enumerate(excludes)]
     seeds = _seeds(raw.get("seeds", 1), where)
+    size = len(seeds)
+    for values in axes.values():
+        size *= len(values)
+    if size > MAX_CELLS:
+        raise SpecError(
+            f"{where}: the matrix and seeds make {size:,} cells: at most {MAX_CELLS:,} "
+            "(fewer axis values or seeds)"
+        )
+    subnet = raw.get("subnet")
+    if subnet is not None:
+        try:
+            check_subnet(subnet, 0)
+        except ClusterError as exc:
+            raise SpecError(f"{where}: {exc}") from None
     names = list(axes)
     combos = [dict(zip(names, values, strict=True)) for values in product(*axes.values())]
     kept = [c for c in combos if not any(_matches(c, e) for e in excludes)]
@@ -163,8 +200,15 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
         raise SpecError(f"{where}: cluster and subnet come from the inventory {hosts}")
     limit = max(float(c.options.get("time_limit", RunSpec().time_limit)) for c in cells)
     timeout = raw.get("cell_timeout", limit + CELL_SLACK_S)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise SpecError(f"{where}: cell_timeout must be a positive number of seconds")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 1 <= timeout <= MAX_CELL_TIMEOUT  # NaN is neither
+    ):
+        raise SpecError(
+            f"{where}: cell_timeout must be a number of seconds between 1 and "
+            f"{MAX_CELL_TIMEOUT}, not {timeout!r}"
+        )
     if not hosts and name_problem(str(raw.get("cluster") or DEFAULT_CLUSTER)):
         raise SpecError(
             f"{where}: cluster '{raw['cluster']}' is not a name: {name_problem(raw['cluster'])}"
@@ -217,14 +261,21 @@ def _seeds(value: Any, where: str) -> list[int]:
     if isinstance(value, bool):
         raise SpecError(f"{where}: seeds must be a count or a list of seeds")
     if isinstance(value, int):
-        if value < 1:
-            raise SpecError(f"{where}: seeds must be at least 1")
+        if not 1 <= value <= MAX_SEEDS:
+            raise SpecError(
+                f"{where}: seeds must be a count between 1 and {MAX_SEEDS}, not {value}"
+            )
         return list(range(1, value + 1))
     if (
         isinstance(value, list)
         and value
         and all(isinstance(s, int) and not isinstance(s, bool) for s in value)
     ):
+        if len(value) > MAX_SEEDS:
+            raise SpecError(f"{where}: at most {MAX_SEEDS} seeds, not {len(value)}")
+        bad = [s for s in value if not 0 <= s <= MAX_SEED]
+        if bad:
+            raise SpecError(f"{where}: seed {bad[0]} is not between 0 and {MAX_SEED}")
         if len(set(value)) != len(value):
             raise SpecError(f"{where}: seeds repeat")
         return list(value)
@@ -240,5 +291,10 @@ def parse_overrides(items: tuple[str, ...]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise SpecError(f"--set {item!r}: expected KEY=VALUE")
-        out[key.strip().replace("-", "_")] = yaml.safe_load(value)
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise SpecError(f"--set {item}: not a YAML value ({problem})") from None
+        out[key.strip().replace("-", "_")] = parsed
     return out

@@ -116,7 +116,11 @@ def _refuse_inapplicable(ctx: click.Context, topology: str) -> None:
     "--version", default=DEFAULT_VERSION, show_default=True, help="Kafka version or line."
 )
 @click.option(
-    "--brokers", default=3, show_default=True, help="Brokers (kraft, zk and migration topologies)."
+    "--brokers",
+    type=click.IntRange(1, 16),
+    default=3,
+    show_default=True,
+    help="Brokers (kraft, zk and migration topologies).",
 )
 @click.option(
     "--zookeepers",
@@ -138,7 +142,13 @@ def _refuse_inapplicable(ctx: click.Context, topology: str) -> None:
     show_default=True,
     help="The Docker network of the cluster (a CIDR).",
 )
-@click.option("--heap-mb", default=256, show_default=True, help="JVM heap of each Kafka node.")
+@click.option(
+    "--heap-mb",
+    type=click.IntRange(128, 65536),
+    default=256,
+    show_default=True,
+    help="JVM heap of each Kafka node, in MiB.",
+)
 @click.option(
     "--no-wait", is_flag=True, help="Return once containers start, without waiting for readiness."
 )
@@ -277,7 +287,9 @@ def status(
 @cluster.command()
 @name_option
 @click.argument("node")
-@click.option("--tail", type=int, default=None, help="Only the last N lines.")
+@click.option(
+    "--tail", type=click.IntRange(0, 10_000_000), default=None, help="Only the last N lines."
+)
 @hosts_option
 @accept_option
 @click.pass_context

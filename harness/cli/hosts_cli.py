@@ -29,7 +29,13 @@ def hosts() -> None:
     required=True,
     help="Names the hosts (containers kchaos-NAME-ssh-n1, ...).",
 )
-@click.option("--count", default=3, show_default=True, help="How many hosts (n1, n2, ...).")
+@click.option(
+    "--count",
+    type=click.IntRange(1, 16),
+    default=3,
+    show_default=True,
+    help="How many hosts (n1, n2, ...).",
+)
 @click.option(
     "--subnet",
     default=HOSTS_SUBNET,

@@ -41,7 +41,7 @@ def _click_option(o: Option) -> Callable[[F], F]:
     elif o.choices:
         kw["type"] = click.Choice(o.choices)
     elif o.kind in (int, float):
-        kw["type"] = o.kind
+        kw["type"] = o.click_type()
     kw["show_default"] = o.default is not None and o.kind not in (bool, list)
     return click.option(f"--{o.flag}", **{**kw, **o.cli})
 

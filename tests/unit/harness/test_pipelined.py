@@ -246,7 +246,7 @@ def test_spec_options_and_plans():
     assert history_header(json.loads(plain)["generator"]) == {}
     with pytest.raises(SpecError, match="in-flight only apply with send-mode async"):
         spec_from_dict({"in_flight": 3})
-    with pytest.raises(SpecError, match="in-flight must be positive"):
+    with pytest.raises(SpecError, match="in_flight must be a whole number between 1 and 1000000"):
         spec_from_dict({"send_mode": "async", "in_flight": 0})
     with pytest.raises(SpecError, match="unknown send mode"):
         spec_from_dict({"send_mode": "fast"})

@@ -35,7 +35,7 @@ def test_unknown_nemesis_lists_the_valid_ones():
 @pytest.mark.parametrize(
     ("text", "suffix", "expected"),
     [
-        ("time-limit: -3\n", ".yaml", "time-limit must be positive"),
+        ("time-limit: -3\n", ".yaml", "time_limit must be a number between 1 and 604800"),
         ("colour: blue\n", ".yaml", "unknown option 'colour'"),
         ("[1, 2]\n", ".yaml", "expected a mapping"),
         ('{"rate": "fast"}', ".json", "rate must be a number"),
