@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,10 @@ NEEDS = {o.name: o.only_with for o in NUMERIC if o.only_with}
 FEW = settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
+
+# Inputs here once hung or grew without bound: a hang fails the test (pytest-timeout), and
+# how fast planning is belongs to a benchmark, never to a timed test.
+pytestmark = pytest.mark.timeout(300)
 
 
 def _context(o: Option) -> list[str]:
@@ -205,18 +208,14 @@ def test_a_number_yaml_reads_as_text_says_how_to_write_it(tmp_path):
     ],
 )
 def test_campaign_values_are_bounded(key, value, says):
-    start = time.monotonic()
     with pytest.raises(SpecError, match=re.escape(says)):
         expand({"axes": {"workload": ["queue"]}, key: value}, where="c")
-    assert time.monotonic() - start < 2
 
 
 def test_a_campaign_matrix_is_bounded_before_any_plan_is_built():
     axes = {"rate": list(range(1, 101)), "concurrency": list(range(1, 101))}
-    start = time.monotonic()
     with pytest.raises(SpecError, match="cells: at most"):
         expand({"axes": axes, "seeds": 2}, where="c")
-    assert time.monotonic() - start < 2
 
 
 # Replay plans.
@@ -349,29 +348,26 @@ def test_accepted_numbers_make_a_strict_json_plan(data):
         with pytest.raises(SpecError, match="fault windows: at most"):
             spec_from_dict(values)
         return
-    start = time.monotonic()
     plan = build_plan(spec_from_dict(values), data.draw(st.integers(0, 2**63 - 1)))
     _strict(plan.to_json())
-    assert time.monotonic() - start < 2
 
 
-def test_the_worst_accepted_plan_is_fast_and_bounded():
+def test_the_worst_accepted_plan_is_bounded():
+    # How long it takes is bench/bench_plan_only.py's (never a timed test); here: it is
+    # accepted, strict JSON, and of bounded size, for the largest values every option allows.
     interval = MAX_TIME_LIMIT / (2 * MAX_FAULT_WINDOWS)
     for topology in ("kraft-combined", "kraft", "zk", "migration"):
-        # CPU time of this process: what planning costs, whatever else the machine runs.
-        start = time.process_time()
+        zookeepers = ("--zookeepers", "3") if topology in ("zk", "migration") else ()
         r = cli(
             "run", "--plan-only", "--seed", str(2**63 - 1), "--topology", topology,
-            "--zookeepers", "3", "--nemesis", "partition,kill,pause,clock,packet",
+            *zookeepers, "--nemesis", "partition,kill,pause,clock,packet",
             "--time-limit", str(MAX_TIME_LIMIT), "--nemesis-interval", str(interval),
             "--concurrency", "256", "--rate", "100000", "--keys", "10000",
             "--send-mode", "async", "--in-flight", "1000000", "--linger-ms", "900000",
             "--batch-size", str(2**31 - 1), "--final-timeout", "86400",
         )  # fmt: skip
-        took = time.process_time() - start
         assert r.exit_code == 0, r.output
         _strict(r.output.split("\n", 1)[1] if not r.output.startswith("{") else r.output)
-        assert took < 2, f"{topology}: {took:.2f} s"
         assert len(r.output) < 20_000_000
 
 
@@ -404,10 +400,8 @@ REFUSED_SUBNETS = [
 @pytest.mark.parametrize("subnet", REFUSED_SUBNETS)
 def test_a_subnet_outside_the_policy_is_refused_fast(subnet, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    start = time.monotonic()
     r = cli("run", "--plan-only", "--subnet", subnet)
     one_refusal(r, "subnet")
-    assert time.monotonic() - start < 2
     assert list(tmp_path.iterdir()) == []
 
 
@@ -432,7 +426,6 @@ def test_subnet_policy_on_any_ipv4_network(address, prefix):
         and prefix >= 16
         and net.num_addresses - 2 >= 11 + 3
     )
-    start = time.monotonic()
     try:
         check_subnet(str(net), 3)
     except ClusterError as exc:
@@ -440,7 +433,6 @@ def test_subnet_policy_on_any_ipv4_network(address, prefix):
         assert str(net) in str(exc)
     else:
         assert ok
-    assert time.monotonic() - start < 0.5
 
 
 def test_campaign_slots_are_networks_of_the_policy():
