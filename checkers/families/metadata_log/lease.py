@@ -5,9 +5,9 @@ The controller fences a broker in a committed record once its lease has run out;
 as leader, invoked more than the session timeout plus a tolerance after that record (and
 completed before any record anywhere unfences or re-registers the broker), breaks this.
 
-Attribution is exact when the run collected data logs
-(checkers/families/data_log/attribution.py): the batch holding the send's write names the
-leader epoch that appended it, and the committed metadata log names that epoch's leader. Such a send's write survived (it is in a final log), so
+Attribution is exact when the run collected data logs (checkers/families/data_log/attribution.py):
+the batch holding the send's write names the leader epoch that appended it, and the committed
+metadata log names that epoch's leader. Such a send's write survived (it is in a final log), so
 alone it is reported as tolerated (`TOLERATED` says why: Kafka brokers do not expire their own
 lease); a failing data finding that cites the op makes it a failure. A send found in no final log
 falls back to the history:
