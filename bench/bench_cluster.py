@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from clusters.cluster import UpOptions
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from clusters.engine import client
 from clusters.topology import TOPOLOGIES, build_topology
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from clusters.cluster import UpOptions
 from clusters.config import FAKETIME_ENV
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from clusters.docker_node import DockerNode
 from clusters.engine import client
 from clusters.jmx import JmxUnavailable, sample_kafka

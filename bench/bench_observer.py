@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from clusters.cluster import UpOptions
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from clusters.engine import client
 from clusters.topology import build_topology
 from workloads.observe import Observer

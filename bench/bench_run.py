@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from clusters.cluster import UpOptions
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from clusters.engine import client
 from clusters.topology import build_topology
 from harness.plan import build_plan, client_rng

@@ -64,7 +64,8 @@ from confluent_kafka import KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from clusters.cluster import UpOptions
-from clusters.docker_cluster import DockerCluster, container_name
+from clusters.docker_labels import container_name
+from clusters.docker_lifecycle import DockerCluster
 from clusters.engine import client
 from clusters.kafka_dist import load_dist
 from clusters.topology import build_topology

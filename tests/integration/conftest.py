@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from clusters.cluster import ClusterInfo, UpOptions
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from clusters.engine import client
 from clusters.topology import build_topology
 

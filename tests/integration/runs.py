@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from harness.plan import Plan, build_plan
 from harness.run.interpreter import Run
 from harness.run.outcome import RunResult

@@ -12,7 +12,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from harness.exit_codes import INTERRUPTED_EXIT
 from tests.integration.kafka_io import wait_until
 from tests.integration.run_process import REPO

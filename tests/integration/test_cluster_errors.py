@@ -4,7 +4,8 @@ import docker.types
 import pytest
 
 from clusters.cluster import UpOptions
-from clusters.docker_cluster import LABEL, DockerCluster
+from clusters.docker_labels import LABEL
+from clusters.docker_lifecycle import DockerCluster
 from clusters.errors import ClusterError
 from clusters.topology import build_topology
 

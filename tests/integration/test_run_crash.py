@@ -10,7 +10,7 @@ import os
 import signal
 from pathlib import Path
 
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from clusters.hold import hold_path
 from harness.exit_codes import CRASHED_RUN_EXIT
 from tests.integration.kafka_io import wait_until

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from history.reader import read_history
 from nemesis.heal import heal_cluster
 from tests.integration.runs import quiet_run

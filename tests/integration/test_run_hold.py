@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from clusters.hold import hold_path
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT
 from tests.integration.kafka_io import wait_until

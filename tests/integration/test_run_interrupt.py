@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from history.reader import read_history
 from tests.integration.run_process import interrupted_run
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from nemesis.heal import heal_cluster
 from tests.integration.run_process import interrupted_run
 

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from clusters.cluster import UpOptions
-from clusters.docker_cluster import DockerCluster
+from clusters.docker_lifecycle import DockerCluster
 from clusters.kafka_dist import ensure_dist, run_tool
 from clusters.topology import build_topology
 from history.reader import read_history

@@ -1,5 +1,5 @@
 """clusters/ imports in one direction: status, readiness and collection never import back the
-orchestration that calls them, and the modules kept for other folders' imports are leaves."""
+orchestration that calls them."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import networkx as nx
 import clusters
 
 ROOT = Path(clusters.__file__).parent
-# Kept so that other folders' imports keep working; clusters/ itself uses what they re-export.
-FACADES = {"clusters.docker_cluster"}
 
 
 def import_graph() -> nx.DiGraph:
@@ -35,11 +33,6 @@ def import_graph() -> nx.DiGraph:
 def test_clusters_has_no_import_circles():
     graph = import_graph()
     assert [sorted(c) for c in nx.simple_cycles(graph)] == []
-
-
-def test_nothing_in_clusters_imports_the_facades():
-    graph = import_graph()
-    assert {(a, b) for a, b in graph.edges if b in FACADES} == set()
 
 
 def test_status_readiness_and_collection_never_reach_docker_orchestration():
