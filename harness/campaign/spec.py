@@ -129,8 +129,7 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
             f"{where}: unknown key(s) {', '.join(unknown)}: a campaign has {', '.join(KEYS)}"
         )
     name = str(raw.get("name") or Path(where).stem)
-    if name_problem(name):
-        raise SpecError(f"{where}: name '{name}' is not a name: {name_problem(name)}")
+    _a_name(name, "name", where)
     base = _mapping(raw.get("base") or {}, f"{where}: base")
     for key, value in (overrides or {}).items():
         # Checked on its own first: a bad value is the --set's, not the first cell's.
@@ -209,20 +208,25 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
             f"{where}: cell_timeout must be a number of seconds between 1 and "
             f"{MAX_CELL_TIMEOUT}, not {timeout!r}"
         )
-    if not hosts and name_problem(str(raw.get("cluster") or DEFAULT_CLUSTER)):
-        raise SpecError(
-            f"{where}: cluster '{raw['cluster']}' is not a name: {name_problem(raw['cluster'])}"
-        )
+    cluster = inventories[hosts] if hosts else str(raw.get("cluster") or DEFAULT_CLUSTER)
+    if not hosts:
+        _a_name(cluster, "cluster", where)
     return Campaign(
         name=name,
         cells=cells,
         cell_timeout=float(timeout),
-        cluster=inventories[hosts] if hosts else str(raw.get("cluster") or DEFAULT_CLUSTER),
+        cluster=cluster,
         subnet="" if hosts else str(raw.get("subnet") or DEFAULT_SUBNET),
         raw=raw,
         axes=names,
         hosts=hosts,
     )
+
+
+def _a_name(value: str, key: str, where: str) -> None:
+    problem = name_problem(value)
+    if problem:
+        raise SpecError(f"{where}: {key} '{value}' is not a name: {problem}")
 
 
 def _exclude(entry: dict[Any, Any], i: int, axes: dict[str, list[Any]], where: str) -> dict:
