@@ -180,10 +180,6 @@ def _range_type(o: Option) -> click.ParamType:
     return Bounded(min=o.minimum, max=o.maximum)
 
 
-def positive(flag: str, value: Any) -> str | None:
-    return f"{flag} must be positive, not {value}" if not value > 0 else None
-
-
 def option(default: Any = None, *, kind: type | None = None, **declared: Any) -> Any:
     """A dataclass field that is also an option's declaration (the harness's ``RunSpec``); the
     name is the field's, the kind the default's type unless given (a default of None says none).
