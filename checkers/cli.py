@@ -18,14 +18,18 @@ from pathlib import Path
 
 import click
 
-from checkers.core.verdict import CRASHED_EXIT, RESULTS_NAME, SUMMARY_NAME, Verdict
+from checkers.core.verdict import (
+    BAD_INPUT_EXIT,
+    CRASHED_EXIT,
+    RESULTS_NAME,
+    SUMMARY_NAME,
+    Verdict,
+)
 from checkers.families.queue.dispatch import ENGINE_CHOICES
 from history.errors import HistoryError
 from history.format import JSONL_NAME, PARQUET_NAME
 
 CRASH_NAME = "checker-crash.txt"
-# harness/exit_codes.py BAD_INPUT_EXIT (checkers/ cannot import harness/).
-BAD_INPUT_EXIT = 254
 # checkers/report/render.py's REPORT_NAME (that module loads matplotlib: only when writing).
 REPORT_NAME = "report.html"
 # What check reads when named: kchaos's histories, and a Jepsen history.edn (converted beside it).

@@ -12,11 +12,7 @@ import click
 
 from checkers.analyze.report import ANALYSIS_NAME, DEFAULT_LAST, PARQUET_DIR
 from checkers.analyze.scenario import ScenarioTerms
-
-# harness/exit_codes.py BAD_INPUT_EXIT (checkers/ cannot import harness/): the job is
-# misconfigured (here: pointed at a folder without runs), not a verdict about Kafka.
-BAD_INPUT_EXIT = 254
-
+from checkers.core.verdict import BAD_INPUT_EXIT
 
 # What analysis.html starts with (checkers/analyze/report.py's template): how --out tells a page
 # it may replace from a file it must not.

@@ -19,6 +19,10 @@ from checkers.core.findings import Finding
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 EXIT_CODES = {VALID: 0, INVALID: 1, UNKNOWN: 2}
 CRASHED_EXIT = 255
+# harness/exit_codes.py BAD_INPUT_EXIT, the checkers' one copy (checkers/ cannot import harness/;
+# tests/unit/harness/test_bad_input_cli.py holds the two equal): the command was misconfigured
+# (no history or no runs where it was pointed), not a verdict about Kafka.
+BAD_INPUT_EXIT = 254
 
 RESULTS_NAME = "results.json"
 SUMMARY_NAME = "summary.txt"
