@@ -31,15 +31,19 @@ demo: setup
 		--time-limit 40 --nemesis-interval 8 --timing fast
 	@echo "report: results/latest/report.html"
 
+# Unit tests on both cores (a file's tests stay on one worker: module fixtures are shared),
+# then the real-cluster tests one at a time: two clusters at once starve 2 cores.
 test: setup
-	$(PY) -m pytest --hypothesis-profile ci -m "not slow" --durations=30
+	$(PY) -m pytest -n 2 --dist loadfile --hypothesis-profile ci -m "not slow and not docker" \
+		--durations=15
+	$(PY) -m pytest --hypothesis-profile ci -m "docker and not slow" --durations=30
 
 # Long real-cluster scenarios (marked slow): what a nightly campaign adds to `make test`.
 nightly: setup
 	$(PY) -m pytest --hypothesis-profile ci -m slow
 
 unit: $(VENV)/.installed
-	$(PY) -m pytest -m "not docker"
+	$(PY) -m pytest -n 2 --dist loadfile -m "not docker"
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
