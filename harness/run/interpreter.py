@@ -33,6 +33,7 @@ from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED
 from harness.plan import PLAN_NAME, Plan
 from harness.run.faults import FaultDriver, heal, prepare
 from harness.run.outcome import RunResult
+from harness.run.phases import Phases
 from harness.run.progress import wait_out
 from harness.run.readiness import wait_observed_ready
 from harness.run.recorder import Recorder
@@ -141,6 +142,7 @@ class Run:
         # Where the run is, for the supervisor: phase, its budget, and what exists so far.
         self.on_state: Callable[[dict[str, Any]], None] | None = None
         self._facts: dict[str, Any] = {}
+        self.phases = Phases()
 
     def prepare(self) -> Path:
         """The run directory with spec and plan, before anything touches a cluster."""
@@ -192,6 +194,8 @@ class Run:
             with _second_interrupt_waits(self.say):
                 self._finish(live, finished=not interrupted and error is None)
         self.summary["seconds"] = round(time.monotonic() - started, 1)
+        self.phases.close()
+        self.summary["phases"] = self.phases.record()
         code = self._exit_code(interrupted, error)
         self.summary["exit_code"] = code
         write_json(run_dir / "run.json", self.summary)
@@ -321,12 +325,15 @@ class Run:
         if isinstance(workload, SizedFinal):
             final_s = workload.final_timeout(final_s)
         self._note(phase="final reads", budget_s=FINAL_BUDGET_S + final_s)
+        self.phases.mark("heal")
         self._heal(live)
+        self.phases.mark("ready after heal")
         self._wait_ready(live.cluster, up.info, "after healing", QUIESCE_TIMEOUT_S)
         for family in FAMILIES:
             if family.key in live.steps:
                 self.summary.update(family.after_heal(live.steps[family.key], self.spec.values()))
         self.say(self.workload_kind.FINAL_SAYS)
+        self.phases.mark("final reads")
         self.summary[self.workload_kind.FINAL_KEY] = workload.final(
             self.processes.fresh, up.recorder.record, final_s
         )
@@ -378,19 +385,24 @@ class Run:
                 run_dir / "nemesis.json", {"timeline": live.faults.timeline, "healed": healed}
             )
         if live.up is not None:
+            self.phases.mark("history")
             self.summary["ops"] = keep_history(live.up.recorder, run_dir, self.say)
             self._note(history_kept=True)
         if live.up is not None or (live.made and live.cluster.exists()):
             keep = self.spec.keep_cluster
+            self.phases.mark("collect and tear down")
             collect_and_tear_down(live.cluster, self.spec.cluster, keep, run_dir, self.say)
             self._note(torn_down=True)
         checked = finished and live.up is not None
+        self.phases.mark("check and report")
         self.summary["check"] = check_run(run_dir, self.say) if checked else not_checked(run_dir)
         self._note(checked=True)
 
     def _note(self, **facts: Any) -> None:
         """Tells the supervisor where the run is (no-op in a run without one)."""
         self._facts.update(facts)
+        if "phase" in facts:
+            self.phases.mark(facts["phase"])
         if self.on_state is not None:
             self.on_state({**self._facts, "summary": self.summary})
 
