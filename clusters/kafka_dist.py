@@ -107,7 +107,7 @@ def parse_version(text: str) -> tuple[int, ...]:
         r"(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*)){0,2}", text
     ):
         raise ClusterError(
-            f"'{text}' is not a Kafka version: give a release such as 3.9.2, or a line such as 3.9"
+            f"{text!r} is not a Kafka version: give a release such as 3.9.2, or a line such as 3.9"
         )
     return tuple(int(p) for p in text.split("."))
 

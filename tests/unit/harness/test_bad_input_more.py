@@ -111,3 +111,38 @@ def test_spark_master_help_names_the_forms(command: str):
     text = " ".join(r.stdout.split())
     for form in ("local[N]", "local[*]", "spark://HOST:PORT", "yarn", "k8s://", "sc://"):
         assert form in text, (form, text)
+
+
+# -- kchaos setup --version: every version checked before apt or dockerd -----------------------
+
+
+def _nothing_starts(monkeypatch):
+    import clusters.setup
+
+    def started(*a, **k):
+        raise AssertionError("setup touched packages or the engine before checking its versions")
+
+    monkeypatch.setattr(clusters.setup, "ensure_packages", started)
+    monkeypatch.setattr(clusters.setup, "ensure_engine", started)
+
+
+@SETTINGS
+@given(
+    bad=st.one_of(
+        st.sampled_from(["banana", "", "3.", "3.9.x", "03.9", "３.９", "2.8", "1", "3.2.1"]),
+        st.sampled_from(["v3.9", "3\n9", "3.9\n", "3.9 "]),
+        st.text(string.printable, max_size=12).filter(
+            lambda s: not all(p.isdigit() for p in s.split("."))
+        ),
+    ),
+    before=st.lists(st.sampled_from(["3.9", "4.0", "3.9.1", "4.4"]), max_size=2),
+)
+def test_setup_checks_every_version_before_installing_anything(bad, before):
+    import clusters.setup
+
+    with pytest.MonkeyPatch.context() as mp:
+        _nothing_starts(mp)
+        args = [a for v in [*before, bad] for a in ("--version", v)]
+        r = kchaos("setup", *args)
+    assert clusters.setup.ensure_packages.__name__ == "ensure_packages"  # restored
+    one_error_line(r, "--version:")
