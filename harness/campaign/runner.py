@@ -47,6 +47,7 @@ from harness.campaign.spec import Campaign, Cell
 from harness.exit_codes import CRASHED_RUN_EXIT, INTERRUPTED_EXIT
 from harness.signals import handling
 from harness.spec import SpecError
+from history import strict_json
 
 Say = Callable[[str], None]
 RECORD = "campaign.json"
@@ -222,7 +223,9 @@ class Runner:
         n = len([p for p in base.glob("attempt-*.json")]) + 1
         spec_path = base / f"attempt-{n}.json"
         spec_path.write_text(
-            json.dumps(cell.run_spec(self.directory / "runs", slot.cluster, slot.subnet), indent=1)
+            strict_json.dumps(
+                cell.run_spec(self.directory / "runs", slot.cluster, slot.subnet), indent=1
+            )
         )
         before = set(_run_dirs(base))
         started = time.monotonic()

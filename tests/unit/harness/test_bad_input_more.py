@@ -146,3 +146,134 @@ def test_setup_checks_every_version_before_installing_anything(bad, before):
         r = kchaos("setup", *args)
     assert clusters.setup.ensure_packages.__name__ == "ensure_packages"  # restored
     one_error_line(r, "--version:")
+
+
+# -- strict JSON everywhere kchaos writes ------------------------------------------------------
+
+_JSON_LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=5)
+)
+_JSON = st.recursive(
+    _JSON_LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _strict_loads(text: str):
+    import json
+
+    def refuse(constant: str):
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@SETTINGS
+@given(_JSON)
+def test_every_json_kchaos_writes_is_strict(value):
+    from history import strict_json
+
+    for text in (strict_json.dumps(value, indent=1), strict_json.encoder()(value)):
+        _strict_loads(text)
+    assert _strict_loads(strict_json.dumps(value)) == _strict_loads(
+        strict_json.dumps(strict_json.finite(value))
+    )
+
+
+def test_a_computed_nan_is_written_as_null_not_a_failed_write(tmp_path):
+    from harness.run.rundir import write_json
+    from history.writer import HistoryWriter
+
+    write_json(tmp_path / "run.json", {"rate": float("nan"), "took": [float("inf"), 1.5]})
+    assert _strict_loads((tmp_path / "run.json").read_text()) == {"rate": None, "took": [None, 1.5]}
+    with HistoryWriter(tmp_path / "history.jsonl", run="r") as w:
+        w.append({"type": "invoke", "f": "send", "process": 0, "time": 1, "value": [float("nan")]})
+    lines = (tmp_path / "history.jsonl").read_text().splitlines()
+    assert [_strict_loads(line).get("value") for line in lines][-1] == [None]
+
+
+def test_no_json_dump_in_kchaos_is_left_lax():
+    """Every json.dump(s) of kchaos's own code goes through history/strict_json.py, or says
+    allow_nan=False, or only hashes (a digest is not a file)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    lax = []
+    for folder in ("checkers", "clusters", "harness", "history", "nemesis", "steps", "workloads"):
+        for path in (root / folder).rglob("*.py"):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if re.search(r"\bjson\.dumps?\(|json\.JSONEncoder\(", line) and not (
+                    "allow_nan=False" in line
+                    or "hashlib" in line
+                    or path.name == "strict_json.py"
+                    or "searched, not written" in line
+                    or line.lstrip().startswith("#")
+                ):
+                    lax.append(f"{path.relative_to(root)}:{n}: {line.strip()}")
+    assert not lax, "\n".join(lax)
+
+
+# -- bounded feature levels and clock parameters -----------------------------------------------
+
+
+@SETTINGS
+@given(level=st.one_of(st.integers(32768, 10**30), st.sampled_from(["３", "٣", "1e3", "-1"])))
+def test_a_feature_level_outside_a_short_is_refused(level):
+    r = kchaos("run", "--plan-only", "--seed", "1", "--version", "4.1", "--txn",
+               "--features", f"transaction.version={level}")  # fmt: skip
+    one_error_line(r, "features", f"transaction.version={level}")
+
+
+@pytest.mark.parametrize("level", [0, 1, 32767])
+def test_every_short_feature_level_plans(level: int):
+    from steps.feature_steps import parse_features
+
+    assert parse_features(f"transaction.version={level}", "4.1")[0].level == level
+
+
+_NOT_FINITE = st.sampled_from([float("nan"), float("inf"), -float("inf")])
+
+
+@SETTINGS
+@given(
+    kind=st.sampled_from(["bump", "restart-skewed", "strobe"]),
+    key=st.sampled_from(["delta_s", "period_s", "duration_s"]),
+    value=st.one_of(
+        _NOT_FINITE,
+        st.floats(min_value=365 * 24 * 3600.0, exclude_min=True, allow_infinity=False),
+        st.floats(max_value=-365 * 24 * 3600.0, exclude_max=True, allow_infinity=False),
+    ),
+)
+def test_clock_parameters_are_finite_and_bounded(kind, key, value):
+    from nemesis.api import FaultStep
+    from nemesis.clock import ClockNemesis
+    from nemesis.errors import NemesisError
+
+    if key != "delta_s" and kind != "strobe":
+        key = "delta_s"  # bump and restart-skewed read only delta_s
+    params = {"delta_s": 5.0, **({"period_s": 2.0, "duration_s": 10.0} if kind == "strobe" else {})}
+    params[key] = value
+    step = FaultStep(
+        at_s=1.0, action="start", fault="clock", kind=kind, target="one", params=params
+    )
+    with pytest.raises(NemesisError, match=key):
+        ClockNemesis().check(step)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"delta_s": -365 * 24 * 3600.0, "period_s": 2, "duration_s": 7 * 24 * 3600.0},
+        {"delta_s": 0.05, "period_s": 3600, "duration_s": 0.5},
+    ],
+)
+def test_clock_parameters_at_their_bounds_are_accepted(params):
+    from nemesis.api import FaultStep
+    from nemesis.clock import ClockNemesis
+
+    step = FaultStep(at_s=1.0, action="start", fault="clock", kind="strobe", params=params)
+    assert ClockNemesis().check(step) == {k: float(v) for k, v in params.items()}
