@@ -277,3 +277,91 @@ def test_clock_parameters_at_their_bounds_are_accepted(params):
 
     step = FaultStep(at_s=1.0, action="start", fault="clock", kind="strobe", params=params)
     assert ClockNemesis().check(step) == {k: float(v) for k, v in params.items()}
+
+
+# -- cluster up --hosts: the inventory checked before connecting to anything -------------------
+
+_GOOD_HOST = {"name": "n1", "address": "192.0.2.11", "role": "broker,controller"}
+
+
+def _inventory(tmp_path, hosts, **top):
+    import yaml
+
+    path = tmp_path / "hosts.yaml"
+    path.write_text(yaml.safe_dump({"cluster": "lab", "known_hosts": "kh", **top, "hosts": hosts}))
+    return path
+
+
+def _no_connection(monkeypatch, tmp_path):
+    import paramiko
+
+    def connect(*a, **k):
+        raise AssertionError("connected before the inventory was checked")
+
+    monkeypatch.setattr(paramiko.SSHClient, "connect", connect)
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/kchaos-test.sock")
+    monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path / "cache"))
+
+
+BAD_HOST_FIELDS = {
+    "name": st.sampled_from(["", "../x", "a/b", "-n", "n 1", "x" * 200, None, 7]),
+    "address": st.sampled_from(
+        [
+            "",
+            "kafka1.example",
+            "0.0.0.0",
+            "224.0.0.1",
+            "255.255.255.255",
+            "240.0.0.1",
+            "::1",
+            "10.0.0.256",
+            "10.0.0",
+            None,
+            3,
+        ]
+    ),
+    "port": st.one_of(st.integers(max_value=0), st.integers(min_value=65536), st.just("22")),
+    "user": st.sampled_from(["", "root; rm -rf /", "a b", "-x", "x" * 40, 5]),
+    "node_id": st.one_of(st.integers(max_value=-1), st.integers(min_value=2**31), st.just("1")),
+    "data_dir": st.sampled_from(["data", "/", "/srv/my data", "/srv/$(id)", "~/x"]),
+}
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    bad=st.sets(st.sampled_from(sorted(BAD_HOST_FIELDS)), min_size=1, max_size=3).flatmap(
+        lambda keys: st.fixed_dictionaries({k: BAD_HOST_FIELDS[k] for k in keys})
+    )
+)
+def test_cluster_up_hosts_says_every_problem_before_connecting(bad, tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("inv")
+    inv = _inventory(tmp_path, [{**_GOOD_HOST, **bad}])
+    with pytest.MonkeyPatch.context() as mp:
+        _no_connection(mp, tmp_path)
+        r = kchaos("cluster", "up", "--hosts", str(inv))
+    assert r.exit_code == BAD_INPUT_EXIT, r.output
+    assert "Traceback" not in r.output
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    # One line per field that is wrong, each naming the file and the field.
+    assert len(lines) == len(bad), r.stderr
+    for field in bad:
+        assert any(field in line for line in lines), (field, r.stderr)
+    assert all(str(inv) in line for line in lines), r.stderr
+    assert not (tmp_path / "cache").exists()
+
+
+def test_every_host_and_top_level_problem_is_its_own_line(tmp_path, monkeypatch):
+    _no_connection(monkeypatch, tmp_path)
+    hosts = [
+        {**_GOOD_HOST, "port": 0},
+        {"name": "n2", "address": "kafka2.example", "role": "broker,controller"},
+        {"name": "n3", "address": "192.0.2.13", "role": "leader", "colour": "red"},
+    ]
+    inv = _inventory(tmp_path, hosts, extra=1, accept_new_host_keys="yes")
+    r = kchaos("cluster", "up", "--hosts", str(inv))
+    assert r.exit_code == BAD_INPUT_EXIT, r.output
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    for says in ("unknown key extra", "host n1: port", "host n2: address", "unknown role leader",
+                 "unknown field colour", "accept_new_host_keys must"):  # fmt: skip
+        assert sum(says in line for line in lines) == 1, (says, r.stderr)
+    assert len(lines) == 6, r.stderr
