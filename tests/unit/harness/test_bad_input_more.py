@@ -365,3 +365,102 @@ def test_every_host_and_top_level_problem_is_its_own_line(tmp_path, monkeypatch)
                  "unknown field colour", "accept_new_host_keys must"):  # fmt: skip
         assert sum(says in line for line in lines) == 1, (says, r.stderr)
     assert len(lines) == 6, r.stderr
+
+
+# -- campaigns remove only the clusters their cells made ---------------------------------------
+
+
+class _FakeCluster:
+    """A Docker cluster that exists until removed; records who removed it."""
+
+    def __init__(self, exists: set[str], removed: list[str], name: str):
+        self._exists, self._removed, self.name = exists, removed, name
+
+    def exists(self) -> bool:
+        return self.name in self._exists
+
+    def remove(self) -> None:
+        self._exists.discard(self.name)
+        self._removed.append(self.name)
+
+
+@pytest.fixture
+def docker_clusters(monkeypatch, tmp_path):
+    """Which Docker clusters exist (a set to fill) and which were removed (a list)."""
+    import clusters.handles
+
+    exists: set[str] = set()
+    removed: list[str] = []
+    monkeypatch.setattr(
+        clusters.handles, "open_cluster", lambda name, **k: _FakeCluster(exists, removed, name)
+    )
+    monkeypatch.setenv("KCHAOS_CACHE", str(tmp_path / "cache"))
+    # No real run may start from here: a cell's `kchaos run` finds no engine, and the CLI's
+    # Runner runs nothing.
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/kchaos-test.sock")
+    return exists, removed
+
+
+def _campaign_spec(tmp_path, cluster: str = "lab") -> str:
+    spec = tmp_path / "c.yaml"
+    spec.write_text(f"name: c\ncluster: {cluster}\naxes:\n  workload: [queue]\n")
+    return str(spec)
+
+
+@pytest.mark.parametrize(("parallel", "slot"), [("1", "lab"), ("2", "lab-1")])
+def test_a_campaign_refuses_a_cluster_it_did_not_make(
+    tmp_path, docker_clusters, monkeypatch, parallel, slot
+):
+    import harness.campaign.runner
+
+    def no_cells(self):
+        raise AssertionError("a cell started")
+
+    monkeypatch.setattr(harness.campaign.runner.Runner, "run", no_cells)
+    exists, removed = docker_clusters
+    exists.add(slot)
+    results = tmp_path / "results"
+    r = kchaos("campaign", _campaign_spec(tmp_path), "--results-dir", str(results),
+               "--no-progress", "--parallel", parallel)  # fmt: skip
+    line = one_error_line(r, f"cluster '{slot}' exists and this campaign did not make it")
+    assert f"kchaos cluster down --name {slot}" in line and "cluster: OTHER" in line
+    assert removed == [] and slot in exists
+    assert not results.exists()  # refused before its folder was made
+
+
+def test_a_runner_removes_only_what_its_cells_left(tmp_path, docker_clusters):
+    import sys
+
+    from harness.campaign.runner import MADE, Runner, new_record
+    from harness.campaign.spec import expand
+
+    exists, removed = docker_clusters
+    camp = expand({"name": "c", "cluster": "lab", "axes": {"workload": ["queue"]}}, where="c")
+    directory = tmp_path / "c"
+    directory.mkdir()
+    fake = tmp_path / "fake_run.py"
+    # A cell that leaves its cluster behind (as a killed run would) and exits valid.
+    fake.write_text("import sys\nsys.exit(0)\n")
+    exists.add("lab")
+    runner = Runner(camp, directory, new_record(camp, "c"), say=lambda m: None,
+                    command=[sys.executable, str(fake)])  # fmt: skip
+    with pytest.raises(Exception, match="did not make it"):
+        runner.run()
+    assert removed == []
+    # Resumed: its directory says a cell of its own ran on lab, so what is there is its own.
+    (directory / MADE).write_text("lab\n")
+    runner = Runner(camp, directory, new_record(camp, "c"), say=lambda m: None,
+                    command=[sys.executable, str(fake)])  # fmt: skip
+    assert runner.run() == 0
+    assert removed == ["lab"]
+    assert (directory / MADE).read_text().split() == ["lab"]
+
+
+def test_a_campaigns_folder_check_is_the_name_rule():
+    """The campaign folder's name check is clusters/hold.py's name rule alone: it refuses '/',
+    '..' and '.', so a name that passes is one folder's name (the dead Path(name).name check
+    is gone)."""
+    from clusters.hold import name_problem
+
+    for name in ("..", ".", "a/b", "/abs", "../x"):
+        assert name_problem(name)
