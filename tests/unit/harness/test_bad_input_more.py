@@ -464,3 +464,92 @@ def test_a_campaigns_folder_check_is_the_name_rule():
 
     for name in ("..", ".", "a/b", "/abs", "../x"):
         assert name_problem(name)
+
+
+# -- one prefix: every refusal of a run's options starts with the option at fault --------------
+
+_FLAGGED = r"error: --[a-z-]+(, --[a-z-]+)*: \S"
+
+BAD_RUN_OPTIONS = [
+    ["--time-limit", "nan"],
+    ["--time-limit", "0"],
+    ["--rate", "-1"],
+    ["--concurrency", "0"],
+    ["--keys", "0"],
+    ["--nemesis-interval", "0.01"],
+    ["--topology", "nope"],
+    ["--quorum", "x"],
+    ["--client", "nope"],
+    ["--version", "banana"],
+    ["--upgrade-to", "banana"],
+    ["--downgrade-to", "3.1"],
+    ["--features", "x"],
+    ["--features", "transaction.version=99999"],
+    ["--nemesis", "bogus"],
+    ["--name", "../x"],
+    ["--cluster", "../x"],
+    ["--subnet", "8.8.8.0/24"],
+    ["--subnet", "10.0.0.1/24"],
+    ["--zookeepers", "3"],
+    ["--workload", "nope"],
+    ["--workload", "admin", "--mode", "subscribe"],
+    ["--workload", "admin", "--txn", "--mode", "subscribe"],
+    ["--workload", "admin", "--client", "java"],
+    ["--topology", "zk", "--version", "4.0"],
+    ["--time-limit", "100000", "--nemesis-interval", "0.1", "--nemesis", "kill"],
+    ["--send-mode", "async", "--workload", "admin"],
+    ["--in-flight", "3"],
+    ["--client-version", "3.9"],
+    ["--group-protocol", "consumer"],
+    ["--txn-protocol", "v2"],
+    ["--quorum", "dynamic", "--version", "3.8"],
+]
+
+
+@pytest.mark.parametrize("args", BAD_RUN_OPTIONS, ids=" ".join)
+def test_every_run_refusal_starts_with_its_flag(args: list[str]):
+    import re
+
+    line = one_error_line(kchaos("run", "--plan-only", "--seed", "1", *args))
+    assert re.match(_FLAGGED, line), line
+    named = {a for a in args if a.startswith("--")}
+    assert any(line.startswith(f"error: {flag}") or f", {flag}" in line for flag in named), line
+
+
+@pytest.mark.parametrize("args", BAD_RUN_OPTIONS[14:], ids=" ".join)
+def test_a_spec_files_refusal_names_the_file_then_the_flag(args: list[str], tmp_path):
+    import re
+
+    import yaml
+
+    data, i = {}, 0
+    while i < len(args):
+        key = args[i].removeprefix("--").replace("-", "_")
+        if i + 1 < len(args) and not args[i + 1].startswith("--"):
+            value = args[i + 1]
+            data[key] = float(value) if key in ("time_limit", "nemesis_interval") else value
+            i += 2
+        else:
+            data[key], i = True, i + 1
+    for key in ("zookeepers", "in_flight"):
+        if key in data:
+            data[key] = int(data[key])
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    line = one_error_line(kchaos("run", "--plan-only", "--seed", "1", "--spec", str(spec)))
+    assert re.match(rf"error: {re.escape(str(spec))}: --[a-z-]+(, --[a-z-]+)*: \S", line), line
+
+
+@SETTINGS
+@given(
+    flag=st.sampled_from(
+        ["--time-limit", "--rate", "--nemesis-interval", "--concurrency", "--keys"]
+    ),
+    value=st.sampled_from(["nan", "inf", "-inf", "-1", "1e400", "0", "abc"]),
+)
+def test_a_bad_number_on_the_command_line_starts_with_its_flag(flag: str, value: str):
+    r = kchaos("run", "--plan-only", "--seed", "1", flag, value)
+    if r.exit_code == 0:  # 0 is a valid --rate
+        return
+    line = one_error_line(r)
+    assert line.startswith(f"error: {flag}: "), line
