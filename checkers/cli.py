@@ -26,6 +26,7 @@ from checkers.core.verdict import (
     Verdict,
 )
 from checkers.families.queue.dispatch import ENGINE_CHOICES
+from checkers.scan.spark_session import MASTER_FORMS, master_problem
 from history.errors import HistoryError
 from history.format import JSONL_NAME, PARQUET_NAME
 
@@ -111,9 +112,8 @@ def _wrote(verdict: Verdict) -> list[str]:
 @click.command("check")
 @click.argument("history", type=click.Path())
 @click.option("--spark-master", default=None,
-              help="local[*] (default), spark://, yarn, k8s://, or sc://HOST:PORT for Spark "
-              "Connect; the run must be readable at the same path by the executors "
-              "(docs/spark.md).")  # fmt: skip
+              help=f"Where Spark runs the checks: {MASTER_FORMS}; default local[*]. The run "
+              "must be readable at the same path by the executors (docs/spark.md).")  # fmt: skip
 @click.option(
     "--engine",
     type=click.Choice(ENGINE_CHOICES),
@@ -131,6 +131,10 @@ def check_command(history: str, spark_master: str | None, engine: str) -> None:
     """
     from checkers.api import check
 
+    problem = master_problem(spark_master) if spark_master is not None else None
+    if problem:
+        click.echo(f"kchaos check: {problem}", err=True)
+        sys.exit(BAD_INPUT_EXIT)
     try:
         out = out_dir(history)
     except NotAHistory as e:

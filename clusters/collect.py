@@ -8,7 +8,6 @@ decoded on the host with the same Kafka jars, so a dead node's metadata log is s
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from clusters.capabilities import Collectable, Files, Logs, layout_of, require
 from clusters.cluster import Cluster, ClusterInfo
 from clusters.data_logs import collect_data_logs, dump_grouped
 from clusters.errors import ClusterError
+from history import strict_json
 from history.format import CLUSTER_JSON, LOGS_DIR, METADATA_DIR, NODE_LOG, OBSERVERS_DIR
 
 METADATA_PARTITION = "__cluster_metadata-0"
@@ -58,7 +58,7 @@ def collect_cluster(
     require(handles.values(), (Files, Logs), "collecting a cluster")
     dest.mkdir(parents=True, exist_ok=True)
     (dest / CLUSTER_JSON).write_text(
-        json.dumps(
+        strict_json.dumps(
             {
                 "cluster": info.topology.cluster,
                 "topology": info.topology.kind,

@@ -32,6 +32,7 @@ from typing import Any
 
 from clusters.cache import cache_dir
 from clusters.errors import ClusterError
+from history import strict_json
 
 HELD_DIR = "held"
 # Docker's own rule for container names, which every cluster name ends up in.
@@ -148,7 +149,7 @@ class Hold:
 
     def _write(self) -> None:
         assert self._fd is not None
-        data = json.dumps(asdict(self.holder), sort_keys=True).encode()
+        data = strict_json.dumps(asdict(self.holder), sort_keys=True).encode()
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, data, 0)
 
@@ -250,7 +251,7 @@ def note_forced_removal(cluster: str, holder: Holder | None, command: str) -> No
     path = _note_path(cluster)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(note, sort_keys=True))
+    tmp.write_text(strict_json.dumps(note, sort_keys=True))
     tmp.replace(path)
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from clusters.errors import ClusterError
+from clusters.hold import name_problem
 from clusters.topology import NodeSpec, Topology
 
 ROLES = ("broker", "controller", "zookeeper")
@@ -42,8 +43,15 @@ DEFAULT_CLUSTER = "kchaos-ssh"
 TEST_USER = "kchaos"
 # What Topology.subnet holds for hosts: they are where they are, on no subnet kchaos made.
 SSH_SUBNET = "ssh"
-# Node names end up in file names and in the hold's; the same rule as cluster names.
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+# Node names end up in file names and in the hold's: the same rule as cluster names
+# (clusters/hold.py name_problem). A user name as useradd takes it; a host directory in words
+# a remote shell reads as one word.
+_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
+_PATH = re.compile(r"/[A-Za-z0-9_.+@/-]*")
+# Kafka's node.id is a non-negative Java int.
+MAX_NODE_ID = 2**31 - 1
+# More hosts than any cluster kchaos runs (and a bound on the work of checking a file).
+MAX_HOSTS = 256
 HOST_KEYS = (
     "name",
     "address",
@@ -150,117 +158,189 @@ def _roles(value: Any, where: str) -> frozenset[str]:
 
 
 def _absolute_dir(value: Any, key: str, where: str) -> str:
-    if not isinstance(value, str) or not PurePosixPath(value).is_absolute():
-        raise ClusterError(f"{where}: {key} must be an absolute path on the host, not {value!r}")
+    if (
+        not isinstance(value, str)
+        or not PurePosixPath(value).is_absolute()
+        or not _PATH.fullmatch(value)
+    ):
+        raise ClusterError(
+            f"{where}: {key} must be an absolute path on the host (letters, digits, '_', '.', "
+            f"'-', '+', '@', '/'), not {value!r}"
+        )
     text = str(PurePosixPath(value))
     if text == "/":
         raise ClusterError(f"{where}: {key} must not be /")
     return text
 
 
-def _host(raw: Any, defaults: dict[str, Any], base: Path, index: int) -> HostEntry:
-    where = f"hosts[{index}]"
-    if not isinstance(raw, dict):
-        raise ClusterError(f"{where}: expected a mapping of host fields")
-    values = {**defaults, **raw}
-    unknown = sorted(set(values) - set(HOST_KEYS))
-    if unknown:
-        raise ClusterError(
-            f"{where}: unknown field {', '.join(unknown)}: fields are {', '.join(HOST_KEYS)}"
-        )
-    name = values.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ClusterError(f"{where}: name must be letters, digits, '_', '.' or '-', not {name!r}")
-    where = f"host {name}"
-    address = values.get("address")
-    if not isinstance(address, str) or not address:
+def _address(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
         raise ClusterError(f"{where}: address is missing")
     try:
         # Kafka's listeners and the partition rules name hosts by address: an IP, not a name
         # that could resolve differently here and on the hosts.
-        address = str(ipaddress.IPv4Address(address))
+        address = ipaddress.IPv4Address(value)
     except ValueError:
-        raise ClusterError(f"{where}: address must be an IPv4 address, not {address!r}") from None
+        raise ClusterError(f"{where}: address must be an IPv4 address, not {value!r}") from None
+    if address.is_unspecified or address.is_multicast or address.is_reserved:
+        raise ClusterError(
+            f"{where}: address {value} is not one host's (0.0.0.0, multicast and 240.0.0.0/4 "
+            "are not): give the host's IPv4 address"
+        )
+    return str(address)
+
+
+class _Problems:
+    """Every problem an inventory has, each its own sentence (one line each), found before
+    anything is connected to; raised together as one ClusterError."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def check(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except ClusterError as exc:
+            self.found.append(str(exc))
+            return None
+
+    def add(self, text: str) -> None:
+        self.found.append(text)
+
+    def raise_any(self) -> None:
+        if self.found:
+            raise ClusterError("\n".join(self.found))
+
+
+def _host(raw: Any, defaults: dict[str, Any], base: Path, index: int) -> HostEntry:
+    """One host, every field checked; ClusterError with a line per problem."""
+    where = f"hosts[{index}]"
+    if not isinstance(raw, dict):
+        raise ClusterError(f"{where}: expected a mapping of host fields")
+    values = {**defaults, **raw}
+    problems = _Problems()
+    unknown = sorted(set(values) - set(HOST_KEYS), key=str)
+    if unknown:
+        problems.add(
+            f"{where}: unknown field {', '.join(map(str, unknown))}: fields are "
+            f"{', '.join(HOST_KEYS)}"
+        )
+    name = values.get("name")
+    bad_name = name_problem(name)
+    if bad_name:
+        problems.add(f"{where}: name {name!r} is not a host name: {bad_name}")
+    else:
+        where = f"host {name}"
+    address = problems.check(_address, values.get("address"), where)
+    roles = None
     if "role" not in values:
-        raise ClusterError(f"{where}: role is missing (broker, controller, zookeeper)")
+        problems.add(f"{where}: role is missing (broker, controller, zookeeper)")
+    else:
+        roles = problems.check(_roles, values["role"], where)
     port = values.get("port", 22)
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise ClusterError(f"{where}: port must be a TCP port, not {port!r}")
+        problems.add(f"{where}: port must be a TCP port (1..65535), not {port!r}")
     user = values.get("user", "root")
-    if not isinstance(user, str) or not user:
-        raise ClusterError(f"{where}: user must be a user name")
+    if not isinstance(user, str) or not _USER.fullmatch(user):
+        problems.add(
+            f"{where}: user must be a user name (a letter or '_', then letters, digits, '_', "
+            f"'.' or '-', at most 32), not {user!r}"
+        )
     key = values.get("key")
     agent = values.get("agent", key is None)
     if not isinstance(agent, bool):
-        raise ClusterError(f"{where}: agent must be true or false")
+        problems.add(f"{where}: agent must be true or false")
     key_path = None
     if key is not None:
-        if not isinstance(key, str):
-            raise ClusterError(f"{where}: key must be a file name")
-        key_path = (base / Path(key).expanduser()).resolve()
+        if not isinstance(key, str) or not key or "\0" in key:
+            problems.add(f"{where}: key must be a file name")
+        else:
+            key_path = (base / Path(key).expanduser()).resolve()
     node_id = values.get("node_id")
-    if node_id is not None and (isinstance(node_id, bool) or not isinstance(node_id, int)):
-        raise ClusterError(f"{where}: node_id must be a whole number")
+    if node_id is not None and (
+        isinstance(node_id, bool) or not isinstance(node_id, int) or not 0 <= node_id <= MAX_NODE_ID
+    ):
+        problems.add(
+            f"{where}: node_id must be a whole number from 0 to {MAX_NODE_ID} (Kafka's node.id), "
+            f"not {node_id!r}"
+        )
     interface = values.get("interface", DEFAULT_INTERFACE)
     if not isinstance(interface, str) or not re.fullmatch(r"[A-Za-z0-9_.:@-]{1,15}", interface):
-        raise ClusterError(f"{where}: interface must be a network device name, not {interface!r}")
+        problems.add(f"{where}: interface must be a network device name, not {interface!r}")
+    install_dir = problems.check(
+        _absolute_dir, values.get("install_dir", DEFAULT_INSTALL_DIR), "install_dir", where
+    )
+    data_dir = problems.check(
+        _absolute_dir, values.get("data_dir", DEFAULT_DATA_DIR), "data_dir", where
+    )
+    problems.raise_any()
     return HostEntry(
         name=name,
         address=address,
-        roles=_roles(values["role"], where),
+        roles=roles,
         port=port,
         user=user,
         key=key_path,
         agent=agent,
         node_id=node_id,
-        install_dir=_absolute_dir(
-            values.get("install_dir", DEFAULT_INSTALL_DIR), "install_dir", where
-        ),
-        data_dir=_absolute_dir(values.get("data_dir", DEFAULT_DATA_DIR), "data_dir", where),
+        install_dir=install_dir,
+        data_dir=data_dir,
         interface=interface,
     )
 
 
 def parse_inventory(data: Any, base: Path, path: Path | None = None) -> Inventory:
-    """An inventory from its YAML mapping; relative paths are relative to ``base``."""
+    """An inventory from its YAML mapping; relative paths are relative to ``base``. Every
+    problem is found before any is raised: one ClusterError, a line per problem."""
     if not isinstance(data, dict):
         raise ClusterError("an inventory is a mapping with a 'hosts' list")
-    unknown = sorted(set(data) - set(TOP_KEYS))
+    problems = _Problems()
+    unknown = sorted(set(data) - set(TOP_KEYS), key=str)
     if unknown:
-        raise ClusterError(f"unknown key {', '.join(unknown)}: keys are {', '.join(TOP_KEYS)}")
+        problems.add(f"unknown key {', '.join(map(str, unknown))}: keys are {', '.join(TOP_KEYS)}")
     cluster = data.get("cluster", DEFAULT_CLUSTER)
-    if not isinstance(cluster, str) or not _NAME.match(cluster):
-        raise ClusterError(f"cluster must be a name of letters, digits, '_', '.', '-': {cluster!r}")
+    bad_cluster = name_problem(cluster)
+    if bad_cluster:
+        problems.add(f"cluster {cluster!r} is not a cluster name: {bad_cluster}")
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
-        raise ClusterError("defaults must be a mapping of host fields")
+        problems.add("defaults must be a mapping of host fields")
+        defaults = {}
     if "name" in defaults or "address" in defaults:
-        raise ClusterError("defaults cannot give a name or an address: each host has its own")
+        problems.add("defaults cannot give a name or an address: each host has its own")
+        defaults = {k: v for k, v in defaults.items() if k not in ("name", "address")}
     raw_hosts = data.get("hosts")
+    hosts: list[HostEntry] = []
     if not isinstance(raw_hosts, list) or not raw_hosts:
-        raise ClusterError("hosts must be a non-empty list")
-    hosts = tuple(_host(raw, defaults, base, i) for i, raw in enumerate(raw_hosts))
+        problems.add("hosts must be a non-empty list")
+    else:
+        if len(raw_hosts) > MAX_HOSTS:
+            problems.add(f"hosts: {len(raw_hosts)} hosts; an inventory holds at most {MAX_HOSTS}")
+        for i, raw in enumerate(raw_hosts[:MAX_HOSTS]):
+            host = problems.check(_host, raw, defaults, base, i)
+            if host is not None:
+                hosts.append(host)
     for what in ("name", "address"):
         seen: set[str] = set()
         for h in hosts:
             value = getattr(h, what)
             if value in seen:
-                raise ClusterError(f"two hosts have the {what} {value}")
+                problems.add(f"two hosts have the {what} {value}")
             seen.add(value)
     ids = [h.node_id for h in hosts if h.node_id is not None]
     if len(ids) != len(set(ids)):
-        raise ClusterError("two hosts have the same node_id")
+        problems.add("two hosts have the same node_id")
     known = data.get("known_hosts")
-    if known is None:
-        known_hosts = Path("~/.ssh/known_hosts").expanduser()
-    elif isinstance(known, str):
+    known_hosts = Path("~/.ssh/known_hosts").expanduser()
+    if isinstance(known, str) and known and "\0" not in known:
         known_hosts = (base / Path(known).expanduser()).resolve()
-    else:
-        raise ClusterError("known_hosts must be a file name")
+    elif known is not None:
+        problems.add("known_hosts must be a file name")
     accept = data.get("accept_new_host_keys", False)
     if not isinstance(accept, bool):
-        raise ClusterError("accept_new_host_keys must be true or false")
-    inventory = Inventory(cluster, hosts, known_hosts, accept, path)
+        problems.add("accept_new_host_keys must be true or false")
+    problems.raise_any()
+    inventory = Inventory(cluster, tuple(hosts), known_hosts, accept, path)
     inventory.topology()  # refuses roles that make no topology
     return inventory
 
@@ -279,7 +359,8 @@ def load_inventory(path: str | Path) -> Inventory:
     try:
         return parse_inventory(data, p.resolve().parent, p.resolve())
     except ClusterError as exc:
-        raise ClusterError(f"{p}: {exc}") from None
+        # Each problem its own line, each naming the file.
+        raise ClusterError("\n".join(f"{p}: {line}" for line in str(exc).splitlines())) from None
 
 
 def dump_inventory(inventory: Inventory, base: Path) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusters.topology import JOLOKIA_PORT
+from history import strict_json
 
 RAFT = "kafka.server:type=raft-metrics"
 BROKER_METADATA = "kafka.server:type=broker-metadata-metrics"
@@ -72,7 +73,7 @@ class Jolokia:
             for mbean, attrs in (reads[n] for n in names)
         ]
         try:
-            answers = json.loads(self._post(json.dumps(body).encode()))
+            answers = json.loads(self._post(strict_json.dumps(body).encode()))
         except ValueError as exc:
             raise JmxUnavailable(f"{self.host}: {type(exc).__name__}") from None
         if not isinstance(answers, list):

@@ -24,6 +24,7 @@ import requests
 
 from clusters.cache import cache_dir
 from clusters.errors import ClusterError
+from history import strict_json
 
 DEFAULT_VERSION = "3.9"
 MAVEN_REPO = os.environ.get("KCHAOS_MAVEN_REPO", "https://repo.maven.apache.org/maven2")
@@ -107,7 +108,7 @@ def parse_version(text: str) -> tuple[int, ...]:
         r"(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*)){0,2}", text
     ):
         raise ClusterError(
-            f"'{text}' is not a Kafka version: give a release such as 3.9.2, or a line such as 3.9"
+            f"{text!r} is not a Kafka version: give a release such as 3.9.2, or a line such as 3.9"
         )
     return tuple(int(p) for p in text.split("."))
 
@@ -327,7 +328,7 @@ def assemble(version: str) -> KafkaDist:
     staging.rename(home / "libs")
     dist = KafkaDist(version=version, home=home, classes=classes)
     manifest = {"version": version, "classes": classes, "line": asdict(dist.line)}
-    (home / "dist.json").write_text(json.dumps(manifest, indent=2))
+    (home / "dist.json").write_text(strict_json.dumps(manifest, indent=2))
     return dist
 
 
@@ -416,7 +417,7 @@ def metadata_version_level(dist: KafkaDist) -> tuple[int, str]:
     level, name = int(words[0]), words[1]
     if data:
         data["metadata_version"] = [level, name]
-        manifest.write_text(json.dumps(data, indent=2))
+        manifest.write_text(strict_json.dumps(data, indent=2))
     return level, name
 
 

@@ -16,6 +16,7 @@ import logging
 
 from clusters.errors import ClusterError
 from clusters.topology import BROKER_PORT, CONTROLLER_PORT, NodeSpec, Topology
+from history import strict_json
 
 # Broker phases, in order: ZooKeeper mode; ZooKeeper mode with migration enabled (it registers
 # with the KRaft controllers too); KRaft broker.
@@ -91,7 +92,7 @@ def migration_properties(
 
 def cluster_id_znode(cluster_id: str) -> bytes:
     """/cluster/id as ZooKeeper-mode brokers write it (ClusterIdZNode: version 1)."""
-    return json.dumps({"version": "1", "id": cluster_id}).encode()
+    return strict_json.dumps({"version": "1", "id": cluster_id}).encode()
 
 
 def seed_cluster_id(topo: Topology, cluster_id: str, timeout: float = 30.0) -> None:

@@ -5,11 +5,23 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from clusters.engine import ensure_engine, ensure_packages, prove_engine
+from clusters.errors import ClusterError
 from clusters.image import ensure_image
-from clusters.kafka_dist import ensure_agents, ensure_dist
+from clusters.kafka_dist import check_release, ensure_agents, ensure_dist
+
+
+def check_versions(versions: list[str]) -> None:
+    """Refuses, without a network, a version setup could not fetch (not a version, or older
+    than kchaos supports), named by setup's option: before any package or daemon is touched."""
+    for requested in versions:
+        try:
+            check_release(requested)
+        except ClusterError as exc:
+            raise ClusterError(f"--version: {exc}") from None
 
 
 def run_setup(versions: list[str], say: Callable[[str], None] = print) -> None:
+    check_versions(versions)
     ensure_packages(say=say)
     client = ensure_engine(say=say)
     say(f"Docker engine {client.version().get('Version', '?')} answers")

@@ -50,6 +50,7 @@ from clusters.ssh_node import (
 )
 from clusters.ssh_session import SshSession
 from clusters.topology import Topology, check_zookeeper_version
+from history import strict_json
 
 INSTALLED_MARKER = ".kchaos-installed"
 # What kchaos runs on a host, besides the JVM: a host without one of them is refused up front.
@@ -428,7 +429,7 @@ class SshCluster:
             "supervisor": node.supervisor,
             "node": node.name,
         }
-        node.put_file(paths.state, json.dumps(state, indent=2) + "\n")
+        node.put_file(paths.state, strict_json.dumps(state, indent=2) + "\n")
 
     # Down ---------------------------------------------------------------------------------------
     def down(self, collect: Path | None = None, say: Callable[[str], None] = print) -> int:

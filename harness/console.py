@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 from rich.console import Console
+
+from history import strict_json
 
 console = Console()
 err_console = Console(stderr=True)
@@ -16,4 +16,4 @@ def say(message: str) -> None:
 
 
 def print_json(obj: object) -> None:
-    click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
+    click.echo(strict_json.dumps(obj, indent=2, sort_keys=True, default=str))

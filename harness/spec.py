@@ -14,6 +14,7 @@ and the scenario name's terms (``scenario_terms``) come from the declarations.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -296,15 +297,41 @@ def _refuse(spec: RunSpec, *names: str) -> None:
             raise SpecError(str(exc)) from None
 
 
+# A refusal's sentence starts with the option(s) at fault, spelled as flags and followed by a
+# colon ("--time-limit: must be ...", "--txn, --mode: only apply with ..."), whichever module
+# wrote it: one prefix for every refusal of a run's options, on the command line, in a spec
+# file and in a campaign's cells.
+_FLAGS = "|".join(sorted((re.escape(o.flag) for o in OPTIONS), key=len, reverse=True))
+_LEADING = re.compile(rf"((?:--)?(?:{_FLAGS})(?:, (?:--)?(?:{_FLAGS}))*)(?::? )(.*)", re.S)
+
+
+def flagged(text: str) -> str:
+    """``text`` with the options it starts with spelled ``--flag: ``; a sentence that starts
+    with no option's name is returned as it is."""
+    m = _LEADING.fullmatch(text)
+    if m is None:
+        return text
+    flags = ", ".join("--" + f.removeprefix("--") for f in m.group(1).split(", "))
+    return f"{flags}: {m.group(2)}"
+
+
 def validate(spec: RunSpec) -> RunSpec:
-    """Raises SpecError on the first thing that cannot work; returns the spec unchanged."""
+    """Raises SpecError on the first thing that cannot work (its sentence starting with the
+    option at fault: ``flagged``); returns the spec unchanged."""
+    try:
+        return _validate(spec)
+    except SpecError as exc:
+        raise SpecError(flagged(str(exc))) from None
+
+
+def _validate(spec: RunSpec) -> RunSpec:
     _refuse(spec, "workload", "topology")
     # Numbers first: every later check (and the plan) may compute with them.
     _refuse(spec, *(o.name for o in OPTIONS if o.kind in (int, float) and o.name in HARNESS_NAMES))
     try:
         parse_items(spec.nemesis, spec.topology, spec.zookeepers)
     except ItemError as exc:
-        raise SpecError(str(exc)) from None
+        raise SpecError(f"--nemesis: {exc}") from None
     for i, release in enumerate(spec.releases()):
         # Named by the option that gave it: the first is --version's, the rest a step family's.
         flag = "version"
@@ -317,7 +344,7 @@ def validate(spec: RunSpec) -> RunSpec:
     try:
         check_zookeeper_version(spec.topology, spec.version)
     except ClusterError as exc:
-        raise SpecError(str(exc)) from None
+        raise SpecError(f"--version: {exc}") from None
     values = spec.values()
     # The step families' options: each one's own refusals, then each family's of what it
     # cannot plan (the upgrade's paths and feature steps).
@@ -347,7 +374,7 @@ def validate(spec: RunSpec) -> RunSpec:
     windows = spec.time_limit / (2 * spec.nemesis_interval)
     if spec.nemesis and windows > MAX_FAULT_WINDOWS:
         raise SpecError(
-            f"--time-limit {spec.time_limit:g} with --nemesis-interval {spec.nemesis_interval:g} "
+            f"--time-limit: {spec.time_limit:g} with --nemesis-interval {spec.nemesis_interval:g} "
             f"makes {windows:,.0f} fault windows: at most {MAX_FAULT_WINDOWS:,} (a longer "
             "--nemesis-interval, or a shorter --time-limit)"
         )
@@ -358,31 +385,37 @@ def validate(spec: RunSpec) -> RunSpec:
             spec.topology, cluster=spec.cluster, zookeepers=spec.zookeepers, subnet=spec.subnet
         )
     except ClusterError as exc:
-        raise SpecError(str(exc)) from None
+        # The topology and cluster name were checked before: what is left is the subnet's.
+        raise SpecError(
+            flagged(str(exc)) if str(exc).startswith("subnet") else f"--subnet: {exc}"
+        ) from None
     return spec
 
 
-def spec_from_dict(data: Any, where: str = "spec") -> RunSpec:
+def spec_from_dict(data: Any, where: str | None = "spec") -> RunSpec:
+    """A validated spec from a mapping of options; ``where`` (a file's name) starts each
+    refusal, None for the command line, whose refusals start with the flag itself."""
+    at = f"{where}: " if where else ""
     if not isinstance(data, dict):
-        raise SpecError(f"{where}: expected a mapping of options, found {type(data).__name__}")
+        raise SpecError(f"{at}expected a mapping of options, found {type(data).__name__}")
     values: dict[str, Any] = {}
     for raw_key, value in data.items():
         key = str(raw_key).replace("-", "_")
         if key not in _BY_NAME:
             raise SpecError(
-                f"{where}: unknown option '{raw_key}': options are "
+                f"{at}unknown option '{raw_key}': options are "
                 f"{', '.join(sorted(o.flag for o in OPTIONS))}"
             )
         try:
             values[key] = coerce(_BY_NAME[key], value)
         except OptionError as exc:
-            raise SpecError(f"{where}: {exc}") from None
+            raise SpecError(f"{at}{exc}") from None
     try:
         if values.get("hosts"):
             values.update(_on_hosts(values, RunSpec()))
         return check_named_targets(validate(RunSpec.of(**values)))
     except SpecError as exc:
-        raise SpecError(f"{where}: {exc}") from None
+        raise SpecError(f"{at}{exc}") from None
 
 
 def check_value(key: str, value: Any) -> Any:
@@ -398,7 +431,8 @@ def check_value(key: str, value: Any) -> Any:
         coerced = coerce(o, value)
         o.refuse(coerced)
     except OptionError as exc:
-        raise SpecError(str(exc)) from None
+        # The caller names the key (--set KEY: ...): the sentence without the flag again.
+        raise SpecError(str(exc).removeprefix(f"--{o.flag}: ")) from None
     return coerced
 
 

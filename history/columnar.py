@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from history import strict_json
 from history.errors import HistoryError
 from history.format import INFO, INVOKE, OP_FIELDS, QUEUE_FS, REBALANCE_FIELD, is_int64
 from history.reader import History
@@ -111,7 +112,7 @@ def to_table(history: History) -> pa.Table:
         invoke = history.ops[history.invoke_of[op["index"]]]
         add_elements(cols, history.path, op, invoke, op["type"], complete_time=op["time"])
     return pa.table(cols, schema=SCHEMA).replace_schema_metadata(
-        {HEADER_METADATA: json.dumps(history.header)}
+        {HEADER_METADATA: strict_json.dumps(history.header)}
     )
 
 
@@ -120,7 +121,7 @@ _OP_NULLS = ("invoke_time", "mop", "seq", "kind", "key", "offset", "value", "reb
 # The columns an element row leaves null (op fields).
 _ELEM_NULLS = ("wall", "node", "error", "value_json", FIELDS_COLUMN)
 # json.dumps(..., separators=...) builds an encoder per call; this is the one it would build.
-_COMPACT = json.JSONEncoder(separators=(",", ":"))
+_COMPACT = strict_json.encoder(separators=(",", ":"))
 
 
 def add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: int | None) -> None:
@@ -139,7 +140,7 @@ def add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: int
     cols["wall"].append(None if wall is None else float(wall))
     cols["node"].append(None if node is None else str(node))
     cols["error"].append(None if error is None else str(error))
-    cols["value_json"].append(_COMPACT.encode(get("value")))
+    cols["value_json"].append(_COMPACT(get("value")))
     cols["producer"].append(get("producer"))
     cols[FIELDS_COLUMN].append(_op_fields(op))
     for name in _OP_NULLS:
@@ -148,7 +149,7 @@ def add_op_row(cols: dict[str, list[Any]], op: dict[str, Any], invoke_index: int
 
 def _op_fields(op: dict[str, Any]) -> str | None:
     fields = {name: op[name] for name in OP_FIELDS if op.get(name) is not None}
-    return _COMPACT.encode(fields) if fields else None
+    return _COMPACT(fields) if fields else None
 
 
 def add_elements(

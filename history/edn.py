@@ -20,7 +20,6 @@ Everything else that does not fit is one HistoryError naming the line.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -32,6 +31,7 @@ from typing import Any
 import edn_format
 from edn_format import Keyword
 
+from history import strict_json
 from history.errors import HistoryError
 from history.format import (
     ASSIGN_FS,
@@ -103,7 +103,7 @@ class Converted:
     origins: list[_Where]
 
     def jsonl(self) -> bytes:
-        return "".join(json.dumps(x) + "\n" for x in [self.header, *self.ops]).encode()
+        return "".join(strict_json.dumps(x) + "\n" for x in [self.header, *self.ops]).encode()
 
 
 # --- reading: each op with the line it starts on ------------------------------------------
@@ -326,7 +326,7 @@ def _op(raw: Any, where: _Where) -> _Op:
     error = _field(raw, "error")
     if error is not None:
         error = _plain(error)
-        error = error if isinstance(error, str) else json.dumps(error)
+        error = error if isinstance(error, str) else strict_json.dumps(error)
     return _Op(
         where, kind, _name(f), process, time, _field(raw, "value"), error,
         _field(raw, "rebalance-log"),

@@ -227,7 +227,7 @@ def _names(listed: Any) -> frozenset[str] | None:
 
 def _named(value: Any, names: Iterable[str]) -> frozenset[str] | None:
     """The node names a value mentions as JSON strings; None when it mentions none."""
-    text = json.dumps(value)
+    text = json.dumps(value)  # searched, not written
     hit = frozenset(n for n in names if f'"{n}"' in text)
     return hit or None
 

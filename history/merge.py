@@ -42,6 +42,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from history import strict_json
 from history.errors import HistoryError
 from history.format import (
     FORMAT_VERSION,
@@ -55,7 +56,7 @@ from history.format import (
 _SIDE_HEAD = b'{"time":'
 _INDEX_HEAD = re.compile(rb'\{"index":-?\d+,')
 _PROCESS = re.compile(rb'"process":(-?\d+)')
-_encode = json.JSONEncoder(separators=(",", ":")).encode
+_encode = strict_json.encoder(separators=(",", ":"))
 # How long a merge waits for a side file's writer (a JVM still flushing after its harness died)
 # to let go of the file's lock.
 LOCK_WAIT_S = 30.0

@@ -133,14 +133,18 @@ class Option:
         if self.choices and value not in self.choices:
             noun = self.noun or self.name.replace("_", " ")
             raise OptionError(
-                f"unknown {noun} '{value}': choose one of {', '.join(map(str, self.choices))}"
+                f"--{self.flag}: unknown {noun} '{value}': choose one of "
+                f"{', '.join(map(str, self.choices))}"
             )
         says = self.out_of_range(value)
         if says:
-            raise OptionError(f"{self.flag} {says}")
+            raise OptionError(f"--{self.flag}: {says}")
         says = self.check(self.flag, value) if self.check else None
         if says:
-            raise OptionError(says)
+            # Each refusal starts with the option at fault: a check's own sentence may start
+            # with its flag already.
+            named = says.startswith((f"--{self.flag}", f"{self.flag} ", f"{self.flag}:"))
+            raise OptionError(says if named else f"--{self.flag}: {says}")
 
 
 def _as_text(value: Any) -> str:
@@ -224,7 +228,11 @@ def refuse_each(options: Iterable[Option], values: Values) -> None:
             if getattr(values, other) != wanted:
                 missing.setdefault((other, wanted), []).append(o.flag)
     for (other, wanted), flags in missing.items():
-        raise OptionError(f"{', '.join(flags)} only apply with {other.replace('_', '-')} {wanted}")
+        verb = "applies" if len(flags) == 1 else "apply"
+        raise OptionError(
+            f"{', '.join('--' + f for f in flags)}: only {verb} with --{other.replace('_', '-')} "
+            f"{wanted}"
+        )
     for o in options:
         if o.only_with is not None:
             o.refuse(getattr(values, o.name))
@@ -250,33 +258,35 @@ def refuse_inapplicable(options: Iterable[Option], values: Any) -> None:
 
 
 def coerce(o: Option, value: Any) -> Any:
-    """A spec file's value into the option's type, with a sentence when it does not fit."""
+    """A spec file's value into the option's type, with a sentence when it does not fit (it
+    starts with the option's flag, as every refusal of a run's options does)."""
     if o.kind is list:
         if isinstance(value, str):
             return [v.strip() for v in value.split(",") if v.strip()]
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return value
-        raise OptionError(f"{o.name} must be a comma-separated string or a list of names")
+        raise OptionError(f"--{o.flag}: must be a comma-separated string or a list of names")
     if value is None:
         return None
     if o.kind is bool:
         if not isinstance(value, bool):
-            raise OptionError(f"{o.name} must be true or false, not {value!r}")
+            raise OptionError(f"--{o.flag}: must be true or false, not {value!r}")
         return value
     if o.kind in (int, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise OptionError(f"{o.name} must be a number, not {value!r}{_as_text(value)}")
+            raise OptionError(f"--{o.flag}: must be a number, not {value!r}{_as_text(value)}")
         says = o.out_of_range(value)
         if says:
-            raise OptionError(f"{o.name} {says}")
+            raise OptionError(f"--{o.flag}: {says}")
         if o.kind is int and value != int(value):
-            raise OptionError(f"{o.name} must be a whole number, not {value!r}")
+            raise OptionError(f"--{o.flag}: must be a whole number, not {value!r}")
         return o.kind(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         # `version: 3.9` unquoted is YAML's number 3.9 (and 3.10 would be 3.1).
         raise OptionError(
-            f'{o.name} must be a string, not the number {value!r}: quote it ({o.name}: "{value}")'
+            f"--{o.flag}: must be a string, not the number {value!r}: "
+            f'quote it ({o.name}: "{value}")'
         )
     if not isinstance(value, str):
-        raise OptionError(f"{o.name} must be a string, not {value!r}")
+        raise OptionError(f"--{o.flag}: must be a string, not {value!r}")
     return value

@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from history import strict_json
 from history.columnar import (
     HEADER_METADATA,
     SCHEMA,
@@ -290,7 +291,7 @@ class _Sink:
         self.parquet = parquet
         self.tmp = parquet.with_name(f".{parquet.name}.{os.getpid()}.tmp")
         self.spill_path = parquet.with_name(f".{parquet.name}.{os.getpid()}.elements.tmp")
-        self.schema = SCHEMA.with_metadata({HEADER_METADATA: json.dumps(header)})
+        self.schema = SCHEMA.with_metadata({HEADER_METADATA: strict_json.dumps(header)})
         self.row_group_rows = row_group_rows
         self.writer = pq.ParquetWriter(self.tmp, self.schema)
         self.spill: pa.ipc.RecordBatchStreamWriter | None = None
@@ -330,7 +331,7 @@ class _Sink:
         if not (self.op_groups.written or groups.written):
             # No op at all: one empty row group, as write_parquet writes for an empty table.
             self.writer.write_table(SCHEMA.empty_table())
-        self.writer.add_key_value_metadata({SUMMARY_METADATA: json.dumps(asdict(summary))})
+        self.writer.add_key_value_metadata({SUMMARY_METADATA: strict_json.dumps(asdict(summary))})
         self.writer.close()
         _unlink(self.spill_path)
         os.replace(self.tmp, self.parquet)

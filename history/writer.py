@@ -9,17 +9,17 @@ machine, and it costs a disk round trip, so it is batched.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from history import strict_json
 from history.format import COMPLETIONS, FORMAT_VERSION, HEADER_KEY, INVOKE, REQUIRED_FIELDS
 
 # One encoder for every line: json.dumps builds a new one per call when given separators.
-_encode = json.JSONEncoder(separators=(",", ":")).encode
+_encode = strict_json.encoder(separators=(",", ":"))
 
 
 class HistoryWriter:

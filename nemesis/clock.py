@@ -56,6 +56,12 @@ DEFAULT_PERIOD_S = 2.0
 # alias to the same phase at every read, and the JVM would see no strobe at all.
 MIN_PERIOD_S = 2.0
 DEFAULT_DURATION_S = 10.0
+# Finite bounds, so a hand-written or edited plan cannot ask for NaN, infinity or a sleep that
+# outlives any run: an offset of up to a year either way (a plan draws minutes), a strobe
+# period up to an hour, and a strobe no longer than the longest run (7 days, harness/spec.py).
+MAX_DELTA_S = 365 * 24 * 3600.0
+MAX_PERIOD_S = 3600.0
+MAX_DURATION_S = 7 * 24 * 3600.0
 
 # Offsets a plan draws: seconds to minutes either way, the range where Kafka's timeouts and the
 # Raft timers (which read the wall clock) notice. Strobes flip by less: their effect is the flip.
@@ -95,19 +101,19 @@ MENU = Menu(
         Param(
             "delta_s",
             "clock offset in seconds, fractional and negative allowed",
-            "any number",
+            f"-{MAX_DELTA_S:g} to {MAX_DELTA_S:g} (a year either way)",
             DEFAULT_DELTA_S,
         ),
         Param(
             "period_s",
             "strobe: seconds at +delta_s, then at 0",
-            f">= {MIN_PERIOD_S:g} (libfaketime re-reads the offset once a second)",
+            f"{MIN_PERIOD_S:g} to {MAX_PERIOD_S:g} (libfaketime re-reads the offset once a second)",
             DEFAULT_PERIOD_S,
         ),
         Param(
             "duration_s",
             "strobe: seconds the flipping goes on unless stopped first",
-            "> 0",
+            f"> 0, up to {MAX_DURATION_S:g} (7 days)",
             DEFAULT_DURATION_S,
         ),
     ),
@@ -203,18 +209,29 @@ class ClockNemesis:
         if step.kind == "reset":
             return {}
         params = {"delta_s": number(step.params, "delta_s", DEFAULT_DELTA_S)}
+        if not -MAX_DELTA_S <= params["delta_s"] <= MAX_DELTA_S:  # also refuses NaN
+            raise NemesisError(
+                f"clock delta_s must be between -{MAX_DELTA_S:g} and {MAX_DELTA_S:g} s (a year "
+                f"either way), got {params['delta_s']:g}"
+            )
         if step.kind == "strobe":
             params["period_s"] = number(step.params, "period_s", DEFAULT_PERIOD_S)
             params["duration_s"] = number(step.params, "duration_s", DEFAULT_DURATION_S)
+            if not params["period_s"] <= MAX_PERIOD_S:
+                raise NemesisError(
+                    f"clock strobe period_s must be at most {MAX_PERIOD_S:g} s, got "
+                    f"{params['period_s']:g}"
+                )
             if params["period_s"] < MIN_PERIOD_S:
                 raise NemesisError(
                     f"clock strobe period_s must be at least 2 s, got {params['period_s']:g}: "
                     "libfaketime re-reads the offset once a second (FAKETIME_CACHE_DURATION=1), "
                     "so a shorter period can alias to no strobe at all"
                 )
-            if params["duration_s"] <= 0:
+            if not 0 < params["duration_s"] <= MAX_DURATION_S:  # also refuses NaN
                 raise NemesisError(
-                    f"clock strobe duration_s must be positive, got {params['duration_s']:g}"
+                    f"clock strobe duration_s must be positive and at most {MAX_DURATION_S:g} s "
+                    f"(7 days), got {params['duration_s']:g}"
                 )
         return params
 

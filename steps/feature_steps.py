@@ -70,7 +70,11 @@ WINDOWS = {
     "migration": (0.7, 0.85),
     "migration-upgrade": (0.87, 0.93),
 }
-_ITEM = re.compile(r"^(dry-run:)?([a-z][a-z0-9._]*)=(\d+|release:[0-9][0-9.]*)(!unsafe)?$")
+# ASCII digits only (\d would take any script's digits).
+_ITEM = re.compile(r"^(dry-run:)?([a-z][a-z0-9._]*)=([0-9]+|release:[0-9][0-9.]*)(!unsafe)?$")
+# A finalized feature level is a Java short in Kafka's protocol (UpdateFeatures' MaxVersionLevel,
+# KIP-584): 0 (a downgrade to none) up to 32767.
+MAX_LEVEL = 32767
 
 
 class FeatureSpecError(ValueError):
@@ -138,6 +142,11 @@ def parse_features(text: str, version: str, topology: str = "kraft-combined") ->
                     f"features: '{raw}': a release from 3.3 (KRaft's first production "
                     f"metadata.version) to {version} (the release the step runs on)"
                 )
+        if not level.startswith(RELEASE) and int(level) > MAX_LEVEL:
+            raise FeatureSpecError(
+                f"features: '{raw}': a feature level is 0..{MAX_LEVEL} (a Java short in Kafka's "
+                "protocol)"
+            )
         if name == METADATA_VERSION and topology == "zk":
             raise FeatureSpecError(
                 f"features: '{raw}': ZooKeeper mode has no metadata.version (KIP-778 is KRaft's)"

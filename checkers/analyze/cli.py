@@ -13,6 +13,7 @@ import click
 from checkers.analyze.report import ANALYSIS_NAME, DEFAULT_LAST, PARQUET_DIR
 from checkers.analyze.scenario import ScenarioTerms
 from checkers.core.verdict import BAD_INPUT_EXIT
+from checkers.scan.spark_session import MASTER_FORMS, master_problem
 
 # What analysis.html starts with (checkers/analyze/report.py's template): how --out tells a page
 # it may replace from a file it must not.
@@ -50,8 +51,8 @@ def analyze_command(terms: ScenarioTerms) -> click.Command:
     @click.command("analyze")
     @click.argument("directory", type=click.Path(exists=True, file_okay=False))
     @click.option("--spark-master", default=None,
-                  help="local[*] (default), spark://, yarn, k8s://, or sc://HOST:PORT for Spark "
-                  "Connect; DIRECTORY must be readable at the same path by the executors "
+                  help=f"Where Spark runs the analysis: {MASTER_FORMS}; default local[*]. "
+                  "DIRECTORY must be readable at the same path by the executors "
                   "(docs/spark.md).")  # fmt: skip
     @click.option("--out", type=click.Path(dir_okay=False), default=None,
                   help="Where to write the HTML (default: DIRECTORY/analysis.html): a path ending "
@@ -76,7 +77,8 @@ def analyze_command(terms: ScenarioTerms) -> click.Command:
         from checkers.analyze.runs import find_runs
         from checkers.scan.spark_session import spark_session
 
-        problem = out_problem(out) if out is not None else None
+        problem = master_problem(spark_master) if spark_master is not None else None
+        problem = problem or (out_problem(out) if out is not None else None)
         if problem:
             click.echo(problem, err=True)
             sys.exit(BAD_INPUT_EXIT)

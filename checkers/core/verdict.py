@@ -8,13 +8,13 @@ compose").
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from checkers.core.findings import Finding
+from history import strict_json
 
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 EXIT_CODES = {VALID: 0, INVALID: 1, UNKNOWN: 2}
@@ -85,7 +85,7 @@ class Verdict:
     def write(self, directory: str | Path) -> Path:
         d = Path(directory)
         path = d / RESULTS_NAME
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        path.write_text(strict_json.dumps(self.to_dict(), indent=1) + "\n")
         (d / SUMMARY_NAME).write_text(self.summary())
         return path
 

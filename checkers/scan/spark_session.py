@@ -11,6 +11,7 @@ API, which is all kchaos uses (no SparkContext, no RDD): docs/spark.md.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -50,6 +51,45 @@ def default_log_path() -> Path:
 def is_connect(master: str | None) -> bool:
     """A Spark Connect URL (sc://host:port): the session is a client of a remote server."""
     return bool(master) and master.startswith("sc://")
+
+
+# What --spark-master takes (kchaos check, kchaos analyze): named in their help and refusals.
+MASTER_FORMS = (
+    "local, local[N], local[*], spark://HOST:PORT[,HOST:PORT...], yarn, k8s://URL, "
+    "or sc://HOST[:PORT] (Spark Connect)"
+)
+_LOCAL = re.compile(r"local(\[(\*|[1-9][0-9]{0,5})(,[1-9][0-9]{0,5})?\])?")
+_HOST = r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?)"
+_HOST_PORT = re.compile(_HOST + r":([0-9]{1,5})")
+_CONNECT = re.compile(r"sc://" + _HOST + r"(:([0-9]{1,5}))?(/;\S*)?")
+
+
+def _port_ok(text: str | None) -> bool:
+    return text is None or 1 <= int(text) <= 65535
+
+
+def master_problem(master: str) -> str | None:
+    """Why `master` is no Spark master kchaos can start a session on (None: it is one), checked
+    before any work: the forms MASTER_FORMS names, ports 1..65535."""
+    said = f"--spark-master {master!r}: "
+    if _LOCAL.fullmatch(master) or master == "yarn":
+        return None
+    if master.startswith("spark://"):
+        parts = master[len("spark://") :].split(",")
+        if all((m := _HOST_PORT.fullmatch(p)) and _port_ok(m.group(3)) for p in parts):
+            return None
+        return said + "a standalone master is spark://HOST:PORT (several: spark://H1:P1,H2:P2)"
+    if master.startswith("k8s://"):
+        rest = master[len("k8s://") :]
+        if rest and not any(c.isspace() for c in rest):
+            return None
+        return said + "a Kubernetes master is k8s://URL of the API server (k8s://https://HOST:PORT)"
+    if master.startswith("sc://"):
+        m = _CONNECT.fullmatch(master)
+        if m and _port_ok(m.group(4)):
+            return None
+        return said + "a Spark Connect server is sc://HOST[:PORT] (port 1..65535)"
+    return said + f"not a Spark master: give {MASTER_FORMS}"
 
 
 def binds_loopback(master: str | None) -> bool:

@@ -11,12 +11,13 @@ summaries, ``error`` for a run that could not be judged (unknown, crashed, timed
 from __future__ import annotations
 
 import html
-import json
 import os
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from history import strict_json
 
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 CRASHED, TIMEOUT, ERROR = "crashed", "timeout", "error"
@@ -49,7 +50,7 @@ def exit_code(cells: list[dict[str, Any]]) -> int:
 def write_all(directory: Path, record: dict[str, Any]) -> None:
     record["counts"] = dict(Counter(c["status"] for c in record["cells"]))
     record["exit_code"] = exit_code(record["cells"])
-    _atomic(directory / "campaign.json", json.dumps(record, indent=1) + "\n")
+    _atomic(directory / "campaign.json", strict_json.dumps(record, indent=1) + "\n")
     _atomic(directory / "junit.xml", junit_xml(record))
     _atomic(directory / "summary.txt", summary_text(record))
     _atomic(directory / "campaign.html", campaign_html(record))

@@ -47,9 +47,12 @@ from harness.campaign.spec import Campaign, Cell
 from harness.exit_codes import CRASHED_RUN_EXIT, INTERRUPTED_EXIT
 from harness.signals import handling
 from harness.spec import SpecError
+from history import strict_json
 
 Say = Callable[[str], None]
 RECORD = "campaign.json"
+# The Docker clusters this campaign's cells ran on, one name a line: the only ones it removes.
+MADE = "clusters-made.txt"
 # After SIGTERM a run heals, collects and checks; past this it is killed.
 STOP_GRACE_S = 180.0
 STATUS_OF_EXIT = {0: VALID, 1: INVALID, 2: UNKNOWN, CRASHED_RUN_EXIT: CRASHED}
@@ -167,6 +170,9 @@ class Runner:
 
     # The campaign ----------------------------------------------------------------------------
     def run(self) -> int:
+        # Before any cell: a cluster of a slot's name that this campaign did not make is
+        # refused now, not after the cells before it have run.
+        check_clusters(self.campaign, len(self.slots), self.directory)
         self._write()
         todo = [c for c in self.record["cells"] if c["status"] not in FINAL]
         free = list(self.slots)
@@ -222,10 +228,15 @@ class Runner:
         n = len([p for p in base.glob("attempt-*.json")]) + 1
         spec_path = base / f"attempt-{n}.json"
         spec_path.write_text(
-            json.dumps(cell.run_spec(self.directory / "runs", slot.cluster, slot.subnet), indent=1)
+            strict_json.dumps(
+                cell.run_spec(self.directory / "runs", slot.cluster, slot.subnet), indent=1
+            )
         )
         before = set(_run_dirs(base))
         started = time.monotonic()
+        # From here the slot's cluster, if one exists later, is this cell's: it starts on none
+        # (_wait_for_cluster), and `kchaos run` refuses a cluster it did not make.
+        self._note_made(slot)
         self.say(f"cell {cell.id}: {cell.scenario}, seed {cell.seed} (attempt {n})")
         why = None
         with open(base / f"attempt-{n}.log", "wb") as log:
@@ -289,16 +300,36 @@ class Runner:
                 time.sleep(2.0)
 
     def _remove_cluster(self, slot: Slot) -> None:
+        """Removes the slot's cluster, left by a cell of this campaign (a killed one, or one of
+        a killed campaign being resumed); a cluster of that name the campaign did not make is
+        refused (CampaignError), never removed."""
         if self.campaign.hosts is not None:
             self._take_down_hosts()
             return
-        from clusters.handles import open_cluster
-
+        cluster = self._existing(slot)
+        if cluster is None:
+            return
+        self._refuse_if_not_ours(slot, cluster)
+        self.say(f"removing cluster '{slot.cluster}' left by an earlier run of this campaign")
         with contextlib.suppress(Exception):
-            cluster = open_cluster(slot.cluster)
-            if cluster.exists():
-                self.say(f"removing cluster '{slot.cluster}' left by an earlier run")
-                cluster.remove()
+            cluster.remove()
+
+    def _existing(self, slot: Slot) -> Any:
+        return _existing(slot.cluster)
+
+    def _refuse_if_not_ours(self, slot: Slot, cluster: Any = None) -> None:
+        if self.campaign.hosts is not None or slot.cluster in self._made():
+            return
+        if cluster is not None or _existing(slot.cluster) is not None:
+            raise SpecError(_not_ours(slot.cluster))
+
+    def _made(self) -> set[str]:
+        return made_clusters(self.directory)
+
+    def _note_made(self, slot: Slot) -> None:
+        if self.campaign.hosts is None and slot.cluster not in self._made():
+            with self._lock, open(self.directory / MADE, "a", encoding="utf-8") as f:
+                f.write(slot.cluster + "\n")
 
     def _take_down_hosts(self) -> None:
         """`kchaos cluster down --hosts`: heals what a killed cell left on the hosts and stops
@@ -389,6 +420,48 @@ def _outcome(code: int | None, run_dir: Path | None, why: str | None) -> dict[st
     return out
 
 
+def _existing(cluster: str) -> Any:
+    """The Docker cluster of that name when it exists; None when it does not or the engine
+    does not answer (a cell then says so itself)."""
+    from clusters.handles import open_cluster
+
+    try:
+        handle = open_cluster(cluster)
+        return handle if handle.exists() else None
+    except Exception:
+        return None
+
+
+def _not_ours(cluster: str) -> str:
+    return (
+        f"cluster '{cluster}' exists and this campaign did not make it, so it is left alone: "
+        f"remove it with 'kchaos cluster down --name {cluster}', or give the campaign another "
+        "cluster name (cluster: OTHER in its spec)"
+    )
+
+
+def made_clusters(directory: Path | None) -> set[str]:
+    """The clusters a campaign's cells may have made (its directory's MADE file): a resumed
+    campaign removes what its killed cells left, and nothing else."""
+    if directory is None:
+        return set()
+    try:
+        return set((directory / MADE).read_text(encoding="utf-8").split())
+    except OSError:
+        return set()
+
+
+def check_clusters(campaign: Campaign, parallel: int, directory: Path | None = None) -> None:
+    """Refuses (SpecError, one sentence) a campaign whose slots' Docker clusters exist and were
+    not made by it (``directory``: the campaign being resumed): before its folder is made."""
+    if campaign.hosts is not None:
+        return
+    made = made_clusters(directory)
+    for slot in slots(campaign, parallel):
+        if slot.cluster not in made and _existing(slot.cluster) is not None:
+            raise SpecError(_not_ours(slot.cluster))
+
+
 def _json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
@@ -402,8 +475,8 @@ def _now() -> str:
 
 def _named_folder(results: Path, name: str) -> Path:
     """results/<name>, a campaign's folder: a name that is a path never reaches the disk."""
-    problem = name_problem(name)
-    if problem or Path(name).name != name:
+    problem = name_problem(name)  # refuses '/', '..' and '.': a name is one folder's
+    if problem:
         raise SpecError(f"campaign name '{name}' is not a name: {problem}")
     return results / name
 

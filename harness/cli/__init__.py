@@ -68,6 +68,17 @@ def _failed(exc: BaseException) -> NoReturn:
     sys.exit(KCHAOS_FAILED_EXIT)
 
 
+def _usage_text(exc: click.UsageError) -> str:
+    """A usage error's sentence; a bad value of an option starts with the option, as every
+    other refusal does ("--time-limit: must be ...", harness/spec.py flagged), not with click's
+    "Invalid value for '--time-limit':"."""
+    param = getattr(exc, "param", None)
+    if isinstance(exc, click.BadParameter) and isinstance(param, click.Option):
+        longs = [o for o in param.opts if o.startswith("--")]
+        return f"{(longs or param.opts)[0]}: {exc.message}"
+    return exc.format_message()
+
+
 class KchaosGroup(click.Group):
     """Turns user-facing errors into one clear message instead of a traceback, and any other
     exception into one line and exit 255."""
@@ -86,7 +97,7 @@ class KchaosGroup(click.Group):
             # usage error, which reads as an "unknown" verdict.
             help_hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
             err_console.print(
-                f"[bold red]error:[/bold red] {escape(exc.format_message())}{escape(help_hint)}",
+                f"[bold red]error:[/bold red] {escape(_usage_text(exc))}{escape(help_hint)}",
                 highlight=False,
                 emoji=False,
                 soft_wrap=True,

@@ -17,6 +17,7 @@ from harness.campaign.runner import (
     RECORD,
     Runner,
     campaign_dir,
+    check_clusters,
     failed_cells,
     new_record,
     read_record,
@@ -139,7 +140,9 @@ def campaign(
     if resume is not None:
         directory = Path(resume)
         record = resumed_record(camp, directory)
+        check_clusters(camp, parallel, directory)
     else:
+        check_clusters(camp, parallel)  # before its folder is made
         directory = campaign_dir(Path(results_dir), camp.name)
         record = new_record(camp, source)
     say(f"campaign {camp.name}: {len(camp.cells)} cells; results in {directory}")

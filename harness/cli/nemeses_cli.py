@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from clusters.topology import TOPOLOGIES
+from history import strict_json
 from nemesis.api import TARGETS
 from nemesis.items import EXAMPLE, SYNTAX, aimed_on, targets_on
 from nemesis.registry import MENUS, catalog
@@ -151,6 +151,6 @@ def nemeses(as_json: bool) -> None:
     how --nemesis names them (package, package:kind, package:kind@target, package@target)."""
     data = _with_items(catalog())
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        click.echo(strict_json.dumps(data, indent=2))
     else:
         click.echo(render(data), nl=False)

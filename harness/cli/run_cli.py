@@ -181,7 +181,7 @@ def run(
             given = ctx.get_parameter_source(o.name) not in (ParameterSource.DEFAULT, None)
             if given or o.name not in data:
                 data[o.name] = options[o.name]
-        spec = spec_from_dict(data, where=str(spec_file) if spec_file else "options")
+        spec = spec_from_dict(data, where=str(spec_file) if spec_file else None)
         seed = spec.seed if spec.seed is not None else new_seed()
         plan = build_plan(spec, seed)
     if plan_only:

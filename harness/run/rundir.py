@@ -3,7 +3,6 @@ newest, replaced atomically so a reader never sees it missing."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 from clusters.errors import ClusterError
 from clusters.hold import check_name
+from history import strict_json
 
 # results/latest: the link to the newest run.
 LATEST = "latest"
@@ -53,4 +53,4 @@ def point_latest(results_dir: str | Path, run_dir: Path) -> Path:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    path.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    path.write_text(strict_json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")

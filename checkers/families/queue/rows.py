@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from checkers.core.findings import Finding
 from checkers.families.edges import EdgeArrays
+from history import strict_json
 
 FINDING, EDGE = "finding", "edge"
 # Findings and edges share one schema: `record` tells them apart.
@@ -64,9 +65,9 @@ def to_arrow(findings: list[Finding], edges: EdgeArrays) -> pa.Table:
                 mask=np.concatenate([f_nokey, np.zeros(ne, dtype=bool)]),
                 type=pa.int64(),
             ),
-            "ops": [json.dumps(list(f.ops)) for f in findings] + [None] * ne,
+            "ops": [strict_json.dumps(list(f.ops)) for f in findings] + [None] * ne,
             "explanation": [f.explanation for f in findings] + [None] * ne,
-            "data": [json.dumps(f.data) for f in findings] + [None] * ne,
+            "data": [strict_json.dumps(f.data) for f in findings] + [None] * ne,
             "unknown": [f.unknown for f in findings] + [False] * ne,
             "rel": np.concatenate([zeros.astype(np.int8), edges.rel.astype(np.int8)]),
             **{

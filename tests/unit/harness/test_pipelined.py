@@ -244,9 +244,11 @@ def test_spec_options_and_plans():
     assert "batch_size" not in gen and lanes_of(gen) == 50
     assert history_header(gen) == {"send_mode": "async", "in_flight": 50, "idempotence": True}
     assert history_header(json.loads(plain)["generator"]) == {}
-    with pytest.raises(SpecError, match="in-flight only apply with send-mode async"):
+    with pytest.raises(SpecError, match="--in-flight: only applies with --send-mode async"):
         spec_from_dict({"in_flight": 3})
-    with pytest.raises(SpecError, match="in_flight must be a whole number between 1 and 1000000"):
+    with pytest.raises(
+        SpecError, match="--in-flight: must be a whole number between 1 and 1000000"
+    ):
         spec_from_dict({"send_mode": "async", "in_flight": 0})
     with pytest.raises(SpecError, match="unknown send mode"):
         spec_from_dict({"send_mode": "fast"})

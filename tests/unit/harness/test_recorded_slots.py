@@ -147,7 +147,7 @@ def test_the_java_clients_pipelined_sends_are_recorded_in_its_jvm_unless_asked_o
     ("kw", "says"),
     [
         ({"send_recorder": "jvm", "client": None}, "applies to --client java"),
-        ({"send_recorder": "jvm", "send_mode": None}, "only apply with send-mode async"),
+        ({"send_recorder": "jvm", "send_mode": None}, "only applies with --send-mode async"),
         ({"send_recorder": "jvm", "txn": True}, "not transactions"),
         ({"send_recorder": "python"}, "unknown send recorder"),
     ],

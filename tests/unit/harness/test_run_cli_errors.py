@@ -35,10 +35,10 @@ def test_unknown_nemesis_lists_the_valid_ones():
 @pytest.mark.parametrize(
     ("text", "suffix", "expected"),
     [
-        ("time-limit: -3\n", ".yaml", "time_limit must be a number between 1 and 604800"),
+        ("time-limit: -3\n", ".yaml", "--time-limit: must be a number between 1 and 604800"),
         ("colour: blue\n", ".yaml", "unknown option 'colour'"),
         ("[1, 2]\n", ".yaml", "expected a mapping"),
-        ('{"rate": "fast"}', ".json", "rate must be a number"),
+        ('{"rate": "fast"}', ".json", "--rate: must be a number"),
         ('{"rate": 1,}', ".json", "not valid JSON"),
         ("a: [\n", ".yaml", "not valid YAML"),
         ("", ".yaml", "is empty"),
@@ -71,7 +71,7 @@ def test_a_run_name_is_a_string_from_options_and_spec_files(tmp_path):
     assert '"name": "nightly"' in r.output
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: 5\n")
-    assert "name must be a string" in flat(run("--spec", str(bad), "--plan-only"))
+    assert "--name: must be a string" in flat(run("--spec", str(bad), "--plan-only"))
 
 
 def test_plan_only_is_byte_identical_for_the_same_seed_and_options():
@@ -134,7 +134,7 @@ def test_a_zookeeper_ensemble_of_three_is_planned_and_two_is_refused():
     assert r.exit_code == 0, r.output
     assert '"zookeepers": 3' in r.output
     r = run("--topology", "zk", "--zookeepers", "2", "--seed", "1", "--plan-only")
-    assert r.exit_code == 254 and "zookeepers must be 1 or 3" in flat(r)
+    assert r.exit_code == 254 and "--zookeepers: must be 1 or 3" in flat(r)
 
 
 def test_a_migration_on_kafka_4_is_one_clear_error_before_any_docker_work():

@@ -87,7 +87,7 @@ def test_quorum_steps_come_after_an_upgrades_and_replay_from_plan_json(tmp_path)
 
 
 def test_the_spec_refuses_a_quorum_kafka_cannot_have():
-    with pytest.raises(SpecError, match=r"quorum dynamic needs Kafka 3\.9 or newer"):
+    with pytest.raises(SpecError, match=r"--quorum: dynamic needs Kafka 3\.9 or newer"):
         spec_from_dict({"quorum": "dynamic", "version": "3.8"})
     with pytest.raises(SpecError, match="unknown quorum"):
         spec_from_dict({"quorum": "joint"})
