@@ -54,7 +54,8 @@ from workloads.client_choice import (
     client_params,
     consumer_settings,
 )
-from workloads.java_client import JavaPipelinedProducer, JavaQueueClient, final_reads_java
+from workloads.java_client import JavaPipelinedProducer, JavaQueueClient
+from workloads.java_final import final_reads_java
 from workloads.java_host import JavaHost, client_dist
 from workloads.java_recorded import JvmRecordedProducer
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
@@ -791,6 +792,4 @@ def final_reads(
                 break
     finally:
         consumer.close()
-    return final_outcome(
-        tally.acknowledged, tally.remaining, tally.missing(), polls, started, ends
-    )
+    return final_outcome(tally.acknowledged, tally.remaining, tally.missing(), polls, started, ends)

@@ -142,7 +142,8 @@ class ReadDeadline:
     last_progress: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.last_progress = self.started
+        # Reads that never read anything stop at the budget.
+        self.last_progress = self.started - self.window
 
     def progressed(self, now: float) -> None:
         self.last_progress = now

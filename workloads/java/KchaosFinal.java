@@ -192,7 +192,7 @@ final class KchaosFinal {
                 Arrays.fill(high, -1);  // unknown: the reads go on until every send was read
             }
             ends = high;
-            long lastProgress = startedNs;
+            long lastProgress = startedNs - windowNs;  // reads that read nothing stop at the budget
             while (!stopping && !over(System.nanoTime(), lastProgress)) {
                 line(INVOKE, null);
                 ConsumerRecords<String, String> recs;
