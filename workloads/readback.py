@@ -68,10 +68,22 @@ class AckedSends:
         """Per key, the acknowledged values sorted and unique: what the final reads must find."""
         with self._lock:
             return {
-                k: np.unique(np.frombuffer(buf, dtype=np.int64))
+                k: sorted_unique(np.frombuffer(buf, dtype=np.int64))
                 for k, buf in sorted(self._by_key.items())
                 if len(buf)
             }
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique's answer by a sort and a neighbour comparison: numpy 2.4's np.unique took 20x
+    a sort's time on a million int64 here."""
+    out = np.sort(values)
+    if len(out) < 2:
+        return out
+    keep = np.empty(len(out), dtype=bool)
+    keep[0] = True
+    np.not_equal(out[1:], out[:-1], out=keep[1:])
+    return out[keep]
 
 
 @dataclass
@@ -101,10 +113,11 @@ class FinalTally:
         idx = np.searchsorted(w, vals)
         inside = idx < len(w)
         idx, vals = idx[inside], vals[inside]
-        pos = np.unique(idx[w[idx] == vals])
+        pos = idx[w[idx] == vals]
         hit = self._hit[key]
-        self.remaining -= int(np.count_nonzero(~hit[pos]))
-        hit[pos] = True
+        fresh = sorted_unique(pos[~hit[pos]])  # a value read twice in one poll counts once
+        self.remaining -= len(fresh)
+        hit[fresh] = True
 
     def missing(self, most: int = MISSING_NAMED) -> list[list[int]]:
         """The first `most` wanted (key, value) not seen, in (key, value) order."""

@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 
 from workloads.java_final import tally_side_file
 from workloads.queue_ops import final_outcome
-from workloads.readback import AckedSends, FinalTally, ReadDeadline, write_wanted
+from workloads.readback import (
+    AckedSends,
+    FinalTally,
+    ReadDeadline,
+    sorted_unique,
+    write_wanted,
+)
 
 _pairs = st.lists(st.tuples(st.integers(0, 5), st.integers(-3, 40)), max_size=80)
 
@@ -142,3 +148,9 @@ def test_a_gone_jvms_side_file_is_tallied_to_its_last_whole_line(tmp_path: Path)
     assert got == {
         "polls": 1, "ok": 1, "info": 1, "unread": 2, "missing": [[0, 12], [1, 8]], "highest": 4,
     }  # fmt: skip
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1)))
+def test_sorted_unique_is_numpys_unique(values):
+    x = np.array(values, dtype=np.int64)
+    assert sorted_unique(x).tolist() == np.unique(x).tolist()
