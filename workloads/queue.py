@@ -772,9 +772,10 @@ def final_reads(
             for msg in msgs:
                 if msg.error() is not None:
                     continue
-                value = _parse_value(msg.value())
-                if value is None:
-                    continue
+                try:  # _parse_value inline: this loop runs once per record read back
+                    value = int(msg.value())
+                except (TypeError, ValueError):
+                    continue  # no value, or not one of the run's
                 p = msg.partition()
                 got = read.get(p)
                 if got is None:
