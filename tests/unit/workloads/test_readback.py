@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from workloads import queue
 from workloads.java_final import tally_side_file
 from workloads.queue_ops import final_outcome
 from workloads.readback import (
@@ -154,3 +156,74 @@ def test_a_gone_jvms_side_file_is_tallied_to_its_last_whole_line(tmp_path: Path)
 def test_sorted_unique_is_numpys_unique(values):
     x = np.array(values, dtype=np.int64)
     assert sorted_unique(x).tolist() == np.unique(x).tolist()
+
+
+class _Msg:
+    def __init__(self, p: int, offset: int, value: bytes | None) -> None:
+        self._p, self._o, self._v = p, offset, value
+
+    def error(self) -> None:
+        return None
+
+    def value(self) -> bytes | None:
+        return self._v
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+
+class _Consumer:
+    """librdkafka's consumer as the final reads use it: two partitions' logs, read in polls."""
+
+    def __init__(self, conf: dict) -> None:
+        self.logs = {0: [b"11", b"x", b"12"], 1: [None, b"13"]}
+        self._polls = [
+            [_Msg(0, 0, b"11"), _Msg(0, 1, b"x"), _Msg(1, 0, None)],
+            [_Msg(1, 1, b"13"), _Msg(0, 2, b"12"), _Msg(0, 2, b"12")],
+        ]
+        self.at = {0: 0, 1: 0}
+
+    def assign(self, partitions: list) -> None:
+        pass
+
+    def get_watermark_offsets(self, tp, timeout: float) -> tuple[int, int]:
+        return 0, len(self.logs[tp.partition])
+
+    def consume(self, n: int, timeout: float) -> list[_Msg]:
+        got = self._polls.pop(0) if self._polls else []
+        for m in got:
+            self.at[m.partition()] = m.offset() + 1
+        return got
+
+    def position(self, tps: list) -> list:
+        return [SimpleNamespace(partition=tp.partition, offset=self.at[tp.partition]) for tp in tps]
+
+    def close(self) -> None:
+        pass
+
+
+def test_librdkafkas_final_reads_record_a_line_per_poll_and_tally_what_they_read(monkeypatch):
+    """With a stand-in consumer (no broker): one invoke/ok pair per poll, records by key in the
+    order read (values that are not the run's left out), and the reads stop once every
+    acknowledged send was read and every position reached its end."""
+    monkeypatch.setattr(queue, "Consumer", _Consumer)
+    acked = AckedSends()
+    for k, v in [(0, 11), (0, 12), (1, 13)]:
+        acked.add(k, v)
+    wl = SimpleNamespace(consumer_conf=lambda group: {}, topic="t", keys=2, run_id="r", acked=acked)
+    lines: list[tuple] = []
+    ids = iter(range(7, 100))
+    out = queue.final_reads(wl, lambda: next(ids), lambda *a, **kw: lines.append(a), 60.0)
+    assert lines == [
+        ("invoke", "poll", [["poll"]], 7),
+        ("ok", "poll", [["poll", {"0": [[0, 11]]}]], 7),
+        ("invoke", "poll", [["poll"]], 7),
+        ("ok", "poll", [["poll", {"1": [[1, 13]], "0": [[2, 12], [2, 12]]}]], 7),
+        ("invoke", "poll", [["poll"]], 7),
+        ("ok", "poll", [["poll", {}]], 7),
+    ]
+    assert out["complete"] is True and out["acknowledged"] == 3 and out["polls"] == 3
+    assert out["high_watermarks"] == {"0": 3, "1": 2}
