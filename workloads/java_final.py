@@ -36,6 +36,8 @@ FINAL_SIDE_FILE = "final.jsonl"
 WANTED_FILE = "final.want"
 # How long one poll waits for records, in the JVM.
 POLL_MS = 500
+# How long the JVM waits for the partitions' end offsets before it reads on without them (-1).
+ENDS_MS = 5000
 # How often the harness asks the JVM how far it got.
 STATS_EVERY_S = 0.5
 # Beyond the deadline's longest extension: the JVM's own end of the loop and its answer.
@@ -63,6 +65,7 @@ def final_args(
         "window_ns": int(PROGRESS_WINDOW_S * 1e9),
         "most_ns": int(MAX_EXTENSION_S * 1e9),
         "poll_ms": POLL_MS,
+        "ends_ms": ENDS_MS,
         "process": process,
         "wanted": str(side.side_dir / WANTED_FILE),
         "wanted_counts": ",".join(map(str, wanted_counts)),

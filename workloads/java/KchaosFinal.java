@@ -64,6 +64,7 @@ final class KchaosFinal {
     private final long windowNs;
     private final long mostNs;
     private final long pollMs;
+    private final long endsMs;
     private final Properties conf = new Properties();
     private final long monoRef;
     private final long wallRef;
@@ -117,6 +118,7 @@ final class KchaosFinal {
         windowNs = Long.parseLong(own.getProperty("window_ns"));
         mostNs = Long.parseLong(own.getProperty("most_ns"));
         pollMs = Long.parseLong(own.getProperty("poll_ms", "500"));
+        endsMs = Long.parseLong(own.getProperty("ends_ms", "5000"));
         process = Long.parseLong(own.getProperty("process"));
         wanted = readWanted(own.getProperty("wanted"), own.getProperty("wanted_counts"), keys);
         hit = new boolean[keys][];
@@ -182,7 +184,7 @@ final class KchaosFinal {
             consumer.seekToBeginning(tps);
             try {
                 for (Map.Entry<TopicPartition, Long> e
-                        : consumer.endOffsets(tps, Duration.ofSeconds(5)).entrySet()) {
+                        : consumer.endOffsets(tps, Duration.ofMillis(endsMs)).entrySet()) {
                     int p = e.getKey().partition();
                     if (p >= 0 && p < keys) {
                         high[p] = e.getValue();
