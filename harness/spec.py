@@ -181,7 +181,8 @@ class RunSpec:
         maximum=86_400,
         unit="seconds",
         help="Bound on the final reads, seconds; a queue run adds a second per "
-        f"{FINAL_READ_RATE:,.0f} acknowledged sends.",
+        f"{min(FINAL_READ_RATE.values()):,.0f} acknowledged sends (by client: "
+        "workloads/queue_ops.py), and goes on while records are still being read.",
     )
     # The controller quorum (clusters/quorum.py): static (None), dynamic (KIP-853, with
     # controller membership steps, steps/quorum_steps.py), or static-to-dynamic (4.1+);

@@ -148,6 +148,8 @@ REBALANCE_EVENTS = (ASSIGNED, REVOKED, LOST)
 # `<run>/jvm-sends/slot<s>.jsonl` (beside them `slot<s>.acked`, the acknowledged sends as int64
 # triples for the final reads). history/merge.py merges them into history.jsonl at the end of
 # the run (or when `kchaos check` finds a run whose merge did not happen), renumbering indices.
+# With `--client java` the final reads write their polls so too, into `final.jsonl` ("Final
+# reads").
 JVM_SENDS_DIR = "jvm-sends"
 SIDE_SUFFIX = ".jsonl"
 # The header field a merged history carries: {"files": [...], "ops": n} and, when the merge had

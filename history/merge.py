@@ -4,8 +4,10 @@ With `--client java --send-mode async` the worker slots' producers run in the Ja
 and write their own send operations into side files (docs/history.md, "Sends recorded in the
 JVM"): one file per slot, each line an op in the history's shape without `index`, `time` first
 (`{"time":T,"type":...}`), times on the history's own clock (the recorder's start subtracted
-from CLOCK_MONOTONIC, which both sides read). The harness's recorder writes everything else
-(nemesis, observer, final reads) into `history.jsonl` as before.
+from CLOCK_MONOTONIC, which both sides read). With `--client java` the final reads' polls are
+written so too, into `final.jsonl` (docs/history.md, "Final reads"). The harness's recorder
+writes everything else (nemesis, observer, the librdkafka client's final reads) into
+`history.jsonl` as before.
 
 `merge` makes one history of them: every op of every input, ordered by `time` (ties keep each
 input's own order, the main history's before side files'), indices renumbered 0, 1, 2, … in
@@ -190,11 +192,15 @@ def _side_ops(src: Source, done: Merged) -> Iterator[tuple[int, bytes]]:
 
 # Run directories ----------------------------------------------------------------------------
 def side_files(run_dir: str | Path) -> list[Path]:
-    """The run's side files, in slot order; [] when it has none."""
+    """The run's side files: the slots' in slot order, then the final reads' (`final.jsonl`,
+    written last); [] when it has none."""
     d = Path(run_dir) / JVM_SENDS_DIR
     if not d.is_dir():
         return []
-    return sorted(d.glob(f"*{SIDE_SUFFIX}"), key=lambda p: (len(p.name), p.name))
+    return sorted(
+        d.glob(f"*{SIDE_SUFFIX}"),
+        key=lambda p: (not p.name.startswith("slot"), len(p.name), p.name),
+    )
 
 
 def pending(run_dir: str | Path) -> bool:

@@ -86,7 +86,8 @@ def _merge_notes(header: dict[str, Any]) -> list[str]:
         return []
     out = [
         f"{JVM_SENDS_DIR}/{name}: last line is torn (no newline), ignored: the JVM recording "
-        "these sends was killed mid-line; its earlier sends are merged"
+        "these ops (sends, or the final reads' polls) was killed mid-line; its earlier ops are "
+        "merged"
         for name in merged.get("torn") or []
     ]
     if merged.get("history_torn"):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from clusters.topology import Topology
@@ -84,6 +85,29 @@ class SizedFinal(Protocol):
     stopped. The harness's hang budget for the final reads grows with it."""
 
     def final_timeout(self, base: float) -> float: ...
+
+
+class SideRecorder(Protocol):
+    """What a writer of operations beside the harness's recorder needs of it (a JVM writing
+    its own op lines into a side file, history/merge.py): where side files go, the history's
+    zero on CLOCK_MONOTONIC, and a way to count the completions it wrote."""
+
+    @property
+    def side_dir(self) -> Path: ...
+
+    @property
+    def t0_ns(self) -> int: ...
+
+    def add_counts(self, counts: dict[str, int]) -> None: ...
+
+
+@runtime_checkable
+class SideRecorded(Protocol):
+    """An optional capability of a workload whose final reads write their operations beside
+    the recorder (the queue workload's Java client: docs/history.md, "Final reads"): the harness
+    sets ``side_recorder`` right after constructing the workload."""
+
+    side_recorder: SideRecorder | None
 
 
 class WorkloadKind(Protocol):

@@ -23,7 +23,7 @@ from workloads.client import Completion, Invocation
 from workloads.client_choice import consumer_settings
 from workloads.java_host import JavaError, JavaGone, JavaHost, conf_args, error_of
 from workloads.pipelined import DEFAULT_LINGER_MS, InFlight, QueueState
-from workloads.queue_ops import OpChooser, final_outcome, final_poll_records
+from workloads.queue_ops import OpChooser
 
 SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
@@ -404,67 +404,3 @@ class JavaPipelinedProducer:
         self._counts.unregister(self.producer)
         with contextlib.suppress(JavaError, JavaGone):
             self.host.call("close", self._h, 0, timeout=15)
-
-
-def final_reads_java(
-    wl: Any,
-    host: JavaHost,
-    new_process: Callable[[], int],
-    record: Callable[..., Any],
-    timeout: float,
-) -> dict[str, Any]:
-    """The final reads (workloads/queue.py final_reads) with a KafkaConsumer."""
-    started = time.monotonic()
-    h = host.handle()
-    conf = consumer_conf(wl, f"kchaos-{wl.run_id}-final", subscribe=False)
-    with wl._acked_lock:
-        wanted = {(k, v) for k, _, v in wl.acked}
-    conf["max.poll.records"] = final_poll_records(len(wanted))
-    host.call("consumer", h, *conf_args(conf), timeout=30)
-    keys = ",".join(str(k) for k in range(wl.keys))
-    seen: set[tuple[int, int]] = set()
-    polls = 0
-    try:
-        host.call("assign", h, wl.topic, keys, timeout=30)
-        try:
-            ends = {
-                int(p): int(o) for p, o in host.call("ends", h, wl.topic, keys, timeout=15).items()
-            }
-        except (JavaError, JavaGone):
-            ends = {k: -1 for k in range(wl.keys)}
-        deadline = started + timeout
-        process = new_process()
-
-        def caught_up() -> bool:
-            if not wanted <= seen:
-                return False
-            try:
-                pos = host.call("position", h, timeout=15)
-            except (JavaError, JavaGone):
-                return False
-            return all(int(o) >= ends.get(int(p), -1) for p, o in pos.items())
-
-        while time.monotonic() < deadline:
-            record("invoke", "poll", [["poll"]], process)
-            read: dict[str, list[list[int]]] = {}
-            try:
-                got = host.call("poll", h, wl.topic, 500, timeout=20)
-            except (JavaError, JavaGone) as exc:
-                record("info", "poll", [["poll"]], process, error=str(exc))
-                process = new_process()
-                if not host.alive:
-                    break
-                continue
-            for p, offset, value in got["recs"]:
-                if value is not None:
-                    read.setdefault(str(p), []).append([offset, value])
-                    seen.add((p, value))
-            extra = {"foreign": got["foreign"]} if got.get("foreign") else None
-            record("ok", "poll", [["poll", read]], process, extra=extra)
-            polls += 1
-            if not read and caught_up():
-                break
-    finally:
-        with contextlib.suppress(JavaError, JavaGone):
-            host.call("close", h, 0, timeout=15)
-    return final_outcome(wanted, seen, polls, started, ends)

@@ -153,17 +153,30 @@ class JvmRecordedProducer:
         finally:
             self._counts.unregister(-1 - self.slot)
             self.host.forget(self._h)
-        self.wl.acked_bulk(read_acked(self.acked_file))
+        self.wl.acked_bulk(*read_acked_arrays(self.acked_file))
         return stats
 
 
-def read_acked(path: Path) -> list[tuple[int, int | None, int]]:
-    """The slot's acknowledged sends, (key, offset or None, value), from its binary file of
-    little-endian int64 triples (a torn last triple, from a JVM killed mid-write, left out)."""
+def _acked_rows(path: Path) -> np.ndarray:
+    """The slot's binary file of little-endian int64 (key, offset or -1, value) triples, one row
+    each (a torn last triple, from a JVM killed mid-write, left out)."""
     if not path.exists():
-        return []
+        return np.zeros((0, 3), dtype="<i8")
     raw = np.fromfile(path, dtype="<i8")
-    raw = raw[: len(raw) - len(raw) % 3].reshape(-1, 3)
+    return raw[: len(raw) - len(raw) % 3].reshape(-1, 3)
+
+
+def read_acked_arrays(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The slot's acknowledged sends' keys and values, as arrays: what the final reads look
+    for (workloads/readback.py AckedSends), 16 bytes a send."""
+    raw = _acked_rows(path)
+    return raw[:, 0].astype(np.int64), raw[:, 2].astype(np.int64)
+
+
+def read_acked(path: Path) -> list[tuple[int, int | None, int]]:
+    """The slot's acknowledged sends, (key, offset or None, value), for a reader who wants
+    them one by one (tests); the final reads take `read_acked_arrays`."""
+    raw = _acked_rows(path)
     offsets: list[int | None] = raw[:, 1].tolist()
     offsets = [o if o is not None and o >= 0 else None for o in offsets]
     return list(zip(raw[:, 0].tolist(), offsets, raw[:, 2].tolist(), strict=True))

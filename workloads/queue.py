@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import numpy as np
 from confluent_kafka import (
     OFFSET_BEGINNING,
     OFFSET_STORED,
@@ -44,7 +45,7 @@ from history.format import (
 )
 from history.options import Option, Values
 from workloads import client_choice, pipelined
-from workloads.api import KindBase
+from workloads.api import KindBase, SideRecorder
 from workloads.client import Completion, Invocation
 from workloads.client_choice import (
     CLIENT_VERSION_FIELD,
@@ -53,7 +54,8 @@ from workloads.client_choice import (
     client_params,
     consumer_settings,
 )
-from workloads.java_client import JavaPipelinedProducer, JavaQueueClient, final_reads_java
+from workloads.java_client import JavaPipelinedProducer, JavaQueueClient
+from workloads.java_final import final_reads_java
 from workloads.java_host import JavaHost, client_dist
 from workloads.java_recorded import JvmRecordedProducer
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
@@ -67,6 +69,7 @@ from workloads.pipelined import (
     lanes_of,
 )
 from workloads.queue_ops import FINAL_READ_RATE, OpChooser, final_outcome, final_poll_records
+from workloads.readback import AckedSends, FinalTally, ReadDeadline
 
 SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
@@ -238,9 +241,11 @@ class QueueWorkload(KindBase):
         # Process p runs on slot p % concurrency (harness ProcessIds).
         self.concurrency = int(gen.get("concurrency") or 1)
         self.bootstrap = topology.bootstrap_servers()
-        # (key, offset, value) of every send acknowledged ok; final reads must find them all.
-        self.acked: list[tuple[int, int | None, int]] = []
-        self._acked_lock = threading.Lock()
+        # (key, value) of every send acknowledged ok; final reads must find them all.
+        self.acked = AckedSends()
+        # What the Java client's final reads write beside the harness's recorder (their side
+        # file; workloads/api.py SideRecorded): the interpreter gives its recorder.
+        self.side_recorder: SideRecorder | None = None
         self.leaders = LeaderMap(self.bootstrap, self.topic, topology)
         self.sends_in_flight = InFlight(self.keys)
         # Kafka's own Java client (--client java): its JVM, started by setup.
@@ -315,19 +320,19 @@ class QueueWorkload(KindBase):
                 producer.flush(0)
 
     def note_acked(self, key: int, offset: int | None, value: int) -> None:
-        with self._acked_lock:
-            self.acked.append((key, offset, value))
+        # The offset is the history's; the final reads look for the (key, value).
+        self.acked.add(key, value)
 
     def final_timeout(self, base: float) -> float:
-        """`base` (--final-timeout) and the time to read back what was acknowledged at
-        `FINAL_READ_RATE` (workloads/api.py SizedFinal): a pipelined run acknowledges millions."""
-        with self._acked_lock:
-            return base + len(self.acked) / FINAL_READ_RATE
+        """`base` (--final-timeout) and the time to read back what was acknowledged at the
+        client's `FINAL_READ_RATE` (workloads/api.py SizedFinal): a pipelined run acknowledges
+        millions. The reads' deadline then extends while they make progress
+        (workloads/readback.py ReadDeadline)."""
+        return base + len(self.acked) / FINAL_READ_RATE[client_of(self.gen)]
 
-    def acked_bulk(self, acked: list[tuple[int, int | None, int]]) -> None:
+    def acked_bulk(self, keys: np.ndarray, values: np.ndarray) -> None:
         """Sends acknowledged where the harness did not see them (recorded in the JVM)."""
-        with self._acked_lock:
-            self.acked.extend(acked)
+        self.acked.add_many(keys, values)
 
     def client(self, process: int, rng: random.Random) -> QueueClient | JavaQueueClient:
         if self.java is not None:
@@ -381,7 +386,9 @@ class QueueWorkload(KindBase):
         self, new_process: Callable[[], int], record: Callable[..., Any], timeout: float
     ) -> dict[str, Any]:
         if self.java is not None:
-            return final_reads_java(self, self.java, new_process, record, timeout)
+            if self.side_recorder is None:
+                raise RuntimeError("the Java client's final reads need the run's recorder")
+            return final_reads_java(self, self.java, new_process, self.side_recorder, timeout)
         return final_reads(self, new_process, record, timeout)
 
     def close(self) -> None:
@@ -720,19 +727,20 @@ def final_reads(
     record: Callable[..., Any],
     timeout: float,
 ) -> dict[str, Any]:
-    """Reads every key from the beginning until every acknowledged offset has been seen.
+    """Reads every key from the beginning until every acknowledged send has been seen and
+    every partition's position reached the high watermark it had when the reads began.
 
-    Bounded by `timeout`; the outcome says how many acknowledged sends were read and names the
-    missing ones, so a run that ends early says so instead of looking clean.
+    Bounded by `timeout`, extended while records are still being read (ReadDeadline); the
+    outcome says how many acknowledged sends were read and names the first missing ones, so a
+    run that ends early says so instead of looking clean. One history line per poll; per
+    record only what the poll's value needs (its offset and value) and one int64 for the tally.
     """
     started = time.monotonic()
     consumer = Consumer(wl.consumer_conf(f"kchaos-{wl.run_id}-final"))
     partitions = [TopicPartition(wl.topic, k, OFFSET_BEGINNING) for k in range(wl.keys)]
     consumer.assign(partitions)
-    with wl._acked_lock:
-        wanted = {(k, v) for k, _, v in wl.acked}
-    batch = final_poll_records(len(wanted))
-    seen: set[tuple[int, int]] = set()
+    tally = FinalTally(wl.acked.wanted())
+    batch = final_poll_records(tally.acknowledged)
     ends: dict[int, int] = {}
     for k in range(wl.keys):
         try:
@@ -741,35 +749,48 @@ def final_reads(
         except KafkaException:
             ends[k] = -1
     polls = 0
-    deadline = started + timeout
+    deadline = ReadDeadline(started, timeout)
     process = new_process()
 
     def caught_up() -> bool:
-        if not wanted <= seen:
+        if tally.remaining:
             return False
         positions = consumer.position([TopicPartition(wl.topic, k) for k in range(wl.keys)])
         return all(p.offset >= ends[p.partition] for p in positions)
 
     try:
-        while time.monotonic() < deadline:
+        while not deadline.over(time.monotonic()):
             record("invoke", "poll", [["poll"]], process)
-            read: dict[str, list[list[int]]] = defaultdict(list)
+            read: dict[int, list[list[int]]] = {}
+            values: dict[int, list[int]] = {}
             try:
-                for msg in consumer.consume(batch, 0.5):
-                    if msg.error() is not None:
-                        continue
-                    value = _parse_value(msg.value())
-                    if value is not None:
-                        read[str(msg.partition())].append([msg.offset(), value])
-                        seen.add((msg.partition(), value))
+                msgs = consumer.consume(batch, 0.5)
             except KafkaException as exc:
                 record("info", "poll", [["poll"]], process, error=describe(exc))
                 process = new_process()  # as any process that saw an indefinite outcome
                 continue
-            record("ok", "poll", [["poll", dict(read)]], process)
+            for msg in msgs:
+                if msg.error() is not None:
+                    continue
+                try:  # _parse_value inline: this loop runs once per record read back
+                    value = int(msg.value())
+                except (TypeError, ValueError):
+                    continue  # no value, or not one of the run's
+                p = msg.partition()
+                got = read.get(p)
+                if got is None:
+                    got = read[p] = []
+                    values[p] = []
+                got.append([msg.offset(), value])
+                values[p].append(value)
+            record("ok", "poll", [["poll", {str(p): got for p, got in read.items()}]], process)
             polls += 1
-            if not read and caught_up():
+            if read:
+                deadline.progressed(time.monotonic())
+                for p, vals in values.items():
+                    tally.saw(p, np.array(vals, dtype=np.int64))
+            elif caught_up():
                 break
     finally:
         consumer.close()
-    return final_outcome(wanted, seen, polls, started, ends)
+    return final_outcome(tally.acknowledged, tally.remaining, tally.missing(), polls, started, ends)

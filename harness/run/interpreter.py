@@ -48,7 +48,7 @@ from nemesis.registry import build
 from steps.family import Stage
 from steps.recorded import RecordedSteps, stop_and_report
 from steps.registry import FAMILIES, node_properties
-from workloads.api import Clocked, SizedFinal, Workload
+from workloads.api import Clocked, SideRecorded, SizedFinal, Workload
 from workloads.observe import Observer
 from workloads.registry import WORKLOADS
 
@@ -264,6 +264,9 @@ class Run:
         if isinstance(workload, Clocked):
             # Times its clients write into op fields are on the history's own clock.
             workload.clock = up.recorder.now_ns
+        if isinstance(workload, SideRecorded):
+            # Final reads that write their ops beside the recorder (the Java client's).
+            workload.side_recorder = up.recorder
         self._prepare_nemeses(live.cluster, up, up.ctx)
         self.say(workload.setup_says())
         workload.setup()

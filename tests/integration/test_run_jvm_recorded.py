@@ -42,7 +42,10 @@ def test_a_jvm_recorded_run_is_merged_well_formed_and_valid(docker_client, tmp_p
     assert not (d / JVM_SENDS_DIR).exists()
     history = read_history(d)
     assert history.header["send_recorder"] == "jvm"
-    assert history.header[JVM_SENDS_FIELD] == {"files": ["slot0.jsonl", "slot1.jsonl"]}
+    # The slots' sends, then the final reads' polls, both written by the JVM.
+    assert history.header[JVM_SENDS_FIELD] == {
+        "files": ["slot0.jsonl", "slot1.jsonl", "final.jsonl"]
+    }
     assert not history.torn_last_line and not history.incomplete
     times = [op["time"] for op in history.ops]
     assert times == sorted(times)
@@ -70,6 +73,11 @@ def test_a_jvm_recorded_run_is_merged_well_formed_and_valid(docker_client, tmp_p
     # the sends by time, and the final reads' processes are above every lane's.
     polls = [op for op in history.ops if op["f"] == "poll"]
     assert polls and min(op["process"] for op in polls) > max(op["process"] for op in sends)
+    # The final reads (recorded in the JVM) come after every send.
+    assert min(op["index"] for op in polls) > max(op["index"] for op in sends)
+    read = {v for op in polls if op["type"] == "ok" for rs in op["value"][0][1].values()
+            for _, v in rs}  # fmt: skip
+    assert {op["value"][0][2][1] for op in oks} <= read
     run = json.loads((d / "run.json").read_text())
     assert run["final_reads"]["complete"] is True
     assert run["final_reads"]["acknowledged"] == len(oks)

@@ -12,7 +12,8 @@
 // with; it uses only API every supported release has (3.8+).
 //
 // A pipelined producer may also run here whole and record its own sends (`record`, `rstats`,
-// `rstop`, `leaders`: KchaosRecorded.java, workloads/java_recorded.py).
+// `rstop`, `leaders`: KchaosRecorded.java, workloads/java_recorded.py), and so may the final
+// reads (`final`, `fstats`, `fstop`: KchaosFinal.java, workloads/java_client.py).
 //
 // When stdin closes (the harness is gone) the process exits: a client host never outlives it.
 
@@ -55,6 +56,8 @@ public final class KchaosClient {
         volatile KafkaConsumer<String, String> consumer;
         // A pipelined producer that records its own sends (KchaosRecorded).
         volatile KchaosRecorded recorded;
+        // The final reads, recording their own polls (KchaosFinal).
+        volatile KchaosFinal reads;
         // The thread inside producer.send(): a callback run on it reports a record refused
         // before it was queued (metadata wait, size), which never reached a broker.
         volatile Thread sending;
@@ -86,6 +89,7 @@ public final class KchaosClient {
         }
         // The harness is gone: what recorded producers buffered still reaches their files.
         KchaosRecorded.flushAll();
+        KchaosFinal.flushAll();
         Runtime.getRuntime().halt(0);
     }
 
@@ -115,6 +119,7 @@ public final class KchaosClient {
         final int h = Integer.parseInt(f[2]);
         if (cmd.equals("exit")) {
             KchaosRecorded.flushAll();
+            KchaosFinal.flushAll();
             Runtime.getRuntime().halt(0);
         }
         if (cmd.equals("clock")) {
@@ -190,6 +195,16 @@ public final class KchaosClient {
                 return h.recorded.stats();
             case "rstop":
                 return h.recorded.stop();
+            case "final": {
+                KchaosFinal r = new KchaosFinal(f, 3);
+                r.start();
+                h.reads = r;
+                return "true";
+            }
+            case "fstats":
+                return h.reads.stats();
+            case "fstop":
+                return h.reads.stop();
             case "init":
                 h.producer.initTransactions();
                 return "true";

@@ -260,3 +260,103 @@ def test_at_the_same_time_the_main_historys_op_comes_first():
         main_bytes(main), {"slot0.jsonl": side_line(send("invoke", 0, 5, 1, 1, 0))}
     )
     assert [o["process"] for o in parse_history(merged, "m").ops] == ["nemesis", 0]
+
+
+# The final reads' side file (--client java: workloads/java/KchaosFinal.java) ----------------
+def final_poll(type_: str, process: int, time: int, read: dict[str, list] | None = None) -> dict:
+    """A final poll op as the JVM writes it (docs/history.md, "Final reads")."""
+    value: Any = [["poll"]] if type_ != "ok" else [["poll", read or {}]]
+    op: dict[str, Any] = {"time": time, "type": type_, "f": "poll", "value": value}
+    op["process"] = process
+    if type_ == "info":
+        op["error"] = "retriable: TimeoutException: no answer"
+    return {**op, "wall": 2.5, "node": None}
+
+
+@st.composite
+def final_reads(draw: Any, after: int, first: int) -> list[dict[str, Any]]:
+    """The JVM's final polls from time `after` on: invoke then ok or info, one process, a
+    fresh one after each info; records of a few keys."""
+    ops: list[dict[str, Any]] = []
+    t, p = after, first
+    for _ in range(draw(st.integers(1, 8))):
+        t += draw(st.integers(1, 4))
+        ops.append(final_poll("invoke", p, t))
+        t += draw(st.integers(0, 4))
+        if draw(st.integers(0, 4)) == 0:
+            ops.append(final_poll("info", p, t))
+            p += 1
+            continue
+        read = draw(
+            st.dictionaries(
+                st.sampled_from(["0", "1", "7"]),
+                st.lists(st.tuples(st.integers(0, 99), st.integers(1, 10**12)), min_size=1),
+                max_size=3,
+            )
+        )
+        ops.append(final_poll("ok", p, t, {k: [list(r) for r in v] for k, v in read.items()}))
+    return ops
+
+
+def test_final_reads_merge_after_the_sends_and_beside_what_the_harness_recorded(tmp_path):
+    """The workload's sends (a slot's file), then the final reads (final.jsonl) while the
+    observer still samples (history.jsonl): merged by time, the final file listed last."""
+    main = [
+        {"type": "invoke", "f": "start-kill", "value": None, "process": "nemesis", "time": 4},
+        {"type": "ok", "f": "start-kill", "value": None, "process": "nemesis", "time": 6},
+        {"type": "invoke", "f": "observe", "value": None, "process": "observer", "time": 21},
+        {"type": "ok", "f": "observe", "value": {}, "process": "observer", "time": 23},
+    ]
+    sends = [send("invoke", 0, 3, 1, 11, 0), send("ok", 0, 9, 1, 11, 0)]
+    polls = [
+        final_poll("invoke", 40, 20),
+        final_poll("ok", 40, 22, {"1": [[0, 11]]}),
+        final_poll("invoke", 40, 24),
+        final_poll("info", 40, 25),
+        final_poll("invoke", 41, 26),
+        final_poll("ok", 41, 27),
+    ]
+    sides = {"final.jsonl": b"".join(map(side_line, polls))}
+    sides["slot0.jsonl"] = b"".join(map(side_line, sends))
+    run = write_run(tmp_path, main, sides)
+    assert [p.name for p in side_files(run)] == ["slot0.jsonl", "final.jsonl"]
+    done = merge_run(run)
+    assert done is not None and done.side_ops == 8
+    history = read_history(run)
+    assert history.header[JVM_SENDS_FIELD] == {"files": ["slot0.jsonl", "final.jsonl"]}
+    assert [(o["f"], o["type"], o["time"]) for o in history.ops] == [
+        ("send", "invoke", 3), ("start-kill", "invoke", 4), ("start-kill", "ok", 6),
+        ("send", "ok", 9), ("poll", "invoke", 20), ("observe", "invoke", 21),
+        ("poll", "ok", 22), ("observe", "ok", 23), ("poll", "invoke", 24), ("poll", "info", 25),
+        ("poll", "invoke", 26), ("poll", "ok", 27),
+    ]  # fmt: skip
+    assert history.ops[6]["value"] == [["poll", {"1": [[0, 11]]}]]
+    assert not history.incomplete and history.notes() == []
+
+
+@given(split_history(), st.data())
+def test_generated_final_reads_merge_last_and_a_torn_last_line_is_dropped(split, data):
+    main, sides = split
+    workload = [op for s in [main, *sides] for op in s]
+    end = max((op["time"] for op in workload), default=0)
+    polls = data.draw(final_reads(end, 10**6))
+    raw = b"".join(side_line(o) for o in polls)
+    torn = data.draw(st.booleans())
+    cut = raw
+    if torn:
+        last = side_line(polls[-1])
+        cut = raw[: len(raw) - len(last) + data.draw(st.integers(1, len(last) - 1))]
+    names = {f"slot{i}.jsonl": b"".join(side_line(o) for o in ops) for i, ops in enumerate(sides)}
+    merged, done = run_merge(main_bytes(main), {**names, "final.jsonl": cut})
+    history = parse_history(merged, "merged")
+    ops = without_index(history.ops)
+    kept = polls[:-1] if torn else polls
+    finals = [o for o in ops if o["process"] in {p["process"] for p in polls}]
+    assert finals == kept
+    # The final reads come after every op of the workload's clients (sends, and the main
+    # history's client process), whose times all precede theirs.
+    first_final = ops.index(finals[0]) if finals else len(ops)
+    clients = [o for o in ops[first_final:] if isinstance(o["process"], int) and o not in finals]
+    assert clients == []
+    assert done.torn == (["final.jsonl"] if torn else [])
+    assert (any("torn" in n for n in history.notes())) == torn

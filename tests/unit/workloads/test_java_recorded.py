@@ -83,8 +83,8 @@ class _Wl:
         self.leaders = SimpleNamespace(leaders={0: "n1", 2: "n3"})
         self.acked: list[Any] = []
 
-    def acked_bulk(self, acked: list[Any]) -> None:
-        self.acked.extend(acked)
+    def acked_bulk(self, keys: np.ndarray, values: np.ndarray) -> None:
+        self.acked.extend(zip(keys.tolist(), values.tolist(), strict=True))
 
 
 def _setup(side: Path, t0: int, lanes: int = 2) -> SlotSetup:
