@@ -216,13 +216,18 @@ class _Codes:
         self.cache: dict[str | None, int] = {}
 
     def of(self, col: pa.Array) -> np.ndarray:
+        """The code of each row; only the dictionary entries some row uses are looked up (a
+        row group's dictionary may name values of rows filtered out)."""
         if not pa.types.is_dictionary(col.type):
             col = pc.dictionary_encode(col)
-        names = col.dictionary.to_pylist()
-        table = np.array([self._one(n) for n in [*names, None]], dtype=np.int64)
+        names = [*col.dictionary.to_pylist(), None]  # the last answers for null rows
         idx = col.indices
-        idx = pc.fill_null(idx, len(names)) if idx.null_count else idx
-        return table[np.asarray(idx.to_numpy(zero_copy_only=False), dtype=np.int64)]
+        idx = pc.fill_null(idx, len(names) - 1) if idx.null_count else idx
+        at = np.asarray(idx.to_numpy(zero_copy_only=False), dtype=np.int64)
+        table = np.full(len(names), -1, dtype=np.int64)
+        for u in np.flatnonzero(np.bincount(at, minlength=len(names))).tolist():
+            table[u] = self._one(names[u])
+        return table[at]
 
     def _one(self, name: str | None) -> int:
         if name not in self.cache:
@@ -243,6 +248,7 @@ class _Fold:
         self.ops: list[pd.DataFrame] | None = [] if keep_ops else None
         self.outcome = _Codes(lambda t: OUTCOMES.index(t) if t in OUTCOMES else -1)
         self.f = _Codes(self._f)
+        self.client = _Codes(lambda p: 0 if p is not None and _CLIENT.fullmatch(p) else -1)
         self.process = _Codes(self._process)
 
     def _f(self, name: str | None) -> int:
@@ -258,21 +264,19 @@ class _Fold:
         return len(self.fs) - 1
 
     def _process(self, name: str | None) -> int:
-        if name is None or not _CLIENT.fullmatch(name):
-            return -1
-        self.processes.append(name)
+        self.processes.append(name or "")
         if len(self.processes) > len(self.worst):
             self.worst = np.concatenate([self.worst, np.zeros_like(self.worst)])
         return len(self.processes) - 1
 
     def add(self, batch: pa.RecordBatch, times: np.ndarray) -> None:
         outcome = self.outcome.of(batch.column("type"))
-        process = self.process.of(batch.column("process"))
-        mine = np.flatnonzero((outcome >= 0) & (process >= 0))
+        mine = np.flatnonzero((outcome >= 0) & (self.client.of(batch.column("process")) >= 0))
         if not len(mine):
             return
         batch = batch.take(pa.array(mine))
-        outcome, process = outcome[mine], process[mine]
+        outcome = outcome[mine]
+        process = self.process.of(batch.column("process"))
         f = self.f.of(batch.column("f"))
         end_ns = _ints(batch.column("time"), 0)
         end_s = end_ns / 1e9
