@@ -673,3 +673,23 @@ def op_rows_of(path: str | Path, processes: list[str], columns: list[str]) -> pa
     if not parts:
         return SCHEMA.empty_table().select(columns)
     return pa.concat_tables(parts)
+
+
+def index_bound(path: str | Path) -> int | None:
+    """One more than the largest `index` of any row, from the row groups' statistics alone;
+    None when some row group has none to tell."""
+    meta = _open(path).metadata
+    top = -1
+    for i in range(meta.num_row_groups):
+        rg = meta.row_group(i)
+        st = next(
+            (rg.column(j).statistics for j in range(rg.num_columns)
+             if rg.column(j).path_in_schema == "index"),
+            None,
+        )  # fmt: skip
+        if rg.num_rows == 0:
+            continue
+        if st is None or not st.has_min_max:
+            return None
+        top = max(top, int(st.max))
+    return top + 1

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.scan.fault_windows import TIME, fault_windows
-from history.columnar import op_row_groups, op_rows_at_most, op_rows_of
+from history.columnar import index_bound, op_row_groups, op_rows_at_most, op_rows_of
 from history.format import CLIENT_PROCESS_TEXT, MIGRATION, NEMESIS, OBSERVER
 
 OUTCOMES = ("ok", "fail", "info")
@@ -181,7 +181,9 @@ def _invoke_times(parquet: str | Path) -> tuple[np.ndarray, int]:
     """(time of each op row by its index, _NO_TIME where none; the last time of any op row),
     one row group at a time: an op index is its history line, so the array is as long as the
     history has op rows."""
-    times = np.full(op_rows_at_most(parquet), _NO_TIME, dtype=np.int64)
+    bound = index_bound(parquet)
+    size = op_rows_at_most(parquet) if bound is None else bound
+    times = np.full(size, _NO_TIME, dtype=np.int64)
     end = None
     for part in op_row_groups(parquet, ["index", "time"]):
         if not part.num_rows:
