@@ -30,11 +30,12 @@ OUTCOMES = ("ok", "fail", "info")
 PER_OP_LIMIT = 20_000
 # Time bins of the binned timeline, and at most of the latency and throughput plots.
 BINS = 400
-# Latency bins (ms): [0, 1 µs), then LAT_PER_DECADE log-spaced bins a decade from 1 µs to
+# Latency bins (ms): [0, 1 ns), then LAT_PER_DECADE log-spaced bins a decade from 1 ns to
 # 10^7 ms (beyond: the last bin). A quantile read from them is within one bin's width
-# (10^(1/64), 3.7 %) of the exact one; the maximum is kept exactly.
+# (10^(1/64), 3.7 %) of the exact one, and never outside the exact minimum and maximum kept
+# beside them.
 LAT_PER_DECADE = 64
-LAT_EDGES = np.concatenate([[0.0], np.logspace(-3, 7, 10 * LAT_PER_DECADE + 1)])
+LAT_EDGES = np.concatenate([[0.0], np.logspace(-6, 7, 13 * LAT_PER_DECADE + 1)])
 LAT_MIDS = np.concatenate([[LAT_EDGES[1] / 2], np.sqrt(LAT_EDGES[1:-1] * LAT_EDGES[2:])])
 LAT_RATIO = 10 ** (1 / LAT_PER_DECADE)
 _CLIENT = re.compile(CLIENT_PROCESS_TEXT)
@@ -71,6 +72,7 @@ class FStats:
     completions: np.ndarray  # [outcome, bin]: by completion time
     latency: np.ndarray  # [outcome, bin, latency bin]: by invocation time
     max_ms: np.ndarray  # [outcome, bin]: the exact maximum latency, NaN for none
+    min_ms: np.ndarray  # [outcome, bin]: the exact minimum latency, NaN for none
 
 
 @dataclass
@@ -100,13 +102,12 @@ class Aggregates:
         o = OUTCOMES.index(outcome)
         stats = [s for name, s in self.by_f.items() if f is None or name == f]
         hist = sum((s.latency[o] for s in stats), np.zeros((self.bins, len(LAT_MIDS))))
+        none = np.full(self.bins, np.nan)
+        top = np.fmax.reduce([s.max_ms[o] for s in stats]) if stats else none
+        bottom = np.fmin.reduce([s.min_ms[o] for s in stats]) if stats else none
         out = {}
         for q in qs:
-            if q == 1.0:
-                peaks = [s.max_ms[o] for s in stats]
-                out[q] = np.fmax.reduce(peaks) if peaks else np.full(self.bins, np.nan)
-            else:
-                out[q] = hist_quantile(hist, q)
+            out[q] = top if q == 1.0 else np.clip(hist_quantile(hist, q), bottom, top)
         return self.edges, out
 
     def summary(self, qs: tuple[float, ...] = (0.5, 0.95, 0.99)) -> list[dict[str, Any]]:
@@ -117,9 +118,11 @@ class Aggregates:
             for i, t in enumerate(OUTCOMES):
                 row[t] = int(s.completions[i].sum())
             whole = s.latency[0].sum(axis=0)
+            top = float(np.fmax.reduce(s.max_ms[0])) if row["ok"] else float("nan")
+            bottom = float(np.fmin.reduce(s.min_ms[0])) if row["ok"] else float("nan")
             for q in qs:
-                row[f"p{round(q * 100)}"] = float(hist_quantile(whole, q))
-            row["max"] = float(np.fmax.reduce(s.max_ms[0])) if row["ok"] else float("nan")
+                row[f"p{round(q * 100)}"] = float(np.clip(hist_quantile(whole, q), bottom, top))
+            row["max"] = top
             rows.append(row)
         return rows
 
@@ -261,6 +264,7 @@ class _Fold:
                 np.zeros((3, bins), dtype=np.int64),
                 np.zeros((3, bins, lat), dtype=np.int64),
                 np.full((3, bins), np.nan),
+                np.full((3, bins), np.nan),
             )
         )
         return len(self.fs) - 1
@@ -321,6 +325,7 @@ class _Fold:
                 (o * bins + b) * lat_bins + lat_bin[sel], minlength=3 * bins * lat_bins
             ).reshape(3, bins, lat_bins)
             np.fmax.at(s.max_ms, (o, b), ms[sel])
+            np.fmin.at(s.min_ms, (o, b), ms[sel])
 
     def _keep(self, batch: pa.RecordBatch, start_s: np.ndarray, end_s: np.ndarray) -> None:
         assert self.ops is not None
