@@ -23,11 +23,6 @@ from checkers.registry import REGISTRY
 
 __all__ = ["check"]
 
-STREAMED_NO_REPORT = (
-    "report.html not written: the history was checked streamed, being bigger than the local "
-    "engine holds (docs/checkers.md), and the report reads every op whole"
-)
-
 
 def check(
     history_path_or_run_dir: str | Path,
@@ -64,21 +59,21 @@ def _check(
         stats={**run.stats, "seconds": round(time.monotonic() - started, 3)},
     )
     if write:
-        # The report reads every op row whole (checkers/report/data.py): a history too big to
-        # hold for the check (checkers/scan/load.py streamed it) is too big for the report too.
-        streamed = bool(verdict.stats.get("streamed_buckets"))
-        if streamed:
-            verdict.notes.append(STREAMED_NO_REPORT)
+        # The verdict first: whatever becomes of the report, results.json is on disk.
         verdict.write(inputs.run_dir)
-        if not streamed:
-            _write_report(inputs.run_dir, inputs.parquet, verdict)
+        # Whatever the history's size: the report folds it a row group at a time
+        # (checkers/report/data.py).
+        if not _write_report(inputs.run_dir, inputs.parquet, verdict):
+            verdict.write(inputs.run_dir)  # again, with the note saying why there is no report
     return verdict
 
 
-def _write_report(out_dir: Path, parquet: Path, verdict: Verdict) -> None:
+def _write_report(out_dir: Path, parquet: Path, verdict: Verdict) -> bool:
     from checkers.report.render import write_report  # matplotlib: only when writing
 
     try:
         write_report(out_dir, parquet, verdict)
     except Exception as e:  # the report is for people; its failure must not cost the verdict
         verdict.notes.append(f"report.html not written: {type(e).__name__}: {e}")
+        return False
+    return True

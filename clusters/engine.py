@@ -14,7 +14,11 @@ import docker.errors
 
 from clusters.errors import ClusterError
 
-HOST_PACKAGES = ("docker.io", "iptables", "debootstrap", "maven", "openjdk-17-jre-headless", "tar")
+# chromium: headless, for the test that opens report.html as a person would
+# (tests/unit/checkers/test_report_browser.py).
+HOST_PACKAGES = (
+    "docker.io", "iptables", "debootstrap", "maven", "openjdk-17-jre-headless", "tar", "chromium",
+)  # fmt: skip
 DOCKERD_LOG = Path("/var/log/kchaos-dockerd.log")
 ENGINE_START_TIMEOUT_S = 60.0
 

@@ -600,3 +600,97 @@ def read_element_row_group(
             return pf.read_row_group(i, columns=columns)
         rg = pf.read_row_group(i, columns=list(dict.fromkeys(["row", *columns])))
         return _take(rg.select(columns), _in(rg.column("row"), [ELEM_ROW]))
+
+
+def op_row_groups(path: str | Path, columns: list[str]) -> Iterator[pa.Table]:
+    """The op rows of a Parquet history one row group at a time, only `columns`, in file order;
+    row groups holding only element rows (by their statistics) are never decoded. A consumer
+    that folds each part into its aggregates holds one row group's few columns at a time."""
+    pf = _open(path)
+    for i in range(pf.num_row_groups):
+        with _readable(path):
+            only = _only_kind(pf.metadata.row_group(i))
+            if only == ELEM_ROW:
+                continue
+            if only == OP_ROW:
+                yield pf.read_row_group(i, columns=columns)
+                continue
+            rg = pf.read_row_group(i, columns=list(dict.fromkeys(["row", *columns])))
+            yield _take(rg.select(columns), _in(rg.column("row"), [OP_ROW]))
+
+
+def op_rows_at(path: str | Path, indices: list[int], columns: list[str]) -> pa.Table:
+    """The op rows whose `index` is in `indices`, only `columns` (which must include "index"):
+    a row group is read only if its `index` statistics admit one of them, and then first its
+    `row` and `index` columns alone; the wide columns only when it holds a wanted row."""
+    wanted = np.unique(np.asarray(indices, dtype=np.int64))
+    pf = _open(path)
+    parts = []
+    for i in range(pf.num_row_groups):
+        meta = pf.metadata.row_group(i)
+        if _only_kind(meta) == ELEM_ROW or not _may_hold(meta, "index", wanted):
+            continue
+        with _readable(path):
+            keys = pf.read_row_group(i, columns=["row", "index"])
+            hit = _in(keys.column("row"), [OP_ROW]) & np.isin(
+                keys.column("index").to_numpy(zero_copy_only=False), wanted
+            )
+            if hit.any():
+                parts.append(_take(pf.read_row_group(i, columns=columns), hit))
+    if not parts:
+        return SCHEMA.empty_table().select(columns)
+    return pa.concat_tables(parts)
+
+
+def _may_hold(rg: pq.RowGroupMetaData, name: str, wanted: np.ndarray) -> bool:
+    """Might the row group hold a row whose int column `name` is one of `wanted` (sorted)? From
+    its statistics; True when it has none."""
+    for j in range(rg.num_columns):
+        col = rg.column(j)
+        if col.path_in_schema != name:
+            continue
+        st = col.statistics
+        if st is None or not st.has_min_max:
+            return True
+        lo = np.searchsorted(wanted, st.min)
+        return bool(lo < len(wanted) and wanted[lo] <= st.max)
+    return True
+
+
+def op_rows_of(path: str | Path, processes: list[str], columns: list[str]) -> pa.Table:
+    """The op rows whose `process` is in `processes` (the few rows of the nemesis or the
+    observers), only `columns`, in file order: each row group's `row` and `process` are read
+    first, its wide columns only when it holds such a row, one row group at a time."""
+    pf = _open(path)
+    parts = []
+    for i in range(pf.num_row_groups):
+        if _only_kind(pf.metadata.row_group(i)) == ELEM_ROW:
+            continue
+        with _readable(path):
+            keys = pf.read_row_group(i, columns=["row", "process"])
+            hit = _in(keys.column("row"), [OP_ROW]) & _in(keys.column("process"), processes)
+            if hit.any():
+                parts.append(_take(pf.read_row_group(i, columns=columns), hit))
+    if not parts:
+        return SCHEMA.empty_table().select(columns)
+    return pa.concat_tables(parts)
+
+
+def index_bound(path: str | Path) -> int | None:
+    """One more than the largest `index` of any row, from the row groups' statistics alone;
+    None when some row group has none to tell."""
+    meta = _open(path).metadata
+    top = -1
+    for i in range(meta.num_row_groups):
+        rg = meta.row_group(i)
+        st = next(
+            (rg.column(j).statistics for j in range(rg.num_columns)
+             if rg.column(j).path_in_schema == "index"),
+            None,
+        )  # fmt: skip
+        if rg.num_rows == 0:
+            continue
+        if st is None or not st.has_min_max:
+            return None
+        top = max(top, int(st.max))
+    return top + 1

@@ -14,12 +14,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from checkers.report.data import Fault, ReportData, Sample, latency_quantiles, throughput
+from checkers.report.data import BINS, Fault, ReportData, Sample
 
 COLORS = {"ok": "#4c9a2a", "fail": "#d4a017", "info": "#c0392b"}
-# Above this many ops the timeline is a binned image rather than one line per op.
-PER_OP_LIMIT = 20_000
-BINS = 400
 MAX_LANES = 200
 
 
@@ -57,7 +54,8 @@ def _lanes(ops: pd.DataFrame) -> tuple[np.ndarray, int]:
 
 
 def binned(data: ReportData) -> bool:
-    return len(data.ops) > PER_OP_LIMIT
+    """Drawn from the aggregates alone: too many ops to draw one by one (data.PER_OP_LIMIT)."""
+    return data.ops is None
 
 
 def timeline(data: ReportData) -> str:
@@ -65,39 +63,44 @@ def timeline(data: ReportData) -> str:
 
 
 def timeline_figure(data: ReportData) -> plt.Figure:
-    ops = data.ops
     fig, ax = plt.subplots(figsize=(12, 4))
-    lanes, n_lanes = _lanes(ops) if len(ops) else (np.array([]), 0)
-    if not binned(data):
+    n = data.n_ops
+    if data.ops is not None:
+        ops = data.ops
+        lanes, n_lanes = _lanes(ops) if len(ops) else (np.array([]), 0)
         for t, color in COLORS.items():
             sel = (ops["type"] == t).to_numpy()
             ax.hlines(
                 lanes[sel], ops["start_s"][sel], ops["end_s"][sel], colors=color, lw=3, label=t
             )
-        ax.set_title(f"operations by process ({len(ops)} ops, one line each)")
+        ax.set_title(f"operations by process ({n} ops, one line each)")
     else:
         # Each cell shows the worst outcome of any op that ended in it: info > fail > ok.
-        grid = np.zeros((n_lanes, BINS))
-        col = np.clip(
-            (ops["end_s"].to_numpy() / max(data.end_s, 1e-9) * BINS).astype(int), 0, BINS - 1
-        )
-        worst = ops["type"].map({"ok": 1, "fail": 2, "info": 3}).fillna(0).to_numpy()
-        np.maximum.at(grid, (lanes, col), worst)
+        grid, n_lanes = _grouped_lanes(data.agg.worst)
         cmap = matplotlib.colors.ListedColormap(["white", *COLORS.values()])
         ax.imshow(grid, aspect="auto", cmap=cmap, vmin=0, vmax=3, interpolation="nearest",
                   extent=(0, data.end_s, n_lanes - 0.5, -0.5))  # fmt: skip
         for t, c in COLORS.items():
             ax.plot([], [], color=c, lw=6, label=t)
-        ax.set_title(f"operations by process ({len(ops)} ops in {BINS} time bins; worst outcome)")
+        ax.set_title(f"operations by process ({n} ops in {BINS} time bins; worst outcome)")
     _shade(ax, data.faults)
     ax.set_xlim(0, max(data.end_s, 1e-9))
     ax.set_xlabel("run time (s)")
-    if len(ops) and n_lanes < MAX_LANES and n_lanes <= 40:
-        procs = sorted(ops["process"].unique(), key=lambda p: (len(p), p))
-        ax.set_yticks(range(n_lanes), procs)
+    if n and n_lanes < MAX_LANES and n_lanes <= 40:
+        ax.set_yticks(range(n_lanes), data.agg.processes)
     ax.set_ylabel("process" if n_lanes < MAX_LANES else "process (grouped)")
     _legend(ax)
     return fig
+
+
+def _grouped_lanes(worst: np.ndarray) -> tuple[np.ndarray, int]:
+    """One row per process (in lane order), or MAX_LANES rows each the worst of its group."""
+    if len(worst) <= MAX_LANES:
+        return worst, len(worst)
+    lane = np.arange(len(worst)) * MAX_LANES // len(worst)
+    grid = np.zeros((MAX_LANES, worst.shape[1]), dtype=worst.dtype)
+    np.maximum.at(grid, lane, worst)
+    return grid, MAX_LANES
 
 
 def rates(data: ReportData) -> str:
@@ -106,12 +109,11 @@ def rates(data: ReportData) -> str:
 
 def rates_figure(data: ReportData) -> plt.Figure:
     fig, (lat, thr) = plt.subplots(2, 1, figsize=(12, 6), sharex=True)
-    bins = min(BINS, max(10, int(data.end_s)))
-    edges, qs = latency_quantiles(data.ops, data.end_s, bins)
+    edges, qs = data.agg.latency_quantiles()
     mid = (edges[:-1] + edges[1:]) / 2
-    ok = data.ops[data.ops["type"] == "ok"]
     drawn = list(qs.values())
-    if len(ok) <= PER_OP_LIMIT:
+    if data.ops is not None:
+        ok = data.ops[data.ops["type"] == "ok"]
         ms = ((ok["end_s"] - ok["start_s"]) * 1000).to_numpy(dtype=float)
         lat.scatter(ok["start_s"], ms, s=2, color="#888", label="ok op")
         drawn.append(ms)  # the limits hold every dot, not only the quantile lines
@@ -126,7 +128,7 @@ def rates_figure(data: ReportData) -> plt.Figure:
         lat.set_yscale("log")
     lat.set_ylabel("latency of ok ops (ms)")
     _legend(lat)
-    edges, per_type = throughput(data.ops, data.end_s, bins)
+    edges, per_type = data.agg.throughput()
     for t, y in per_type.items():
         thr.step(edges[:-1], y, where="post", color=COLORS[t], label=t)
     thr.set_ylabel("completions / s")

@@ -6,13 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import pyarrow.parquet as pq
 
 from checkers.core.findings import Finding
 from checkers.core.verdict import Verdict
 from checkers.report import plots
-from checkers.report.data import load
-from history.columnar import OP_ROW
+from checkers.report.data import LAT_RATIO, load
+from history.columnar import op_rows_at
 
 REPORT_NAME = "report.html"
 # Findings shown in full per kind; the rest are counted (results.json has them all).
@@ -49,6 +48,14 @@ periods · engine {{ engine }}</p>
 else "One line per operation, from invocation to completion." }}</p>
 <h2>Latency and throughput</h2>
 <img alt="latency and throughput" src="data:image/png;base64,{{ rates }}">
+<p>{{ "Aggregated: " if binned else "" }}latency quantiles of ok ops per time bin by
+invocation (p50 and p95 within {{ lat_pct }} %, the maximum exact), completions per second
+by completion.</p>
+{% if by_f %}<table><tr><th>f</th><th>ok</th><th>fail</th><th>info</th><th>ok p50 (ms)</th>
+<th>ok p95 (ms)</th><th>ok p99 (ms)</th><th>ok max (ms)</th></tr>
+{% for r in by_f %}<tr><td>{{ r.f }}</td><td>{{ r.ok }}</td><td>{{ r.fail }}</td>
+<td>{{ r.info }}</td>{% for q in ("p50", "p95", "p99", "max") %}<td>{{ ms(r[q]) }}</td>
+{% endfor %}</tr>{% endfor %}</table>{% endif %}
 {% if faults %}<p>Shaded: fault periods, from a start-* invocation to the completion of the
 stop-* or heal that ended it.</p>
 {% endif %}
@@ -73,11 +80,15 @@ else "end" }}</td></tr>{% endfor %}</table>{% endif %}
 {{ 'unknown' if f.unknown else '' }}"><p>{{ f.explanation }}</p>
 {% if f.tolerated %}<p><em>tolerated: {{ f.tolerated }}</em></p>{% endif %}
 {% if f.unknown %}<p><em>unknown: cannot tell from this run</em></p>{% endif %}
-{% if f.ops %}<table><tr><th>op</th><th>type</th><th>f</th><th>process</th><th>node</th>
+{% if f.ops %}<p>operations: {% for i in f.ops %}<a href="#op-{{ i }}">{{ i }}</a>{{ ", " if
+not loop.last }}{% endfor %}</p>
+<table><tr><th>op</th><th>type</th><th>f</th><th>process</th><th>node</th>
 <th>time (s)</th><th>value</th></tr>
-{% for i in f.ops %}{% set o = ops.get(i) %}<tr><td>{{ i }}</td>{% if o %}<td>{{ o.type }}</td>
+{% for i in f.ops %}{% set o = ops.get(i) %}
+<tr{% if anchor(i) %} id="op-{{ i }}"{% endif %}><td>{{ i }}</td>{% if o %}<td>{{ o.type }}</td>
 <td>{{ o.f }}</td><td>{{ o.process }}</td><td>{{ o.node or "" }}</td>
-<td>{{ "%.3f" % (o.time / 1e9) }}</td><td><code>{{ o.value }}</code></td>{% endif %}</tr>
+<td>{{ "%.3f" % (o.time / 1e9) }}</td><td><code>{{ o.value }}</code></td>{% else %}
+<td colspan="6"><em>not an op of this history</em></td>{% endif %}</tr>
 {% endfor %}</table>{% endif %}</div>{% endfor %}
 {% if hidden %}<p>… and {{ hidden }} more {{ kind }} (all in results.json).</p>{% endif %}
 {% endfor %}
@@ -87,13 +98,13 @@ else "end" }}</td></tr>{% endfor %}</table>{% endif %}
 
 
 def _cited_ops(parquet: Path, findings: list[Finding]) -> dict[int, dict[str, Any]]:
+    """The rows of the ops the shown findings cite, read by their indices alone (row groups
+    their statistics rule out are skipped): never the whole history."""
     wanted = sorted({i for f in findings for i in f.ops})
     if not wanted:
         return {}
-    table = pq.read_table(
-        parquet,
-        columns=["index", "type", "f", "process", "node", "time", "value_json"],
-        filters=[("row", "=", OP_ROW), ("index", "in", wanted)],
+    table = op_rows_at(
+        parquet, wanted, ["index", "type", "f", "process", "node", "time", "value_json"]
     )
     out = {}
     for r in table.to_pylist():
@@ -115,15 +126,31 @@ def _grouped(findings: list[Finding]) -> list[tuple[str, list[Finding], int]]:
     return out
 
 
+def _ms(x: float) -> str:
+    return "" if x != x else f"{x:.3g}"  # NaN: no ok op of that f
+
+
 def write_report(out_dir: str | Path, parquet: str | Path, verdict: Verdict) -> Path:
     data = load(parquet)
     grouped = _grouped(verdict.findings)
     shown = [f for _, fs, _ in grouped for f in fs]
+    anchored: set[int] = set()
+
+    def anchor(i: int) -> bool:
+        """The first row of op i on the page carries its id: every link to it goes there."""
+        first = i not in anchored
+        anchored.add(i)
+        return first
+
     html = TEMPLATE.render(
         status=verdict.status,
         history=verdict.history,
         engine=verdict.engine,
-        n_ops=len(data.ops),
+        n_ops=data.n_ops,
+        by_f=data.agg.summary(),
+        ms=_ms,
+        lat_pct=f"{(LAT_RATIO - 1) * 100:.1f}",
+        anchor=anchor,
         counts=verdict.counts(),
         notes=verdict.notes,
         faults=data.faults,

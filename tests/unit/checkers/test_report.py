@@ -19,7 +19,8 @@ def test_report_shows_faults_quorum_and_the_anomaly_with_its_ops(tmp_path):
     assert '<h3 id="lost-write">lost-write</h3>' in html
     lost = next(f for f in verdict.findings if f.kind == "lost-write")
     for i in lost.ops:  # every cited op is a row of the table under the finding
-        assert f"<tr><td>{i}</td><td>ok</td>" in html
+        assert f'<tr id="op-{i}"><td>{i}</td><td>ok</td>' in html
+        assert f'<a href="#op-{i}">{i}</a>' in html
     assert "Controller quorum" in html and "<td>partition</td>" in html
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
     assert len(images) == 3
@@ -37,14 +38,15 @@ def test_fault_periods_and_leader_samples_from_the_history(tmp_path):
 
 
 def test_large_history_is_binned_not_drawn_per_op(tmp_path, monkeypatch):
-    from checkers.report import plots
+    from checkers.report import data, plots
 
     run = make_run(tmp_path / "run")
-    monkeypatch.setattr(plots, "PER_OP_LIMIT", 10)
+    monkeypatch.setattr(data, "PER_OP_LIMIT", 10)
     check(run, engine="pandas")
     assert "Aggregated: each cell is the worst outcome" in (run / "report.html").read_text()
-    data = load(run / "history.parquet")
-    assert len(base64.b64decode(plots.timeline(data))) < 200_000
+    loaded = load(run / "history.parquet")
+    assert loaded.ops is None and plots.binned(loaded)
+    assert len(base64.b64decode(plots.timeline(loaded))) < 200_000
 
 
 def test_explanations_are_escaped(tmp_path):
