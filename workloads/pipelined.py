@@ -32,7 +32,14 @@ from workloads.client_choice import JAVA
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 
 ASYNC = "async"
+# What a stored plan that names no --in-flight had (the first pipelined plans): it replays so.
 DEFAULT_IN_FLIGHT = 5
+# A new run's window (history/options.py ``fresh``), sized like a real producer's: with
+# linger.ms 5 and 8 partitions, many batches per partition in flight (docs/clients.md
+# "Defaults"). A pipelined transaction holds up to --in-flight sends, so a smaller one there:
+# a transaction of thousands of sends would be a history line of thousands of micro-ops.
+FRESH_IN_FLIGHT = 1000
+FRESH_TXN_IN_FLIGHT = 100
 # librdkafka's own default since 1.7; stated so a run's plan says what its producers did.
 DEFAULT_LINGER_MS = 5.0
 SEND_TIMEOUT_S = 10.0
@@ -41,6 +48,8 @@ SEND_TIMEOUT_S = 10.0
 ASYNC_VALUE_STRIDE = 1_000_000_000
 # History header fields (docs/history.md): what a pipelined run's producers did.
 SEND_MODE_FIELD, IN_FLIGHT_FIELD, IDEMPOTENCE_FIELD = "send_mode", "in_flight", "idempotence"
+# The generator's count of worker slots that poll beside the pipelined producers.
+POLLERS_FIELD = "pollers"
 
 
 def generator_params(options: Any) -> dict[str, Any]:
@@ -54,8 +63,7 @@ def generator_params(options: Any) -> dict[str, Any]:
             DEFAULT_LINGER_MS if getattr(options, "linger_ms", None) is None else options.linger_ms
         ),
         "value_stride": ASYNC_VALUE_STRIDE,
-        # Only sends: the final reads read every key back (a consumer beside a pipelined
-        # producer would only slow the producer down on this 2-core box).
+        # Only sends, unless some slots poll (--pollers): the final reads read every key back.
         "mix": {"send": 1},
     }
     if getattr(options, "txn", False):
@@ -64,11 +72,42 @@ def generator_params(options: Any) -> dict[str, Any]:
         # `in_flight` sends, all produced before its commit: that many in flight at once.
         params["mix"] = {"txn": 1}
         params["txn_sends"] = params["in_flight"]
+    pollers = int(getattr(options, "pollers", None) or 0)
+    if pollers:
+        # The last `pollers` worker slots each run one consumer process that only polls, the
+        # others a pipelined producer: the mix counts slots (``slot_mix``). Absent without
+        # pollers, so the plans before them stay the same.
+        producers = int(options.concurrency) - pollers
+        params["mix"] = {**{f: producers for f in params["mix"]}, "poll": pollers}
+        params[POLLERS_FIELD] = pollers
     if getattr(options, "batch_size", None) is not None:
         params["batch_size"] = int(options.batch_size)
     if records_in_jvm(options):
         params[SEND_RECORDER_FIELD] = JVM_RECORDER
     return params
+
+
+def pollers_of(gen: dict[str, Any]) -> int:
+    """Worker slots that only poll beside the pipelined producers (the last ones); 0 in every
+    plan before --pollers and in sync runs."""
+    return int(gen.get(POLLERS_FIELD) or 0)
+
+
+def is_poller(gen: dict[str, Any], slot: int) -> bool:
+    return slot >= int(gen["concurrency"]) - pollers_of(gen)
+
+
+def slot_mix(gen: dict[str, Any], process: int) -> dict[str, int]:
+    """The operations process `process` draws from (workloads/queue_ops.py OpChooser): the
+    plan's mix, or with pollers, polls only on a poller slot's processes and the rest on a
+    producer's. Slot s's processes are s*lanes + j + k*concurrency*lanes (harness ProcessIds)."""
+    mix: dict[str, int] = gen["mix"]
+    if not pollers_of(gen):
+        return mix
+    slot = (process // lanes_of(gen)) % int(gen["concurrency"])
+    if is_poller(gen, slot):
+        return {"poll": 1}
+    return {f: 1 for f in mix if f != "poll"}
 
 
 # Who writes a pipelined send's operations (`--send-recorder`): the harness's recorder, each
@@ -89,9 +128,12 @@ OPTIONS = (
         noun="send mode",
         stored=AS_ASKED,
         quiet=(SEND_MODES[0],),
-        help="Queue sends one at a time per process (sync, the default), or pipelined: each "
-        "worker slot one idempotent producer with --in-flight sends outstanding, each its own "
-        "operation (async; docs/clients.md).",
+        fresh=lambda v: ASYNC if v["workload"] == "queue" else None,
+        help="Queue sends pipelined (async, the default): each producer slot one idempotent "
+        "producer with --in-flight sends outstanding, each its own operation, and --pollers "
+        "slots polling beside them; or one at a time per process (sync, Jepsen's shape: sends, "
+        "polls and transactions drawn by every process). A stored plan that names no send "
+        "mode was sync, and replays so (docs/clients.md).",
     ),
     Option(
         "in_flight",
@@ -100,8 +142,27 @@ OPTIONS = (
         maximum=1_000_000,  # librdkafka's max.in.flight
         only_with=_WITH_ASYNC,
         stored=AS_ASKED,
-        help="With --send-mode async: sends outstanding per producer, one process id each "
-        f"(default {DEFAULT_IN_FLIGHT}).",
+        fresh=lambda v: (
+            (FRESH_TXN_IN_FLIGHT if v["txn"] else FRESH_IN_FLIGHT)
+            if v["send_mode"] == ASYNC
+            else None
+        ),
+        help="With --send-mode async: sends outstanding per producer, one process id each; "
+        f"with --txn, the most sends of one transaction (default {FRESH_IN_FLIGHT}, with --txn "
+        f"{FRESH_TXN_IN_FLIGHT}; a stored plan that names none had {DEFAULT_IN_FLIGHT}).",
+    ),
+    Option(
+        "pollers",
+        int,
+        minimum=0,
+        maximum=255,
+        only_with=_WITH_ASYNC,
+        stored=AS_ASKED,
+        quiet=(0,),
+        fresh=lambda v: int(v["concurrency"]) // 2 if v["send_mode"] == ASYNC else None,
+        help="With --send-mode async: worker slots (of --concurrency) that poll, one consumer "
+        "each as the queue's polls (--mode), unpaced, beside the producer slots (default half "
+        "of --concurrency; a stored plan that names none had 0).",
     ),
     Option(
         "linger_ms",
@@ -143,6 +204,11 @@ def check(values: Values) -> None:
         return
     if values.workload != "queue":
         raise OptionError(f"send-mode async is a queue option, not one of '{values.workload}'")
+    if (values.pollers or 0) >= values.concurrency:
+        raise OptionError(
+            f"pollers {values.pollers} leaves no producer among --concurrency "
+            f"{values.concurrency} worker slots: at most {values.concurrency - 1}"
+        )
     if values.send_recorder is not None:
         if values.client != JAVA:
             raise OptionError(
