@@ -157,21 +157,31 @@ class Option:
 
 def with_fresh(options: Iterable[Option], given: Mapping[str, Any]) -> dict[str, Any]:
     """A new run's values (a command line's, a spec file's, a campaign cell's): ``given``, and
-    for each option it does not give (absent or None) with a ``fresh`` value, that value; plain
-    values first, then the callables in ``options``' order, each seeing every option's value so
-    far (else its default). A stored plan's spec never goes through this: what it leaves out
-    means ``default``."""
+    for each option it does not give (absent or None) with a ``fresh`` value, that value. The
+    callables see every option's value (given, fresh, else its default) and are computed again
+    until none changes, so one may follow another whatever their order (--rate follows
+    --send-mode). A stored plan's spec never goes through this: what it leaves out means
+    ``default``."""
     options = list(options)
     out = dict(given)
-    seen = {o.name: o.default for o in options}
-    for o in options:
-        if o.fresh is not SAME and out.get(o.name) is None and not callable(o.fresh):
+    open_ = [o for o in options if o.fresh is not SAME and out.get(o.name) is None]
+    for o in open_:
+        if not callable(o.fresh):
             out[o.name] = o.fresh
+    seen = {o.name: o.default for o in options}
     seen.update((k, v) for k, v in out.items() if v is not None)
-    for o in options:
-        if o.fresh is not SAME and out.get(o.name) is None and callable(o.fresh):
-            out[o.name] = seen[o.name] = o.fresh(seen)
-    return out
+    computed = [o for o in open_ if callable(o.fresh)]
+    for _ in range(len(computed) + 1):
+        changed = False
+        for o in computed:
+            value = o.fresh(seen)
+            if o.name not in out or out[o.name] != value:
+                out[o.name] = value
+                seen[o.name] = o.default if value is None else value
+                changed = True
+        if not changed:
+            return out
+    raise ValueError(f"the fresh values of {[o.name for o in computed]} do not settle")
 
 
 def _as_text(value: Any) -> str:

@@ -336,6 +336,15 @@ class Pipelining(Protocol):
     def producer_client(self, producer: int, rng: random.Random) -> ProducerClient: ...
 
 
+@runtime_checkable
+class Polling(Protocol):
+    """A workload whose last worker slots may only poll beside pipelined producers."""
+
+    def poller_slots(self) -> int:
+        """How many (--pollers); 0: every slot runs the plan's mix."""
+        ...
+
+
 @dataclass(frozen=True)
 class SlotSetup:
     """What the harness gives a worker slot whose producer records its own sends."""
