@@ -279,7 +279,11 @@ class Clients:
             self.complete(client, lanes, process, op, c)
 
         # Invoked before produce(): its delivery report may be served by any later poll.
-        self.recorder.invoke(op.f, op.value, process, op.node, producer=client.producer)
+        if op.f == "send" and len(op.value) == 1:
+            _, key, value = op.value[0]
+            self.recorder.send_invoke(key, value, process, op.node, client.producer)
+        else:
+            self.recorder.invoke(op.f, op.value, process, op.node, producer=client.producer)
         try:
             refused = client.send(op, done)
         except Exception as exc:  # a client bug: the send's fate is unknown
@@ -295,6 +299,10 @@ class Clients:
 
         def record() -> None:
             node = c.node or op.node
+            if c.type == "ok" and op.f == "send" and c.error is None and not c.extra:
+                _, key, (offset, value) = c.value[0]
+                self.recorder.send_ok(key, offset, value, process, node, client.producer)
+                return
             self.recorder.record(
                 c.type, op.f, c.value, process, node, c.error, client.producer, c.extra
             )
