@@ -24,7 +24,6 @@ from history.format import (
 )
 from history.writer import HistoryWriter
 
-
 _NODES: dict[str | None, str] = {}
 
 
