@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Protocol, runtime_checkable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -34,14 +35,22 @@ from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 ASYNC = "async"
 # What a stored plan that names no --in-flight had (the first pipelined plans): it replays so.
 DEFAULT_IN_FLIGHT = 5
-# A new run's window (history/options.py ``fresh``), sized like a real producer's: with
-# linger.ms 5 and 8 partitions, many batches per partition in flight (docs/clients.md
-# "Defaults"). A pipelined transaction holds up to --in-flight sends, so a smaller one there:
-# a transaction of thousands of sends would be a history line of thousands of micro-ops.
-FRESH_IN_FLIGHT = 1000
+# A new run's window (history/options.py ``fresh``), sized like a real producer's: many
+# batches per partition in flight, since Little's law makes the rate at most the window over
+# the latency (docs/clients.md "Defaults"). The Java client's producers that record their own
+# sends in the JVM take a wider one: there Python does not touch a send, and the brokers' cost
+# per batch is the bound, so more in flight makes fuller batches. A pipelined transaction
+# holds up to --in-flight sends, so a smaller one there: a transaction of thousands of sends
+# would be one history line of thousands of micro-ops.
+FRESH_IN_FLIGHT = 2000
+FRESH_JVM_IN_FLIGHT = 5000
 FRESH_TXN_IN_FLIGHT = 100
-# librdkafka's own default since 1.7; stated so a run's plan says what its producers did.
+# librdkafka's own default since 1.7; stated so a run's plan says what its producers did. A
+# stored plan without --linger-ms had it.
 DEFAULT_LINGER_MS = 5.0
+# A new run's: fuller batches per partition (kchaos keys every send to a random partition of
+# 8, so each linger window fills 8 batches), fewer requests for the brokers on 2 cores.
+FRESH_LINGER_MS = 20.0
 SEND_TIMEOUT_S = 10.0
 # Values stay unique across the run: producer q's n-th value is q * stride + n. A pipelined
 # producer sends far more than a sync process, so its stride is wider.
@@ -142,14 +151,11 @@ OPTIONS = (
         maximum=1_000_000,  # librdkafka's max.in.flight
         only_with=_WITH_ASYNC,
         stored=AS_ASKED,
-        fresh=lambda v: (
-            (FRESH_TXN_IN_FLIGHT if v["txn"] else FRESH_IN_FLIGHT)
-            if v["send_mode"] == ASYNC
-            else None
-        ),
+        fresh=lambda v: _fresh_in_flight(v) if v["send_mode"] == ASYNC else None,
         help="With --send-mode async: sends outstanding per producer, one process id each; "
-        f"with --txn, the most sends of one transaction (default {FRESH_IN_FLIGHT}, with --txn "
-        f"{FRESH_TXN_IN_FLIGHT}; a stored plan that names none had {DEFAULT_IN_FLIGHT}).",
+        f"with --txn, the most sends of one transaction (default {FRESH_IN_FLIGHT}; "
+        f"{FRESH_JVM_IN_FLIGHT} with --client java recording in the JVM; {FRESH_TXN_IN_FLIGHT} "
+        f"with --txn; a stored plan that names none had {DEFAULT_IN_FLIGHT}).",
     ),
     Option(
         "pollers",
@@ -172,7 +178,9 @@ OPTIONS = (
         unit="milliseconds",
         only_with=_WITH_ASYNC,
         stored=AS_ASKED,
-        help=f"With --send-mode async: the producer's linger.ms (default {DEFAULT_LINGER_MS:g}).",
+        fresh=lambda v: FRESH_LINGER_MS if v["send_mode"] == ASYNC else None,
+        help=f"With --send-mode async: the producer's linger.ms (default {FRESH_LINGER_MS:g}; "
+        f"a stored plan that names none had {DEFAULT_LINGER_MS:g}).",
     ),
     Option(
         "batch_size",
@@ -196,6 +204,14 @@ OPTIONS = (
         "(each send through its recorder, as librdkafka's are; docs/history.md).",
     ),
 )
+
+
+def _fresh_in_flight(v: Any) -> int:
+    if v["txn"]:
+        return FRESH_TXN_IN_FLIGHT
+    if records_in_jvm(SimpleNamespace(**v)):
+        return FRESH_JVM_IN_FLIGHT
+    return FRESH_IN_FLIGHT
 
 
 def check(values: Values) -> None:
