@@ -43,7 +43,7 @@ DEFAULT_IN_FLIGHT = 5
 # holds up to --in-flight sends, so a smaller one there: a transaction of thousands of sends
 # would be one history line of thousands of micro-ops.
 FRESH_IN_FLIGHT = 2000
-FRESH_JVM_IN_FLIGHT = 5000
+FRESH_JVM_IN_FLIGHT = 50_000
 FRESH_TXN_IN_FLIGHT = 100
 # librdkafka's own default since 1.7; stated so a run's plan says what its producers did. A
 # stored plan without --linger-ms had it.

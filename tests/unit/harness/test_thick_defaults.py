@@ -74,7 +74,7 @@ def test_a_stored_pipelined_spec_keeps_its_window_and_only_sends():
         ({"send_mode": "sync"}, {"send_mode": "sync", "in_flight": None, "rate": 50.0}),
         ({"workload": "admin"}, {"send_mode": None, "pollers": None, "rate": 50.0}),
         ({"txn": True}, {"in_flight": 100, "pollers": 2}),
-        ({"client": "java"}, {"in_flight": 5000}),
+        ({"client": "java"}, {"in_flight": 50_000}),
         ({"client": "java", "send_recorder": "harness"}, {"in_flight": 2000}),
         ({"concurrency": 1}, {"pollers": 0}),
         ({"concurrency": 7, "rate": 300.0}, {"pollers": 3, "rate": 300.0}),
