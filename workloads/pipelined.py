@@ -50,7 +50,7 @@ FRESH_TXN_IN_FLIGHT = 100
 DEFAULT_LINGER_MS = 5.0
 # A new run's: fuller batches per partition (kchaos keys every send to a random partition of
 # 8, so each linger window fills 8 batches), fewer requests for the brokers on 2 cores.
-FRESH_LINGER_MS = 20.0
+FRESH_LINGER_MS = 50.0
 SEND_TIMEOUT_S = 10.0
 # Values stay unique across the run: producer q's n-th value is q * stride + n. A pipelined
 # producer sends far more than a sync process, so its stride is wider.

@@ -38,7 +38,7 @@ def _plan_only(*args: str) -> dict[str, Any]:
 def test_a_new_run_is_pipelined_and_its_plan_names_every_new_default():
     plan = _plan_only()
     spec, gen = plan["spec"], plan["generator"]
-    assert (spec["send_mode"], spec["in_flight"], spec["linger_ms"]) == ("async", 2000, 20.0)
+    assert (spec["send_mode"], spec["in_flight"], spec["linger_ms"]) == ("async", 2000, 50.0)
     assert (spec["pollers"], spec["rate"]) == (2, 0.0)
     # Two producer slots and two pollers: the mix has polls beside the sends.
     assert gen["mix"] == {"send": 2, "poll": 2} and gen["pollers"] == 2
