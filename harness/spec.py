@@ -43,9 +43,11 @@ from history.options import (
     option,
     refuse_each,
     refuse_inapplicable,
+    with_fresh,
 )
 from nemesis.items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
 from steps.registry import FAMILIES, STEP_OPTIONS
+from workloads.pipelined import ASYNC
 from workloads.queue_ops import FINAL_READ_RATE
 from workloads.registry import WORKLOAD_OPTIONS, WORKLOADS
 
@@ -131,10 +133,14 @@ class RunSpec:
         unit="seconds",
     )
     concurrency: int = option(4, help="Worker processes (clients) at once.", minimum=1, maximum=256)
-    # Total invocations per second across clients; 0: as fast as they can.
+    # Total invocations per second across clients; 0: as fast as they can. With pipelined
+    # sends, the sends' (workers.py): the pollers beside them are not paced.
     rate: float = option(
         50.0,
-        help="Operations per second, all clients together; 0: unlimited.",
+        fresh=lambda v: 0.0 if v["send_mode"] == ASYNC else 50.0,
+        help="Operations per second, all clients together, with --send-mode sync (default "
+        "50); with async, sends per second of all producers together (default 0), the "
+        "pollers unpaced. 0: unlimited (pipelined sends: as many as --in-flight lets).",
         minimum=0,
         maximum=100_000,
         unit="operations per second; 0: unlimited",
@@ -393,9 +399,12 @@ def _validate(spec: RunSpec) -> RunSpec:
     return spec
 
 
-def spec_from_dict(data: Any, where: str | None = "spec") -> RunSpec:
+def spec_from_dict(data: Any, where: str | None = "spec", *, fresh: bool = False) -> RunSpec:
     """A validated spec from a mapping of options; ``where`` (a file's name) starts each
-    refusal, None for the command line, whose refusals start with the flag itself."""
+    refusal, None for the command line, whose refusals start with the flag itself. `fresh`: a
+    new run's (a command line, a spec file, a campaign cell), whose options left out get their
+    ``fresh`` value (history/options.py with_fresh: pipelined sends, for one); without it, a
+    stored plan's, whose options left out mean their default, as when it was written."""
     at = f"{where}: " if where else ""
     if not isinstance(data, dict):
         raise SpecError(f"{at}expected a mapping of options, found {type(data).__name__}")
@@ -411,6 +420,8 @@ def spec_from_dict(data: Any, where: str | None = "spec") -> RunSpec:
             values[key] = coerce(_BY_NAME[key], value)
         except OptionError as exc:
             raise SpecError(f"{at}{exc}") from None
+    if fresh:
+        values = with_fresh(OPTIONS, values)
     try:
         if values.get("hosts"):
             values.update(_on_hosts(values, RunSpec()))

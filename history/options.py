@@ -22,6 +22,12 @@ An option says:
 - how plan.json stores it (``stored``): ``ALWAYS`` for the options the first plans had, so
   those plans stay byte for byte the same, or ``AS_ASKED``, written only when the run asked for
   something other than what a run without it does (the default, or a ``quiet`` value);
+- what a new run gets when it does not give the option (``fresh``), where that is not its
+  ``default``: ``default`` stays what a stored spec without the option means (a plan written
+  before the option, or before its new default, replays as it was), while a new command line,
+  spec file or campaign cell gets ``fresh`` (``with_fresh``), written into its plan as asked
+  for (``stores``): e.g. ``--send-mode``, sync in every stored plan that does not name it,
+  async for a new run;
 - whether it is part of what a run tests (``tested``), i.e. of its scenario name;
 - for a number, its range (``minimum``/``maximum``, in ``unit``): every number is finite and in
   it, whether it comes from the command line (the click type is made from the range, and the
@@ -40,6 +46,8 @@ from typing import Any
 import click
 
 ALWAYS, AS_ASKED = "always", "as-asked"
+# An option's ``fresh`` when a new run gets its ``default`` too.
+SAME = object()
 
 
 class OptionError(ValueError):
@@ -68,6 +76,10 @@ class Option:
     applies_with: tuple[str, tuple[Any, ...]] | None = None
     stored: str = ALWAYS
     quiet: tuple[Any, ...] = ()
+    # A new run's value when it does not give the option (``with_fresh``): SAME (``default``),
+    # a value, or a callable of the new run's values (every option's, ``fresh`` values
+    # applied) giving it, e.g. --rate's by the send mode.
+    fresh: Any = SAME
     tested: bool = True
     # Further click.option arguments (a different default shown, ...).
     cli: Mapping[str, Any] = field(default_factory=dict)
@@ -145,6 +157,35 @@ class Option:
             # with its flag already.
             named = says.startswith((f"--{self.flag}", f"{self.flag} ", f"{self.flag}:"))
             raise OptionError(says if named else f"--{self.flag}: {says}")
+
+
+def with_fresh(options: Iterable[Option], given: Mapping[str, Any]) -> dict[str, Any]:
+    """A new run's values (a command line's, a spec file's, a campaign cell's): ``given``, and
+    for each option it does not give (absent or None) with a ``fresh`` value, that value. The
+    callables see every option's value (given, fresh, else its default) and are computed again
+    until none changes, so one may follow another whatever their order (--rate follows
+    --send-mode). A stored plan's spec never goes through this: what it leaves out means
+    ``default``."""
+    options = list(options)
+    out = dict(given)
+    open_ = [o for o in options if o.fresh is not SAME and out.get(o.name) is None]
+    for o in open_:
+        if not callable(o.fresh):
+            out[o.name] = o.fresh
+    seen = {o.name: o.default for o in options}
+    seen.update((k, v) for k, v in out.items() if v is not None)
+    computed = [o for o in open_ if callable(o.fresh)]
+    for _ in range(len(computed) + 1):
+        changed = False
+        for o in computed:
+            value = o.fresh(seen)
+            if o.name not in out or out[o.name] != value:
+                out[o.name] = value
+                seen[o.name] = o.default if value is None else value
+                changed = True
+        if not changed:
+            return out
+    raise ValueError(f"the fresh values of {[o.name for o in computed]} do not settle")
 
 
 def _as_text(value: Any) -> str:

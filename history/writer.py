@@ -78,9 +78,23 @@ class HistoryWriter:
             self._next_index += 1
         return record
 
+    def append_encoded(self, rest: str) -> int:
+        """Writes one operation already encoded but for its index: `rest` is the line after
+        `{"index":N,` (every other field, as `append` would encode them, and the closing
+        brace), which the caller vouches for (the recorder's pipelined sends, encoded without
+        json: docs/clients.md "Pipelined sends"). Returns the op's index."""
+        with self._lock:
+            index = self._next_index
+            self._write_text(f'{{"index":{index},{rest}\n')
+            self._next_index = index + 1
+        return index
+
     def _write_line(self, record: dict[str, Any]) -> None:
+        self._write_text(_encode(record) + "\n")
+
+    def _write_text(self, line: str) -> None:
         # One write call per line: a torn line can only be the last one.
-        self._file.write(_encode(record) + "\n")
+        self._file.write(line)
         if self._flush_seconds is None:
             self._file.flush()
         elif time.monotonic() - self._last_flush >= self._flush_seconds:

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Protocol, runtime_checkable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -32,15 +33,32 @@ from workloads.client_choice import JAVA
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 
 ASYNC = "async"
+# What a stored plan that names no --in-flight had (the first pipelined plans): it replays so.
 DEFAULT_IN_FLIGHT = 5
-# librdkafka's own default since 1.7; stated so a run's plan says what its producers did.
+# A new run's window (history/options.py ``fresh``), sized like a real producer's: many
+# batches per partition in flight, since Little's law makes the rate at most the window over
+# the latency (docs/clients.md "Defaults"). The Java client's producers that record their own
+# sends in the JVM take a wider one: there Python does not touch a send, and the brokers' cost
+# per batch is the bound, so more in flight makes fuller batches. A pipelined transaction
+# holds up to --in-flight sends, so a smaller one there: a transaction of thousands of sends
+# would be one history line of thousands of micro-ops.
+FRESH_IN_FLIGHT = 2000
+FRESH_JVM_IN_FLIGHT = 50_000
+FRESH_TXN_IN_FLIGHT = 100
+# librdkafka's own default since 1.7; stated so a run's plan says what its producers did. A
+# stored plan without --linger-ms had it.
 DEFAULT_LINGER_MS = 5.0
+# A new run's: fuller batches per partition (kchaos keys every send to a random partition of
+# 8, so each linger window fills 8 batches), fewer requests for the brokers on 2 cores.
+FRESH_LINGER_MS = 50.0
 SEND_TIMEOUT_S = 10.0
 # Values stay unique across the run: producer q's n-th value is q * stride + n. A pipelined
 # producer sends far more than a sync process, so its stride is wider.
 ASYNC_VALUE_STRIDE = 1_000_000_000
 # History header fields (docs/history.md): what a pipelined run's producers did.
 SEND_MODE_FIELD, IN_FLIGHT_FIELD, IDEMPOTENCE_FIELD = "send_mode", "in_flight", "idempotence"
+# The generator's count of worker slots that poll beside the pipelined producers.
+POLLERS_FIELD = "pollers"
 
 
 def generator_params(options: Any) -> dict[str, Any]:
@@ -54,8 +72,7 @@ def generator_params(options: Any) -> dict[str, Any]:
             DEFAULT_LINGER_MS if getattr(options, "linger_ms", None) is None else options.linger_ms
         ),
         "value_stride": ASYNC_VALUE_STRIDE,
-        # Only sends: the final reads read every key back (a consumer beside a pipelined
-        # producer would only slow the producer down on this 2-core box).
+        # Only sends, unless some slots poll (--pollers): the final reads read every key back.
         "mix": {"send": 1},
     }
     if getattr(options, "txn", False):
@@ -64,11 +81,42 @@ def generator_params(options: Any) -> dict[str, Any]:
         # `in_flight` sends, all produced before its commit: that many in flight at once.
         params["mix"] = {"txn": 1}
         params["txn_sends"] = params["in_flight"]
+    pollers = int(getattr(options, "pollers", None) or 0)
+    if pollers:
+        # The last `pollers` worker slots each run one consumer process that only polls, the
+        # others a pipelined producer: the mix counts slots (``slot_mix``). Absent without
+        # pollers, so the plans before them stay the same.
+        producers = int(options.concurrency) - pollers
+        params["mix"] = {**{f: producers for f in params["mix"]}, "poll": pollers}
+        params[POLLERS_FIELD] = pollers
     if getattr(options, "batch_size", None) is not None:
         params["batch_size"] = int(options.batch_size)
     if records_in_jvm(options):
         params[SEND_RECORDER_FIELD] = JVM_RECORDER
     return params
+
+
+def pollers_of(gen: dict[str, Any]) -> int:
+    """Worker slots that only poll beside the pipelined producers (the last ones); 0 in every
+    plan before --pollers and in sync runs."""
+    return int(gen.get(POLLERS_FIELD) or 0)
+
+
+def is_poller(gen: dict[str, Any], slot: int) -> bool:
+    return slot >= int(gen["concurrency"]) - pollers_of(gen)
+
+
+def slot_mix(gen: dict[str, Any], process: int) -> dict[str, int]:
+    """The operations process `process` draws from (workloads/queue_ops.py OpChooser): the
+    plan's mix, or with pollers, polls only on a poller slot's processes and the rest on a
+    producer's. Slot s's processes are s*lanes + j + k*concurrency*lanes (harness ProcessIds)."""
+    mix: dict[str, int] = gen["mix"]
+    if not pollers_of(gen):
+        return mix
+    slot = (process // lanes_of(gen)) % int(gen["concurrency"])
+    if is_poller(gen, slot):
+        return {"poll": 1}
+    return {f: 1 for f in mix if f != "poll"}
 
 
 # Who writes a pipelined send's operations (`--send-recorder`): the harness's recorder, each
@@ -89,9 +137,12 @@ OPTIONS = (
         noun="send mode",
         stored=AS_ASKED,
         quiet=(SEND_MODES[0],),
-        help="Queue sends one at a time per process (sync, the default), or pipelined: each "
-        "worker slot one idempotent producer with --in-flight sends outstanding, each its own "
-        "operation (async; docs/clients.md).",
+        fresh=lambda v: ASYNC if v["workload"] == "queue" else None,
+        help="Queue sends pipelined (async, the default): each producer slot one idempotent "
+        "producer with --in-flight sends outstanding, each its own operation, and --pollers "
+        "slots polling beside them; or one at a time per process (sync, Jepsen's shape: sends, "
+        "polls and transactions drawn by every process). A stored plan that names no send "
+        "mode was sync, and replays so (docs/clients.md).",
     ),
     Option(
         "in_flight",
@@ -100,8 +151,24 @@ OPTIONS = (
         maximum=1_000_000,  # librdkafka's max.in.flight
         only_with=_WITH_ASYNC,
         stored=AS_ASKED,
-        help="With --send-mode async: sends outstanding per producer, one process id each "
-        f"(default {DEFAULT_IN_FLIGHT}).",
+        fresh=lambda v: _fresh_in_flight(v) if v["send_mode"] == ASYNC else None,
+        help="With --send-mode async: sends outstanding per producer, one process id each; "
+        f"with --txn, the most sends of one transaction (default {FRESH_IN_FLIGHT}; "
+        f"{FRESH_JVM_IN_FLIGHT} with --client java recording in the JVM; {FRESH_TXN_IN_FLIGHT} "
+        f"with --txn; a stored plan that names none had {DEFAULT_IN_FLIGHT}).",
+    ),
+    Option(
+        "pollers",
+        int,
+        minimum=0,
+        maximum=255,
+        only_with=_WITH_ASYNC,
+        stored=AS_ASKED,
+        quiet=(0,),
+        fresh=lambda v: int(v["concurrency"]) // 2 if v["send_mode"] == ASYNC else None,
+        help="With --send-mode async: worker slots (of --concurrency) that poll, one consumer "
+        "each as the queue's polls (--mode), unpaced, beside the producer slots (default half "
+        "of --concurrency; a stored plan that names none had 0).",
     ),
     Option(
         "linger_ms",
@@ -111,7 +178,9 @@ OPTIONS = (
         unit="milliseconds",
         only_with=_WITH_ASYNC,
         stored=AS_ASKED,
-        help=f"With --send-mode async: the producer's linger.ms (default {DEFAULT_LINGER_MS:g}).",
+        fresh=lambda v: FRESH_LINGER_MS if v["send_mode"] == ASYNC else None,
+        help=f"With --send-mode async: the producer's linger.ms (default {FRESH_LINGER_MS:g}; "
+        f"a stored plan that names none had {DEFAULT_LINGER_MS:g}).",
     ),
     Option(
         "batch_size",
@@ -137,12 +206,25 @@ OPTIONS = (
 )
 
 
+def _fresh_in_flight(v: Any) -> int:
+    if v["txn"]:
+        return FRESH_TXN_IN_FLIGHT
+    if records_in_jvm(SimpleNamespace(**v)):
+        return FRESH_JVM_IN_FLIGHT
+    return FRESH_IN_FLIGHT
+
+
 def check(values: Values) -> None:
     """Refuses pipelined sends that cannot run as asked (beyond each option's own refusals)."""
     if values.send_mode != ASYNC:
         return
     if values.workload != "queue":
         raise OptionError(f"send-mode async is a queue option, not one of '{values.workload}'")
+    if (values.pollers or 0) >= values.concurrency:
+        raise OptionError(
+            f"pollers {values.pollers} leaves no producer among --concurrency "
+            f"{values.concurrency} worker slots: at most {values.concurrency - 1}"
+        )
     if values.send_recorder is not None:
         if values.client != JAVA:
             raise OptionError(
@@ -268,6 +350,15 @@ class Pipelining(Protocol):
         ...
 
     def producer_client(self, producer: int, rng: random.Random) -> ProducerClient: ...
+
+
+@runtime_checkable
+class Polling(Protocol):
+    """A workload whose last worker slots may only poll beside pipelined producers."""
+
+    def poller_slots(self) -> int:
+        """How many (--pollers); 0: every slot runs the plan's mix."""
+        ...
 
 
 @dataclass(frozen=True)

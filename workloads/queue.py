@@ -67,6 +67,7 @@ from workloads.pipelined import (
     generator_params,
     has_lanes,
     lanes_of,
+    pollers_of,
 )
 from workloads.queue_ops import FINAL_READ_RATE, OpChooser, final_outcome, final_poll_records
 from workloads.readback import AckedSends, FinalTally, ReadDeadline
@@ -348,6 +349,10 @@ class QueueWorkload(KindBase):
         """Sends in flight per producer with --send-mode async (workloads/pipelined.py); 0:
         the run's sends are synchronous, one per process."""
         return lanes_of(self.gen) if has_lanes(self.gen) else 0
+
+    def poller_slots(self) -> int:
+        """Worker slots that only poll beside pipelined producers (--pollers)."""
+        return pollers_of(self.gen)
 
     def records_sends(self) -> bool:
         """Do the run's pipelined producers record their own sends (in the Java client's

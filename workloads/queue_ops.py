@@ -10,6 +10,7 @@ from typing import Any
 
 from workloads.client import Invocation
 from workloads.client_choice import JAVA, LIBRDKAFKA
+from workloads.pipelined import slot_mix
 
 
 class OpChooser:
@@ -24,6 +25,8 @@ class OpChooser:
         # Pipelined transactions (--send-mode async --txn): each transaction holds up to this
         # many sends and nothing else; None: the mix of sends and polls of max_txn_ops.
         self.txn_sends = gen.get("txn_sends")
+        # A poller slot's processes only poll beside pipelined producers (--pollers).
+        self.mix = slot_mix(gen, process)
 
     def assignment(self) -> Invocation:
         if self.gen["mode"] == "subscribe":
@@ -42,7 +45,7 @@ class OpChooser:
 
     def next_op(self, leaders: dict[int, str | None]) -> Invocation:
         """The next operation; a single send names the leader its key had last (`leaders`)."""
-        mix: dict[str, int] = self.gen["mix"]
+        mix = self.mix
         f = self.rng.choices(sorted(mix), weights=[mix[k] for k in sorted(mix)])[0]
         if f == "txn":
             if self.txn_sends:

@@ -179,7 +179,8 @@ def expand(raw: dict[str, Any], where: str = "campaign", overrides: dict | None 
     for combo in kept:
         options = {**base, **combo}
         label = axes_label(options, names)
-        spec = spec_from_dict(dict(options), where=f"{where}: cell {label}")
+        # A cell is a new run (`kchaos run --spec`): what it leaves out gets a new run's value.
+        spec = spec_from_dict(dict(options), where=f"{where}: cell {label}", fresh=True)
         inventories.setdefault(spec.hosts, spec.cluster)
         if spec.hosts:
             # Absolute, as the spec made it: a cell's run starts in the repository.

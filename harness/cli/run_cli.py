@@ -25,7 +25,7 @@ from harness.spec import (
     load_spec_file,
     spec_from_dict,
 )
-from history.options import Option
+from history.options import SAME, Option
 
 _D = RunSpec()
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,7 +33,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _click_option(o: Option) -> Callable[[F], F]:
     """The command-line form of a declared option (history/options.py)."""
-    kw: dict[str, Any] = {"default": o.default, "help": o.help}
+    # An option whose new runs get a `fresh` value has none here: with_fresh gives it once the
+    # spec file and the other options are known (its help says it).
+    default = o.default if o.fresh is SAME else None
+    kw: dict[str, Any] = {"default": default, "help": o.help}
     if o.kind is bool:
         kw["is_flag"] = True
     elif o.kind is list:
@@ -42,7 +45,7 @@ def _click_option(o: Option) -> Callable[[F], F]:
         kw["type"] = click.Choice(o.choices)
     elif o.kind in (int, float):
         kw["type"] = o.click_type()
-    kw["show_default"] = o.default is not None and o.kind not in (bool, list)
+    kw["show_default"] = default is not None and o.kind not in (bool, list)
     return click.option(f"--{o.flag}", **{**kw, **o.cli})
 
 
@@ -181,7 +184,7 @@ def run(
             given = ctx.get_parameter_source(o.name) not in (ParameterSource.DEFAULT, None)
             if given or o.name not in data:
                 data[o.name] = options[o.name]
-        spec = spec_from_dict(data, where=str(spec_file) if spec_file else None)
+        spec = spec_from_dict(data, where=str(spec_file) if spec_file else None, fresh=True)
         seed = spec.seed if spec.seed is not None else new_seed()
         plan = build_plan(spec, seed)
     if plan_only:

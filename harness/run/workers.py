@@ -19,6 +19,7 @@ from workloads.client import Client, Completion, Invocation
 from workloads.pipelined import (
     SEND_TIMEOUT_S,
     Pipelining,
+    Polling,
     ProducerClient,
     RecordsSends,
     SlotSetup,
@@ -133,8 +134,11 @@ class Clients:
         self.recorder = recorder
         self.seed = seed
         self.concurrency = concurrency
-        # Seconds between two operations of one slot; 0: as fast as the client goes.
-        self.interval = concurrency / rate if rate else 0.0
+        # The last slots that only poll beside pipelined producers (--pollers), unpaced: the
+        # rate is the other slots'.
+        self.pollers = workload.poller_slots() if isinstance(workload, Polling) else 0
+        # Seconds between two operations of one paced slot; 0: as fast as the client goes.
+        self.interval = (concurrency - self.pollers) / rate if rate else 0.0
         self.processes = processes
         self.stop = stop
         # In-flight sends per pipelined producer (workloads/pipelined.py); 0: sync clients.
@@ -155,25 +159,28 @@ class Clients:
                 t.join(timeout_each)
 
     def run_slot(self, slot: int) -> None:
-        if self.lanes:
+        poller = slot >= self.concurrency - self.pollers
+        if self.lanes and not poller:
             wl = self.workload
             if isinstance(wl, RecordsSends) and wl.records_sends():
                 self.run_recorded(slot)
             else:
                 self.run_pipelined(slot)
             return
-        process = slot
+        # A poller beside pipelined producers has their slot's process ids (its first lane's).
+        process = slot * max(self.lanes, 1)
+        interval = 0.0 if poller and self.pollers else self.interval
         # Slots start staggered so that the total rate is smooth, not bursts of `concurrency`.
-        next_at = time.monotonic() + self.interval * slot / self.concurrency
+        next_at = time.monotonic() + interval * slot / self.concurrency
         while not self.stop.is_set():
             client = self.workload.client(process, client_rng(self.seed, process))
             # A client with nothing to open (admin) goes straight to its operations.
             ok = client.setup_op is None or self.do(client, client.setup_op, client.open)
             while ok and not self.stop.is_set():
-                if self.interval:
+                if interval:
                     if self.stop.wait(max(0.0, next_at - time.monotonic())):
                         break
-                    next_at = max(next_at + self.interval, time.monotonic() - self.interval)
+                    next_at = max(next_at + interval, time.monotonic() - interval)
                 ok = self.do(client, client.next_op(), client.apply)
             client.close()
             if not ok:
@@ -272,7 +279,11 @@ class Clients:
             self.complete(client, lanes, process, op, c)
 
         # Invoked before produce(): its delivery report may be served by any later poll.
-        self.recorder.invoke(op.f, op.value, process, op.node, producer=client.producer)
+        if op.f == "send" and len(op.value) == 1:
+            _, key, value = op.value[0]
+            self.recorder.send_invoke(key, value, process, op.node, client.producer)
+        else:
+            self.recorder.invoke(op.f, op.value, process, op.node, producer=client.producer)
         try:
             refused = client.send(op, done)
         except Exception as exc:  # a client bug: the send's fate is unknown
@@ -288,6 +299,10 @@ class Clients:
 
         def record() -> None:
             node = c.node or op.node
+            if c.type == "ok" and op.f == "send" and c.error is None and not c.extra:
+                _, key, (offset, value) = c.value[0]
+                self.recorder.send_ok(key, offset, value, process, node, client.producer)
+                return
             self.recorder.record(
                 c.type, op.f, c.value, process, node, c.error, client.producer, c.extra
             )

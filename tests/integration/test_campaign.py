@@ -34,7 +34,8 @@ def test_the_example_campaign_stopped_mid_cell_and_resumed_finishes_every_cell(
     docker_client, tmp_path
 ):
     DockerCluster(docker_client, CLUSTER).remove()
-    short = ["--set", "time_limit=12", "--results-dir", str(tmp_path)]
+    # About stopping and resuming a campaign, not the send mode: sync sends, as before.
+    short = ["--set", "time_limit=12", "--set", "send_mode=sync", "--results-dir", str(tmp_path)]
     first = subprocess.Popen(
         _campaign(str(EXAMPLE), *short),
         cwd=REPO,

@@ -51,6 +51,8 @@ def test_sigabrt_of_the_client_host_mid_fault_still_heals_checks_and_tears_down(
     args = ["run", "--cluster", NAME, "--subnet", SUBNET, "--timing", "fast", "--seed", "3"]
     args += ["--nemesis", "partition", "--nemesis-interval", "10", "--time-limit", "60"]
     args += ["--results-dir", str(tmp_path)]
+    # About the client host's crash, not the send mode: Jepsen's sync sends, as before.
+    args += ["--send-mode", "sync"]
     run = kchaos_process(args)
     try:
         wait_until(

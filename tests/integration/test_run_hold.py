@@ -44,6 +44,7 @@ def test_cluster_down_refuses_a_busy_cluster_and_a_forced_one_ends_the_run_clear
     dc.remove()
     args = ["run", "--cluster", NAME, "--subnet", SUBNET, "--timing", "fast"]
     args += ["--time-limit", "30", "--seed", "5", "--results-dir", str(tmp_path)]
+    args += ["--send-mode", "sync"]  # about the hold, not the send mode
     run = kchaos_process(args)
     try:
         wait_until(

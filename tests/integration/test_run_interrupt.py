@@ -23,7 +23,8 @@ def _ok_sends(results: Path) -> int:
 def test_sigint_heals_collects_keeps_the_history_and_exits_nonzero(docker_client, tmp_path):
     dc = DockerCluster(docker_client, NAME)
     dc.remove()
-    args = ["--time-limit", "300", "--timing", "fast", "--seed", "3"]
+    # About Ctrl-C, not the send mode: sync sends, as before pipelined became the default.
+    args = ["--time-limit", "300", "--timing", "fast", "--seed", "3", "--send-mode", "sync"]
     args += ["--cluster", NAME, "--subnet", SUBNET, "--results-dir", str(tmp_path)]
     try:
         # Interrupt in the middle of the workload, once clients are observed writing.

@@ -24,7 +24,8 @@ def _paused_now(results: Path) -> bool:
 def test_sigint_during_a_pause_heals_it(docker_client, tmp_path):
     dc = DockerCluster(docker_client, NAME)
     dc.remove()
-    args = ["--time-limit", "300", "--timing", "fast"]
+    # About Ctrl-C during a fault, not the send mode: sync sends, as before.
+    args = ["--time-limit", "300", "--timing", "fast", "--send-mode", "sync"]
     # The pause is on from 30 s to 60 s: the interrupt comes well inside it.
     args += ["--nemesis", "pause", "--nemesis-interval", "30", "--seed", "1", "--keep-cluster"]
     args += ["--cluster", NAME, "--subnet", SUBNET, "--results-dir", str(tmp_path)]

@@ -51,3 +51,39 @@ def test_a_pipelined_run_is_well_formed_and_valid(docker_client, tmp_path):
     assert run["check"]["status"] == "valid", run["check"]
     producers = read_ops(d / "history.parquet", fs=["send"], columns=["producer"])
     assert producers.column("producer").null_count == 0
+
+
+def test_pollers_poll_beside_pipelined_producers_and_the_run_is_valid(docker_client, tmp_path):
+    # A new run's shape (issue 28): producer slots pipelined, the last slot a consumer polling
+    # the same topic during the workload, not only the final reads afterwards.
+    done = quiet_run(
+        docker_client,
+        NAME,
+        SUBNET,
+        17,
+        tmp_path,
+        time_limit=12,
+        rate=0,
+        concurrency=3,
+        send_mode="async",
+        in_flight=LANES,
+        pollers=1,
+        final_timeout=60,
+    )
+    assert done.left_behind == []
+    result = done.result
+    assert result.exit_code == 0, result.summary
+    history = read_history(result.run_dir)
+    every_poll = [op for op in history.ops if op["f"] == "poll"]
+    # The last polls are the final reads', on a process of their own after the workload.
+    final = every_poll[-1]["process"]
+    polls = [op for op in every_poll if op["type"] == "ok" and op["process"] != final]
+    read = [m for op in polls for m in op["value"] if m[0] == "poll" and m[1]]
+    assert polls and read, "the poller read nothing during the workload"
+    # The poller runs on slot 2's first lane's process ids; sends only on slots 0 and 1.
+    assert {op["process"] % (3 * LANES) for op in polls} == {2 * LANES}
+    sends = [op for op in history.ops if op["f"] == "send"]
+    assert sends and all(op["process"] % (3 * LANES) < 2 * LANES for op in sends)
+    run = json.loads((result.run_dir / "run.json").read_text())
+    assert run["final_reads"]["complete"] is True
+    assert run["check"]["status"] == "valid", run["check"]

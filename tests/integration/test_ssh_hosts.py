@@ -165,6 +165,8 @@ def test_a_queue_run_with_partition_and_kill_over_ssh_is_valid(hosts_yaml: Path,
                     "time_limit": 30,
                     "nemesis_interval": 5,
                     "timing": "fast",
+                    # About SSH hosts, not the send mode: sync sends, as before.
+                    "send_mode": "sync",
                 },
                 "axes": {"nemesis": ["partition,kill"]},
                 "seeds": [SEED],
@@ -204,7 +206,7 @@ def test_a_rolling_upgrade_over_ssh_rolls_every_host_and_finalizes(
     on its jars, then metadata.version and the other features finalized; the run is judged."""
     run = kchaos(
         "run", "--hosts", str(hosts_yaml), "--version", "3.9", "--upgrade-to", "4.0",
-        "--time-limit", "60", "--timing", "fast", "--seed", "1",
+        "--time-limit", "60", "--timing", "fast", "--seed", "1", "--send-mode", "sync",
         "--name", "sshup", "--results-dir", str(tmp_path),
     )  # fmt: skip
     assert run.returncode == 0, said(run)[-3000:]

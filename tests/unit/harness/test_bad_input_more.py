@@ -498,7 +498,7 @@ BAD_RUN_OPTIONS = [
     ["--topology", "zk", "--version", "4.0"],
     ["--time-limit", "100000", "--nemesis-interval", "0.1", "--nemesis", "kill"],
     ["--send-mode", "async", "--workload", "admin"],
-    ["--in-flight", "3"],
+    ["--send-mode", "sync", "--in-flight", "3"],
     ["--client-version", "3.9"],
     ["--group-protocol", "consumer"],
     ["--txn-protocol", "v2"],

@@ -34,8 +34,10 @@ def test_the_example_campaign_expands_to_four_checked_cells():
     assert len({c.id for c in camp.cells}) == 4
     # The scenario is the name `kchaos analyze` trends over: the same function names both.
     first = camp.cells[0]
+    # A cell is a new run: its queue sends are pipelined (the new defaults, each named).
     assert first.scenario == (
-        "queue/kraft-combined/3.9/partition/nemesis-interval=8,time-limit=60,timing=fast"
+        "queue/kraft-combined/3.9/partition/in-flight=2000,linger-ms=50,nemesis-interval=8,"
+        "pollers=2,rate=0,send-mode=async,time-limit=60,timing=fast"
     )
 
 
