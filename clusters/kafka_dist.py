@@ -26,7 +26,22 @@ from clusters.cache import cache_dir
 from clusters.errors import ClusterError
 from history import strict_json
 
-DEFAULT_VERSION = "3.9"
+# A run or cluster that names no version gets the newest line kchaos runs for its topology:
+# Kafka 4.x for KRaft, and 3.9 for ZooKeeper and the migration, since Kafka 4.0 removed ZooKeeper
+# mode (KIP-500's end). DEFAULT_VERSION is what a stored plan without a version meant.
+NEWEST_LINE = "4.4"
+NEWEST_ZK_LINE = "3.9"
+DEFAULT_VERSION = NEWEST_ZK_LINE
+# What `kchaos setup` assembles when given no --version: both of the lines above.
+SETUP_VERSIONS = (NEWEST_ZK_LINE, NEWEST_LINE)
+_ZK_KINDS = ("zk", "migration")
+
+
+def newest_line(topology: str) -> str:
+    """The default Kafka line of a new cluster of ``topology`` (a kind of clusters/topology.py)."""
+    return NEWEST_ZK_LINE if topology in _ZK_KINDS else NEWEST_LINE
+
+
 MAVEN_REPO = os.environ.get("KCHAOS_MAVEN_REPO", "https://repo.maven.apache.org/maven2")
 JOLOKIA = "org.jolokia:jolokia-agent-jvm:2.6.0:jar:javaagent"
 JOLOKIA_JAR = "jolokia-agent-jvm-2.6.0-javaagent.jar"

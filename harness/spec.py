@@ -23,8 +23,9 @@ import yaml
 
 from checkers.analyze.scenario import ScenarioTerms
 from clusters.errors import ClusterError
+from clusters.handles import DEFAULT_NAME
 from clusters.hold import name_problem
-from clusters.kafka_dist import DEFAULT_VERSION, check_release
+from clusters.kafka_dist import DEFAULT_VERSION, check_release, newest_line
 from clusters.quorum import QUORUMS, STATIC, check_quorum
 from clusters.topology import (
     DEFAULT_SUBNET,
@@ -116,7 +117,11 @@ class RunSpec:
         maximum=3,
     )
     version: str = option(
-        "3.9", help=f"Kafka version or line (newest of the line; e.g. {DEFAULT_VERSION})."
+        DEFAULT_VERSION,
+        fresh=lambda v: newest_line(v["topology"]),
+        help="Kafka version or line (a line means its newest release). Default: the newest "
+        "line kchaos runs for the topology, 4.4 for KRaft and 3.9 for zk and migration "
+        "(Kafka 4.0 removed ZooKeeper mode).",
     )
     nemesis: list[str] = option(  # noqa: RUF009 (a list default: option() copies it per spec)
         [],
@@ -172,7 +177,15 @@ class RunSpec:
     )
     keep_cluster: bool = option(False, tested=False, help="Leave the cluster up after the run.")
     # Where the run's Docker cluster lives; several runs (or tests) can coexist with their own.
-    cluster: str = option("kchaos-run", check=_a_name, tested=False, help="Docker cluster name.")
+    # "kchaos-run" is what a stored plan without a cluster meant; a new run's default is the
+    # one every command shares (clusters/handles.py DEFAULT_NAME).
+    cluster: str = option(
+        "kchaos-run",
+        check=_a_name,
+        tested=False,
+        fresh=lambda v: None if v.get("hosts") else DEFAULT_NAME,
+        help=f"Docker cluster name (default {DEFAULT_NAME}, as every kchaos command's).",
+    )
     subnet: str = option(
         DEFAULT_SUBNET, tested=False, help="The Docker network of the run's cluster (a CIDR)."
     )
@@ -420,11 +433,13 @@ def spec_from_dict(data: Any, where: str | None = "spec", *, fresh: bool = False
             values[key] = coerce(_BY_NAME[key], value)
         except OptionError as exc:
             raise SpecError(f"{at}{exc}") from None
-    if fresh:
-        values = with_fresh(OPTIONS, values)
     try:
         if values.get("hosts"):
             values.update(_on_hosts(values, RunSpec()))
+        # After the inventory's: a run on its hosts takes their cluster name and topology, and
+        # the default version follows that topology.
+        if fresh:
+            values = with_fresh(OPTIONS, values)
         return check_named_targets(validate(RunSpec.of(**values)))
     except SpecError as exc:
         raise SpecError(f"{at}{exc}") from None
@@ -485,15 +500,15 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
         raise SpecError(f"hosts: {exc}") from None
     out: dict[str, Any] = {"hosts": str(inventory.path or values["hosts"])}
     for key, theirs in (("cluster", inventory.cluster), ("topology", kind)):
-        given = values.get(key, getattr(defaults, key))
-        if given not in (getattr(defaults, key), theirs):
+        given = values.get(key)  # None: left out (a new run's fresh value comes after this)
+        if given not in (None, getattr(defaults, key), theirs):
             raise SpecError(
                 f"{key} {given!r}: a run on the hosts of {values['hosts']} has theirs ({theirs!r})"
             )
         out[key] = theirs
     for key in ("subnet", "zookeepers"):
         # The inventory gives the hosts' addresses and ZooKeeper nodes: these cannot apply.
-        if values.get(key, getattr(defaults, key)) != getattr(defaults, key):
+        if values.get(key) not in (None, getattr(defaults, key)):
             raise SpecError(
                 f"--{key} {values[key]}: a run on the hosts of {values['hosts']} takes the "
                 "inventory's addresses and nodes; drop it"

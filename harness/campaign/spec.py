@@ -31,6 +31,7 @@ from typing import Any
 
 from checkers.analyze.scenario import scenario
 from clusters.errors import ClusterError
+from clusters.handles import DEFAULT_NAME
 from clusters.hold import name_problem
 from clusters.topology import check_subnet
 from harness.plan import build_plan
@@ -47,7 +48,7 @@ from harness.spec import (
 
 # Options a campaign sets for every cell itself: where the run writes and which cluster it uses.
 OWNED = ("results_dir", "name", "cluster", "subnet", "seed")
-DEFAULT_CLUSTER = "kchaos-campaign"
+DEFAULT_CLUSTER = DEFAULT_NAME  # every command's default (clusters/handles.py)
 DEFAULT_SUBNET = "10.213.220.0/24"
 # Beyond its time limit a cell brings a cluster up, heals, reads back, collects and checks.
 CELL_SLACK_S = 900.0

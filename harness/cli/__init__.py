@@ -28,6 +28,7 @@ from checkers.analyze.cli import analyze_command
 from checkers.cli import check_command
 from clusters.errors import ClusterError
 from clusters.hold import ClusterRemoved
+from clusters.kafka_dist import SETUP_VERSIONS
 from harness.cli.campaign_cli import campaign
 from harness.cli.cluster_cli import cluster
 from harness.cli.hosts_cli import hosts
@@ -199,7 +200,7 @@ def main() -> None:
     "--version",
     "versions",
     multiple=True,
-    default=["3.9"],
+    default=list(SETUP_VERSIONS),
     show_default=True,
     help="Kafka versions (or lines such as 3.9) to fetch from Maven Central; repeatable.",
 )

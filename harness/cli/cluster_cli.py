@@ -17,9 +17,9 @@ from rich.table import Table
 
 from clusters.cluster import ClusterHandle, UpOptions
 from clusters.errors import ClusterError
-from clusters.handles import list_clusters, open_cluster
+from clusters.handles import DEFAULT_NAME, list_clusters, open_cluster
 from clusters.hold import Holder, check_name, holding, note_forced_removal
-from clusters.kafka_dist import DEFAULT_VERSION
+from clusters.kafka_dist import newest_line
 from clusters.topology import DEFAULT_SUBNET, TOPOLOGIES, ZK_TOPOLOGIES, build_topology
 from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, print_json, say
@@ -45,7 +45,7 @@ NAME = NameType()
 name_option = click.option(
     "--name",
     type=NAME,
-    default="kchaos",
+    default=DEFAULT_NAME,
     show_default=True,
     help="Cluster name (several can coexist).",
 )
@@ -113,7 +113,9 @@ def _refuse_inapplicable(ctx: click.Context, topology: str) -> None:
     "controllers to migrate to).",
 )
 @click.option(
-    "--version", default=DEFAULT_VERSION, show_default=True, help="Kafka version or line."
+    "--version",
+    help="Kafka version or line. Default: the newest line kchaos runs for the topology (4.4 for "
+    "KRaft, 3.9 for zk and migration).",
 )
 @click.option(
     "--brokers",
@@ -160,7 +162,7 @@ def up(
     ctx: click.Context,
     name: str,
     topology: str,
-    version: str,
+    version: str | None,
     brokers: int,
     zookeepers: str,
     timing: str,
@@ -178,6 +180,9 @@ def up(
     name = on_hosts.cluster if on_hosts is not None else name
     if on_hosts is None:
         _refuse_inapplicable(ctx, topology)
+    if version is None:
+        fixed = on_hosts.fixed_topology(None) if on_hosts is not None else None
+        version = newest_line(fixed.kind if fixed is not None else topology)
     options = UpOptions(version, timing=timing, heap_mb=heap_mb, wait=not no_wait)
     started = time.monotonic()
     with holding(name, "kchaos cluster up", force, "bring it up anyway", say):

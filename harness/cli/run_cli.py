@@ -12,6 +12,7 @@ import click
 from click.core import ParameterSource
 from rich.markup import escape
 
+from clusters.handles import DEFAULT_NAME
 from harness.cli.cluster_cli import NAME
 from harness.cli.hosts import accept_option, hosts_option
 from harness.console import console, err_console, say
@@ -222,7 +223,7 @@ def run(
     "--name",
     "cluster",
     type=NAME,
-    default=_D.cluster,
+    default=DEFAULT_NAME,
     show_default=True,
     help="Docker cluster name.",
 )

@@ -302,7 +302,7 @@ def test_parallel_cells_run_on_their_own_clusters_and_subnets(tmp_path, monkeypa
     record, code = _fake_campaign(tmp_path, monkeypatch, {"queue": [0], "admin": [2]}, parallel=2)
     assert [c["status"] for c in record["cells"]] == ["valid", "unknown"] and code == 2
     specs = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("c/runs/*/attempt-1.json"))]
-    assert sorted(s["cluster"] for s in specs) == ["kchaos-campaign-0", "kchaos-campaign-1"]
+    assert sorted(s["cluster"] for s in specs) == ["kchaos-0", "kchaos-1"]
 
 
 def _inventory(tmp_path: Path) -> Path:
