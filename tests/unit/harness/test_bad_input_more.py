@@ -12,29 +12,14 @@ from __future__ import annotations
 import string
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.scan.spark_session import master_problem
-from harness.cli import main
 from harness.exit_codes import BAD_INPUT_EXIT
+from tests.unit.harness.test_bad_input_cli import kchaos, one_error_line
 
 SETTINGS = settings(max_examples=40, deadline=None)
-
-
-def kchaos(*args: str):
-    return CliRunner().invoke(main, list(args))
-
-
-def one_error_line(r, *says: str) -> str:
-    assert r.exit_code == BAD_INPUT_EXIT, r.output
-    assert "Traceback" not in r.output
-    lines = [line for line in r.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, r.stderr
-    for s in says:
-        assert s in lines[0], lines[0]
-    return lines[0]
 
 
 # -- --spark-master, checked before any work (check, analyze) ----------------------------------
