@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.plan import build_plan, client_rng, load_plan
@@ -12,6 +12,10 @@ from harness.spec import RunSpec, validate
 from nemesis.api import TARGETS
 from nemesis.registry import FAULT_KINDS, build
 from steps.migration import AWAITED, PHASES, STEPS
+
+# Each example builds whole plans (ms each): a thousand cover the space; the CI profile's
+# 10,000 cost minutes of `make test` for nothing more.
+PLANS = settings(max_examples=1000)
 
 specs = st.builds(
     RunSpec.of,
@@ -27,6 +31,7 @@ specs = st.builds(
 seeds = st.integers(min_value=0, max_value=2**63 - 1)
 
 
+@PLANS
 @given(specs, seeds)
 def test_same_spec_and_seed_give_byte_identical_plans(spec, seed):
     validate(spec)
@@ -36,6 +41,7 @@ def test_same_spec_and_seed_give_byte_identical_plans(spec, seed):
     assert first == again
 
 
+@PLANS
 @given(specs, seeds)
 def test_every_fault_step_is_valid_and_alternates_start_stop(spec, seed):
     plan = build_plan(spec, seed)
@@ -61,6 +67,7 @@ def test_every_fault_step_is_valid_and_alternates_start_stop(spec, seed):
         assert all(s.target != "zk-leader" for s in plan.faults)
 
 
+@PLANS
 @given(specs, seeds)
 def test_every_step_a_plan_can_hold_is_accepted_by_its_nemesis(spec, seed):
     # The plan writes parameters and the nemesis reads them: this keeps the two vocabularies one.
@@ -69,6 +76,7 @@ def test_every_step_a_plan_can_hold_is_accepted_by_its_nemesis(spec, seed):
         nemeses[step.fault].check(step)
 
 
+@PLANS
 @given(specs, seeds, seeds)
 def test_the_seed_is_recorded_and_different_seeds_choose_differently(spec, a, b):
     pa, pb = build_plan(spec, a), build_plan(spec, b)
@@ -93,6 +101,7 @@ def test_options_change_the_plan():
     assert longer.faults[: len(base.faults)] == base.faults
 
 
+@PLANS
 @given(specs, seeds)
 def test_a_migration_plan_rolls_every_node_once_per_phase_in_kip_866_order(spec, seed):
     plan = build_plan(spec, seed)

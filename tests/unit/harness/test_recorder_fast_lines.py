@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.run.recorder import Recorder
@@ -43,6 +43,8 @@ def _record(fast: bool, ops: list[tuple[Any, ...]], path: Path) -> None:
 _CLOCK = re.compile(r'"time":\d+,"wall":[0-9.e+-]+,')
 
 
+# Each example writes and merges files: the CI profile's 10,000 would take minutes.
+@settings(max_examples=300)
 @given(sends)
 def test_fast_send_lines_are_the_json_lines(ops):
     with tempfile.TemporaryDirectory() as tmp:

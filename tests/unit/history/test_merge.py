@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from history.errors import HistoryError
@@ -106,6 +106,8 @@ def key(op: dict[str, Any]) -> str:
     return json.dumps(op, sort_keys=True)
 
 
+# Each example writes and merges files: the CI profile's 10,000 would take minutes.
+@settings(max_examples=300)
 @given(split_history())
 def test_a_merged_history_is_well_formed_in_time_order_and_loses_nothing(split):
     main, sides = split
@@ -132,6 +134,8 @@ def test_a_merged_history_is_well_formed_in_time_order_and_loses_nothing(split):
     assert history.notes() == [] or all("never completed" in n for n in history.notes())
 
 
+# Each example writes and merges files: the CI profile's 10,000 would take minutes.
+@settings(max_examples=300)
 @given(split_history(), st.data())
 def test_a_torn_last_line_is_dropped_and_said_and_the_rest_kept(split, data):
     main, sides = split
@@ -334,6 +338,8 @@ def test_final_reads_merge_after_the_sends_and_beside_what_the_harness_recorded(
     assert not history.incomplete and history.notes() == []
 
 
+# Each example writes and merges files: the CI profile's 10,000 would take minutes.
+@settings(max_examples=300)
 @given(split_history(), st.data())
 def test_generated_final_reads_merge_last_and_a_torn_last_line_is_dropped(split, data):
     main, sides = split
