@@ -404,7 +404,9 @@ class Run:
     def _note(self, **facts: Any) -> None:
         """Tells the supervisor where the run is (no-op in a run without one)."""
         self._facts.update(facts)
-        if "phase" in facts:
+        # The supervisor's "final reads" budget spans the heal and the wait for readiness,
+        # which the record tells apart (_read_back marks them).
+        if facts.get("phase") not in (None, "final reads"):
             self.phases.mark(facts["phase"])
         if self.on_state is not None:
             self.on_state({**self._facts, "summary": self.summary})
