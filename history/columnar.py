@@ -455,17 +455,9 @@ def read_element_keys(path: str | Path) -> np.ndarray:
 def _element_key_chunks(path: str | Path) -> Iterator[np.ndarray]:
     """The element rows' `key` (0 for a null), a non-empty chunk at a time in file order,
     decoded only from the row groups that hold elements."""
-    pf = _open(path)
-    for i in range(pf.num_row_groups):
+    for part in _row_groups_of(path, ELEM_ROW, ["key"]):
+        key = part.column("key")
         with _readable(path):
-            only = _only_kind(pf.metadata.row_group(i))
-            if only == OP_ROW:
-                continue
-            if only == ELEM_ROW:
-                key = pf.read_row_group(i, columns=["key"]).column("key")
-            else:
-                rg = pf.read_row_group(i, columns=["row", "key"])
-                key = rg.column("key").filter(is_in(rg.column("row"), [ELEM_ROW]))
             key = pc.fill_null(key, 0) if key.null_count else key
             chunks = [c.to_numpy() for c in key.chunks if len(c)]
         yield from chunks
@@ -606,17 +598,24 @@ def op_row_groups(path: str | Path, columns: list[str]) -> Iterator[pa.Table]:
     """The op rows of a Parquet history one row group at a time, only `columns`, in file order;
     row groups holding only element rows (by their statistics) are never decoded. A consumer
     that folds each part into its aggregates holds one row group's few columns at a time."""
+    return _row_groups_of(path, OP_ROW, columns)
+
+
+def _row_groups_of(path: str | Path, kind: str, columns: list[str]) -> Iterator[pa.Table]:
+    """The rows of one `kind` (OP_ROW or ELEM_ROW), only `columns`, a row group at a time in
+    file order; row groups holding only the other kind (by their statistics) are not decoded."""
     pf = _open(path)
     for i in range(pf.num_row_groups):
         with _readable(path):
             only = _only_kind(pf.metadata.row_group(i))
-            if only == ELEM_ROW:
+            if only is not None and only != kind:
                 continue
-            if only == OP_ROW:
-                yield pf.read_row_group(i, columns=columns)
-                continue
-            rg = pf.read_row_group(i, columns=list(dict.fromkeys(["row", *columns])))
-            yield _take(rg.select(columns), _in(rg.column("row"), [OP_ROW]))
+            if only == kind:
+                part = pf.read_row_group(i, columns=columns)
+            else:
+                rg = pf.read_row_group(i, columns=list(dict.fromkeys(["row", *columns])))
+                part = _take(rg.select(columns), _in(rg.column("row"), [kind]))
+        yield part
 
 
 def op_rows_at(path: str | Path, indices: list[int], columns: list[str]) -> pa.Table:

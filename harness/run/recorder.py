@@ -135,16 +135,8 @@ class Recorder:
         self, key: int, value: int, process: int, node: str | None, producer: int
     ) -> None:
         """`invoke(..., producer=producer)` of the send [["send", key, value]]."""
-        node_text = _node_text(node)
-        with self._lock:
-            if self._closed:
-                return
-            now = time.monotonic_ns() - self._t0
-            self._writer.append_encoded(
-                f'"type":"invoke","f":"send","value":[["send",{key},{value}]],'
-                f'"process":{process},"time":{now},"wall":{time.time()!r},'
-                f'"node":{node_text},"producer":{producer}}}'
-            )
+        head = f'"type":"invoke","f":"send","value":[["send",{key},{value}]]'
+        self._send_line(head, process, node, producer, completed=False)
 
     def send_ok(
         self,
@@ -156,18 +148,26 @@ class Recorder:
         producer: int,
     ) -> None:
         """`record("ok", "send", [["send", key, [offset, value]]], ...)` of a pipelined send."""
-        node_text = _node_text(node)
         at = "null" if offset is None else offset
+        head = f'"type":"ok","f":"send","value":[["send",{key},[{at},{value}]]]'
+        self._send_line(head, process, node, producer, completed=True)
+
+    def _send_line(
+        self, head: str, process: int, node: str | None, producer: int, completed: bool
+    ) -> None:
+        """One send line: `head` (type, f and value), then the fields every send line has, its
+        time taken under the lock so that times follow file order."""
+        node_text = _node_text(node)
         with self._lock:
             if self._closed:
                 return
             now = time.monotonic_ns() - self._t0
             self._writer.append_encoded(
-                f'"type":"ok","f":"send","value":[["send",{key},[{at},{value}]]],'
-                f'"process":{process},"time":{now},"wall":{time.time()!r},'
+                f'{head},"process":{process},"time":{now},"wall":{time.time()!r},'
                 f'"node":{node_text},"producer":{producer}}}'
             )
-            self.counts[OK] += 1
+            if completed:
+                self.counts[OK] += 1
 
     def invoke(
         self,
