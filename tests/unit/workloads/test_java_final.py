@@ -7,7 +7,6 @@ history the reader takes, and answers with the outcome's usual shape."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -15,18 +14,16 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-import pytest
 
 from history.format import JSONL_NAME, JVM_SENDS_DIR
 from history.merge import merge_run
 from history.reader import read_history
 from history.writer import HistoryWriter
+from tests.unit.workloads.test_java_recorded import _dist, needs_jdk
 from workloads import java_final
 from workloads.java_final import FINAL_SIDE_FILE, WANTED_FILE, final_reads_java
 from workloads.java_host import JavaHost, compiled
 from workloads.readback import AckedSends
-
-needs_jdk = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK")
 
 _LINES = """
 public class FinalLines {
@@ -52,16 +49,6 @@ public class FinalLines {
     }
 }
 """
-
-
-def _dist():
-    from clusters.kafka_dist import load_dist
-
-    for version in ("4.4.0", "4.1.2", "3.9.2", "3.9.1", "3.8.1"):
-        dist = load_dist(version)
-        if dist is not None:
-            return dist
-    pytest.skip("no Kafka release assembled (make setup assembles one)")
 
 
 @needs_jdk
