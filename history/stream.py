@@ -31,7 +31,7 @@ import contextlib
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,8 +153,12 @@ class _Pass:
         chunk_lines: int,
         row_group_rows: int,
         block_bytes: int = BLOCK_BYTES,
+        make_sink: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         self.jsonl = jsonl
+        # Where the rows go instead of a Parquet file of their own (history/build.py collects
+        # the recorder's rows to merge them with the JVM's): an object with _Sink's methods.
+        self.make_sink = make_sink
         self.parquet = parquet
         self.chunk_lines = max(1, chunk_lines)
         self.row_group_rows = max(1, row_group_rows)
@@ -178,7 +182,9 @@ class _Pass:
             lines = _lines(f, self.block_bytes)
             header = self._header(lines)
             sink = None
-            if self.parquet is not None:
+            if self.make_sink is not None:
+                sink = self.make_sink(header)
+            elif self.parquet is not None:
                 sink = _Sink(self.parquet, header, self.row_group_rows)
                 cleanup.callback(sink.discard)
             torn = self._ops(lines, sink)
