@@ -37,6 +37,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -207,21 +208,22 @@ def build(
     done.summary = summary
     tmp = parquet.with_name(f".{parquet.name}.{os.getpid()}.tmp")
     schema = SCHEMA.with_metadata({HEADER_METADATA: strict_json.dumps(header)})
-    writer = pq.ParquetWriter(tmp, schema)
+    writer = _Behind(pq.ParquetWriter(tmp, schema, use_dictionary=_DICTIONARY_COLUMNS))
     try:
         wrote = False
         for s in range(0, total, row_group_rows):
             e = min(total, s + row_group_rows)
             writer.write_table(_op_chunk(inputs, main_ops, dicts, s, e), row_group_size=e - s)
             wrote = True
+            _release()
         groups = _RowGroups(writer, row_group_rows)
         for s, e in _element_ranges(inputs, main_elems, total, row_group_rows):
             groups.add(_element_chunk(inputs, main_elems, dicts, s, e))
+            _release()
         groups.flush()
         if not (wrote or groups.written):
             writer.write_table(SCHEMA.empty_table())
-        writer.add_key_value_metadata({SUMMARY_METADATA: strict_json.dumps(asdict(summary))})
-        writer.close()
+        writer.close({SUMMARY_METADATA: strict_json.dumps(asdict(summary))})
         os.replace(tmp, parquet)
     except BaseException:
         with contextlib.suppress(Exception):
@@ -230,6 +232,47 @@ def build(
             tmp.unlink()
         raise
     return done
+
+
+# Dictionary pages only for the dictionary columns: Parquet's writer otherwise tries one for
+# every column, and gives up on each (indices, times, texts are nearly all distinct) only after
+# filling it: a fifth of its time.
+_DICTIONARY_COLUMNS = [f.name for f in SCHEMA if pa.types.is_dictionary(f.type)]
+
+
+class _Behind:
+    """A ParquetWriter whose row groups are written on a thread of their own while the next
+    one is made (both are mostly Arrow's and numpy's own code, which let go of the GIL): one
+    row group waits at most, so memory holds two."""
+
+    def __init__(self, writer: pq.ParquetWriter) -> None:
+        self.writer = writer
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="parquet-write")
+        self.last: Future[None] | None = None
+
+    def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
+        self._wait()
+        self.last = self.pool.submit(self.writer.write_table, table, row_group_size)
+
+    def _wait(self) -> None:
+        if self.last is not None:
+            last, self.last = self.last, None
+            last.result()
+
+    def close(self, metadata: dict[bytes, str] | None = None) -> None:
+        try:
+            self._wait()
+            if metadata:
+                self.writer.add_key_value_metadata(metadata)
+        finally:
+            self.pool.shutdown()
+            self.writer.close()
+
+
+def _release() -> None:
+    """Arrow's allocator keeps what a row group freed for later; given back, the process's
+    peak is what is held, not what was ever made."""
+    pa.default_memory_pool().release_unused()
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
@@ -259,7 +302,15 @@ def _main_input(ops: pa.Table) -> _Input:
 def _scan(side: SideFile) -> _Input:
     """A side file's ops: read a chunk of records at a time, checked, paired."""
     polls = side.tag == POLLS_TAG
-    times, procs, types, producers, op_recs, nodes = [], [], [], [], [], []
+    n = side.count
+    # Sends: one op a record, so the columns' lengths are known; polls: their op records only
+    # (gathered copies: a view would keep each chunk's records alive).
+    time_ = np.empty(0 if polls else n, dtype=np.int64)
+    process = np.empty_like(time_)
+    producer = np.empty_like(time_)
+    type_ = np.empty(len(time_), dtype=np.uint8)
+    parts: list[np.ndarray] = []
+    nodes = []
     n_strings = len(side.strings)
     for start, stop in side.chunks(SCAN_ROWS):
         r = side.read(start, stop)
@@ -268,48 +319,54 @@ def _scan(side: SideFile) -> _Input:
             bad = np.flatnonzero(kind > OP)
             if len(bad):
                 raise side.error(start + int(bad[0]), f"record kind {kind[bad[0]]} is not 0 or 1")
-            at = np.flatnonzero(kind == OP)
-            op_recs.append(at + start)
-            ops = r[at]
-            times.append(ops["a"])
-            procs.append(ops["c"])
-            types.append(ops["type"])
-            errs = ops["error"]
-            where = at
+            where = np.flatnonzero(kind == OP)
+            ops = r[where]
+            parts.append(ops)
         else:
             ops = r
-            times.append(r["time"])
-            procs.append(r["process"])
-            types.append(r["type"])
-            producers.append(r["producer"])
-            errs = r["error"]
-            node = r["node"]
-            _in_table(side, start, np.arange(len(r)), node, n_strings, "node")
-            nodes.append(np.unique(node[node >= 0]))
             where = np.arange(len(r))
+            time_[start:stop] = r["time"]
+            process[start:stop] = r["process"]
+            producer[start:stop] = r["producer"]
+            type_[start:stop] = r["type"]
+            node = r["node"]
+            _in_table(side, start, where, node, n_strings, "node")
+            nodes.append(np.unique(node[node >= 0]))
         bad = np.flatnonzero(ops["type"] > _INFO)
         if len(bad):
             rec = start + int(where[bad[0]])
             raise side.error(rec, f"type code {ops['type'][bad[0]]} is not one of 0-3")
-        _in_table(side, start, where, errs, n_strings, "error")
-    time_ = _cat(times, np.int64)
-    type_ = _cat(types, np.uint8)
-    process = _cat(procs, np.int64)
-    inp = _Input(side.name, len(time_), time_, type_, *_pair(side, process, type_, op_recs))
+        _in_table(side, start, where, ops["error"], n_strings, "error")
+        del r, ops
+    op_rec = None
+    if polls:
+        ops = np.concatenate(parts) if parts else np.zeros(0, dtype=side.dtype)
+        time_, process, type_ = ops["a"].copy(), ops["c"].copy(), ops["type"].copy()
+        op_rec = np.flatnonzero(_kinds(side) == OP)
+    inp = _Input(side.name, len(time_), time_, type_, *_pair(side, process, type_, op_rec))
+    del process
     inp.side = side
     if polls:
-        inp.op_rec = _cat(op_recs, np.int64)
-        before = np.concatenate([[-1], inp.op_rec[:-1]])
-        inp.elems = inp.op_rec - before - 1
+        assert op_rec is not None
+        inp.op_rec = op_rec
+        inp.elems = op_rec - np.concatenate([[-1], op_rec[:-1]]) - 1
         bad = np.flatnonzero((inp.elems > 0) & (type_ != _OK))
         if len(bad):
             raise side.error(
-                int(inp.op_rec[bad[0]]), f"{TYPES[type_[bad[0]]]} poll after element records"
+                int(op_rec[bad[0]]), f"{TYPES[type_[bad[0]]]} poll after element records"
             )
     else:
-        inp.producer = _cat(producers, np.int64)
+        inp.producer = producer
         inp.nodes = np.unique(_cat(nodes, np.int32))
     return inp
+
+
+def _kinds(side: SideFile) -> np.ndarray:
+    """A poll file's record kinds, one byte each."""
+    out = np.empty(side.count, dtype=np.uint8)
+    for start, stop in side.chunks(SCAN_ROWS):
+        out[start:stop] = side.read(start, stop)["kind"]
+    return out
 
 
 def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
@@ -328,7 +385,7 @@ def _in_table(
 
 
 def _pair(
-    side: SideFile, process: np.ndarray, type_: np.ndarray, op_recs: list[np.ndarray]
+    side: SideFile, process: np.ndarray, type_: np.ndarray, op_rec: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(partner, open, distinct processes): the reader's pairing (history/reader.py _pair) for
     one input: each process's ops alternate invocation, completion, ...; a completion's
@@ -340,17 +397,17 @@ def _pair(
     start = np.ones(n, dtype=bool)
     start[1:] = sp[1:] != sp[:-1]
     first = np.flatnonzero(start)
-    group = np.cumsum(start) - 1
-    g = np.arange(n) - first[group]
+    # An op's place in its process's ops: invocations at even places, completions at odd.
+    odd = (np.arange(n) - np.repeat(first, np.diff(np.append(first, n)))) % 2 == 1
     invoke = st == _INVOKE
-    wrong = np.flatnonzero(invoke == (g % 2 == 1))
+    wrong = np.flatnonzero(invoke == odd)
+    del odd
     if len(wrong):
         # The first wrong op in the file's order, as the reader would meet it.
         at = wrong[np.argmin(order[wrong])]
-        recs = np.concatenate(op_recs) if op_recs else None
 
         def record(op: int) -> int:
-            return op if recs is None else int(recs[op])
+            return op if op_rec is None else int(op_rec[op])
 
         p = int(sp[at])
         if invoke[at]:
@@ -420,6 +477,8 @@ class _Dicts:
     node: pa.Array
     side_procs: np.ndarray  # sorted: the side files' processes, process dictionary 0..n-1
     node_of: list[np.ndarray]  # per side input: string index -> node dictionary index
+    # Per side input: (lowest id, lookup table or None, its processes, their indices).
+    _luts: list[tuple[int, np.ndarray | None, np.ndarray, np.ndarray]] = field(default_factory=list)
 
     @classmethod
     def of(cls, inputs: list[_Input], ops: pa.Table, elems: pa.Table) -> _Dicts:
@@ -442,6 +501,17 @@ class _Dicts:
                     m[k] = at[strings[k]]
             node_of.append(m)
         fs = sorted(set(_distinct(ops, "f")) | {SEND, POLL})
+        luts = []
+        for i in inputs[1:]:
+            procs = i.processes
+            codes = np.searchsorted(side_procs, procs).astype(np.int32)
+            lo = int(procs[0]) if len(procs) else 0
+            span = int(procs[-1]) - lo + 1 if len(procs) else 0
+            lut = None
+            if span <= max(8 * len(procs), 1 << 16):
+                lut = np.zeros(span, dtype=np.int32)
+                lut[procs - lo] = codes
+            luts.append((lo, lut, procs, codes))
         return cls(
             row=pa.array([OP_ROW, ELEM_ROW]),
             type=pa.array(list(TYPES)),
@@ -451,6 +521,7 @@ class _Dicts:
             node=pa.array(nodes, pa.string()),
             side_procs=side_procs,
             node_of=node_of,
+            _luts=luts,
         )
 
     def recode(self, table: pa.Table) -> pa.Table:
@@ -469,6 +540,22 @@ class _Dicts:
                 table.schema.get_field_index(name), name, _dict(idx.combine_chunks(), d)
             )
         return table
+
+    def process_codes(self, k: int, process: np.ndarray) -> np.ndarray:
+        """The process dictionary's indices of processes of side input `k` (0: the first side
+        file): a table lookup when the input's ids span a range not much wider than their
+        number (a slot's lanes: dense, plus a stride per retirement), else a binary search."""
+        lo, lut, procs, codes = self._luts[k]
+        if lut is not None:
+            return lut[process - lo]
+        return codes[np.searchsorted(procs, process)]
+
+    @property
+    def by_column(self) -> dict[str, pa.Array]:
+        return {
+            "row": self.row, "type": self.type, "f": self.f, "kind": self.kind,
+            "process": self.process, "node": self.node,
+        }  # fmt: skip
 
     def f_code(self, name: str) -> int:
         return self.f.to_pylist().index(name)
@@ -510,6 +597,14 @@ def _renumbered(ops: pa.Table, elems: pa.Table, new: np.ndarray) -> tuple[pa.Tab
 
 
 # Rows ------------------------------------------------------------------------------------------
+# A piece of a row group, before its rows are put in index order: per column, numpy values
+# (dictionary columns as int32 indices, -1 for null), (values, null mask) for a nullable number,
+# or an Arrow array (texts); absent: null. Ordering numpy arrays costs a fraction of ordering an
+# Arrow table's.
+_Piece = tuple[int, dict[str, Any]]
+_TEXTS = frozenset(f.name for f in SCHEMA if f.type == pa.string())
+
+
 def _range(inp: _Input, s: int, e: int) -> tuple[int, int]:
     """The input's ops with history indices in [s, e): one run, its order being kept."""
     lo, hi = np.searchsorted(inp.new, [s, e])
@@ -518,51 +613,110 @@ def _range(inp: _Input, s: int, e: int) -> tuple[int, int]:
 
 def _op_chunk(inputs: list[_Input], main_ops: pa.Table, dicts: _Dicts, s: int, e: int) -> pa.Table:
     """The op rows of indices [s, e), in index order."""
-    pieces = []
+    pieces: list[_Piece] = []
     if len(main_ops):
         idx = main_ops.column("index").to_numpy()
         lo, hi = np.searchsorted(idx, [s, e])
         if hi > lo:
-            pieces.append(main_ops.slice(int(lo), int(hi - lo)))
+            pieces.append(_table_piece(main_ops.slice(int(lo), int(hi - lo))))
     for k, inp in enumerate(inputs[1:]):
         lo, hi = _range(inp, s, e)
         if hi > lo:
             make = _poll_ops if inp.side.tag == POLLS_TAG else _send_ops  # type: ignore[union-attr]
-            pieces.append(make(inp, dicts, dicts.node_of[k], lo, hi))
-    table = pa.concat_tables(pieces)
-    at = table.column("index").to_numpy()
+            pieces.append(make(inp, dicts, k, lo, hi))
+    at = np.concatenate([_values(p[1]["index"]) for p in pieces])
     perm = np.empty(e - s, dtype=np.int64)
     perm[at - s] = np.arange(len(at))
-    return table.take(pa.array(perm))
+    return _assemble(pieces, perm, dicts)
 
 
-def _columns(n: int, given: dict[str, Any]) -> pa.Table:
-    """A SCHEMA table of n rows: the given columns, null elsewhere."""
-    cols = []
+def _assemble(pieces: list[_Piece], perm: np.ndarray | None, dicts: _Dicts) -> pa.Table:
+    """One SCHEMA table of the pieces' rows, row k being row perm[k] of them all."""
+    n = sum(p[0] for p in pieces)
+    if perm is not None and len(pieces) == 1 and np.array_equal(perm, np.arange(n)):
+        perm = None
+    arrays = []
     for f in SCHEMA:
-        v = given.get(f.name)
-        if v is None:
-            v = pa.nulls(n, f.type)
-        elif not isinstance(v, pa.Array | pa.ChunkedArray):
-            v = pa.array(v, f.type)
-        cols.append(v)
-    return pa.Table.from_arrays(cols, schema=SCHEMA)
+        got = [(m, cols.get(f.name)) for m, cols in pieces]
+        if all(v is None for _, v in got):
+            arrays.append(_nulls(n, f.type))
+            continue
+        if f.name in _TEXTS:
+            arr = pa.concat_arrays([_nulls(m, f.type) if v is None else v for m, v in got])
+            arrays.append(arr if perm is None else arr.take(pa.array(perm)))
+        elif pa.types.is_dictionary(f.type):
+            codes = np.concatenate(
+                [np.full(m, -1, dtype=np.int32) if v is None else v for m, v in got]
+            )
+            if perm is not None:
+                codes = codes[perm]
+            null = codes < 0
+            arrays.append(
+                pa.DictionaryArray.from_arrays(
+                    pa.array(codes, pa.int32(), mask=null if null.any() else None),
+                    dicts.by_column[f.name],
+                )
+            )
+        else:
+            dtype = f.type.to_pandas_dtype()
+            values, masks = [], []
+            for m, v in got:
+                if v is None:
+                    values.append(np.zeros(m, dtype=dtype))
+                    masks.append(np.ones(m, dtype=bool))
+                elif isinstance(v, tuple):
+                    values.append(v[0])
+                    masks.append(v[1])
+                else:
+                    values.append(v)
+                    masks.append(np.zeros(m, dtype=bool))
+            vals = np.concatenate(values).astype(dtype, copy=False)
+            mask = np.concatenate(masks)
+            if perm is not None:
+                vals, mask = vals[perm], mask[perm]
+            arrays.append(pa.array(vals, f.type, mask=mask if mask.any() else None))
+    return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
-def _masked(values: np.ndarray, null: np.ndarray, type_: pa.DataType) -> pa.Array:
-    return pa.array(values, type_, mask=null)
+def _values(v: Any) -> np.ndarray:
+    return v[0] if isinstance(v, tuple) else v
 
 
-def _procs(dicts: _Dicts, process: np.ndarray) -> pa.DictionaryArray:
-    return _dict(np.searchsorted(dicts.side_procs, process).astype(np.int32), dicts.process)
+def _table_piece(t: pa.Table) -> _Piece:
+    """The recorder's rows (a SCHEMA table on the shared dictionaries) as a piece."""
+    cols: dict[str, Any] = {}
+    for f in SCHEMA:
+        col = t.column(f.name).combine_chunks()
+        if col.null_count == len(col):
+            continue
+        if f.name in _TEXTS:
+            cols[f.name] = col
+        elif pa.types.is_dictionary(f.type):
+            cols[f.name] = np.asarray(pc.fill_null(col.indices, -1).to_numpy(), dtype=np.int32)
+        else:
+            null = np.asarray(col.is_null().to_numpy(zero_copy_only=False))
+            values = pc.fill_null(col, False if f.type == pa.bool_() else 0)
+            cols[f.name] = (np.asarray(values.to_numpy(zero_copy_only=False)), null)
+    return len(t), cols
 
 
-def _strings(side: SideFile, idx: np.ndarray) -> pa.Array:
-    table = pa.array(side.strings, pa.string())
+_NULLS: dict[pa.DataType, pa.Array] = {}
+
+
+def _nulls(n: int, type_: pa.DataType) -> pa.Array:
+    """n nulls of the type: slices of one array made once (pa.nulls zeroes its buffers anew,
+    ~25 ms a million, for each of a row group's ten empty columns)."""
+    have = _NULLS.get(type_)
+    if have is None or len(have) < n:
+        have = _NULLS[type_] = pa.nulls(max(n, ROW_GROUP_ROWS), type_)
+    return have.slice(0, n)
+
+
+def _strings(side: SideFile, idx: np.ndarray) -> pa.Array | None:
     none = idx < 0
     if none.all():
-        return pa.nulls(len(idx), pa.string())
-    return table.take(pa.array(np.where(none, 0, idx), mask=none))
+        return None
+    return pa.array(side.strings, pa.string()).take(pa.array(np.where(none, 0, idx), mask=none))
 
 
 def _text(x: np.ndarray) -> pa.Array:
@@ -573,49 +727,58 @@ def _offsets_text(offset: np.ndarray) -> pa.Array:
     return pc.fill_null(pa.array(offset, pa.int64(), mask=offset < 0).cast(pa.string()), "null")
 
 
-def _send_ops(inp: _Input, dicts: _Dicts, node_of: np.ndarray, lo: int, hi: int) -> pa.Table:
+def _partners(inp: _Input, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    partner = inp.partner[lo:hi]
+    done = partner >= 0
+    return inp.new[np.where(done, partner, 0)], ~done
+
+
+def _send_ops(inp: _Input, dicts: _Dicts, k: int, lo: int, hi: int) -> _Piece:
     side = inp.side
     assert side is not None
     r = side.read(lo, hi)
     n = hi - lo
-    type_ = r["type"]
-    partner = inp.partner[lo:hi]
-    done = partner >= 0
-    key, value = _text(r["key"]), _text(r["value"])
-    plain = pc.binary_join_element_wise('[["send",', key, ",", value, "]]", "")
-    ok = type_ == _OK
-    if ok.any():
-        with_offset = pc.binary_join_element_wise(
-            '[["send",', key, ",[", _offsets_text(r["offset"]), ",", value, "]]]", ""
-        )
-        value_json = pc.if_else(pa.array(ok), with_offset, plain)
-    else:
-        value_json = plain
-    return _columns(
-        n,
-        {
-            "row": _codes(n, 0, dicts.row),
-            "index": inp.new[lo:hi],
-            "invoke_index": _masked(inp.new[np.where(done, partner, 0)], ~done, pa.int64()),
-            "type": _dict(type_.astype(np.int32), dicts.type),
-            "f": _codes(n, dicts.f_code(SEND), dicts.f),
-            "process": _procs(dicts, r["process"]),
-            "time": r["time"],
-            "wall": r["wall_us"] / 1e6,
-            "node": _node(node_of, r["node"], dicts),
-            "error": _strings(side, r["error"]),
-            "value_json": value_json,
-            "producer": r["producer"],
-        },
-    )
+    type_ = r["type"].astype(np.int32)
+    value_json = _send_values(r["key"], r["value"], r["offset"], type_ == _OK)
+    return n, {
+        "row": np.zeros(n, dtype=np.int32),
+        "index": inp.new[lo:hi],
+        "invoke_index": _partners(inp, lo, hi),
+        "type": type_,
+        "f": np.full(n, dicts.f_code(SEND), dtype=np.int32),
+        "process": dicts.process_codes(k, r["process"]),
+        "time": np.ascontiguousarray(r["time"]),
+        "wall": r["wall_us"] / 1e6,
+        "node": dicts.node_of[k][r["node"]],  # -1 reads the table's last entry: -1
+        "error": _strings(side, r["error"]),
+        "value_json": value_json,
+        "producer": np.ascontiguousarray(r["producer"]),
+    }
 
 
-def _node(node_of: np.ndarray, idx: np.ndarray, dicts: _Dicts) -> pa.DictionaryArray:
-    codes = node_of[idx]  # -1 reads the table's last entry: -1
-    return _dict(pa.array(codes, pa.int32(), mask=codes < 0), dicts.node)
+def _send_values(
+    key: np.ndarray, value: np.ndarray, offset: np.ndarray, ok: np.ndarray
+) -> pa.Array:
+    """[["send",key,value]], and [["send",key,[offset,value]]] where `ok` (offset -1: null):
+    one join of four texts, the first and last of a few distinct each (keys are partitions)."""
+    keys, which = np.unique(key, return_inverse=True)
+    head = _decoded(which, [f'[["send",{k},' for k in keys.tolist()])
+    tail = _decoded(ok.astype(np.int32), ["]]", "]]]"])
+    mid = pa.array(np.where(offset < 0, 0, offset), pa.int64(), mask=~ok).cast(pa.string())
+    if (ok & (offset < 0)).any():
+        mid = pc.if_else(pa.array(ok & (offset < 0)), "null", mid)
+    mid = pc.fill_null(pc.binary_join_element_wise("[", mid, ",", ""), "")
+    return pc.binary_join_element_wise(head, mid, _text(value), tail, "")
 
 
-def _poll_ops(inp: _Input, dicts: _Dicts, node_of: np.ndarray, lo: int, hi: int) -> pa.Table:
+def _decoded(codes: np.ndarray, texts: list[str]) -> pa.Array:
+    """texts[codes[i]] for each i: a dictionary's indices decoded (a copy of bytes, no
+    formatting per row)."""
+    d = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(texts))
+    return d.cast(pa.string())
+
+
+def _poll_ops(inp: _Input, dicts: _Dicts, k: int, lo: int, hi: int) -> _Piece:
     side = inp.side
     assert side is not None and inp.op_rec is not None and inp.elems is not None
     first = int(inp.op_rec[lo] - inp.elems[lo])
@@ -623,40 +786,38 @@ def _poll_ops(inp: _Input, dicts: _Dicts, node_of: np.ndarray, lo: int, hi: int)
     at = inp.op_rec[lo:hi] - first
     ops = r[at]
     n = hi - lo
-    partner = inp.partner[lo:hi]
-    done = partner >= 0
-    type_ = ops["type"]
+    type_ = ops["type"].astype(np.int32)
     counts = inp.elems[lo:hi]
     value_json = pa.array(np.full(n, '[["poll"]]', dtype=object), pa.string())
     ok = np.flatnonzero(type_ == _OK)
     if len(ok):
-        bodies = _poll_bodies(r, at[ok], counts[ok])
-        value_json = _put(value_json, ok, bodies)
-    return _columns(
-        n,
-        {
-            "row": _codes(n, 0, dicts.row),
-            "index": inp.new[lo:hi],
-            "invoke_index": _masked(inp.new[np.where(done, partner, 0)], ~done, pa.int64()),
-            "type": _dict(type_.astype(np.int32), dicts.type),
-            "f": _codes(n, dicts.f_code(POLL), dicts.f),
-            "process": _procs(dicts, ops["c"]),
-            "time": ops["a"],
-            "wall": ops["b"] / 1e6,
-            "node": pa.nulls(n, _STR),
-            "error": _strings(side, ops["error"]),
-            "value_json": value_json,
-        },
-    )
+        # A batch of polls' values at a time, each of about ROW_GROUP_ROWS records (a poll
+        # reads up to 20,000): their texts' temporaries stay a few hundred MB.
+        cum = np.cumsum(counts[ok])
+        bodies, a = [], 0
+        while a < len(ok):
+            b = max(int(np.searchsorted(cum, (cum[a - 1] if a else 0) + ROW_GROUP_ROWS)), a + 1)
+            bodies.append(_poll_bodies(r, at[ok[a:b]], counts[ok[a:b]]))
+            a = b
+        value_json = _put(value_json, ok, pa.concat_arrays(bodies))
+    return n, {
+        "row": np.zeros(n, dtype=np.int32),
+        "index": inp.new[lo:hi],
+        "invoke_index": _partners(inp, lo, hi),
+        "type": type_,
+        "f": np.full(n, dicts.f_code(POLL), dtype=np.int32),
+        "process": dicts.process_codes(k, ops["c"]),
+        "time": ops["a"],
+        "wall": ops["b"] / 1e6,
+        "error": _strings(side, ops["error"]),
+        "value_json": value_json,
+    }
 
 
 def _put(into: pa.Array, at: np.ndarray, values: pa.Array) -> pa.Array:
     """`into` with rows `at` replaced by `values` (in order)."""
-    src = np.zeros(len(into), dtype=np.int64)
-    mask = np.zeros(len(into), dtype=bool)
-    mask[at] = True
+    src = np.arange(len(into), dtype=np.int64)
     src[at] = np.arange(len(at)) + len(into)
-    src[~mask] = np.flatnonzero(~mask)
     return pa.concat_arrays([into, values]).take(pa.array(src))
 
 
@@ -664,27 +825,25 @@ def _poll_bodies(r: np.ndarray, at: np.ndarray, counts: np.ndarray) -> pa.Array:
     """The values of ok polls whose op records are at `at` (in `r`) with `counts` elements
     each just before them: [["poll",{"<key>":[[offset,value],...],...}]], as the JVM's line
     (KchaosFinal.writeOk) wrote it."""
-    starts = at - counts
-    idx = (
-        np.concatenate([np.arange(a, b) for a, b in zip(starts, at, strict=True)])
-        if len(at) > 0 and counts.sum()
-        else np.zeros(0, dtype=np.int64)
-    )
-    el = r[idx]
-    key = el["a"]
-    owner = np.repeat(np.arange(len(at)), counts)
-    op_first = np.zeros(len(idx), dtype=bool)
-    offs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    op_first[offs[counts > 0]] = True
+    total = int(counts.sum())
+    first_of = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    seq = np.arange(total, dtype=np.int64) - np.repeat(first_of, counts)
+    where = np.repeat(at - counts, counts) + seq
+    key, offset, value = r["a"][where], r["b"][where], r["c"][where]
+    op_first = seq == 0
     run_first = op_first.copy()
-    if len(idx) > 1:
-        run_first[1:] |= (key[1:] != key[:-1]) & (owner[1:] == owner[:-1])
-    ktext = _text(key)
-    opening = pc.binary_join_element_wise('"', ktext, '":[', "")
-    between = pc.binary_join_element_wise('],"', ktext, '":[', "")
-    pre = pc.if_else(pa.array(op_first), opening, pc.if_else(pa.array(run_first), between, ","))
+    run_first[1:] |= key[1:] != key[:-1]
+    # What comes before each [offset, value]: "," within a key's run, the key's opening at a
+    # run's start. Those are few (a poll reads a few partitions): a dictionary of them.
+    starts = np.flatnonzero(run_first)
+    tags = np.stack([key[starts], op_first[starts].astype(np.int64)], axis=1)
+    distinct, which = np.unique(tags, axis=0, return_inverse=True)
+    texts = [",["] + [(f'"{k}":[[' if first else f'],"{k}":[[') for k, first in distinct.tolist()]
+    codes = np.zeros(total, dtype=np.int32)
+    codes[starts] = np.asarray(which).reshape(-1) + 1
+    pre = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(texts, pa.string()))
     pair = pc.binary_join_element_wise(
-        pre, "[", _offsets_text(el["b"]), ",", _text(el["c"]), "]", ""
+        pre.cast(pa.string()), _offsets_text(offset), ",", _text(value), "]", ""
     )
     lists = pa.ListArray.from_arrays(
         pa.array(np.concatenate([[0], np.cumsum(counts)]), pa.int32()), pair
@@ -706,13 +865,12 @@ def _element_ranges(
         if inp.elems is not None:
             per_op[inp.new] += inp.elems
         else:
-            per_op[inp.new] += ((inp.partner >= 0) | inp.open).astype(np.int64)
+            per_op[inp.new] += (inp.partner >= 0) | inp.open
     cum = np.cumsum(per_op, out=per_op)
     s = 0
     while s < total:
         base = cum[s - 1] if s else 0
-        e = int(np.searchsorted(cum, base + rows, side="right"))
-        e = max(e, s + 1)
+        e = max(int(np.searchsorted(cum, base + rows, side="right")), s + 1)
         yield s, min(e, total)
         s = e
 
@@ -720,66 +878,66 @@ def _element_ranges(
 def _element_chunk(
     inputs: list[_Input], main_elems: pa.Table, dicts: _Dicts, s: int, e: int
 ) -> pa.Table:
-    pieces = []
+    """The element rows of the ops of indices [s, e), in their ops' index order."""
+    pieces: list[_Piece] = []
     if len(main_elems):
         idx = main_elems.column("index").to_numpy()
         lo, hi = np.searchsorted(idx, [s, e])
         if hi > lo:
-            pieces.append(main_elems.slice(int(lo), int(hi - lo)))
-    for inp in inputs[1:]:
+            pieces.append(_table_piece(main_elems.slice(int(lo), int(hi - lo))))
+    for k, inp in enumerate(inputs[1:]):
         lo, hi = _range(inp, s, e)
         if hi > lo:
             make = _poll_elements if inp.side.tag == POLLS_TAG else _send_elements  # type: ignore[union-attr]
-            piece = make(inp, dicts, lo, hi)
+            piece = make(inp, dicts, k, lo, hi)
             if piece is not None:
                 pieces.append(piece)
     if not pieces:
         return SCHEMA.empty_table()
-    table = pa.concat_tables(pieces)
-    order = np.argsort(table.column("index").to_numpy(), kind="stable")
-    return table.take(pa.array(order))
+    at = np.concatenate([_values(p[1]["index"]) for p in pieces])
+    # Each piece is in order (its ops', then each op's elements'): a stable sort by op.
+    return _assemble(pieces, np.argsort(at, kind="stable"), dicts)
 
 
-def _send_elements(inp: _Input, dicts: _Dicts, lo: int, hi: int) -> pa.Table | None:
+def _send_elements(inp: _Input, dicts: _Dicts, k: int, lo: int, hi: int) -> _Piece | None:
     assert inp.side is not None and inp.producer is not None
     partner = inp.partner[lo:hi]
     open_ = inp.open[lo:hi]
     keep = np.flatnonzero((partner >= 0) | open_)
     if not len(keep):
         return None
-    r = inp.side.read(lo, hi)[keep]
+    rec = inp.side.read(lo, hi)
+    # Field by field: fancy indexing a structured array copies its records one by one.
+    r = {name: rec[name][keep] for name in ("type", "process", "time", "key", "offset", "value")}
+    del rec
     partner = partner[keep]
     open_ = open_[keep]
     at = keep + lo
     inv = np.where(open_, at, partner)  # an open invocation is its own
     n = len(keep)
-    new = inp.new[at]
     type_ = np.where(open_, TYPES.index(INFO), r["type"]).astype(np.int32)
     ok = type_ == _OK
-    return _columns(
-        n,
-        {
-            "row": _codes(n, 1, dicts.row),
-            "index": new,
-            "invoke_index": inp.new[inv],
-            "type": _dict(type_, dicts.type),
-            "f": _codes(n, dicts.f_code(SEND), dicts.f),
-            "process": _procs(dicts, r["process"]),
-            "time": _masked(r["time"], open_, pa.int64()),
-            "invoke_time": inp.time[inv],
-            "mop": np.zeros(n, dtype=np.int32),
-            "seq": np.zeros(n, dtype=np.int32),
-            "kind": _codes(n, 0, dicts.kind),
-            "key": r["key"].astype(np.int64),
-            "offset": _masked(r["offset"], ~ok | (r["offset"] < 0), pa.int64()),
-            "value": r["value"],
-            "rebalanced": np.zeros(n, dtype=bool),
-            "producer": inp.producer[inv],
-        },
-    )
+    return n, {
+        "row": np.ones(n, dtype=np.int32),
+        "index": inp.new[at],
+        "invoke_index": inp.new[inv],
+        "type": type_,
+        "f": np.full(n, dicts.f_code(SEND), dtype=np.int32),
+        "process": dicts.process_codes(k, r["process"]),
+        "time": (r["time"], open_),
+        "invoke_time": inp.time[inv],
+        "mop": np.zeros(n, dtype=np.int32),
+        "seq": np.zeros(n, dtype=np.int32),
+        "kind": np.zeros(n, dtype=np.int32),
+        "key": r["key"].astype(np.int64),
+        "offset": (r["offset"], ~ok | (r["offset"] < 0)),
+        "value": r["value"],
+        "rebalanced": np.zeros(n, dtype=bool),
+        "producer": inp.producer[inv],
+    }
 
 
-def _poll_elements(inp: _Input, dicts: _Dicts, lo: int, hi: int) -> pa.Table | None:
+def _poll_elements(inp: _Input, dicts: _Dicts, k: int, lo: int, hi: int) -> _Piece | None:
     assert inp.side is not None and inp.op_rec is not None and inp.elems is not None
     counts = inp.elems[lo:hi]
     total = int(counts.sum())
@@ -788,33 +946,30 @@ def _poll_elements(inp: _Input, dicts: _Dicts, lo: int, hi: int) -> pa.Table | N
     first = int(inp.op_rec[lo] - inp.elems[lo])
     r = inp.side.read(first, int(inp.op_rec[hi - 1]) + 1)
     rec = np.flatnonzero(r["kind"] == ELEMENT)
-    el = r[rec]
+    key, offset, value = r["a"][rec], r["b"][rec], r["c"][rec]
     op = lo + np.repeat(np.arange(hi - lo), counts)  # each element's op (op space)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     seq = np.arange(total) - np.repeat(starts, counts)
-    ops = r[inp.op_rec[lo:hi] - first]
+    procs = r["c"][inp.op_rec[lo:hi] - first]
     partner = inp.partner[op]
     n = total
-    return _columns(
-        n,
-        {
-            "row": _codes(n, 1, dicts.row),
-            "index": inp.new[op],
-            "invoke_index": inp.new[partner],
-            "type": _codes(n, 1, dicts.type),
-            "f": _codes(n, dicts.f_code(POLL), dicts.f),
-            "process": _procs(dicts, np.repeat(ops["c"], counts)),
-            "time": inp.time[op],
-            "invoke_time": inp.time[partner],
-            "mop": np.zeros(n, dtype=np.int32),
-            "seq": seq.astype(np.int32),
-            "kind": _codes(n, 1, dicts.kind),
-            "key": el["a"],
-            "offset": _masked(el["b"], el["b"] < 0, pa.int64()),
-            "value": el["c"],
-            "rebalanced": np.zeros(n, dtype=bool),
-        },
-    )
+    return n, {
+        "row": np.ones(n, dtype=np.int32),
+        "index": inp.new[op],
+        "invoke_index": inp.new[partner],
+        "type": np.full(n, _OK, dtype=np.int32),
+        "f": np.full(n, dicts.f_code(POLL), dtype=np.int32),
+        "process": dicts.process_codes(k, np.repeat(procs, counts)),
+        "time": inp.time[op],
+        "invoke_time": inp.time[partner],
+        "mop": np.zeros(n, dtype=np.int32),
+        "seq": seq.astype(np.int32),
+        "kind": np.ones(n, dtype=np.int32),
+        "key": key,
+        "offset": (offset, offset < 0),
+        "value": value,
+        "rebalanced": np.zeros(n, dtype=bool),
+    }
 
 
 # Run directories -------------------------------------------------------------------------------
