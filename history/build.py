@@ -57,6 +57,8 @@ from history.format import (
     JVM_SENDS_FIELD,
     PARQUET_NAME,
 )
+from history.merge import Merged, merge_run, read_header_line
+from history.merge import pending as merge_pending
 from history.sidefiles import (
     ELEMENT,
     OP,
@@ -1016,6 +1018,35 @@ def build_run(run_dir: str | Path, lock_wait_s: float = LOCK_WAIT_S) -> Built | 
     return done
 
 
+def sides_pending(run_dir: str | Path) -> bool:
+    """Are ops a JVM recorded beside the run's history not yet in it: binary side files not
+    built, or JSONL side files (written by kchaos before the binary ones) not merged?"""
+    return pending(run_dir) or merge_pending(run_dir)
+
+
+def finish_run(run_dir: str | Path) -> Built | Merged | None:
+    """The run's history made whole from what its writers left: binary side files built into
+    history.parquet (build_run), JSONL side files of a run recorded before them merged into
+    history.jsonl (merge.merge_run); what either left of one cut short cleaned up. None when
+    there was nothing to do. HistoryError or OSError when the inputs cannot be read: the run
+    is then left as it was."""
+    if pending(run_dir):
+        return build_run(run_dir)
+    if merge_pending(run_dir):
+        return merge_run(run_dir)
+    build_run(run_dir)  # at most the clean-up of a build cut short
+    merge_run(run_dir)  # or of a merge
+    return None
+
+
+def describe(done: Built | Merged) -> str:
+    """One line for the user on what finish_run did."""
+    torn = f"; torn tail dropped: {', '.join(done.torn)}" if done.torn else ""
+    if isinstance(done, Built):
+        return f"history: {done.side_ops} JVM-recorded ops built into {PARQUET_NAME}{torn}"
+    return f"history: {done.side_ops} JVM-recorded send ops merged into {JSONL_NAME}{torn}"
+
+
 def _clean(run_dir: Path) -> None:
     """After a build: the recorder's history.jsonl (every op of it is in the Parquet file; a
     history.jsonl derived from the Parquet file, whose header says `jvm_sends`, is kept) and
@@ -1027,8 +1058,6 @@ def _clean(run_dir: Path) -> None:
 
 
 def _jsonl_header(path: Path) -> dict[str, Any]:
-    from history.merge import read_header_line
-
     try:
         with path.open("rb") as f:
             first = f.readline()

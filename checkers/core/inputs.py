@@ -354,6 +354,11 @@ def _parquet_for(jsonl: Path | None, parquet: Path, notes: list[str]) -> Path:
     if jsonl is None:
         if not parquet.exists():
             raise HistoryError(parquet, None, f"no {JSONL_NAME} or {PARQUET_NAME} here")
+        # A history built from a JVM's side files (history/build.py) is its Parquet file alone:
+        # what its build dropped (torn tails) and left open is in its summary.
+        summary = summary_of(parquet)
+        if summary is not None:
+            notes.extend(replace(summary, path=str(parquet)).notes())
         return parquet
     # The JSONL is the record; the Parquet copy is used as it is only when the streamed
     # conversion wrote it from this very file (its summary names the JSONL's size and mtime),

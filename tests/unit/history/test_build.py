@@ -198,6 +198,17 @@ def test_the_built_history_is_todays_merged_and_converted_one(tmp_path_factory, 
     old, new, done = both_ways(tmp_path_factory.mktemp("b"), main_bytes(main), sides, None, rows)
     assert_same(old, new)
     assert done.side_ops == sum(map(len, sides.values()))
+    # history.jsonl for people, derived from the Parquet file: the merged history's ops.
+    merged = read_history(old.parent / JSONL_NAME)
+    derived = read_history(new)
+    assert derived.header == merged.header
+    assert [_shown(op) for op in derived.ops] == [_shown(op) for op in merged.ops]
+    assert derived.incomplete == merged.incomplete
+
+
+def _shown(op: dict[str, Any]) -> dict[str, Any]:
+    """An op as a reader takes it: a null wall or node is no wall or node."""
+    return {k: v for k, v in op.items() if not (k in ("wall", "node") and v is None)}
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
@@ -349,6 +360,27 @@ def test_highest_process_reads_a_side_file(tmp_path):
     write_side(tmp_path / "final.ops", [final_poll("invoke", 7, 1), final_poll("info", 7, 2)])
     assert highest_process(tmp_path / "slot0.ops") == 4000
     assert highest_process(tmp_path / "final.ops") == 7
+
+
+def test_kchaos_history_writes_a_built_runs_jsonl(tmp_path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    polls = [final_poll("invoke", 40, 20), final_poll("ok", 40, 22, {"1": [[0, 11]]})]
+    (tmp_path / "run").mkdir()
+    run = write_run(tmp_path / "run", NEMESIS, {"slot0.ops": SENDS, "final.ops": polls})
+    got = CliRunner().invoke(main, ["history", str(run)])  # built first, as check does
+    assert got.exit_code == 0, got.output
+    assert not (run / JVM_SENDS_DIR).exists()
+    lines = [json.loads(x) for x in got.stdout.splitlines() if x.startswith("{")]
+    assert lines[0][JVM_SENDS_FIELD] == {"files": ["slot0.ops", "final.ops"]}
+    assert [op["index"] for op in lines[1:]] == [0, 1, 2, 3, 4]
+    out = tmp_path / "h.jsonl"
+    assert CliRunner().invoke(main, ["history", str(run), "-o", str(out)]).exit_code == 0
+    assert read_history(out).ops == read_history(run).ops
+    gone = CliRunner().invoke(main, ["history", str(tmp_path / "nowhere")])
+    assert gone.exit_code == 254 and "no such run directory" in gone.output
 
 
 def test_strings_are_json_lines_named_by_their_line(tmp_path):
