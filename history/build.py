@@ -10,7 +10,7 @@ rows in index order, then element rows in their op's index order, each kind in r
 ROW_GROUP_ROWS. What changes is how:
 
 - the recorder's `history.jsonl` (nemesis, observer, whatever the harness recorded: small when
-  the JVM records the sends) is read by the streamed converter's own code (stream._Pass: the
+  the JVM records the sends) is read by the streamed converter's own code (stream.LinePass: the
   reader's checks, the same rows), its rows held with their own line indices;
 - each side file is read with numpy a column at a time: its ops paired by a stable sort on
   `process` (each process invokes, completes, invokes, ...: the reader's rule, checked), the
@@ -73,10 +73,10 @@ from history.stream import (
     CHUNK_LINES,
     ROW_GROUP_ROWS,
     SUMMARY_METADATA,
+    LinePass,
+    RowGroups,
     Summary,
-    _Pass,
-    _RowGroups,
-    _table,
+    rows_table,
     summary_of,
 )
 
@@ -110,7 +110,7 @@ class Built:
 
 
 class _Kept:
-    """stream._Pass's sink for the recorder's history: its rows kept as Arrow tables, with the
+    """stream.LinePass's sink for the recorder's history: its rows kept as Arrow tables, with the
     history.jsonl's own line indices."""
 
     def __init__(self) -> None:
@@ -119,11 +119,11 @@ class _Kept:
 
     def ops(self, cols: dict[str, list[Any]]) -> None:
         if cols["index"]:
-            self.op_tables.append(_table(cols))
+            self.op_tables.append(rows_table(cols))
 
     def elements(self, cols: dict[str, list[Any]]) -> None:
         if cols["index"]:
-            self.elem_tables.append(_table(cols))
+            self.elem_tables.append(rows_table(cols))
 
     def close(self, open_rows: pa.Table | None, summary: Summary) -> None:
         if open_rows is not None:
@@ -167,7 +167,7 @@ def build(
     it was."""
     done = Built(files=[s.name for s in sides], torn=[s.name for s in sides if s.torn])
     kept = _Kept()
-    main_summary = _Pass(
+    main_summary = LinePass(
         jsonl, None, chunk_lines, row_group_rows, BLOCK_BYTES, make_sink=lambda _: kept
     ).run()
     header = dict(main_summary.header)
@@ -218,7 +218,7 @@ def build(
             writer.write_table(_op_chunk(inputs, main_ops, dicts, s, e), row_group_size=e - s)
             wrote = True
             _release()
-        groups = _RowGroups(writer, row_group_rows)
+        groups = RowGroups(writer, row_group_rows)
         for s, e in _element_ranges(inputs, main_elems, total, row_group_rows):
             groups.add(_element_chunk(inputs, main_elems, dicts, s, e))
             _release()

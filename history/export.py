@@ -24,9 +24,16 @@ from typing import IO
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from history import strict_json
-from history.columnar import FIELDS_COLUMN, _open, op_row_groups, read_header
+from history.errors import HistoryError
+from history.format import HEADER_METADATA
+
+# history/columnar.py's names (columnar reads histories through history/reader.py, which reads
+# a built one through this module: the few names are repeated rather than imported round).
+FIELDS_COLUMN = "fields_json"
+OP_ROW = "op"
 
 _COLUMNS = [
     "index", "type", "f", "value_json", "process", "time", "wall", "node", "error", "producer",
@@ -36,12 +43,27 @@ _COLUMNS = [
 
 def jsonl_lines(parquet: str | Path) -> Iterator[bytes]:
     """The history's JSONL: its header line, then its op lines a row group at a time."""
-    pf = _open(parquet)
-    yield strict_json.dumps(read_header(parquet)).encode() + b"\n"
+    try:
+        pf = pq.ParquetFile(parquet)
+    except (OSError, pa.ArrowException) as e:
+        raise HistoryError(parquet, None, f"not a readable Parquet history ({e})") from None
+    meta = pf.schema_arrow.metadata or {}
+    try:
+        header = json.loads(meta.get(HEADER_METADATA, b"{}"))
+    except ValueError:
+        header = {}
+    yield strict_json.dumps(header).encode() + b"\n"
     have = [c for c in _COLUMNS if c in pf.schema_arrow.names]
-    for part in op_row_groups(parquet, have):
-        if len(part):
-            yield _lines(part)
+    for i in range(pf.num_row_groups):
+        # Op rows and element rows are in row groups of their own: the kind column first.
+        kind = pf.read_row_group(i, columns=["row"]).column("row").cast(pa.string())
+        ops = pc.equal(kind, OP_ROW)
+        if not pc.any(ops).as_py():
+            continue
+        part = pf.read_row_group(i, columns=have)
+        if not pc.all(ops).as_py():
+            part = part.filter(ops)
+        yield _lines(part)
 
 
 def write_jsonl(parquet: str | Path, out: IO[bytes]) -> int:
@@ -99,7 +121,9 @@ def _json_texts(values: pa.Array, null: str | None, ints: bool = False) -> pa.Ar
     distinct text escaped once; nulls as `null` (or left null)."""
     d = values if pa.types.is_dictionary(values.type) else values.dictionary_encode()
     entries = d.dictionary.to_pylist()
-    encoded = [e if ints and _is_int(e) else json.dumps(e, ensure_ascii=False) for e in entries]
+    encoded = [
+        e if ints and _is_int(e) else strict_json.dumps(e, ensure_ascii=False) for e in entries
+    ]
     out = pa.array(encoded, pa.string()).take(d.indices)
     return pc.fill_null(out, null) if null is not None else out
 

@@ -13,6 +13,8 @@ NAMES_FIELD = "names"
 TIME_FROM, TIME_FROM_INDEX, TIME_FROM_REASON = "time_from", "index", "time_from_reason"
 INVOCATIONS_ADDED = "invocations_added"
 PARQUET_NAME = "history.parquet"
+# The JSONL header rides in history.parquet's metadata under this key (history/columnar.py).
+HEADER_METADATA = b"kchaos_header"
 # What a run directory holds beside the history, written by clusters/collect.py and read by the
 # checkers (docs/history.md): one set of names for both sides.
 CLUSTER_JSON = "cluster.json"

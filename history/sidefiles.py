@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from history import strict_json
 from history.errors import HistoryError
 from history.format import FAIL, INFO, INVOKE, OK
 
@@ -225,7 +226,7 @@ class SideWriter:
         i = self._index.get(s)
         if i is None:
             i = self._index[s] = len(self._index)
-            self._strings_file.write(json.dumps(s, ensure_ascii=False).encode() + b"\n")
+            self._strings_file.write(strict_json.dumps(s, ensure_ascii=False).encode() + b"\n")
             self._strings_file.flush()
         return i
 

@@ -110,7 +110,7 @@ def scan(jsonl: str | Path, chunk_lines: int = CHUNK_LINES) -> Summary:
     """The Summary of a history.jsonl (or a run directory's) and its lines checked, nothing
     written: reader.read_history's checks and notes in bounded memory. Malformed queue values
     are not checked here; `convert` checks them as it makes their element rows."""
-    return _Pass(resolve_history_path(jsonl), None, chunk_lines, ROW_GROUP_ROWS).run()
+    return LinePass(resolve_history_path(jsonl), None, chunk_lines, ROW_GROUP_ROWS).run()
 
 
 def convert(
@@ -125,7 +125,7 @@ def convert(
     the table columnar.to_table(reader.read_history(jsonl)) would give, with a Summary of it in
     its metadata, which is returned. Raises the HistoryError read_history or to_table would,
     leaving `parquet` as it was (the file is written beside it and renamed over it)."""
-    return _Pass(
+    return LinePass(
         resolve_history_path(jsonl), Path(parquet), chunk_lines, row_group_rows, block_bytes
     ).run()
 
@@ -145,7 +145,10 @@ def _lines(f: Any, block_bytes: int) -> Iterator[tuple[bytes, ...] | bytes]:
             yield tuple(parts)
 
 
-class _Pass:
+class LinePass:
+    """One pass over a history.jsonl's lines: the reader's checks, the Summary, and (given a
+    Parquet path or a sink) the rows."""
+
     def __init__(
         self,
         jsonl: Path,
@@ -278,14 +281,15 @@ class _Pass:
                 break
         if self.elem_error is not None:
             raise self.elem_error[1]
-        sink.close(_table(open_rows) if open_rows["index"] else None, summary)
+        sink.close(rows_table(open_rows) if open_rows["index"] else None, summary)
 
 
 def _columns() -> dict[str, list[Any]]:
     return {name: [] for name in SCHEMA.names}
 
 
-def _table(cols: dict[str, list[Any]]) -> pa.Table:
+def rows_table(cols: dict[str, list[Any]]) -> pa.Table:
+    """Rows gathered column by column (a list per SCHEMA column) as a SCHEMA table."""
     return pa.table(cols, schema=SCHEMA)
 
 
@@ -301,16 +305,16 @@ class _Sink:
         self.row_group_rows = row_group_rows
         self.writer = pq.ParquetWriter(self.tmp, self.schema)
         self.spill: pa.ipc.RecordBatchStreamWriter | None = None
-        self.op_groups = _RowGroups(self.writer, row_group_rows)
+        self.op_groups = RowGroups(self.writer, row_group_rows)
 
     def ops(self, cols: dict[str, list[Any]]) -> None:
         if cols["index"]:
-            self.op_groups.add(_table(cols))
+            self.op_groups.add(rows_table(cols))
 
     def elements(self, cols: dict[str, list[Any]]) -> None:
         if not cols["index"]:
             return
-        table = _table(cols)
+        table = rows_table(cols)
         if self.spill is None:
             self.spill = pa.ipc.new_stream(self.spill_path, SCHEMA)
         self.spill.write_table(table)
@@ -319,7 +323,7 @@ class _Sink:
         """Writes the element rows after the op rows, `open_rows` (element rows of invocations
         never completed, in index order) each in its place, and the summary."""
         self.op_groups.flush()
-        groups = _RowGroups(self.writer, self.row_group_rows)
+        groups = RowGroups(self.writer, self.row_group_rows)
         pending = open_rows
         if self.spill is not None:
             self.spill.close()
@@ -368,7 +372,7 @@ def _placed(table: pa.Table, open_rows: pa.Table) -> tuple[pa.Table, pa.Table | 
     return merged, rest
 
 
-class _RowGroups:
+class RowGroups:
     """Tables gathered into row groups of `rows` rows (the last one smaller), each written as
     soon as it is full."""
 
