@@ -70,6 +70,7 @@ from history.sidefiles import (
 )
 from history.stream import (
     BLOCK_BYTES,
+    BUILT_SIZE,
     CHUNK_LINES,
     ROW_GROUP_ROWS,
     SUMMARY_METADATA,
@@ -204,8 +205,8 @@ def build(
         incomplete=sorted(int(i) for i in incomplete),
         counts=counts,
         op_fields=main_summary.op_fields,
-        size=-1,
-        mtime_ns=-1,
+        size=BUILT_SIZE,
+        mtime_ns=BUILT_SIZE,
     )
     done.summary = summary
     tmp = parquet.with_name(f".{parquet.name}.{os.getpid()}.tmp")

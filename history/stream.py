@@ -54,6 +54,8 @@ from history.reader import history_notes, parse_header, read_op, resolve_history
 
 # The streamed pass's summary in the Parquet file's key-value metadata.
 SUMMARY_METADATA = b"kchaos_summary"
+# A built history's summary's `size` (history/build.py): it was read from no JSONL.
+BUILT_SIZE = -1
 # Rows per Parquet row group: write_parquet's.
 ROW_GROUP_ROWS = 1 << 20
 # Op rows or element rows made between two hand-overs to Arrow: bounds the Python lists held
@@ -83,6 +85,12 @@ class Summary:
     def notes(self) -> list[str]:
         """reader.History.notes, said the same."""
         return history_notes(self.path, self.ops, self.torn_last_line, self.incomplete, self.header)
+
+    @property
+    def built(self) -> bool:
+        """Was the Parquet file built from a JVM's side files (history/build.py), not converted
+        from a history.jsonl? Its summary then names no JSONL (size -1)."""
+        return self.size == BUILT_SIZE
 
     def describes(self, jsonl: Path) -> bool:
         """Was this summary made from `jsonl` as it is now (same size and mtime)?"""

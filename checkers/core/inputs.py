@@ -365,6 +365,12 @@ def _parquet_for(jsonl: Path | None, parquet: Path, notes: list[str]) -> Path:
     # and so checked every line of it as the conversion does. Any other (older than the record,
     # written before the columnar form carried the op fields, or by write_parquet) is rebuilt.
     summary = summary_of(parquet)
+    if summary is not None and summary.built:
+        # Built from a JVM's side files: the Parquet file is the record, and a history.jsonl
+        # beside it is a copy derived from it (kchaos history) or what a build cut short left
+        # of the recorder's part; neither replaces it.
+        notes.extend(replace(summary, path=str(parquet)).notes())
+        return parquet
     if summary is None or not summary.describes(jsonl):
         summary = convert(jsonl, parquet)
     # Named as it is found now (a run directory may have been moved since).

@@ -168,14 +168,16 @@ def merge_if_pending(path: Path) -> None:
 
     run_dir = path if path.is_dir() else path.parent
     if path.is_dir() or path.name == JSONL_NAME:
-        if not sides_pending(run_dir):
-            return
+        pending = sides_pending(run_dir)
         try:
+            # Also what a build or merge cut short left: cleaned up before anything reads it.
             done = finish_run(run_dir)
         except (HistoryError, OSError) as exc:
-            err_console.print(
-                f"warning: JVM-recorded ops not made part of the history: {exc}", highlight=False
-            )
+            if pending:
+                err_console.print(
+                    f"warning: JVM-recorded ops not made part of the history: {exc}",
+                    highlight=False,
+                )
             return
         if done is not None:
             say(describe(done))

@@ -389,3 +389,26 @@ def test_strings_are_json_lines_named_by_their_line(tmp_path):
     w.close()
     lines = (tmp_path / "slot0.strings").read_bytes().splitlines()
     assert [json.loads(x) for x in lines] == ["n1", 'a "quoted"\nünï']
+
+
+def test_a_check_never_replaces_a_built_history_with_what_is_left_beside_it(tmp_path):
+    """Cut short after its rename, a build leaves the recorder's history.jsonl (a part of the
+    history) beside the built Parquet file: `kchaos check` cleans it up, and a history.jsonl
+    derived by `kchaos history` beside it is read as the copy it is, never converted over it."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    run = write_run(tmp_path, NEMESIS, {"slot0.ops": SENDS})
+    build_run(run)
+    built_bytes = (run / PARQUET_NAME).read_bytes()
+    write_run(tmp_path, NEMESIS, {"slot0.ops": SENDS})  # what the clean-up had left
+    got = CliRunner().invoke(main, ["check", str(run)])
+    assert json.loads((run / "results.json").read_text())["status"] == "unknown", got.output
+    assert (run / PARQUET_NAME).read_bytes() == built_bytes
+    assert not (run / JSONL_NAME).exists() and not (run / JVM_SENDS_DIR).exists()
+    assert (
+        CliRunner().invoke(main, ["history", str(run), "-o", str(run / JSONL_NAME)]).exit_code == 0
+    )
+    CliRunner().invoke(main, ["check", str(run)])
+    assert (run / PARQUET_NAME).read_bytes() == built_bytes and (run / JSONL_NAME).exists()
