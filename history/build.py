@@ -764,7 +764,7 @@ def _send_values(
 ) -> pa.Array:
     """[["send",key,value]], and [["send",key,[offset,value]]] where `ok` (offset -1: null):
     one join of four texts, the first and last of a few distinct each (keys are partitions)."""
-    keys, which = np.unique(key, return_inverse=True)
+    keys, which = _small_ints(key)
     head = _decoded(which, [f'[["send",{k},' for k in keys.tolist()])
     tail = _decoded(ok.astype(np.int32), ["]]", "]]]"])
     mid = pa.array(np.where(offset < 0, 0, offset), pa.int64(), mask=~ok).cast(pa.string())
@@ -772,6 +772,17 @@ def _send_values(
         mid = pc.if_else(pa.array(ok & (offset < 0)), "null", mid)
     mid = pc.fill_null(pc.binary_join_element_wise("[", mid, ",", ""), "")
     return pc.binary_join_element_wise(head, mid, _text(value), tail, "")
+
+
+def _small_ints(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values, index of each x's value): every int of x's range when the range is small (keys
+    are partitions: no sort of a million rows), else np.unique's."""
+    if not len(x):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    lo, hi = int(x.min()), int(x.max())
+    if hi - lo < 1 << 16:
+        return np.arange(lo, hi + 1), x.astype(np.int64) - lo
+    return np.unique(x, return_inverse=True)
 
 
 def _decoded(codes: np.ndarray, texts: list[str]) -> pa.Array:
