@@ -202,19 +202,11 @@ def _longest_gap(times: list[float], a: float, b: float) -> float:
 
 
 def _op_lines(path: Path) -> Iterator[bytes]:
-    """The op lines of a history.jsonl; when there is none (a run whose JVM recorded its ops
-    keeps history.parquet alone), those derived from the history.parquet beside it."""
-    if path.is_file():
-        with path.open("rb") as f:
-            next(f)
-            yield from f
-        return
-    from history.export import jsonl_lines
+    """The op lines of a history.jsonl; when there is none (a built history keeps
+    history.parquet alone), those derived from the history.parquet beside it."""
+    from history.export import op_lines
 
-    chunks = jsonl_lines(path.with_name("history.parquet"))
-    next(chunks)  # the header
-    for chunk in chunks:
-        yield from chunk.splitlines()
+    return op_lines(path)
 
 
 def count_history(path: Path) -> dict[str, float]:

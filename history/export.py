@@ -66,6 +66,23 @@ def jsonl_lines(parquet: str | Path) -> Iterator[bytes]:
         yield _lines(part)
 
 
+def op_lines(path: str | Path) -> Iterator[bytes]:
+    """The op lines (without the header) of a run directory's or a history.jsonl path's
+    history: the file's own when it exists, else those derived from the history.parquet
+    beside it (a built history's)."""
+    p = Path(path)
+    jsonl = p / "history.jsonl" if p.is_dir() else p
+    if jsonl.is_file():
+        with jsonl.open("rb") as f:
+            next(f, None)
+            yield from f
+        return
+    chunks = jsonl_lines(jsonl.with_name("history.parquet"))
+    next(chunks)  # the header
+    for chunk in chunks:
+        yield from chunk.splitlines(keepends=True)
+
+
 def write_jsonl(parquet: str | Path, out: IO[bytes]) -> int:
     """Writes the history's JSONL to `out`; returns the op lines written."""
     n = -1

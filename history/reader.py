@@ -143,10 +143,12 @@ def resolve_history_path(path: str | Path) -> Path:
 
 def read_history(path: str | Path) -> History:
     """The history of a run directory or a history.jsonl; a run directory whose history is
-    history.parquet alone (its JVM recorded ops: history/build.py), or a .parquet file, is read
-    through the JSONL derived from it (history/export.py)."""
+    history.parquet alone (built from side files: history/build.py), its history.jsonl path,
+    or a .parquet file, is read through the JSONL derived from it (history/export.py)."""
     p = Path(path)
     parquet = p / PARQUET_NAME if p.is_dir() and not (p / JSONL_NAME).exists() else p
+    if p.name == JSONL_NAME and not p.exists():  # a run's, derived on demand
+        parquet = p.with_name(PARQUET_NAME)
     if parquet.suffix == ".parquet" and parquet.exists():
         from history.export import jsonl_bytes  # pyarrow: only for this
 

@@ -76,6 +76,9 @@ POLL_DTYPE = np.dtype(
     ]
 )
 assert SEND_DTYPE.itemsize == 64 and POLL_DTYPE.itemsize == 32
+# One send record as bytes (SEND_DTYPE's fields in order), for a writer of one op at a time.
+SEND_RECORD = struct.Struct("<qqqqqqiiiB3x")
+assert SEND_RECORD.size == SEND_DTYPE.itemsize
 LAYOUTS = {SENDS_TAG: SEND_DTYPE, POLLS_TAG: POLL_DTYPE}
 
 
@@ -208,7 +211,8 @@ def highest_process(path: str | Path) -> int | None:
 # Writing (tests, benches, and the harness's own recorder of sends) -----------------------------
 class SideWriter:
     """Appends records and strings to a side file from Python: what the JVM's SideWriter.java
-    writes, byte for byte."""
+    writes, byte for byte (the harness's recorder of pipelined sends, tests, benches). Records
+    reach the file when its buffer fills and at `flush`; a text reaches its file at once."""
 
     def __init__(self, path: str | Path, tag: bytes) -> None:
         self.path = Path(path)
@@ -232,6 +236,10 @@ class SideWriter:
 
     def write(self, records: np.ndarray) -> None:
         self._ops.write(records.astype(LAYOUTS[self.tag], copy=False).tobytes())
+
+    def write_bytes(self, record: bytes) -> None:
+        """One record already packed (SEND_RECORD)."""
+        self._ops.write(record)
 
     def flush(self) -> None:
         self._ops.flush()
