@@ -49,12 +49,8 @@ def test_the_run_directory_holds_everything(finished_run):
     assert d.parent == results / "queue" and d.name.endswith("-42")
     assert (results / "latest").resolve() == d.resolve()
     assert (d / "plan.json").read_text() == plan.to_json()
-    for name in ("spec.json", "history.parquet", "run.json", "results.json"):
+    for name in ("spec.json", "history.jsonl", "history.parquet", "run.json", "results.json"):
         assert (d / name).is_file(), name
-    # Pipelined sends (the default) are written beside the history and built into its Parquet
-    # file: history.jsonl is derived on demand (`kchaos history`).
-    assert read_history(d).header["jvm_sends"] == {"files": ["harness.ops"]}
-    assert not (d / "history.jsonl").exists() and not (d / "jvm-sends").exists()
     for node in ("n1", "n2", "n3"):
         assert (d / "logs" / node / "stdout.log").stat().st_size > 0
         decoded = (d / "metadata" / f"{node}.txt").read_text()
