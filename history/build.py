@@ -1,6 +1,7 @@
 """history.parquet built at the end of a run from what its writers recorded, without a merged
-JSONL: the harness recorder's `history.jsonl` and the JVM's binary side files (history/sidefiles.py;
-docs/history.md, "Sends recorded in the JVM", "Columnar form").
+JSONL: the harness recorder's `history.jsonl` and the binary side files (history/sidefiles.py) a
+JVM wrote its ops into, or the recorder a pipelined run's sends (docs/history.md, "Sends recorded
+in the JVM", "Pipelined sends", "Columnar form").
 
 The history it writes is the one history/merge.py would merge and history/stream.py would then
 convert, row for row (tests/unit/history/test_build.py holds them equal): every op of every input,
@@ -9,8 +10,8 @@ files in slot order and the final reads' last; indices renumbered densely in tha
 rows in index order, then element rows in their op's index order, each kind in row groups of
 ROW_GROUP_ROWS. What changes is how:
 
-- the recorder's `history.jsonl` (nemesis, observer, whatever the harness recorded: small when
-  the JVM records the sends) is read by the streamed converter's own code (stream.LinePass: the
+- the recorder's `history.jsonl` (nemesis, observer, polls, whatever was not written beside:
+  small next to the sends) is read by the streamed converter's own code (stream.LinePass: the
   reader's checks, the same rows), its rows held with their own line indices;
 - each side file is read with numpy a column at a time: its ops paired by a stable sort on
   `process` (each process invokes, completes, invokes, ...: the reader's rule, checked), the
