@@ -114,13 +114,16 @@ def tree_cpu(pid: int) -> float | None:
 
 def workload_window(run_dir: Path | None, time_limit: float) -> tuple[float, float] | None:
     """Wall times of the first client invocation and the time limit after it."""
-    if run_dir is None or not (run_dir / "history.jsonl").exists():
+    if run_dir is None or not any(
+        (run_dir / n).exists() for n in ("history.jsonl", "history.parquet")
+    ):
         return None
-    with (run_dir / "history.jsonl").open() as lines:
-        for line in lines:
-            op = json.loads(line)
-            if op.get("type") == "invoke" and isinstance(op.get("process"), int):
-                return op["wall"], op["wall"] + time_limit
+    from history.export import op_lines  # a built history has history.parquet alone
+
+    for line in op_lines(run_dir):
+        op = json.loads(line)
+        if op.get("type") == "invoke" and isinstance(op.get("process"), int):
+            return op["wall"], op["wall"] + time_limit
     return None
 
 

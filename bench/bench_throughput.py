@@ -129,7 +129,7 @@ def kchaos_run(args: argparse.Namespace, results: Path, kafka_client: str) -> di
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
     run_dir = (results / "latest").resolve()
-    if not (run_dir / "history.jsonl").is_file():
+    if not any((run_dir / n).is_file() for n in ("history.jsonl", "history.parquet")):
         raise SystemExit(f"kchaos run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
     out = {
         **count_history(run_dir / "history.jsonl"),
@@ -150,22 +150,20 @@ def history_phases(path: Path) -> dict[str, object]:
     oks: list[int] = []
     first = last = kill = restart = None
     node = None
-    with path.open() as f:
-        next(f)
-        for line in f:
-            op = json.loads(line)
-            if op["process"] == "nemesis" and op["type"] == "ok":
-                if op["f"] == "start-kill":
-                    kill, node = op["time"], (op["value"].get("targets") or [None])[0]
-                elif op["f"] == "stop-kill":
-                    restart = op["time"]
-                continue
-            if op["f"] != "send" or not isinstance(op["process"], int):
-                continue
-            first = op["time"] if first is None else first
-            last = op["time"]
-            if op["type"] == "ok":
-                oks.append(op["time"])
+    for line in _op_lines(path):
+        op = json.loads(line)
+        if op["process"] == "nemesis" and op["type"] == "ok":
+            if op["f"] == "start-kill":
+                kill, node = op["time"], (op["value"].get("targets") or [None])[0]
+            elif op["f"] == "stop-kill":
+                restart = op["time"]
+            continue
+        if op["f"] != "send" or not isinstance(op["process"], int):
+            continue
+        first = op["time"] if first is None else first
+        last = op["time"]
+        if op["type"] == "ok":
+            oks.append(op["time"])
     if kill is None or restart is None or first is None or last is None:
         raise SystemExit(f"{path}: no kill and restart by the nemesis, or no sends")
     return {
@@ -203,6 +201,14 @@ def _longest_gap(times: list[float], a: float, b: float) -> float:
     return round(max(y - x for x, y in itertools.pairwise(points)), 3)
 
 
+def _op_lines(path: Path) -> Iterator[bytes]:
+    """The op lines of a history.jsonl; when there is none (a built history keeps
+    history.parquet alone), those derived from the history.parquet beside it."""
+    from history.export import op_lines
+
+    return op_lines(path)
+
+
 def count_history(path: Path) -> dict[str, float]:
     """Client sends by outcome, and the span from the first send's invocation to the last
     send's completion (the workload's own seconds, without setup or final reads); beside the
@@ -211,17 +217,15 @@ def count_history(path: Path) -> dict[str, float]:
     counts = {"ok": 0, "fail": 0, "info": 0, "invoke": 0}
     first = last = None
     oks: list[int] = []
-    with path.open() as f:
-        next(f)
-        for line in f:
-            op = json.loads(line)
-            if op["f"] != "send" or not isinstance(op["process"], int):
-                continue
-            counts[op["type"]] += 1
-            first = op["time"] if first is None else first
-            last = op["time"]
-            if op["type"] == "ok":
-                oks.append(op["time"])
+    for line in _op_lines(path):
+        op = json.loads(line)
+        if op["f"] != "send" or not isinstance(op["process"], int):
+            continue
+        counts[op["type"]] += 1
+        first = op["time"] if first is None else first
+        last = op["time"]
+        if op["type"] == "ok":
+            oks.append(op["time"])
     span = ((last or 0) - (first or 0)) / 1e9
     out: dict[str, float] = {f"{k}_sends": v for k, v in counts.items()}
     out["span_s"] = round(span, 3)

@@ -26,14 +26,21 @@ import pyarrow.parquet as pq
 
 from history import strict_json
 from history.errors import HistoryError
-from history.format import INFO, INVOKE, OP_FIELDS, QUEUE_FS, REBALANCE_FIELD, is_int64
+from history.format import (
+    HEADER_METADATA,
+    INFO,
+    INVOKE,
+    OP_FIELDS,
+    QUEUE_FS,
+    REBALANCE_FIELD,
+    is_int64,
+)
 from history.reader import History
 
 OP_ROW, ELEM_ROW = "op", "elem"
-# The JSONL header rides along in the table's (and the Parquet file's) metadata: what the
-# writer declared of its clients (format.CONSUMER_AFTER_ABORT) must reach a check that reads
-# only the columnar form.
-HEADER_METADATA = b"kchaos_header"
+# The JSONL header rides along in the table's (and the Parquet file's) metadata, under
+# format.HEADER_METADATA: what the writer declared of its clients (format.CONSUMER_AFTER_ABORT)
+# must reach a check that reads only the columnar form.
 SEND, POLL = "send", "poll"
 QUEUE = sorted(QUEUE_FS)
 

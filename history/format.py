@@ -13,6 +13,8 @@ NAMES_FIELD = "names"
 TIME_FROM, TIME_FROM_INDEX, TIME_FROM_REASON = "time_from", "index", "time_from_reason"
 INVOCATIONS_ADDED = "invocations_added"
 PARQUET_NAME = "history.parquet"
+# The JSONL header rides in history.parquet's metadata under this key (history/columnar.py).
+HEADER_METADATA = b"kchaos_header"
 # What a run directory holds beside the history, written by clusters/collect.py and read by the
 # checkers (docs/history.md): one set of names for both sides.
 CLUSTER_JSON = "cluster.json"
@@ -144,17 +146,19 @@ REBALANCE_EVENTS = (ASSIGNED, REVOKED, LOST)
 
 # Sends recorded in the JVM (docs/history.md, "Sends recorded in the JVM"): with `--client java
 # --send-mode async` each worker slot's producer runs in the Java client's JVM and writes its own
-# send operations, in the history's shape without `index` and with `time` first, into
-# `<run>/jvm-sends/slot<s>.jsonl` (beside them `slot<s>.acked`, the acknowledged sends as int64
-# triples for the final reads). history/merge.py merges them into history.jsonl at the end of
-# the run (or when `kchaos check` finds a run whose merge did not happen), renumbering indices.
-# With `--client java` the final reads write their polls so too, into `final.jsonl` ("Final
-# reads").
+# send operations as binary records (history/sidefiles.py) into `<run>/jvm-sends/slot<s>.ops`
+# (beside them `slot<s>.acked`, the acknowledged sends as int64 triples for the final reads);
+# with `--client java` the final reads write their polls so too, into `final.ops` ("Final
+# reads"), and a pipelined run's harness recorder its sends into `harness.ops` ("Pipelined
+# sends"). history/build.py builds history.parquet from them and the recorder's history.jsonl at
+# the end of the run (or when `kchaos check` finds a run whose build did not happen),
+# renumbering indices. Runs recorded before wrote JSONL side files (SIDE_SUFFIX), which
+# history/merge.py merges into history.jsonl.
 JVM_SENDS_DIR = "jvm-sends"
 SIDE_SUFFIX = ".jsonl"
-# The header field a merged history carries: {"files": [...], "ops": n} and, when the merge had
-# to drop a torn last line, "torn": [file names] (a side file) and "history_torn": true.
+# The header field of a history holding side files' ops: {"files": [...]} and, when the build (or
+# merge) had to drop a torn tail, "torn": [file names] (a side file) and "history_torn": true.
 JVM_SENDS_FIELD = "jvm_sends"
-# The header field of a run whose sends the JVM recorded (before and after the merge).
+# The header field of a run whose sends the JVM recorded (before and after the build).
 SEND_RECORDER_FIELD = "send_recorder"
 JVM_RECORDER = "jvm"

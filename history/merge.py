@@ -1,4 +1,8 @@
-"""Merging the sends a JVM recorded (side files) into the run's `history.jsonl`.
+"""Merging the sends a JVM recorded (JSONL side files) into the run's `history.jsonl`.
+
+kchaos's JVM now records binary side files, from which history/build.py builds history.parquet
+without a merged JSONL; this merge remains for runs recorded before (a run killed before its
+merge, checked with a newer kchaos) and as the reference the build is tested against.
 
 With `--client java --send-mode async` the worker slots' producers run in the Java client's JVM
 and write their own send operations into side files (docs/history.md, "Sends recorded in the
@@ -204,11 +208,10 @@ def side_files(run_dir: str | Path) -> list[Path]:
 
 
 def pending(run_dir: str | Path) -> bool:
-    """Does the run have sends recorded in a JVM that are not yet in its history? (A side
-    directory left beside a merged history is not pending: the merge had only its clean-up
-    left.)"""
-    d = Path(run_dir) / JVM_SENDS_DIR
-    if not d.is_dir():
+    """Does the run have sends recorded in a JVM as JSONL side files that are not yet in its
+    history? (A side directory left beside a merged history is not pending: the merge had only
+    its clean-up left; nor is one of binary side files, which history/build.py builds.)"""
+    if not side_files(run_dir):
         return False
     return JVM_SENDS_FIELD not in _header_of(Path(run_dir) / JSONL_NAME)
 

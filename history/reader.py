@@ -25,6 +25,7 @@ from history.format import (
     JVM_SENDS_FIELD,
     OP_FIELDS,
     OP_TYPES,
+    PARQUET_NAME,
     REBALANCE_EVENTS,
     REBALANCE_FIELD,
     REQUIRED_FIELDS,
@@ -141,6 +142,17 @@ def resolve_history_path(path: str | Path) -> Path:
 
 
 def read_history(path: str | Path) -> History:
+    """The history of a run directory or a history.jsonl; a run directory whose history is
+    history.parquet alone (built from side files: history/build.py), its history.jsonl path,
+    or a .parquet file, is read through the JSONL derived from it (history/export.py)."""
+    p = Path(path)
+    parquet = p / PARQUET_NAME if p.is_dir() and not (p / JSONL_NAME).exists() else p
+    if p.name == JSONL_NAME and not p.exists():  # a run's, derived on demand
+        parquet = p.with_name(PARQUET_NAME)
+    if parquet.suffix == ".parquet" and parquet.exists():
+        from history.export import jsonl_bytes  # pyarrow: only for this
+
+        return parse_history(jsonl_bytes(parquet), parquet)
     p = resolve_history_path(path)
     try:
         data = p.read_bytes()

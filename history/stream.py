@@ -31,7 +31,7 @@ import contextlib
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,8 @@ from history.reader import history_notes, parse_header, read_op, resolve_history
 
 # The streamed pass's summary in the Parquet file's key-value metadata.
 SUMMARY_METADATA = b"kchaos_summary"
+# A built history's summary's `size` (history/build.py): it was read from no JSONL.
+BUILT_SIZE = -1
 # Rows per Parquet row group: write_parquet's.
 ROW_GROUP_ROWS = 1 << 20
 # Op rows or element rows made between two hand-overs to Arrow: bounds the Python lists held
@@ -84,6 +86,12 @@ class Summary:
         """reader.History.notes, said the same."""
         return history_notes(self.path, self.ops, self.torn_last_line, self.incomplete, self.header)
 
+    @property
+    def built(self) -> bool:
+        """Was the Parquet file built from a JVM's side files (history/build.py), not converted
+        from a history.jsonl? Its summary then names no JSONL (size -1)."""
+        return self.size == BUILT_SIZE
+
     def describes(self, jsonl: Path) -> bool:
         """Was this summary made from `jsonl` as it is now (same size and mtime)?"""
         try:
@@ -110,7 +118,7 @@ def scan(jsonl: str | Path, chunk_lines: int = CHUNK_LINES) -> Summary:
     """The Summary of a history.jsonl (or a run directory's) and its lines checked, nothing
     written: reader.read_history's checks and notes in bounded memory. Malformed queue values
     are not checked here; `convert` checks them as it makes their element rows."""
-    return _Pass(resolve_history_path(jsonl), None, chunk_lines, ROW_GROUP_ROWS).run()
+    return LinePass(resolve_history_path(jsonl), None, chunk_lines, ROW_GROUP_ROWS).run()
 
 
 def convert(
@@ -125,7 +133,7 @@ def convert(
     the table columnar.to_table(reader.read_history(jsonl)) would give, with a Summary of it in
     its metadata, which is returned. Raises the HistoryError read_history or to_table would,
     leaving `parquet` as it was (the file is written beside it and renamed over it)."""
-    return _Pass(
+    return LinePass(
         resolve_history_path(jsonl), Path(parquet), chunk_lines, row_group_rows, block_bytes
     ).run()
 
@@ -145,7 +153,10 @@ def _lines(f: Any, block_bytes: int) -> Iterator[tuple[bytes, ...] | bytes]:
             yield tuple(parts)
 
 
-class _Pass:
+class LinePass:
+    """One pass over a history.jsonl's lines: the reader's checks, the Summary, and (given a
+    Parquet path or a sink) the rows."""
+
     def __init__(
         self,
         jsonl: Path,
@@ -153,8 +164,12 @@ class _Pass:
         chunk_lines: int,
         row_group_rows: int,
         block_bytes: int = BLOCK_BYTES,
+        make_sink: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         self.jsonl = jsonl
+        # Where the rows go instead of a Parquet file of their own (history/build.py collects
+        # the recorder's rows to merge them with the JVM's): an object with _Sink's methods.
+        self.make_sink = make_sink
         self.parquet = parquet
         self.chunk_lines = max(1, chunk_lines)
         self.row_group_rows = max(1, row_group_rows)
@@ -178,7 +193,9 @@ class _Pass:
             lines = _lines(f, self.block_bytes)
             header = self._header(lines)
             sink = None
-            if self.parquet is not None:
+            if self.make_sink is not None:
+                sink = self.make_sink(header)
+            elif self.parquet is not None:
                 sink = _Sink(self.parquet, header, self.row_group_rows)
                 cleanup.callback(sink.discard)
             torn = self._ops(lines, sink)
@@ -272,14 +289,15 @@ class _Pass:
                 break
         if self.elem_error is not None:
             raise self.elem_error[1]
-        sink.close(_table(open_rows) if open_rows["index"] else None, summary)
+        sink.close(rows_table(open_rows) if open_rows["index"] else None, summary)
 
 
 def _columns() -> dict[str, list[Any]]:
     return {name: [] for name in SCHEMA.names}
 
 
-def _table(cols: dict[str, list[Any]]) -> pa.Table:
+def rows_table(cols: dict[str, list[Any]]) -> pa.Table:
+    """Rows gathered column by column (a list per SCHEMA column) as a SCHEMA table."""
     return pa.table(cols, schema=SCHEMA)
 
 
@@ -295,16 +313,16 @@ class _Sink:
         self.row_group_rows = row_group_rows
         self.writer = pq.ParquetWriter(self.tmp, self.schema)
         self.spill: pa.ipc.RecordBatchStreamWriter | None = None
-        self.op_groups = _RowGroups(self.writer, row_group_rows)
+        self.op_groups = RowGroups(self.writer, row_group_rows)
 
     def ops(self, cols: dict[str, list[Any]]) -> None:
         if cols["index"]:
-            self.op_groups.add(_table(cols))
+            self.op_groups.add(rows_table(cols))
 
     def elements(self, cols: dict[str, list[Any]]) -> None:
         if not cols["index"]:
             return
-        table = _table(cols)
+        table = rows_table(cols)
         if self.spill is None:
             self.spill = pa.ipc.new_stream(self.spill_path, SCHEMA)
         self.spill.write_table(table)
@@ -313,7 +331,7 @@ class _Sink:
         """Writes the element rows after the op rows, `open_rows` (element rows of invocations
         never completed, in index order) each in its place, and the summary."""
         self.op_groups.flush()
-        groups = _RowGroups(self.writer, self.row_group_rows)
+        groups = RowGroups(self.writer, self.row_group_rows)
         pending = open_rows
         if self.spill is not None:
             self.spill.close()
@@ -362,7 +380,7 @@ def _placed(table: pa.Table, open_rows: pa.Table) -> tuple[pa.Table, pa.Table | 
     return merged, rest
 
 
-class _RowGroups:
+class RowGroups:
     """Tables gathered into row groups of `rows` rows (the last one smaller), each written as
     soon as it is full."""
 

@@ -5,8 +5,8 @@ Through the line protocol each poll's records crossed as JSON and were written a
 harness's recorder: ~25,000 records/s, 309 s for a run's 7.9 M acknowledged sends. Here the
 harness hands the JVM the acknowledged sends (one file of sorted int64 values per key,
 workloads/readback.py write_wanted) and the deadline, and learns only counts: the JVM polls,
-writes each poll's operations into the side file `final.jsonl` beside the recorded sends' (merged
-into history.jsonl by time, history/merge.py), tallies what it read, and answers `fstop` with
+writes each poll's operations into the side file `final.ops` beside the recorded sends' (built
+into history.parquet with them, history/build.py), tallies what it read, and answers `fstop` with
 how many acknowledged sends it did not read and the first of them by name. The outcome is the
 librdkafka reads' (workloads/queue_ops.py final_outcome).
 """
@@ -14,12 +14,15 @@ librdkafka reads' (workloads/queue_ops.py final_outcome).
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from history.format import INFO, OK
+from history.sidefiles import OP, TYPE_CODES, open_side
 from workloads.api import SideRecorder
 from workloads.java_client import consumer_conf
 from workloads.java_host import JavaError, JavaGone, JavaHost, conf_args
@@ -32,7 +35,7 @@ from workloads.readback import (
     write_wanted,
 )
 
-FINAL_SIDE_FILE = "final.jsonl"
+FINAL_SIDE_FILE = "final.ops"
 WANTED_FILE = "final.want"
 # How long one poll waits for records, in the JVM.
 POLL_MS = 500
@@ -137,23 +140,25 @@ def final_reads_java(
 
 def tally_side_file(path: Path, tally: FinalTally) -> dict[str, Any]:
     """The counts `fstop` would have given, from the final reads' side file as far as it was
-    written (a JVM gone before answering): every whole line's poll, tallied."""
+    written (a JVM gone before answering): every whole poll's records, tallied."""
     polls = oks = infos = 0
     highest = None
     if path.exists():
-        with path.open("rb") as f:
-            for line in f:
-                if not line.endswith(b"\n"):
-                    break  # torn: the merge drops it too
-                op = json.loads(line)
-                highest = op["process"] if highest is None else max(highest, op["process"])
-                if op["type"] == "info":
-                    infos += 1
-                elif op["type"] == "ok":
-                    oks += 1
-                    polls += 1
-                    for k, recs in op["value"][0][1].items():
-                        tally.saw(int(k), [v for _, v in recs])
+        side = open_side(path)
+        for start, stop in side.chunks(1 << 20):
+            r = side.read(start, stop)
+            op = r["kind"] == OP
+            types = r["type"][op]
+            oks += int(np.count_nonzero(types == TYPE_CODES[OK]))
+            infos += int(np.count_nonzero(types == TYPE_CODES[INFO]))
+            if op.any():
+                top = int(r["c"][op].max())
+                highest = top if highest is None else max(highest, top)
+            # Every element left (open_side drops a poll cut short) is an ok poll's.
+            keys, values = r["a"][~op], r["c"][~op]
+            for k in np.unique(keys).tolist():
+                tally.saw(int(k), values[keys == k])
+        polls = oks
     out: dict[str, Any] = {
         "polls": polls,
         "ok": oks,

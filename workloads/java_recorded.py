@@ -6,12 +6,12 @@ history lines in Python, which bounds a run at a few thousand sends a second (do
 "Throughput against Kafka's own perf producer"). Here each worker slot's producer loop runs
 whole in the JVM (workloads/java/KchaosRecorded.java): it invokes, sends and completes with the
 harness path's semantics (lanes, producer ids, values, fail/info by KIP-1050 category, the
-drain at the end) and writes the ops into a side file per slot, which the harness merges into
-history.jsonl at the end of the run (history/merge.py). Python drives what it drove before
-(the time limit, the rate, faults, the observer, final reads) and learns the slot's counts,
-its sends in flight per partition and its highest process id from `rstats` when the harness
-asks (`stats`), for the progress display, the busiest-leader target and the final reads' process
-ids.
+drain at the end) and writes the ops as binary records into a side file per slot, from which
+the harness builds history.parquet at the end of the run (history/build.py). Python drives what
+it drove before (the time limit, the rate, faults, the observer, final reads) and learns the
+slot's counts, its sends in flight per partition and its highest process id from `rstats` when
+the harness asks (`stats`), for the progress display, the busiest-leader target and the final
+reads' process ids.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from history.merge import highest_process
+from history.sidefiles import highest_process
 from workloads.java_client import DEFINITE_SEND, producer_conf
 from workloads.java_host import JavaClientError, JavaError, JavaGone, JavaHost, conf_args
 from workloads.pipelined import InFlight, QueueState, SlotSetup
@@ -100,7 +100,7 @@ class JvmRecordedProducer:
 
     @property
     def side_file(self) -> Path:
-        return self.setup.side_dir / f"slot{self.slot}.jsonl"
+        return self.setup.side_dir / f"slot{self.slot}.ops"
 
     @property
     def acked_file(self) -> Path:

@@ -354,12 +354,23 @@ def _parquet_for(jsonl: Path | None, parquet: Path, notes: list[str]) -> Path:
     if jsonl is None:
         if not parquet.exists():
             raise HistoryError(parquet, None, f"no {JSONL_NAME} or {PARQUET_NAME} here")
+        # A history built from a JVM's side files (history/build.py) is its Parquet file alone:
+        # what its build dropped (torn tails) and left open is in its summary.
+        summary = summary_of(parquet)
+        if summary is not None:
+            notes.extend(replace(summary, path=str(parquet)).notes())
         return parquet
     # The JSONL is the record; the Parquet copy is used as it is only when the streamed
     # conversion wrote it from this very file (its summary names the JSONL's size and mtime),
     # and so checked every line of it as the conversion does. Any other (older than the record,
     # written before the columnar form carried the op fields, or by write_parquet) is rebuilt.
     summary = summary_of(parquet)
+    if summary is not None and summary.built:
+        # Built from a JVM's side files: the Parquet file is the record, and a history.jsonl
+        # beside it is a copy derived from it (kchaos history) or what a build cut short left
+        # of the recorder's part; neither replaces it.
+        notes.extend(replace(summary, path=str(parquet)).notes())
+        return parquet
     if summary is None or not summary.describes(jsonl):
         summary = convert(jsonl, parquet)
     # Named as it is found now (a run directory may have been moved since).

@@ -1,9 +1,9 @@
 """The ``kchaos`` command line: the command group (``main``, pyproject's ``kchaos`` entry point)
 and, beside it, each command's module: ``run_cli`` (run, heal), ``cluster_cli``, ``hosts_cli``,
-``nemeses_cli``, ``campaign_cli``, and ``hosts`` (the ``--hosts`` options several commands
-share). ``kchaos check`` and ``kchaos analyze`` are checkers/'s. A command parses its options
-and hands them to harness/'s other rooms (run/, campaign/) and its root (spec, plan); nothing
-below imports this room.
+``nemeses_cli``, ``campaign_cli``, ``history_cli`` (a run's history as JSON Lines), and ``hosts``
+(the ``--hosts`` options several commands share). ``kchaos check`` and ``kchaos analyze`` are
+checkers/'s. A command parses its options and hands them to harness/'s other rooms (run/,
+campaign/) and its root (spec, plan); nothing below imports this room.
 
 Every failure a user can cause or fix ends as one line on stderr and exit code 254 (Jepsen's code
 for bad arguments), so scripts can tell it from a verdict (0 valid, 1 invalid, 2 unknown); a run
@@ -31,6 +31,7 @@ from clusters.hold import ClusterRemoved
 from clusters.kafka_dist import SETUP_VERSIONS
 from harness.cli.campaign_cli import campaign
 from harness.cli.cluster_cli import cluster
+from harness.cli.history_cli import history_command
 from harness.cli.hosts_cli import hosts
 from harness.cli.nemeses_cli import nemeses
 from harness.cli.run_cli import heal, run
@@ -137,15 +138,19 @@ class KchaosGroup(click.Group):
 
 
 def merging_first(command: click.Command) -> click.Command:
-    """`kchaos check` as the checkers define it, but a run whose JVM-recorded sends never
-    reached its history (the run was killed before its ending merged them) is merged first
-    (history/merge.py): the check then sees every op recorded, and says what a killed writer
-    tore."""
+    """`kchaos check` as the checkers define it, but a run whose JVM-recorded ops never
+    reached its history (the run was killed before its ending built them in) is finished first
+    (history/build.py finish_run): the check then sees every op recorded, and says what a
+    killed writer tore."""
     inner = command.callback
     assert inner is not None
 
     def callback(**kwargs: Any) -> Any:
-        merge_if_pending(Path(kwargs["history"]))
+        path = Path(kwargs["history"])
+        merge_if_pending(path)
+        if path.name == JSONL_NAME and not path.exists() and path.parent.is_dir():
+            # Built into history.parquet, which the run directory holds now.
+            kwargs["history"] = str(path.parent)
         return inner(**kwargs)
 
     return click.Command(
@@ -158,20 +163,24 @@ def merging_first(command: click.Command) -> click.Command:
 
 
 def merge_if_pending(path: Path) -> None:
+    from history.build import describe, finish_run, sides_pending
     from history.errors import HistoryError
-    from history.merge import merge_run, pending
 
     run_dir = path if path.is_dir() else path.parent
     if path.is_dir() or path.name == JSONL_NAME:
-        if not pending(run_dir):
-            return
+        pending = sides_pending(run_dir)
         try:
-            done = merge_run(run_dir)
+            # Also what a build or merge cut short left: cleaned up before anything reads it.
+            done = finish_run(run_dir)
         except (HistoryError, OSError) as exc:
-            err_console.print(f"warning: JVM-recorded sends not merged: {exc}", highlight=False)
+            if pending:
+                err_console.print(
+                    f"warning: JVM-recorded ops not made part of the history: {exc}",
+                    highlight=False,
+                )
             return
         if done is not None:
-            say(f"merged {done.side_ops} JVM-recorded send ops into {run_dir / JSONL_NAME}")
+            say(describe(done))
 
 
 def kchaos_version() -> str:
@@ -219,6 +228,7 @@ main.add_command(heal)
 main.add_command(hosts)
 main.add_command(nemeses)
 main.add_command(merging_first(check_command))
+main.add_command(history_command)
 main.add_command(analyze_command(scenario_terms()))
 
 

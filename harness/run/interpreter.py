@@ -249,7 +249,15 @@ class Run:
         header = self.workload_kind.history_header(self.plan.generator)
         # Pipelined sends write thousands of lines a second: flushed by time, not per line.
         flush = PIPELINED_FLUSH_S if self.workload_kind.flush_by_time(self.plan.generator) else None
-        rec = Recorder(live.run_dir / JSONL_NAME, self.run_id, header=header, flush_seconds=flush)
+        # And their ops are written beside the history as binary records, built into
+        # history.parquet at the end with no JSONL to parse (docs/history.md, "Pipelined sends").
+        rec = Recorder(
+            live.run_dir / JSONL_NAME,
+            self.run_id,
+            header=header,
+            flush_seconds=flush,
+            sends_beside=flush is not None,
+        )
         live.up = Up(info, ctx, rec)
         self._note(history=True)
         return live.up

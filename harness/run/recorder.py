@@ -2,6 +2,12 @@
 
 Times are monotonic nanoseconds since the run started, taken under the writer's ordering so that
 file order and time order agree. Counts feed the progress display.
+
+A pipelined run's sends (thousands a second, most of a thick history) are written beside
+history.jsonl as binary records (`jvm-sends/harness.ops`, history/sidefiles.py's format, the
+JVM's own), from which history.parquet is built at the end as from a JVM's side files
+(history/build.py; docs/history.md, "Pipelined sends"): every op of a process whose send
+invocation went there goes there too, so each process's ops are in one file.
 """
 
 from __future__ import annotations
@@ -22,7 +28,11 @@ from history.format import (
     RECORDER_FIELDS,
     is_client,
 )
+from history.sidefiles import SEND_RECORD, SENDS_TAG, TYPE_CODES, SideWriter
 from history.writer import HistoryWriter
+
+# The recorder's own side file of pipelined sends (docs/history.md, "Pipelined sends").
+SENDS_SIDE_FILE = "harness.ops"
 
 _NODES: dict[str | None, str] = {}
 
@@ -42,9 +52,12 @@ class Recorder:
         run: str,
         header: dict[str, Any] | None = None,
         flush_seconds: float | None = None,
+        sends_beside: bool = False,
     ) -> None:
         """`flush_seconds`: flush the history by time rather than every line (pipelined
-        sends, thousands of lines a second); a timer flushes what an idle moment leaves."""
+        sends, thousands of lines a second); a timer flushes what an idle moment leaves.
+        `sends_beside`: pipelined sends (a producer's, single-send ops) are written as binary
+        records into the side file SENDS_SIDE_FILE rather than as lines."""
         self._t0 = time.monotonic_ns()
         self._writer = HistoryWriter(
             path, run, fsync_seconds=1.0, header=header, flush_seconds=flush_seconds
@@ -53,6 +66,10 @@ class Recorder:
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
         self._closed = False
+        self._sends_beside = sends_beside
+        self._beside: SideWriter | None = None
+        # Process -> (key, value) of its send in flight, whose invocation went beside.
+        self._beside_open: dict[int, tuple[int, int]] = {}
         self._flusher: threading.Thread | None = None
         if flush_seconds is not None:
             self._flush_every = flush_seconds
@@ -64,6 +81,9 @@ class Recorder:
         while not self._closed:
             time.sleep(self._flush_every)
             self._writer.flush()
+            with self._lock:
+                if self._beside is not None and not self._closed:
+                    self._beside.flush()
 
     def now_ns(self) -> int:
         return time.monotonic_ns() - self._t0
@@ -109,6 +129,12 @@ class Recorder:
         op: dict[str, Any] = {"type": type_, "f": f, "value": value, "process": process}
         if error is not None:
             op["error"] = error
+        if self._sends_beside and f == "send" and producer is not None:
+            sent = self._beside_send(type_, value, process)
+            if sent is not None:
+                key, offset, v = sent
+                self._beside_record(type_, key, offset, v, process, node, producer, error)  # type: ignore[arg-type]
+                return op
         with self._lock:
             if self._closed:
                 # The history is final: an operation ending now stays an open invocation,
@@ -135,6 +161,9 @@ class Recorder:
         self, key: int, value: int, process: int, node: str | None, producer: int
     ) -> None:
         """`invoke(..., producer=producer)` of the send [["send", key, value]]."""
+        if self._sends_beside:
+            self._beside_record(INVOKE, key, None, value, process, node, producer, None)
+            return
         head = f'"type":"invoke","f":"send","value":[["send",{key},{value}]]'
         self._send_line(head, process, node, producer, completed=False)
 
@@ -148,6 +177,9 @@ class Recorder:
         producer: int,
     ) -> None:
         """`record("ok", "send", [["send", key, [offset, value]]], ...)` of a pipelined send."""
+        if self._sends_beside and process in self._beside_open:
+            self._beside_record(OK, key, offset, value, process, node, producer, None)
+            return
         at = "null" if offset is None else offset
         head = f'"type":"ok","f":"send","value":[["send",{key},[{at},{value}]]]'
         self._send_line(head, process, node, producer, completed=True)
@@ -168,6 +200,73 @@ class Recorder:
             )
             if completed:
                 self.counts[OK] += 1
+
+    def _beside_send(
+        self, type_: str, value: Any, process: int | str
+    ) -> tuple[int, int | None, int] | None:
+        """(key, offset, value) of a send op that goes beside: an invocation of one
+        ["send", key, value], or the completion of a process whose invocation went there (a
+        fail or info one repeats its invocation's arguments, whatever its value says); None:
+        it goes into history.jsonl."""
+        if type_ == INVOKE:
+            if (
+                isinstance(process, int)
+                and isinstance(value, list)
+                and len(value) == 1
+                and isinstance(value[0], list)
+                and len(value[0]) == 3
+                and value[0][0] == "send"
+                and all(isinstance(x, int) for x in value[0][1:])
+            ):
+                return value[0][1], None, value[0][2]
+            return None
+        sent = self._beside_open.get(process)  # type: ignore[arg-type]
+        if sent is None:
+            return None
+        key, v = sent
+        offset = None
+        if type_ == OK:
+            try:
+                offset = value[0][2][0]
+            except (TypeError, IndexError, KeyError):
+                offset = None
+        return key, offset if isinstance(offset, int) else None, v
+
+    def _beside_record(
+        self,
+        type_: str,
+        key: int,
+        offset: int | None,
+        value: int,
+        process: int,
+        node: str | None,
+        producer: int,
+        error: str | None,
+    ) -> None:
+        """One send op as a record of the side file (history/sidefiles.py SEND_DTYPE), its
+        time taken under the lock it is written under, as a line's is."""
+        with self._lock:
+            if self._closed:
+                return
+            w = self._beside
+            if w is None:
+                self.side_dir.mkdir(parents=True, exist_ok=True)
+                w = self._beside = SideWriter(self.side_dir / SENDS_SIDE_FILE, SENDS_TAG)
+            if type_ == INVOKE:
+                self._beside_open[process] = (key, value)
+            else:
+                self._beside_open.pop(process, None)
+            node_at, error_at = w.string(node), w.string(error)
+            now = time.monotonic_ns() - self._t0
+            w.write_bytes(
+                SEND_RECORD.pack(
+                    now, time.time_ns() // 1000, process, producer, value,
+                    -1 if offset is None else offset, key, error_at, node_at,
+                    TYPE_CODES[type_],
+                )
+            )  # fmt: skip
+            if type_ != INVOKE:
+                self.counts[type_] += 1
 
     def invoke(
         self,
@@ -196,3 +295,5 @@ class Recorder:
         with self._lock:
             self._closed = True
             self._writer.close()
+            if self._beside is not None:
+                self._beside.close()

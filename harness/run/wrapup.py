@@ -14,17 +14,17 @@ from typing import Any
 from clusters.cluster import ClusterHandle
 from harness.run.recorder import Recorder
 from harness.run.rundir import write_json
+from history.build import built, describe, finish_run, sides_pending
 from history.errors import HistoryError
 from history.format import JSONL_NAME, PARQUET_NAME
-from history.merge import merge_run, pending
-from history.stream import Summary, convert
+from history.stream import Summary, convert, summary_of
 
 Say = Callable[[str], None]
 
 
 def keep_history(rec: Recorder, run_dir: Path, say: Say) -> dict[str, int]:
-    """Closes the history, merges into it the sends a JVM recorded beside it, and writes its
-    Parquet copy; returns the client operations' counts."""
+    """Closes the history, builds history.parquet from it and the ops a JVM recorded beside
+    it (or, without those, writes its Parquet copy); returns the client operations' counts."""
     counts = dict(rec.counts)
     rec.close()
     merge_sides(run_dir, say)
@@ -33,19 +33,18 @@ def keep_history(rec: Recorder, run_dir: Path, say: Say) -> dict[str, int]:
 
 
 def merge_sides(run_dir: Path, say: Say) -> None:
-    """The side files of sends recorded in a JVM merged into the history (history/merge.py);
-    a history that cannot be merged stays as it is, with its side files, and says why."""
-    if not pending(run_dir):
-        merge_run(run_dir)  # at most the clean-up of a merge cut short
-        return
+    """The side files of ops recorded in a JVM made one history with the recorder's
+    (history/build.py finish_run); a history that cannot be built stays as it is, with its
+    side files, and says why."""
+    pending = sides_pending(run_dir)
     try:
-        done = merge_run(run_dir)
+        done = finish_run(run_dir)
     except (HistoryError, OSError) as exc:
-        say(f"warning: the JVM-recorded sends were not merged into the history: {exc}")
+        if pending:
+            say(f"warning: the JVM-recorded ops are not in the history: {exc}")
         return
     if done is not None:
-        torn = f"; torn last line dropped: {', '.join(done.torn)}" if done.torn else ""
-        say(f"history: {done.side_ops} JVM-recorded send ops merged{torn}")
+        say(describe(done))
 
 
 def keep_history_file(run_dir: Path, say: Say) -> dict[str, int]:
@@ -60,7 +59,10 @@ def keep_history_file(run_dir: Path, say: Say) -> dict[str, int]:
 
 def _parquet_copy(run_dir: Path, say: Say) -> Summary | None:
     """The history's Parquet copy written (history/stream.py: a chunk of lines at a time, so a
-    history of any length fits); what the pass learned of it, None if it cannot be read."""
+    history of any length fits); what the pass learned of it, None if it cannot be read. A
+    history built from a JVM's side files is its Parquet file already: its summary."""
+    if built(run_dir):
+        return summary_of(run_dir / PARQUET_NAME)
     try:
         return convert(run_dir / JSONL_NAME, run_dir / PARQUET_NAME)
     # A HistoryError says which line; anything else must not cost the run its record either

@@ -1,13 +1,14 @@
 """`kchaos run --client java --send-mode async` on a real kraft-combined cluster: the JVM records
-its producers' sends into side files, the harness merges them into history.jsonl at the end, and
-the run is well-formed and checks VALID (docs/history.md, "Sends recorded in the JVM")."""
+its producers' sends into binary side files, the harness builds history.parquet from them at the
+end (no merged history.jsonl: `kchaos history` derives it), and the run is well-formed and checks
+VALID (docs/history.md, "Sends recorded in the JVM")."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
 
-from history.format import JVM_SENDS_DIR, JVM_SENDS_FIELD
+from history.format import JSONL_NAME, JVM_SENDS_DIR, JVM_SENDS_FIELD
 from history.reader import read_history
 from tests.integration.runs import quiet_run
 
@@ -17,7 +18,7 @@ LANES = 2000
 CONCURRENCY = 2
 
 
-def test_a_jvm_recorded_run_is_merged_well_formed_and_valid(docker_client, tmp_path):
+def test_a_jvm_recorded_run_is_built_well_formed_and_valid(docker_client, tmp_path):
     done = quiet_run(
         docker_client,
         NAME,
@@ -39,13 +40,11 @@ def test_a_jvm_recorded_run_is_merged_well_formed_and_valid(docker_client, tmp_p
     result = done.result
     assert result.exit_code == 0, result.summary
     d = result.run_dir
-    assert not (d / JVM_SENDS_DIR).exists()
-    history = read_history(d)
+    assert not (d / JVM_SENDS_DIR).exists() and not (d / JSONL_NAME).exists()
+    history = read_history(d)  # derived from history.parquet
     assert history.header["send_recorder"] == "jvm"
     # The slots' sends, then the final reads' polls, both written by the JVM.
-    assert history.header[JVM_SENDS_FIELD] == {
-        "files": ["slot0.jsonl", "slot1.jsonl", "final.jsonl"]
-    }
+    assert history.header[JVM_SENDS_FIELD] == {"files": ["slot0.ops", "slot1.ops", "final.ops"]}
     assert not history.torn_last_line and not history.incomplete
     times = [op["time"] for op in history.ops]
     assert times == sorted(times)

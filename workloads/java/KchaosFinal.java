@@ -6,10 +6,11 @@
 // partition from the beginning, takes each partition's end offset (its high watermark) once, and
 // polls until every acknowledged send was read and every partition reached its end, or until
 // the deadline (which extends while records are still being read: workloads/readback.py
-// ReadDeadline, the same rule) or the harness's `fstop`. Each poll is an invoke line and an ok
-// line (an info line, and a fresh process id after it, when poll() throws), in the shapes the
-// harness's final polls had, written into the side file final.jsonl (SideWriter) that the
-// harness merges into history.jsonl by time with the other side files (history/merge.py).
+// ReadDeadline, the same rule) or the harness's `fstop`. Each poll is an invoke op and an ok op
+// (an info op, and a fresh process id after it, when poll() throws), the ops the harness's final
+// polls were, written as binary records into the side file final.ops (SideWriter; the format is
+// history/sidefiles.py's: an ok poll's records read, then its op record) from which the harness
+// builds history.parquet with the other side files (history/build.py).
 //
 // The harness learns only counts: the acknowledged sends come in as one file of int64 values
 // per key, sorted (workloads/readback.py write_wanted); each value read is looked up in its
@@ -21,7 +22,6 @@ import java.io.RandomAccessFile;
 import java.nio.ByteOrder;
 import java.nio.LongBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -45,15 +45,13 @@ final class KchaosFinal {
     // otherwise write lines as fast as it can until the deadline.
     private static final long AFTER_ERROR_NS = 100_000_000L;
 
-    private static final byte[] HEAD = ascii("{\"time\":");
-    private static final byte[] INVOKE = ascii(",\"type\":\"invoke\",\"f\":\"poll\",\"value\":[[\"poll\"]]");
-    private static final byte[] INFO = ascii(",\"type\":\"info\",\"f\":\"poll\",\"value\":[[\"poll\"]]");
-    private static final byte[] OK = ascii(",\"type\":\"ok\",\"f\":\"poll\",\"value\":[[\"poll\",{");
-    private static final byte[] OK_END = ascii("}]]");
-    private static final byte[] PROCESS = ascii(",\"process\":");
-    private static final byte[] ERROR = ascii(",\"error\":");
-    private static final byte[] WALL = ascii(",\"wall\":");
-    private static final byte[] END = ascii(",\"node\":null}\n");
+    // history/sidefiles.py POLL_DTYPE, TYPES, and a record's kinds.
+    static final int RECORD = 32;
+    static final int INVOKE = 0;
+    static final int OK = 1;
+    static final int INFO = 3;
+    static final int ELEMENT = 0;
+    static final int OP = 1;
 
     // Settings (the harness's, from the `final` request) ---------------------------------------
     private final String topic;
@@ -132,7 +130,8 @@ final class KchaosFinal {
         Instant now = Instant.now();
         monoRef = System.nanoTime();
         wallRef = now.getEpochSecond() * 1_000_000_000L + now.getNano();
-        ops = new SideWriter(own.getProperty("dir") + "/final.jsonl", "kchaos-final");
+        ops = new SideWriter(own.getProperty("dir") + "/final.ops", "kchaos-final",
+            SideWriter.POLLS, RECORD);
         loop = new Thread(this::run, "kchaos-final");
         loop.setDaemon(true);
     }
@@ -315,72 +314,41 @@ final class KchaosFinal {
         return wallRef + (now - monoRef);
     }
 
-    /** An invoke (`error` null) or info line. */
-    private void line(byte[] type, String err) throws IOException {
+    /** An invoke (`error` null) or info op. */
+    private void line(int type, String err) throws IOException {
         synchronized (ops) {
             ops.reserve();
+            int e = ops.string(err);
             long now = System.nanoTime();
-            ops.put(HEAD);
-            ops.putLong(now - t0);
-            ops.put(type);
-            ops.put(PROCESS);
-            ops.putLong(process);
-            if (err != null) {
-                ops.put(ERROR);
-                ops.putString(err);
-            }
-            tail(ops, wall(now));
+            record(ops, OP, type, now - t0, wall(now) / 1000, process, e);
         }
     }
 
-    /** An ok poll's line: `n` records, consecutive ones of one partition under its key, in
-     * the order read. Called under w's monitor after reserve(); reserves again per record, so a
-     * poll of any size fits the writer's buffers (a long line may reach the file in parts). */
+    /** An ok poll: its `n` records, in the order read (one partition's together), then its op.
+     * Called under w's monitor after reserve(); reserves again per record, so a poll of any
+     * size fits the writer's buffers (it may reach the file in parts). */
     static void writeOk(SideWriter w, long time, long process, long wallNs, int[] parts,
             long[] offsets, long[] values, int n) throws IOException {
-        w.put(HEAD);
-        w.putLong(time);
-        w.put(OK);
         for (int i = 0; i < n; i++) {
             w.reserve();
-            boolean first = i == 0 || parts[i] != parts[i - 1];
-            if (first) {
-                if (i > 0) {
-                    w.put((byte) ']');
-                    w.put((byte) ',');
-                }
-                w.put((byte) '"');
-                w.putLong(parts[i]);
-                w.put((byte) '"');
-                w.put((byte) ':');
-                w.put((byte) '[');
-            } else {
-                w.put((byte) ',');
-            }
-            w.put((byte) '[');
-            w.putLong(offsets[i]);
-            w.put((byte) ',');
-            w.putLong(values[i]);
-            w.put((byte) ']');
+            record(w, ELEMENT, 0, parts[i], offsets[i], values[i], -1);
         }
-        if (n > 0) {
-            w.put((byte) ']');
-        }
-        w.put(OK_END);
-        w.put(PROCESS);
-        w.putLong(process);
-        tail(w, wallNs);
+        w.reserve();
+        record(w, OP, OK, time, wallNs / 1000, process, -1);
     }
 
-    private static void tail(SideWriter w, long wallNs) {
-        w.put(WALL);
-        w.putLong(wallNs / 1_000_000_000L);
-        w.put((byte) '.');
-        long micros = (wallNs % 1_000_000_000L) / 1000;
-        for (long d = 100_000; d > 0; d /= 10) {
-            w.put((byte) ('0' + (micros / d) % 10));
-        }
-        w.put(END);
+    /** One record (history/sidefiles.py POLL_DTYPE): an op's time, wall (µs) and process, or
+     * an element's key, offset and value. */
+    static void record(SideWriter w, int kind, int type, long a, long b, long c,
+            int error) {
+        w.putRaw(a);
+        w.putRaw(b);
+        w.putRaw(c);
+        w.putInt(error);
+        w.put((byte) type);
+        w.put((byte) kind);
+        w.put((byte) 0);
+        w.put((byte) 0);
     }
 
     /** Counts so far (`fstats`). */
@@ -434,7 +402,4 @@ final class KchaosFinal {
         }
     }
 
-    private static byte[] ascii(String s) {
-        return s.getBytes(StandardCharsets.US_ASCII);
-    }
 }

@@ -5,9 +5,10 @@
 // JVM over the line protocol and writes two history lines per send in Python, which bounds a run
 // at a few thousand sends a second. Here the slot's loop runs in the JVM: it takes a free lane,
 // draws the key (PyRandom, the harness's own stream), writes the invocation, calls send(), and
-// the callback writes the completion, each line in the history's own shape into a side file
-// (SideWriter) that the harness merges into history.jsonl at the end of the run
-// (history/merge.py). The semantics are the harness path's, line for line:
+// the callback writes the completion, each a fixed-width binary record of the history's fields
+// in a side file (SideWriter; the format is history/sidefiles.py's) from which the harness builds
+// history.parquet at the end of the run (history/build.py). The semantics are the harness
+// path's, op for op:
 //
 // - lanes: slot s owns processes s*N .. s*N+N-1 (N = in_flight); a send is invoked on a free
 //   lane and the lane is free again once its completion is written; a lane whose send ended
@@ -19,15 +20,15 @@
 //   workloads/java_client.py DEFINITE_SEND, passed in); info for everything else, and for sends
 //   still without a callback DRAIN after the end ("no delivery report in time");
 // - times: System.nanoTime() minus the harness recorder's start (both read CLOCK_MONOTONIC on
-//   Linux), taken under the same monitor the line is written under, so a side file's times
-//   never go back; wall: the JVM's real-time clock at start, advanced by the monotonic clock.
+//   Linux), taken under the same monitor the record is written under, so a side file's times
+//   never go back; wall: the JVM's real-time clock at start, advanced by the monotonic clock
+//   (microseconds).
 //
 // One monitor per slot (its SideWriter's) guards the lanes, the counts and the file, so the
-// loop thread and the producer's I/O thread (callbacks) write whole lines in time order.
+// loop thread and the producer's I/O thread (callbacks) write whole records in time order.
 
 import java.io.File;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashSet;
@@ -45,27 +46,17 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 final class KchaosRecorded {
     static final int MAX_ERROR = 2000;
     static final Set<KchaosRecorded> OPEN = ConcurrentHashMap.newKeySet();
-    private static final byte[] NULL = ascii("null");
-    // partition -> the node name the harness last saw leading it, as JSON ("\"n1\"" or null)
-    private static volatile byte[][] leaders = new byte[0][];
+    // partition -> the node name the harness last saw leading it (null: none)
+    private static volatile String[] leaders = new String[0];
     private static final long LANE_WAIT_MS = 50;
+    // history/sidefiles.py SEND_DTYPE.
+    static final int RECORD = 64;
 
-    private static final byte[] INVOKE_HEAD = ascii("{\"time\":");
-    private static final byte[] INVOKE_TYPE = ascii(",\"type\":\"invoke\",\"f\":\"send\",\"value\":[[\"send\",");
-    private static final byte[] OK_TYPE = ascii(",\"type\":\"ok\",\"f\":\"send\",\"value\":[[\"send\",");
-    private static final byte[] FAIL_TYPE = ascii(",\"type\":\"fail\",\"f\":\"send\",\"value\":[[\"send\",");
-    private static final byte[] INFO_TYPE = ascii(",\"type\":\"info\",\"f\":\"send\",\"value\":[[\"send\",");
-    private static final byte[] PROCESS = ascii("]],\"process\":");
-    private static final byte[] ERROR = ascii(",\"error\":");
-    private static final byte[] WALL = ascii(",\"wall\":");
-    private static final byte[] NODE = ascii(",\"node\":");
-    private static final byte[] PRODUCER = ascii(",\"producer\":");
-    private static final byte[] END = ascii("}\n");
-    private static final byte[] OFFSET_OPEN = ascii(",[");
-
-    static final int OK = 0;
-    static final int FAIL = 1;
-    static final int INFO = 2;
+    // history/sidefiles.py TYPES.
+    static final int INVOKE = 0;
+    static final int OK = 1;
+    static final int FAIL = 2;
+    static final int INFO = 3;
 
     // Settings (the harness's, from the `record` request) ------------------------------------
     private final String topic;
@@ -152,7 +143,8 @@ final class KchaosRecorded {
         wallRef = now.getEpochSecond() * 1_000_000_000L + now.getNano();
         String dir = own.getProperty("dir");
         new File(dir).mkdirs();
-        ops = new SideWriter(dir + "/slot" + slot + ".jsonl", "kchaos-w" + slot);
+        ops = new SideWriter(dir + "/slot" + slot + ".ops", "kchaos-w" + slot, SideWriter.SENDS,
+            RECORD);
         acked = new SideWriter(dir + "/slot" + slot + ".acked", "kchaos-a" + slot);
         loop = new Thread(this::run, "kchaos-r" + slot);
         loop.setDaemon(true);
@@ -178,20 +170,15 @@ final class KchaosRecorded {
 
     static void setLeaders(String csv) {
         String[] names = csv.split(",", -1);
-        byte[][] out = new byte[names.length][];
         for (int i = 0; i < names.length; i++) {
-            out[i] = names[i].isEmpty() ? NULL : ascii("\"" + names[i] + "\"");
+            names[i] = names[i].isEmpty() ? null : names[i];
         }
-        leaders = out;
+        leaders = names;
     }
 
-    private static byte[] leader(int key) {
-        byte[][] l = leaders;
-        return key < l.length ? l[key] : NULL;
-    }
-
-    private static byte[] ascii(String s) {
-        return s.getBytes(StandardCharsets.US_ASCII);
+    private static String leader(int key) {
+        String[] l = leaders;
+        return key < l.length ? l[key] : null;
     }
 
     /** The state of one producer instance: its id, its random stream, its values. */
@@ -214,7 +201,7 @@ final class KchaosRecorded {
         final int key;
         final long value;
         long process;
-        byte[] node;
+        String node;
 
         Send(Gen gen, int lane, int key, long value) {
             this.gen = gen;
@@ -343,38 +330,29 @@ final class KchaosRecorded {
             s.process = laneProc[s.lane];
             s.node = leader(s.key);
             laneOp[s.lane] = s;
-            w.put(INVOKE_HEAD);
-            w.putLong(now - t0);
-            w.put(INVOKE_TYPE);
-            w.putLong(s.key);
-            w.put((byte) ',');
-            w.putLong(s.value);
-            tail(w, s.process, null, now, s.node, s.gen.id);
+            record(w, now, INVOKE, s, -1, -1, w.string(s.node));
             invoked++;
             inFlight[s.key]++;
         }
     }
 
-    private void tail(SideWriter w, long process, String err, long now, byte[] node, long producer) {
-        w.put(PROCESS);
-        w.putLong(process);
-        if (err != null) {
-            w.put(ERROR);
-            w.putString(err);
-        }
-        w.put(WALL);
-        long wall = wallRef + (now - monoRef);
-        w.putLong(wall / 1_000_000_000L);
-        w.put((byte) '.');
-        long micros = (wall % 1_000_000_000L) / 1000;
-        for (long d = 100_000; d > 0; d /= 10) {
-            w.put((byte) ('0' + (micros / d) % 10));
-        }
-        w.put(NODE);
-        w.put(node);
-        w.put(PRODUCER);
-        w.putLong(producer);
-        w.put(END);
+    /** One op's record (history/sidefiles.py SEND_DTYPE); under w's monitor, after reserve()
+     * and after string() wrote the texts it names. */
+    private void record(SideWriter w, long now, int type, Send s, long offset, int error,
+            int node) {
+        w.putRaw(now - t0);
+        w.putRaw((wallRef + (now - monoRef)) / 1000);
+        w.putRaw(s.process);
+        w.putRaw(s.gen.id);
+        w.putRaw(s.value);
+        w.putRaw(offset);
+        w.putInt(s.key);
+        w.putInt(error);
+        w.putInt(node);
+        w.put((byte) type);
+        w.put((byte) 0);
+        w.put((byte) 0);
+        w.put((byte) 0);
     }
 
     /** Writes `s`'s completion and frees its lane, unless the lane gave it up (drained). */
@@ -396,39 +374,30 @@ final class KchaosRecorded {
             if (laneOp[s.lane] != s) {
                 return;
             }
-            long now = System.nanoTime();
-            w.put(INVOKE_HEAD);
-            w.putLong(now - t0);
-            byte[] node = s.node;
-            if (type == OK) {
-                w.put(OK_TYPE);
-                w.putLong(s.key);
-                w.put(OFFSET_OPEN);
-                if (offset >= 0) {
-                    w.putLong(offset);
-                } else {
-                    w.put(NULL);
-                }
-                w.put((byte) ',');
-                w.putLong(s.value);
-                w.put((byte) ']');
-                byte[] leading = leader(s.key);
-                if (leading != NULL) {
-                    node = leading;  // the leader when it was acknowledged, as the harness's
-                }
-                oks++;
-            } else {
-                w.put(type == FAIL ? FAIL_TYPE : INFO_TYPE);
-                w.putLong(s.key);
-                w.put((byte) ',');
-                w.putLong(s.value);
-                if (type == FAIL) {
-                    fails++;
-                } else {
-                    infos++;
-                }
+            String node = s.node;
+            String leading = type == OK ? leader(s.key) : null;
+            if (leading != null) {
+                node = leading;  // the leader when it was acknowledged, as the harness's
             }
-            tail(w, s.process, err, now, node, s.gen.id);
+            int nodeIndex;
+            int errorIndex;
+            try {
+                nodeIndex = w.string(node);
+                errorIndex = w.string(err);
+            } catch (IOException e) {
+                error = "side file's strings: " + e;
+                stopping = true;
+                return;
+            }
+            if (type == OK) {
+                oks++;
+            } else if (type == FAIL) {
+                fails++;
+            } else {
+                infos++;
+            }
+            record(w, System.nanoTime(), type, s, type == OK ? offset : -1, errorIndex,
+                nodeIndex);
             free(s, type == INFO);
             if (type == OK) {
                 ackedSend(s.key, offset, s.value);

@@ -1,27 +1,41 @@
-// One side file of a JVM-recorded producer (docs/history.md, "Sends recorded in the JVM"): bytes
-// appended under this object's monitor into a buffer, which a writer thread of its own writes out
-// when it is nearly full or every FLUSH_NS, whichever comes first.
+// One side file of a JVM-recorded producer or of the final reads (docs/history.md, "Sends
+// recorded in the JVM", "Final reads"; the format is history/sidefiles.py's): fixed-width
+// little-endian records appended under this object's monitor into a buffer, which a writer
+// thread of its own writes out when it is nearly full or every FLUSH_NS, whichever comes first.
 //
 // Memory is bounded: two buffers of CAPACITY bytes, one being filled and one being written.
 // When the filled one is full and the other is still being written, the appender waits (the
 // producer blocks; nothing is ever dropped). A SIGKILL of the JVM loses at most the buffer not
-// yet written (FLUSH_NS of lines at most) and may leave the last line torn; the merge
-// (history/merge.py) reads such a file up to its last whole line and says so.
+// yet written (FLUSH_NS of records at most) and may leave the last record torn; the build of the
+// history (history/build.py) reads such a file up to its last whole record and says so.
+//
+// Texts a record names (node names, error texts) go to `<name>.strings`, one JSON string per
+// line, numbered in order: string() writes a new one out at once, before the record naming it
+// is appended, so every text a record on disk names is on disk before it.
 //
 // The file is locked (fcntl, FileChannel.lock) for as long as the writer is open, so that a
-// merge started while this JVM still writes (a crashed client host whose JVM is flushing)
+// build started while this JVM still writes (a crashed client host whose JVM is flushing)
 // waits for it.
 
+import java.io.File;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.channels.FileLock;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
 
 final class SideWriter {
     static final int CAPACITY = 1 << 20;
-    // The most one appended record may take: an op line with an error text cut to
-    // KchaosRecorded.MAX_ERROR chars, each at most 6 bytes escaped.
-    static final int MAX_RECORD = 16 << 10;
+    // Room reserve() makes: more than the widest record (64 bytes).
+    static final int MAX_RECORD = 256;
+    // history/sidefiles.py HEADER: magic, layout tag, version, record width, 16 bytes reserved.
+    static final byte[] SENDS = {'S', 'E'};
+    static final byte[] POLLS = {'P', 'O'};
+    static final int VERSION = 1;
+    // Distinct texts remembered (error texts may vary without end): past it, a text seen again
+    // is written again under a new number.
+    static final int MAX_STRINGS = 1 << 16;
     // Half the harness recorder's 0.2 s (harness/run/interpreter.py PIPELINED_FLUSH_S): a writer
     // asleep on an empty buffer wakes this often, so a line waits at most twice this long.
     static final long FLUSH_NS = 100_000_000L;
@@ -38,12 +52,54 @@ final class SideWriter {
     private IOException failed;
     private long lastHandoff = System.nanoTime();
 
+    private final String stringsPath;
+    private FileOutputStream strings;
+    private final Map<String, Integer> stringIndex = new HashMap<>();
+    private int nStrings;
+
+    /** A file of raw bytes (the acknowledged sends' triples): no header, no strings. */
     SideWriter(String path, String name) throws IOException {
+        this(path, name, null, 0);
+    }
+
+    /** A side file of records of `width` bytes in layout `tag` (SENDS, POLLS); a new file
+     * starts with its header. */
+    SideWriter(String path, String name, byte[] tag, int width) throws IOException {
         out = new FileOutputStream(path, true);
         lock = out.getChannel().lock();
+        stringsPath = tag == null ? null : path.replaceFirst("\\.ops$", "") + ".strings";
+        if (tag != null && out.getChannel().size() == 0) {
+            put(new byte[] {'K', 'C', 'H', 'A', 'O', 'S', tag[0], tag[1]});
+            putInt(VERSION);
+            putInt(width);
+            for (int i = 0; i < 16; i++) {
+                put((byte) 0);
+            }
+        }
         writer = new Thread(this::writeLoop, name);
         writer.setDaemon(true);
         writer.start();
+    }
+
+    /** The number of `s` in the strings file (-1 for null), written out now if new. Called
+     * under this monitor, before appending the record that names it. */
+    int string(String s) throws IOException {
+        if (s == null) {
+            return -1;
+        }
+        Integer have = stringIndex.get(s);
+        if (have != null) {
+            return have;
+        }
+        if (strings == null) {
+            strings = new FileOutputStream(new File(stringsPath), true);
+        }
+        strings.write(jsonLine(s));
+        if (stringIndex.size() >= MAX_STRINGS) {
+            stringIndex.clear();
+        }
+        stringIndex.put(s, nStrings);
+        return nStrings++;
     }
 
     /** Room for one record; called under this monitor before appending it. */
@@ -139,6 +195,11 @@ final class SideWriter {
         try {
             lock.release();
             out.close();
+            synchronized (this) {
+                if (strings != null) {
+                    strings.close();
+                }
+            }
         } catch (IOException e) {
             // The JVM is ending the file; what was written stays.
         }
@@ -154,62 +215,38 @@ final class SideWriter {
         len += b.length;
     }
 
-    void putLong(long v) {
-        if (v < 0) {
-            if (v == Long.MIN_VALUE) {
-                put("-9223372036854775808".getBytes(StandardCharsets.US_ASCII));
-                return;
-            }
-            buf[len++] = '-';
-            v = -v;
-        }
-        if (v < 10) {
-            buf[len++] = (byte) ('0' + v);
-            return;
-        }
-        int start = len;
-        while (v > 0) {
-            buf[len++] = (byte) ('0' + (v % 10));
-            v /= 10;
-        }
-        for (int i = start, j = len - 1; i < j; i++, j--) {
-            byte t = buf[i];
-            buf[i] = buf[j];
-            buf[j] = t;
-        }
-    }
-
-    /** Little-endian int64, for the binary file of acknowledged sends. */
+    /** Little-endian int64. */
     void putRaw(long v) {
         for (int i = 0; i < 8; i++) {
             buf[len++] = (byte) (v >>> (8 * i));
         }
     }
 
-    /** A JSON string: quoted, escaped, UTF-8. */
-    void putString(String s) {
-        buf[len++] = '"';
+    /** Little-endian int32. */
+    void putInt(int v) {
+        for (int i = 0; i < 4; i++) {
+            buf[len++] = (byte) (v >>> (8 * i));
+        }
+    }
+
+    /** A JSON string and a newline: quoted, escaped, UTF-8. */
+    static byte[] jsonLine(String s) {
+        StringBuilder sb = new StringBuilder(s.length() + 3).append('"');
         for (int i = 0; i < s.length(); i++) {
             char ch = s.charAt(i);
             if (ch == '"' || ch == '\\') {
-                buf[len++] = '\\';
-                buf[len++] = (byte) ch;
+                sb.append('\\').append(ch);
             } else if (ch < 0x20) {
-                String esc = String.format("\\u%04x", (int) ch);
-                put(esc.getBytes(StandardCharsets.US_ASCII));
-            } else if (ch < 0x80) {
-                buf[len++] = (byte) ch;
+                sb.append(String.format("\\u%04x", (int) ch));
+            } else if (Character.isHighSurrogate(ch) && i + 1 < s.length()
+                    && Character.isLowSurrogate(s.charAt(i + 1))) {
+                sb.append(ch).append(s.charAt(++i));
+            } else if (Character.isSurrogate(ch)) {
+                sb.append('\ufffd');  // a lone surrogate is no character: JSON readers refuse it
             } else {
-                int cp = ch;
-                if (Character.isHighSurrogate(ch) && i + 1 < s.length()
-                        && Character.isLowSurrogate(s.charAt(i + 1))) {
-                    cp = Character.toCodePoint(ch, s.charAt(++i));
-                } else if (Character.isSurrogate(ch)) {
-                    cp = 0xfffd;  // a lone surrogate is no character: JSON readers refuse it
-                }
-                put(new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8));
+                sb.append(ch);
             }
         }
-        buf[len++] = '"';
+        return sb.append('"').append('\n').toString().getBytes(StandardCharsets.UTF_8);
     }
 }

@@ -1,7 +1,8 @@
 """Worker slots whose producers record their own sends (harness/run/workers.py run_recorded) without
-a JVM: a fake producer writes side-file lines as KchaosRecorded.java does, the slots learn its
-counts and highest process id, and keeping the history merges the side files into it. And the
-`--send-recorder` option: what it writes into plan.json and the header, and what it refuses."""
+a JVM: a fake producer writes side-file records as KchaosRecorded.java does, the slots learn its
+counts and highest process id, and keeping the history builds history.parquet from them. And
+the `--send-recorder` option: what it writes into plan.json and the header, and what it
+refuses."""
 
 from __future__ import annotations
 
@@ -18,13 +19,14 @@ from harness.run.recorder import Recorder
 from harness.run.workers import Clients, ProcessIds
 from harness.run.wrapup import keep_history
 from harness.spec import RunSpec, SpecError, validate
-from history.format import JSONL_NAME, JVM_SENDS_DIR, JVM_SENDS_FIELD
+from history.format import JSONL_NAME, JVM_SENDS_DIR, JVM_SENDS_FIELD, PARQUET_NAME
 from history.reader import read_history
+from history.sidefiles import SENDS_TAG, TYPE_CODES, SideWriter, send_records
 from workloads.pipelined import SlotSetup, history_header
 
 
 class FakeRecorded:
-    """Writes a send's invoke and completion lines the way the JVM does, on its own thread;
+    """Writes a send's invoke and completion records the way the JVM does, on its own thread;
     every 5th send ends info and retires its lane."""
 
     def __init__(self, slot: int, setup: SlotSetup) -> None:
@@ -33,15 +35,22 @@ class FakeRecorded:
         self.counts = {"invoke": 0, "ok": 0, "fail": 0, "info": 0}
         self.highest = max(self.lanes)
         setup.side_dir.mkdir(parents=True, exist_ok=True)
-        self._f = (setup.side_dir / f"slot{slot}.jsonl").open("w")
+        self._f = SideWriter(setup.side_dir / f"slot{slot}.ops", SENDS_TAG)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop)
         self._t.start()
 
-    def _line(self, op: dict[str, Any]) -> None:
-        t = time.monotonic_ns() - self.setup.t0_ns
-        self._f.write(json.dumps({"time": t, **op}, separators=(",", ":")) + "\n")
+    def _record(self, type_: str, p: int, key: int, n: int, error: str | None = None) -> None:
+        r = send_records(1)
+        r["time"] = time.monotonic_ns() - self.setup.t0_ns
+        r["wall_us"] = time.time_ns() // 1000
+        r["process"], r["producer"], r["key"], r["value"] = p, self.slot, key, n
+        r["type"] = TYPE_CODES[type_]
+        r["offset"] = n if type_ == "ok" else -1
+        r["node"] = self._f.string("n1")
+        r["error"] = self._f.string(error)
+        self._f.write(r)
 
     def _loop(self) -> None:
         n = 0
@@ -49,19 +58,16 @@ class FakeRecorded:
             n += 1
             j = n % len(self.lanes)
             p, key = self.lanes[j], n % 3
-            common = {"process": p, "wall": time.time(), "node": "n1", "producer": self.slot}
             with self._lock:
-                self._line({"type": "invoke", "f": "send", "value": [["send", key, n]], **common})
+                self._record("invoke", p, key, n)
                 self.counts["invoke"] += 1
                 if n % 5 == 0:
-                    self._line({"type": "info", "f": "send", "value": [["send", key, n]],
-                                "error": "retriable: TimeoutException", **common})  # fmt: skip
+                    self._record("info", p, key, n, "retriable: TimeoutException")
                     self.counts["info"] += 1
                     self.lanes[j] = p + self.setup.concurrency * self.setup.lanes
                     self.highest = max(self.highest, self.lanes[j])
                 else:
-                    self._line({"type": "ok", "f": "send", "value": [["send", key, [n, n]]],
-                                **common})  # fmt: skip
+                    self._record("ok", p, key, n)
                     self.counts["ok"] += 1
             time.sleep(0.001)
 
@@ -95,7 +101,7 @@ class FakeWorkload:
         return p
 
 
-def test_recorded_slots_count_reserve_their_processes_and_merge_at_the_end(tmp_path: Path):
+def test_recorded_slots_count_reserve_their_processes_and_build_at_the_end(tmp_path: Path):
     header = history_header({"send_mode": "async", "in_flight": 3, "send_recorder": "jvm"})
     assert header["send_recorder"] == "jvm"
     rec = Recorder(tmp_path / JSONL_NAME, "t", header=header, flush_seconds=0.2)
@@ -119,8 +125,9 @@ def test_recorded_slots_count_reserve_their_processes_and_merge_at_the_end(tmp_p
     counts = keep_history(rec, tmp_path, lambda m: None)
     assert counts["ok"] == sum(s["ok"] for s in final)
     history = read_history(tmp_path)
-    assert history.header[JVM_SENDS_FIELD]["files"] == ["slot0.jsonl", "slot1.jsonl"]
-    assert not (tmp_path / JVM_SENDS_DIR).exists() and (tmp_path / "history.parquet").exists()
+    assert history.header[JVM_SENDS_FIELD]["files"] == ["slot0.ops", "slot1.ops"]
+    assert not (tmp_path / JVM_SENDS_DIR).exists() and (tmp_path / PARQUET_NAME).exists()
+    assert not (tmp_path / JSONL_NAME).exists()  # derived from the Parquet file on demand
     times = [op["time"] for op in history.ops]
     assert times == sorted(times)
     sends = [op for op in history.ops if op["f"] == "send"]
@@ -179,9 +186,10 @@ def test_a_history_is_copied_and_checked_whatever_the_machines_memory(tmp_path, 
     assert json.loads((tmp_path / "results.json").read_text())["status"] == got["status"]
 
 
-def _unmerged_run(tmp_path: Path) -> Path:
+def _unbuilt_run(tmp_path: Path, legacy: bool = False) -> Path:
     """A run whose client host died before its ending: the recorder's history (its last line
-    torn) and a slot's side file, never merged."""
+    torn) and a slot's side file, never built (`legacy`: a JSONL side file, as kchaos wrote
+    them before binary ones, never merged)."""
     header = {"kchaos_history": 1, "started_wall": 1.0, "run": "t", "send_mode": "async"}
     nemesis = {"index": 0, "type": "invoke", "f": "start-kill", "value": None,
                "process": "nemesis", "time": 5}  # fmt: skip
@@ -190,23 +198,31 @@ def _unmerged_run(tmp_path: Path) -> Path:
     )
     side = tmp_path / JVM_SENDS_DIR
     side.mkdir()
-    line = (
-        '{"time":%d,"type":"%s","f":"send","value":%s,"process":0,"wall":1.0,"node":null,'
-        '"producer":0}\n'
-    )
-    (side / "slot0.jsonl").write_text(
-        line % (3, "invoke", '[["send",1,7]]') + line % (9, "ok", '[["send",1,[0,7]]]')
-    )
+    if legacy:
+        line = (
+            '{"time":%d,"type":"%s","f":"send","value":%s,"process":0,"wall":1.0,"node":null,'
+            '"producer":0}\n'
+        )
+        (side / "slot0.jsonl").write_text(
+            line % (3, "invoke", '[["send",1,7]]') + line % (9, "ok", '[["send",1,[0,7]]]')
+        )
+        return tmp_path
+    w = SideWriter(side / "slot0.ops", SENDS_TAG)
+    r = send_records(2)
+    r["time"], r["type"], r["offset"] = [3, 9], [0, 1], [-1, 0]
+    r["wall_us"], r["key"], r["value"] = 1_000_000, 1, 7
+    w.write(r)
+    w.close()
     return tmp_path
 
 
-def test_a_crashed_runs_recovery_merges_what_the_jvm_recorded(tmp_path: Path):
+def test_a_crashed_runs_recovery_builds_what_the_jvm_recorded(tmp_path: Path):
     from harness.run.wrapup import keep_history_file
 
-    run = _unmerged_run(tmp_path)
+    run = _unbuilt_run(tmp_path)
     said: list[str] = []
     assert keep_history_file(run, said.append) == {"ok": 1}
-    assert any("2 JVM-recorded send ops merged" in s for s in said)
+    assert any("2 JVM-recorded ops built into history.parquet" in s for s in said)
     history = read_history(run)
     assert [(o["time"], o["type"]) for o in history.ops] == [
         (3, "invoke"),
@@ -216,16 +232,31 @@ def test_a_crashed_runs_recovery_merges_what_the_jvm_recorded(tmp_path: Path):
     assert any("its last line was torn" in n for n in history.notes())
 
 
-def test_kchaos_check_merges_a_run_it_finds_unmerged(tmp_path: Path):
+def test_a_crashed_run_recorded_before_binary_side_files_is_still_merged(tmp_path: Path):
+    from harness.run.wrapup import keep_history_file
+
+    run = _unbuilt_run(tmp_path, legacy=True)
+    said: list[str] = []
+    assert keep_history_file(run, said.append) == {"ok": 1}
+    assert any("2 JVM-recorded send ops merged" in s for s in said)
+    assert read_history(run).header[JVM_SENDS_FIELD]["files"] == ["slot0.jsonl"]
+
+
+@pytest.mark.parametrize("named", ["dir", "jsonl"])
+def test_kchaos_check_builds_a_run_it_finds_unbuilt(tmp_path: Path, named: str):
     from click.testing import CliRunner
 
     from harness.cli import main
 
-    run = _unmerged_run(tmp_path)
-    CliRunner().invoke(main, ["check", str(run)])
+    run = _unbuilt_run(tmp_path)
+    arg = run if named == "dir" else run / JSONL_NAME
+    got = CliRunner().invoke(main, ["check", str(arg)])
     assert not (run / JVM_SENDS_DIR).exists()
     assert read_history(run).header[JVM_SENDS_FIELD] == {
-        "files": ["slot0.jsonl"],
+        "files": ["slot0.ops"],
         "history_torn": True,
     }
-    assert json.loads((run / "results.json").read_text())["status"] in ("valid", "unknown")
+    results = json.loads((run / "results.json").read_text())
+    assert results["status"] in ("valid", "unknown"), got.output
+    # What the build dropped is said beside the verdict, from the Parquet file's summary.
+    assert any("history.jsonl: its last line was torn" in n for n in results["notes"])

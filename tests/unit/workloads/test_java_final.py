@@ -1,8 +1,8 @@
 """The Java client's final reads in its JVM (workloads/java_final.py, java/KchaosFinal.java)
-without a cluster: a poll's line as the JVM writes it is the history's own poll op (records
-grouped by key, in the order read; a line longer than the writer's buffers whole), and the loop
-against no broker writes invoke/ok pairs of one process, stops at its budget, merges into a
-history the reader takes, and answers with the outcome's usual shape."""
+without a cluster: a poll's records as the JVM writes them build the history's own poll op
+(records grouped by key, in the order read; a poll longer than the writer's buffers whole), and
+the loop against no broker writes invoke/ok pairs of one process, stops at its budget, builds
+into a history the reader takes, and answers with the outcome's usual shape."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from history.build import build, build_run
 from history.format import JSONL_NAME, JVM_SENDS_DIR
-from history.merge import merge_run
 from history.reader import read_history
+from history.sidefiles import POLLS_TAG, open_side
 from history.writer import HistoryWriter
 from tests.unit.workloads.test_java_recorded import _dist, needs_jdk
 from workloads import java_final
@@ -28,31 +29,38 @@ from workloads.readback import AckedSends
 _LINES = """
 public class FinalLines {
     public static void main(String[] a) throws Exception {
-        SideWriter w = new SideWriter(a[0], "t");
+        SideWriter w = new SideWriter(a[0], "t", SideWriter.POLLS, KchaosFinal.RECORD);
         int[] parts = {0, 0, 3, 1};
         long[] offs = {0, 1, 9, 4};
         long[] vals = {11, 12, 1000000013, 7};
         synchronized (w) {
-            w.reserve();
+            invoke(w, 4, 7);
             KchaosFinal.writeOk(w, 5, 7, 1700000000123456789L, parts, offs, vals, 4);
-            w.reserve();
+            invoke(w, 5, 7);
             KchaosFinal.writeOk(w, 6, 7, 1700000000000000000L, parts, offs, vals, 0);
-            int n = 100000;  // ~2.5 MB: longer than both of the writer's 1 MB buffers
+            int n = 100000;  // 3.2 MB: longer than both of the writer's 1 MB buffers
             int[] p = new int[n];
             long[] o = new long[n];
             long[] v = new long[n];
             for (int i = 0; i < n; i++) { p[i] = i * 4 / n; o[i] = i; v[i] = 5000000000L + i; }
-            w.reserve();
+            invoke(w, 7, 9);
             KchaosFinal.writeOk(w, 8, 9, 1700000001000000000L, p, o, v, n);
         }
         w.close();
+    }
+
+    static void invoke(SideWriter w, long time, long process) throws Exception {
+        w.reserve();
+        KchaosFinal.record(w, KchaosFinal.OP, KchaosFinal.INVOKE, time, 1700000000000000L,
+            process, -1);
+        w.reserve();
     }
 }
 """
 
 
 @needs_jdk
-def test_a_final_polls_line_is_the_historys_poll_op(tmp_path: Path):
+def test_a_final_polls_records_are_the_historys_poll_op(tmp_path: Path):
     dist = _dist()
     classes = compiled(dist)
     (tmp_path / "FinalLines.java").write_text(_LINES)
@@ -61,11 +69,16 @@ def test_a_final_polls_line_is_the_historys_poll_op(tmp_path: Path):
         ["javac", "-nowarn", "-cp", cp, "-d", str(tmp_path), str(tmp_path / "FinalLines.java")],
         check=True,
     )
-    out = tmp_path / "final.jsonl"
+    out = tmp_path / "final.ops"
     subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "FinalLines", str(out)], check=True)
-    raw = out.read_bytes()
-    assert raw.endswith(b"\n") and all(line.startswith(b'{"time":') for line in raw.splitlines())
-    first, empty, big = (json.loads(line) for line in raw.splitlines())
+    side = open_side(out)
+    assert side.tag == POLLS_TAG and not side.torn and side.count == 3 + 4 + 1 + 1 + 100_000 + 1
+    header = {"kchaos_history": 1, "run": "t"}
+    (tmp_path / JSONL_NAME).write_text(json.dumps(header) + "\n")
+    build(tmp_path / JSONL_NAME, [side], tmp_path / "h.parquet")
+    ops = read_history(tmp_path / "h.parquet").ops
+    oks = [op for op in ops if op["type"] == "ok"]
+    first, empty, big = ({k: v for k, v in op.items() if k != "index"} for op in oks)
     assert first == {
         "time": 5,
         "type": "ok",
@@ -138,7 +151,7 @@ def test_the_jvms_final_reads_without_a_broker_stop_at_their_budget(tmp_path: Pa
     assert outcome["high_watermarks"] == {"0": -1, "1": -1, "2": -1}
     assert side.counts == {"ok": outcome["polls"], "info": 0}
     assert (side_dir / FINAL_SIDE_FILE).exists() and not (side_dir / WANTED_FILE).exists()
-    merge_run(run)
+    build_run(run)
     history = read_history(run)
     polls = [op for op in history.ops if op["f"] == "poll"]
     assert len(polls) == 2 * outcome["polls"]

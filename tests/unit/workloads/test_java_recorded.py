@@ -1,8 +1,8 @@
 """Sends recorded in the Java client's JVM (workloads/java_recorded.py, java/KchaosRecorded.java)
 without a cluster: the JVM's random stream is Python's, its clock is the recorder's, and a
 recorded slot's side file (sends refused before queueing: no broker answers) holds the history's
-own op lines, lanes, producer ids and values as the harness's path makes them, merges into a
-history the reader takes, and survives its harness going away."""
+own ops as binary records, lanes, producer ids and values as the harness's path makes them,
+builds into a history the reader takes, and survives its harness going away."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ import pytest
 
 from clusters.kafka_dist import load_dist
 from harness.plan import client_rng, client_rng_prefix
+from history.build import build_run
 from history.format import JSONL_NAME, JVM_SENDS_DIR
-from history.merge import merge_run
 from history.reader import read_history
+from history.sidefiles import SENDS_TAG, open_side
 from history.writer import HistoryWriter
 from workloads.java_client import DEFINITE_SEND
 from workloads.java_host import SOURCES, JavaHost
@@ -143,9 +144,9 @@ def test_a_recorded_slot_writes_the_historys_own_lines(tmp_path: Path):
             host.close()
         w.append({"type": "ok", "f": "start-kill", "value": {}, "process": "nemesis",
                   "time": time.monotonic_ns() - t0})  # fmt: skip
-    lines = (side / "slot0.jsonl").read_bytes().splitlines()
-    assert lines and all(line.startswith(b'{"time":') for line in lines)
-    merge_run(run)
+    written = open_side(side / "slot0.ops")
+    assert written.tag == SENDS_TAG and written.count >= 6 and not written.torn
+    build_run(run)
     history = read_history(run)
     sends = [op for op in history.ops if op["f"] == "send"]
     assert final["invoke"] == final["fail"] == len(sends) // 2 >= 3
@@ -174,14 +175,17 @@ def test_a_recorded_slot_writes_the_historys_own_lines(tmp_path: Path):
 @needs_jdk
 def test_a_jvm_whose_harness_goes_away_leaves_whole_lines(tmp_path: Path):
     """The client host died: the JVM's stdin closes, and it writes out what it buffered before
-    it exits, so the merge a recovery does keeps every send recorded so far."""
+    it exits, so the build a recovery does keeps every send recorded so far."""
     dist = _dist()
     side = tmp_path / JVM_SENDS_DIR
     host = JavaHost(dist)
     _record(host, side, time.monotonic_ns())
     time.sleep(0.8)
     host.close()  # stdin closed, no rstop
-    raw = (side / "slot0.jsonl").read_bytes()
-    assert raw.endswith(b"\n")
-    ops = [json.loads(line) for line in raw.splitlines()]
-    assert ops and ops[0]["type"] == "invoke"
+    written = open_side(side / "slot0.ops")
+    assert written.count and not written.torn
+    assert written.read(0, 1)["type"][0] == 0  # an invocation first
+    # Its error texts, each a JSON string named before any record names it.
+    assert all(
+        isinstance(json.loads(x), str) for x in (side / "slot0.strings").read_bytes().splitlines()
+    )

@@ -136,15 +136,22 @@ def test_the_deadline_extends_while_records_are_read_and_no_further_than_its_mos
     assert d.over(140.0)  # 30 s past the budget, however fast it still reads
 
 
-def test_a_gone_jvms_side_file_is_tallied_to_its_last_whole_line(tmp_path: Path):
-    path = tmp_path / "final.jsonl"
-    path.write_bytes(
-        b'{"time":1,"type":"invoke","f":"poll","value":[["poll"]],"process":4}\n'
-        b'{"time":2,"type":"ok","f":"poll","value":[["poll",{"0":[[0,11]],"2":[[5,9]]}]],'
-        b'"process":4}\n'
-        b'{"time":3,"type":"info","f":"poll","value":[["poll"]],"process":4,"error":"x"}\n'
-        b'{"time":4,"type":"ok","f":"poll","value":[["poll",{"1":[[0,8]]}]],"pro'
-    )
+def test_a_gone_jvms_side_file_is_tallied_to_its_last_whole_poll(tmp_path: Path):
+    from history.sidefiles import ELEMENT, OP, POLLS_TAG, SideWriter, poll_records
+
+    path = tmp_path / "final.ops"
+    w = SideWriter(path, POLLS_TAG)
+    # (kind, type, a, b, c): an invoke, an ok poll of two records, an info, then a poll whose
+    # op record never reached the file (its record read, dropped).
+    rows = [
+        (OP, 0, 1, 0, 4), (ELEMENT, 0, 0, 0, 11), (ELEMENT, 0, 2, 5, 9), (OP, 1, 2, 0, 4),
+        (OP, 3, 3, 0, 4), (ELEMENT, 0, 1, 0, 8),
+    ]  # fmt: skip
+    r = poll_records(len(rows))
+    for i, (kind, type_, a, b, c) in enumerate(rows):
+        r[i]["kind"], r[i]["type"], r[i]["a"], r[i]["b"], r[i]["c"] = kind, type_, a, b, c
+    w.write(r)
+    w.close()
     tally = FinalTally({0: np.array([11, 12]), 1: np.array([8]), 2: np.array([9])})
     got = tally_side_file(path, tally)
     assert got == {
