@@ -94,6 +94,7 @@ class LabelledCluster:
             version=first[f"{LABEL}.version"],
             timing=first[f"{LABEL}.timing"],
             cluster_id=first[f"{LABEL}.cluster-id"],
+            disk_layer=first.get(f"{LABEL}.disk-layer"),
         )
 
     def node(self, spec: NodeSpec) -> DockerNode:

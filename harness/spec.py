@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from checkers.analyze.scenario import ScenarioTerms
+from clusters.disk_layer import NAME_MODES
 from clusters.errors import ClusterError
 from clusters.handles import DEFAULT_NAME
 from clusters.hold import name_problem
@@ -234,6 +235,17 @@ class RunSpec:
         stored=AS_ASKED,
         help="Run on the hosts of this SSH inventory instead of Docker (docs/ssh.md): the "
         "cluster takes their name and topology.",
+    )
+    # Every node's data directories on the disk layer (clusters/disk_layer.py, docs/disk.md),
+    # with the name mode it runs with; None: plain directories. Docker only.
+    disk_layer: str | None = option(
+        kind=str,
+        choices=NAME_MODES,
+        stored=AS_ASKED,
+        help="Run every node's data directories on kchaos's disk layer, which keeps what no "
+        "fsync made durable so that a power loss can drop it (docs/disk.md): journal (a "
+        "create, unlink or rename is durable at the next fsync of anything, as on ext4) or "
+        "strict (at an fsync of its directory, as POSIX says).",
     )
     # Every step family's and workload kind's options by name (steps/registry.py STEP_OPTIONS,
     # workloads/registry.py WORKLOAD_OPTIONS).
@@ -517,6 +529,9 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
         # Controller membership steps re-provision a controller the way the node image takes
         # it (steps/quorum_steps.py).
         raise SpecError("--quorum dynamic and static-to-dynamic are not supported on SSH hosts yet")
+    if values.get("disk_layer") is not None:
+        # The layer is mounted from the program Docker's nodes mount (clusters/disk_layer.py).
+        raise SpecError("--disk-layer is not supported on SSH hosts yet")
     return out
 
 
