@@ -46,7 +46,7 @@ std::string status() {
     std::shared_lock<WriterFirstLock> lk(L.power_mu);
     Json j;
     j.begin().boolean("ok", true).boolean("powered", L.powered).str("mount", L.mountpoint);
-    off_t total = 0;
+    off_t total = 0, written = 0;
     uint64_t held = 0;
     size_t files = 0;
     j.begin_list("files");
@@ -58,17 +58,22 @@ std::string status() {
         if (!t->state->pending(st.st_size)) continue;
         off_t bytes = t->state->pending_bytes(st.st_size);
         total += bytes;
+        written += t->state->written_bytes();
         held += t->state->held_bytes();
         files++;
         j.item_begin()
             .str("path", rel_path(t->opath))
             .num("bytes", bytes)
+            .num("written", t->state->written_bytes())
             .num("size", st.st_size)
             .num("durable_size", t->state->durable_size())
             .end();
     }
     j.end_list();
-    j.unum("pending_files", files).num("pending_bytes", total).unum("undo_bytes", held);
+    j.unum("pending_files", files)
+        .num("pending_bytes", total)
+        .num("pending_written", written)
+        .unum("undo_bytes", held);
     {
         std::lock_guard<std::mutex> g(L.names_mu);
         j.str("names_mode", L.names->strict() ? "strict" : "journal");
@@ -98,7 +103,7 @@ std::string drop() {
     L.powered = false;
     Json j;
     j.begin().boolean("ok", true).boolean("powered", false);
-    off_t total = 0;
+    off_t total = 0, total_written = 0;
     size_t files = 0, errors = 0;
     j.begin_list("files");
     for (auto& [k, t] : pending_files()) {
@@ -115,15 +120,18 @@ std::string drop() {
             continue;
         }
         off_t bytes = t->state->pending_bytes(st.st_size);
+        off_t wrote = t->state->written_bytes();
         off_t durable = t->state->durable_size();
         std::string path = rel_path(t->opath);
         int rc = t->state->restore(fd);
         close(fd);
         total += bytes;
+        total_written += wrote;
         files++;
         j.item_begin()
             .str("path", path)
             .num("bytes", bytes)
+            .num("written", wrote)
             .num("size_before", st.st_size)
             .num("size_after", durable);
         if (rc) {
@@ -136,7 +144,7 @@ std::string drop() {
         t->opath = -1;
     }
     j.end_list();
-    j.unum("dropped_files", files).num("dropped_bytes", total);
+    j.unum("dropped_files", files).num("dropped_bytes", total).num("dropped_written", total_written);
     std::vector<Undone> undone;
     {
         std::lock_guard<std::mutex> g(L.names_mu);
@@ -267,7 +275,8 @@ std::string on_medium(const Command& c, Key& touched) {
         std::string after = c.verb == "flip" ? std::string(1, before[0] ^ c.mask)
                                              : std::string(n, '\0');
         if (int rc = pwrite_all(fd, after.data(), n, off)) return fail(strerror(-rc));
-        if (t.state) t.state->overwrite_durable(off, after);
+        if (t.state && c.verb == "flip") t.state->flip_durable(off, c.mask);
+        if (t.state && c.verb == "zero") t.state->overwrite_durable(off, after);
         j.num("offset", off).num("length", n);
         if (c.verb == "flip") {
             j.num("before", static_cast<unsigned char>(before[0]))

@@ -110,6 +110,19 @@ void FileState::overwrite_durable(off_t off, const std::string& data) {
     }
 }
 
+void FileState::flip_durable(off_t off, unsigned char mask) {
+    auto it = undo_.upper_bound(off);
+    if (it == undo_.begin()) return;
+    --it;
+    Saved& s = it->second;
+    if (off >= it->first + s.len) return;
+    if (s.bytes.empty()) {
+        s.bytes.assign(s.len, '\0');
+        held_ += s.len;
+    }
+    s.bytes[off - it->first] ^= static_cast<char>(mask);
+}
+
 void FileState::cut_durable(off_t size) {
     if (size >= durable_) return;
     durable_ = size;

@@ -43,6 +43,8 @@ class FileState {
     // Bytes whose durable content may differ from what a read sees now: the written ranges and
     // the span between the durable and the current length.
     off_t pending_bytes(off_t size) const;
+    // Bytes written since the last fsync (within the current length).
+    off_t written_bytes() const { return written_.total(); }
     off_t durable_size() const { return durable_; }
     // Bytes of memory the undo log holds.
     uint64_t held_bytes() const { return held_; }
@@ -50,6 +52,9 @@ class FileState {
     // Corruption of the medium: bytes [off, off + n) become `data` in the durable image as well
     // as in the file (the caller writes the file).
     void overwrite_durable(off_t off, const std::string& data);
+    // Corruption of the medium: the durable image's byte at `off` XORed with `mask` too, where
+    // it differs from the file's (the caller flips the file's).
+    void flip_durable(off_t off, unsigned char mask);
     // Corruption of the medium: the durable image is cut to `size` too.
     void cut_durable(off_t size);
 

@@ -78,7 +78,7 @@ void file_state(int dir) {
     CHECK(s.save(fd, 10, 4) == 0);  // past the durable image: nothing to keep
     write_at(fd, "WXYZ", 10);
     s.wrote(10, 4);
-    CHECK(s.pending(14) && s.pending_bytes(14) == 3 + 4);
+    CHECK(s.pending(14) && s.pending_bytes(14) == 3 + 4 && s.written_bytes() == 7);
     CHECK(s.held_bytes() == 3);
     // Cut to 6: bytes 6..9 of the durable image are kept (6..9 were never saved).
     CHECK(s.save(fd, 6, s.durable_size() - 6) == 0);
@@ -101,9 +101,15 @@ void file_state(int dir) {
     s.overwrite_durable(1, std::string(1, '1' ^ 0x01));
     CHECK(s.restore(fd) == 0);
     CHECK(read_all(dir, "f") == "X023456789");
+    CHECK(s.save(fd, 2, 1) == 0);
+    write_at(fd, "Q", 2);
+    s.flip_durable(2, 0x01);  // under a pending overwrite: the saved byte flips
+    s.flip_durable(3, 0x01);  // not overwritten: the durable byte is the file's, left alone
+    CHECK(s.restore(fd) == 0);
+    CHECK(read_all(dir, "f") == "X033456789");
     s.cut_durable(4);
     CHECK(s.restore(fd) == 0);
-    CHECK(read_all(dir, "f") == "X023");
+    CHECK(read_all(dir, "f") == "X033");
     close(fd);
 
     // A zero-filled durable region is kept as its length only.
