@@ -166,6 +166,9 @@ void op_init(void*, fuse_conn_info* conn) {
     // Without the writeback cache every write reaches the layer before write(2) returns, so a
     // drop sees all the writes a stopped process made.
     conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+    // Reads are answered by splicing from the backing file into the FUSE device, no copy.
+    if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;
+    if (conn->capable & FUSE_CAP_SPLICE_MOVE) conn->want |= FUSE_CAP_SPLICE_MOVE;
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
