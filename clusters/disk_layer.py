@@ -37,6 +37,8 @@ SOURCES = Path(__file__).with_name("native") / "kchaos_disk"
 PROGRAM = "kchaos-disk"
 SELFTEST = "kchaos-disk-selftest"
 CONTROL_SOCKET = "/run/kchaos-disk.sock"
+# The label of a Docker node whose data runs on the layer (its value: the name mode).
+DOCKER_LABEL = "kchaos.disk-layer"
 # Which fsync makes a create, unlink or rename durable (docs/disk.md): "journal" as ext4's
 # ordered journal (any fsync commits every name change before it), "strict" as POSIX (an fsync
 # of the directory that changed).
@@ -135,6 +137,16 @@ def mount_of(node: NodeSpec, layout: Layout = IMAGE_LAYOUT) -> Mount:
     if node.is_zookeeper:
         return Mount(layout.zk_data_dir, layout.disk_state_dir)
     return Mount(str(PurePosixPath(layout.data_dir).parent), layout.disk_state_dir)
+
+
+def backing_path(node: NodeSpec, path: str, layout: Layout = IMAGE_LAYOUT) -> str:
+    """Where a path under the node's mountpoint is kept: the same bytes as through the mount
+    (the layer writes through at once), and there whether or not the node runs (its mount
+    ends with its process). A path outside the mountpoint is itself."""
+    m = mount_of(node, layout)
+    if path == m.mountpoint or path.startswith(m.mountpoint + "/"):
+        return f"{m.state_dir}/root{path[len(m.mountpoint) :]}"
+    return path
 
 
 def mount_script(node: NodeSpec, names: str = NAME_MODES[0], layout: Layout = IMAGE_LAYOUT) -> str:

@@ -19,7 +19,7 @@ import docker.errors
 from clusters import config as node_config
 from clusters.cluster import ClusterInfo, UpOptions
 from clusters.collect import collect_cluster, keep_node_logs
-from clusters.disk_layer import ensure_layer, mount_script
+from clusters.disk_layer import DOCKER_LABEL, ensure_layer, mount_script
 from clusters.docker_labels import LABEL, LabelledCluster, container_name, network_name
 from clusters.errors import ClusterError
 from clusters.image import ensure_image
@@ -220,7 +220,7 @@ def _create_node(
     if disk is not None:
         # The layer mounts FUSE inside the node's own mount namespace: nothing on this host
         # is mounted, and the mount ends with the container.
-        labels[f"{LABEL}.disk-layer"] = disk.names
+        labels[DOCKER_LABEL] = disk.names
         binds[str(disk.program_dir)] = {"bind": IMAGE_LAYOUT.disk_dir, "mode": "ro"}
         caps.append("SYS_ADMIN")
         extra["devices"] = ["/dev/fuse:/dev/fuse:rwm"]

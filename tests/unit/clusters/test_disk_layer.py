@@ -16,6 +16,7 @@ from clusters.config import render_node
 from clusters.disk_layer import (
     DiskLayerError,
     answer,
+    backing_path,
     control,
     ensure_layer,
     mount_of,
@@ -110,6 +111,13 @@ def test_kafka_nodes_mount_above_their_log_dirs_and_zookeeper_on_its_data() -> N
     # The parent: a re-provisioned controller's rm -rf of its data dir acts inside the layer.
     assert mount_of(broker).mountpoint == "/var/lib/kafka"
     assert IMAGE_LAYOUT.data_dir.startswith(mount_of(broker).mountpoint + "/")
+    # What collection reads of a node on the layer: the backing directory, mount or no mount.
+    assert backing_path(broker, f"{IMAGE_LAYOUT.data_dir}/__cluster_metadata-0") == (
+        f"{IMAGE_LAYOUT.disk_state_dir}/root/data/__cluster_metadata-0"
+    )
+    assert backing_path(zk, IMAGE_LAYOUT.zk_data_dir) == f"{IMAGE_LAYOUT.disk_state_dir}/root"
+    assert backing_path(broker, "/var/lib/kafka-other/x") == "/var/lib/kafka-other/x"
+    assert backing_path(broker, "/etc/kafka/server.properties") == "/etc/kafka/server.properties"
     script = mount_script(broker, "strict")
     assert "--names strict /var/lib/kafka\n" in script
     assert f"--state {IMAGE_LAYOUT.disk_state_dir} " in script
