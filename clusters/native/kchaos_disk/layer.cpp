@@ -162,6 +162,26 @@ int commit_tracked(const Key& k) {
     return 0;
 }
 
+// Called with names_mu held, after the journal committed: files no name reaches any more
+// keep no descriptor and no undo log.
+void forget_released() {
+    for (const Key& k : L.names->take_released()) {
+        Tracked* t;
+        {
+            std::lock_guard<std::mutex> g(L.track_mu);
+            auto it = L.tracked.find(k);
+            if (it == L.tracked.end()) continue;
+            t = it->second.get();
+        }
+        std::lock_guard<std::mutex> g(t->mu);
+        struct stat st;
+        if (!t->state || fstatat(t->opath, "", &st, AT_EMPTY_PATH) < 0 || st.st_nlink) continue;
+        t->state.reset();
+        close(t->opath);
+        t->opath = -1;
+    }
+}
+
 void op_init(void*, fuse_conn_info* conn) {
     // Without the writeback cache every write reaches the layer before write(2) returns, so a
     // drop sees all the writes a stopped process made.
@@ -404,6 +424,7 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in_buf, off_t off
         commit_tracked(in->key);
         std::lock_guard<std::mutex> g(L.names_mu);
         L.names->synced_file();
+        forget_released();
     }
     fuse_reply_write(req, res);
 }
@@ -427,6 +448,7 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) 
     {
         std::lock_guard<std::mutex> g(L.names_mu);
         L.names->synced_file();
+        forget_released();
     }
     fuse_reply_err(req, -rc);
 }
@@ -494,6 +516,7 @@ void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* f
     L.count.fsyncdirs++;
     std::lock_guard<std::mutex> g(L.names_mu);
     L.names->synced_dir(in->key);
+    forget_released();
     fuse_reply_err(req, 0);
 }
 

@@ -150,7 +150,13 @@ int NameJournal::rename(const Dir& d, const std::string& name, const Dir& d2,
 }
 
 void NameJournal::commit(NameOp& op) {
-    if (!op.trash.empty()) remove_tree(trash_, op.trash);
+    if (!op.trash.empty()) {
+        struct stat st;
+        if (fstatat(trash_, op.trash.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) && st.st_nlink == 1)
+            released_.push_back(Key{st.st_dev, st.st_ino});
+        remove_tree(trash_, op.trash);
+    }
     if (op.dir >= 0) close(op.dir);
     if (op.dir2 >= 0) close(op.dir2);
     op.dir = op.dir2 = -1;

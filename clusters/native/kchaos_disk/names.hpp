@@ -75,6 +75,10 @@ class NameJournal {
     // Power loss: every entry undone, newest first.
     std::vector<Undone> undo_all();
 
+    // The files whose last name a durable unlink (or replacing rename) removed since the last
+    // call: nothing of theirs can come back, so whatever is pending of them can go.
+    std::vector<Key> take_released() { return std::move(released_); }
+
     size_t size() const { return ops_.size(); }
     void each(const std::function<void(const NameOp&)>& f) const {
         for (const auto& op : ops_) f(op);
@@ -91,6 +95,7 @@ class NameJournal {
     bool strict_;
     uint64_t seq_ = 0;
     std::vector<NameOp> ops_;
+    std::vector<Key> released_;
 };
 
 // Removes `name` in `dirfd` and, for a directory, everything under it. 0 or -errno.

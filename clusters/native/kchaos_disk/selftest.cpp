@@ -172,6 +172,7 @@ void names(int root) {
     CHECK(exists(dfd, "old"));
     CHECK(read_all(efd, "target") == "replaced");
     CHECK(j.size() == 0);
+    CHECK(j.take_released().empty());  // everything came back
 
     // A durable unlink empties the trash; a durable rename forgets the file it replaced.
     CHECK(j.unlink(d, "victim") == 0);
@@ -180,6 +181,7 @@ void names(int root) {
     CHECK(j.size() == 1);  // the rename still waits for e
     j.synced_dir(e.key);
     CHECK(j.size() == 0);
+    CHECK(j.take_released().size() == 2);  // the victim and the file the rename replaced
     CHECK(j.undo_all().empty());
     CHECK(!exists(dfd, "victim") && !exists(dfd, "old") && exists(efd, "target"));
     {
