@@ -89,6 +89,11 @@ def _all_options() -> dict[str, Any]:
     return {o.name: o.default for o in STEP_OPTIONS + WORKLOAD_OPTIONS}
 
 
+def _names_disk(items: list[str]) -> bool:
+    """Whether a --nemesis list names the disk package (``disk``, ``disk:kind``, ``disk@t``)."""
+    return any(re.split(r"[:@]", item, maxsplit=1)[0] == "disk" for item in items or ())
+
+
 @dataclass
 class RunSpec:
     """The harness's own options, each field its declaration, and the workload options."""
@@ -242,6 +247,8 @@ class RunSpec:
         kind=str,
         choices=NAME_MODES,
         stored=AS_ASKED,
+        # The disk package's faults act on the layer: a new run naming it gets it.
+        fresh=lambda v: NAME_MODES[0] if _names_disk(v["nemesis"]) else None,
         help="Run every node's data directories on kchaos's disk layer, which keeps what no "
         "fsync made durable so that a power loss can drop it (docs/disk.md): journal (a "
         "create, unlink or rename is durable at the next fsync of anything, as on ext4) or "
@@ -298,6 +305,14 @@ class RunSpec:
     @property
     def quorum_mode(self) -> str:
         return self.quorum or STATIC
+
+    @property
+    def disk_layer_mode(self) -> str | None:
+        """The disk layer the cluster runs on: the option's, else journal where the disk
+        package's faults need one (a spec made in code, which no fresh value filled in)."""
+        if self.disk_layer is None and _names_disk(self.nemesis):
+            return NAME_MODES[0]
+        return self.disk_layer
 
 
 # The harness's options, then every step family's, then every workload kind's: the command

@@ -236,7 +236,7 @@ class Run:
             # --txn-protocol: the transaction.version the storage is formatted with.
             features=self.workload_kind.format_features(self.plan.generator) or None,
             logs_on_failure=live.run_dir,
-            disk_layer=spec.disk_layer,
+            disk_layer=spec.disk_layer_mode,
         )
         info = live.cluster.up(topo, options, say=self.say)
         self.summary["kafka_version"] = info.version
