@@ -67,6 +67,9 @@ class UpOptions:
     # The nodes' data directories on the disk layer, with this name mode (clusters/disk_layer.py
     # NAME_MODES); None: plain directories.
     disk_layer: str | None = None
+    # With the layer: what has been pending this many seconds becomes durable, as a kernel's
+    # writeback would make it (None: only an fsync does).
+    disk_writeback_s: float | None = None
 
 
 @runtime_checkable

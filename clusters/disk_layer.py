@@ -43,9 +43,11 @@ DOCKER_LABEL = "kchaos.disk-layer"
 # ordered journal (any fsync commits every name change before it), "strict" as POSIX (an fsync
 # of the directory that changed).
 NAME_MODES = ("journal", "strict")
+# The longest periodic writeback the program takes (its --writeback).
+MAX_WRITEBACK_S = 86_400
 # The program's own sources; the selftest is built beside it from the pure parts.
 LAYER_SOURCES = ("main.cpp", "layer.cpp", "control.cpp", "file_state.cpp", "names.cpp",
-                 "protocol.cpp")  # fmt: skip
+                 "protocol.cpp", "writeback.cpp")  # fmt: skip
 SELFTEST_SOURCES = ("selftest.cpp", "file_state.cpp", "names.cpp", "protocol.cpp")
 CXXFLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror")
 # libfuse3 and the C++ runtime linked in: the node image (Debian bookworm, like the host that
@@ -149,18 +151,29 @@ def backing_path(node: NodeSpec, path: str, layout: Layout = IMAGE_LAYOUT) -> st
     return path
 
 
-def mount_script(node: NodeSpec, names: str = NAME_MODES[0], layout: Layout = IMAGE_LAYOUT) -> str:
+def mount_script(
+    node: NodeSpec,
+    names: str = NAME_MODES[0],
+    writeback_s: float | None = None,
+    layout: Layout = IMAGE_LAYOUT,
+) -> str:
     """``Layout.disk_layer_script``'s text: the layer mounted before the node prepares its data
     (sourced by the entrypoint under ``set -e``: a layer that cannot mount stops the node with
-    its reason in the log)."""
+    its reason in the log). ``writeback_s``: what has been pending that long becomes durable
+    (None: only an fsync makes anything durable)."""
     if names not in NAME_MODES:
         raise DiskLayerError(f"unknown name mode '{names}': choose one of {', '.join(NAME_MODES)}")
+    writeback = ""
+    if writeback_s is not None:
+        if not 0 <= writeback_s <= MAX_WRITEBACK_S:
+            raise DiskLayerError(f"writeback {writeback_s:g} s: 0 to {MAX_WRITEBACK_S} seconds")
+        writeback = f" --writeback {writeback_s:g}"
     m = mount_of(node, layout)
     return (
         "# kchaos's disk layer (docs/disk.md): the data directory through kchaos-disk, which\n"
         "# keeps what no fsync made durable.\n"
         f"{layout.disk_dir}/{PROGRAM} mount --state {m.state_dir} --control {CONTROL_SOCKET} "
-        f"--names {names} {m.mountpoint}\n"
+        f"--names {names}{writeback} {m.mountpoint}\n"
     )
 
 

@@ -87,7 +87,7 @@ def up(
     image = ensure_image(cluster.client, say=say)
     disk = None
     if options.disk_layer is not None:
-        disk = DiskOn(options.disk_layer, ensure_layer(say=say))
+        disk = DiskOn(options.disk_layer, options.disk_writeback_s, ensure_layer(say=say))
     info = ClusterInfo(
         topo, dist.version, timing, node_config.new_cluster_id(), disk_layer=options.disk_layer
     )
@@ -226,7 +226,7 @@ def _create_node(
         extra["devices"] = ["/dev/fuse:/dev/fuse:rwm"]
         if _apparmor():
             extra["security_opt"] = ["apparmor=unconfined"]  # its default profile denies mount
-        files[IMAGE_LAYOUT.disk_layer_script] = mount_script(n, disk.names)
+        files[IMAGE_LAYOUT.disk_layer_script] = mount_script(n, disk.names, disk.writeback_s)
     host_config = api.create_host_config(
         network_mode=net, binds=binds, cap_add=caps, init=False, **extra
     )
@@ -249,9 +249,11 @@ def _create_node(
 
 @dataclass(frozen=True)
 class DiskOn:
-    """The disk layer for every node of a cluster: its name mode and the program's directory."""
+    """The disk layer for every node of a cluster: its name mode, its writeback and the
+    program's directory."""
 
     names: str
+    writeback_s: float | None
     program_dir: Path
 
 

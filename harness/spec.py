@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from checkers.analyze.scenario import ScenarioTerms
-from clusters.disk_layer import NAME_MODES
+from clusters.disk_layer import MAX_WRITEBACK_S, NAME_MODES
 from clusters.errors import ClusterError
 from clusters.handles import DEFAULT_NAME
 from clusters.hold import name_problem
@@ -253,6 +253,19 @@ class RunSpec:
         "fsync made durable so that a power loss can drop it (docs/disk.md): journal (a "
         "create, unlink or rename is durable at the next fsync of anything, as on ext4) or "
         "strict (at an fsync of its directory, as POSIX says).",
+    )
+    # With the disk layer: the seconds after which what is pending becomes durable, as a
+    # kernel's writeback makes it; None: only an fsync does (the worst case).
+    disk_writeback: float | None = option(
+        kind=float,
+        stored=AS_ASKED,
+        applies_with=("disk_layer", NAME_MODES),
+        minimum=0,
+        maximum=MAX_WRITEBACK_S,
+        unit="seconds",
+        help="With the disk layer: what has been pending this many seconds becomes durable, "
+        "as a kernel's writeback (30 s on Linux) and a journal's commit make it; default: only "
+        "an fsync makes anything durable, the worst case (docs/disk.md).",
     )
     # Every step family's and workload kind's options by name (steps/registry.py STEP_OPTIONS,
     # workloads/registry.py WORKLOAD_OPTIONS).

@@ -16,7 +16,7 @@ from rich import box
 from rich.table import Table
 
 from clusters.cluster import ClusterHandle, UpOptions
-from clusters.disk_layer import NAME_MODES
+from clusters.disk_layer import MAX_WRITEBACK_S, NAME_MODES
 from clusters.errors import ClusterError
 from clusters.handles import DEFAULT_NAME, list_clusters, open_cluster
 from clusters.hold import Holder, check_name, holding, note_forced_removal
@@ -162,6 +162,13 @@ def _refuse_inapplicable(ctx: click.Context, topology: str) -> None:
     help="Run the nodes' data directories on kchaos's disk layer (docs/disk.md) with this name "
     "mode: journal (as ext4) or strict (as POSIX).",
 )
+@click.option(
+    "--disk-writeback",
+    type=click.FloatRange(0, MAX_WRITEBACK_S),
+    default=None,
+    help="With --disk-layer: what has been pending this many seconds becomes durable, as a "
+    "kernel's writeback makes it (default: only an fsync does).",
+)
 @force_option
 @hosts_option
 @accept_option
@@ -178,6 +185,7 @@ def up(
     heap_mb: int,
     no_wait: bool,
     disk_layer: str | None,
+    disk_writeback: float | None,
     force: bool,
     hosts: Path | None,
     accept_new_host_keys: bool,
@@ -187,7 +195,7 @@ def up(
         ctx,
         hosts,
         accept_new_host_keys,
-        ("name", "topology", "brokers", "zookeepers", "subnet", "disk_layer"),
+        ("name", "topology", "brokers", "zookeepers", "subnet", "disk_layer", "disk_writeback"),
     )
     name = on_hosts.cluster if on_hosts is not None else name
     if on_hosts is None:
@@ -195,8 +203,15 @@ def up(
     if version is None:
         fixed = on_hosts.fixed_topology(None) if on_hosts is not None else None
         version = newest_line(fixed.kind if fixed is not None else topology)
+    if disk_writeback is not None and disk_layer is None:
+        raise click.UsageError("--disk-writeback goes with --disk-layer")
     options = UpOptions(
-        version, timing=timing, heap_mb=heap_mb, wait=not no_wait, disk_layer=disk_layer
+        version,
+        timing=timing,
+        heap_mb=heap_mb,
+        wait=not no_wait,
+        disk_layer=disk_layer,
+        disk_writeback_s=disk_writeback,
     )
     started = time.monotonic()
     with holding(name, "kchaos cluster up", force, "bring it up anyway", say):

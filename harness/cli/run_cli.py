@@ -106,6 +106,7 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "quorum",
             "timing",
             "disk_layer",
+            "disk_writeback",
             "cluster",
             "subnet",
             "hosts",

@@ -131,6 +131,24 @@ def test_strict_names_wait_for_their_directorys_fsync(docker_client, node: Docke
     assert sh(node, "ls -A /var/lib/strict/root").strip() == ""
 
 
+def test_with_writeback_what_stayed_pending_long_enough_survives(node: DockerNode) -> None:
+    # A second layer in the same container, whose writeback makes durable what has been
+    # pending for a second.
+    prog = f"{IMAGE_LAYOUT.disk_dir}/kchaos-disk"
+    ctl = [prog, "ctl", "--control", "/run/wb.sock"]
+    sh(node, f"{prog} mount --state /var/lib/wb --control /run/wb.sock --writeback 1 /mnt/w")
+    sh(node, "printf old > /mnt/w/f")
+    for _ in range(200):  # the writeback runs every half second
+        if '"written_back":1' in node.exec([*ctl, "status"]).stdout:
+            break
+    else:
+        raise AssertionError("the writeback made nothing durable")
+    sh(node, "printf new >> /mnt/w/f")
+    out = node.exec([*ctl, "drop"]).stdout
+    assert '"path":"f","bytes":3' in out
+    assert sh(node, "cat /var/lib/wb/root/f") == "old"
+
+
 def test_fail_rules_fail_operations_until_healed(node: DockerNode) -> None:
     sh(node, f"mkdir {DATA}/full")
     ask(node, "fail", "write", "ENOSPC", "data/full")

@@ -77,6 +77,7 @@ std::string status() {
     {
         std::lock_guard<std::mutex> g(L.names_mu);
         j.str("names_mode", L.names->strict() ? "strict" : "journal");
+        j.num("writeback_ms", static_cast<int64_t>(L.writeback_s * 1000));
         j.begin_list("names");
         L.names->each([&j](const NameOp& op) {
             j.item_begin().str("op", kind_name(op.kind)).str("path", op.path);
@@ -90,7 +91,8 @@ std::string status() {
         .unum("bytes_written", L.count.bytes_written.load())
         .unum("fsyncs", L.count.fsyncs.load())
         .unum("fsyncdirs", L.count.fsyncdirs.load())
-        .unum("failed_ops", L.count.failed.load());
+        .unum("failed_ops", L.count.failed.load())
+        .unum("written_back", L.count.written_back.load());
     j.end();
     return j.text();
 }

@@ -162,6 +162,8 @@ int commit_tracked(const Key& k) {
     return 0;
 }
 
+}  // namespace
+
 // Called with names_mu held, after the journal committed: files no name reaches any more
 // keep no descriptor and no undo log.
 void forget_released() {
@@ -181,6 +183,8 @@ void forget_released() {
         t->opath = -1;
     }
 }
+
+namespace {
 
 void op_init(void*, fuse_conn_info* conn) {
     // Without the writeback cache every write reaches the layer before write(2) returns, so a
@@ -584,6 +588,7 @@ int activate(Tracked& t, int fd, int opath_src) {
     if (o < 0) return -errno;
     t.opath = o;
     t.state = std::make_unique<FileState>(st.st_size);
+    t.since = std::chrono::steady_clock::now();
     return 0;
 }
 

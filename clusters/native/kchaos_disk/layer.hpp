@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,10 +35,13 @@ struct Tracked {
     std::mutex mu;
     std::unique_ptr<FileState> state;
     int opath = -1;  // O_PATH, held while something is pending so a drop can reopen it
+    // When the file last went from nothing pending to something (the kernel's dirtied_when).
+    std::chrono::steady_clock::time_point since{};
 };
 
 struct Counters {
     std::atomic<uint64_t> writes{0}, bytes_written{0}, fsyncs{0}, fsyncdirs{0}, failed{0};
+    std::atomic<uint64_t> written_back{0};  // files the periodic writeback made durable
 };
 
 // A reader-writer lock that lets a waiting writer in before new readers: glibc's default
@@ -87,6 +91,9 @@ struct Layer {
     std::atomic<int> nfails{0};
 
     Counters count;
+    // 0: nothing is durable without an fsync. Else what has been pending this many seconds is
+    // made durable, as a kernel writes dirty data back and a journal commits (writeback.cpp).
+    double writeback_s = 0;
 };
 
 extern Layer L;
@@ -100,6 +107,11 @@ std::string proc_path(int fd);
 Tracked& tracked(const Key& k);
 // Starts tracking `t` (if it is not) for the file open as `fd`, whose identity is `opath_src`.
 int activate(Tracked& t, int fd, int opath_src);
+
+// The periodic writeback, when L.writeback_s asks for it (writeback.cpp); runs for good.
+void writeback_loop();
+// Files no name reaches any more give back their descriptor (layer.cpp); names_mu held.
+void forget_released();
 
 // The control socket's commands (control.cpp).
 std::string handle_command(const std::string& line);

@@ -1,7 +1,8 @@
 // kchaos-disk: a FUSE layer over a node's data directory that remembers what no fsync has made
 // durable, so that a power loss can be played (docs/disk.md).
 //
-//   kchaos-disk mount --state DIR --control SOCKET [--names journal|strict] [--foreground] MOUNTPOINT
+//   kchaos-disk mount --state DIR --control SOCKET [--names journal|strict] [--writeback S]
+//                     [--foreground] MOUNTPOINT
 //   kchaos-disk ctl [--control SOCKET] COMMAND [ARGS...]
 //
 // `mount` serves MOUNTPOINT from DIR/root (DIR/trash keeps unlinked files until an unlink is
@@ -41,7 +42,8 @@ const char* kDefaultSocket = "/run/kchaos-disk.sock";
 
 void usage() {
     die("usage: kchaos-disk mount --state DIR --control SOCKET [--names journal|strict] "
-        "[--foreground] MOUNTPOINT | kchaos-disk ctl [--control SOCKET] COMMAND [ARGS...]");
+        "[--writeback SECONDS] [--foreground] MOUNTPOINT | kchaos-disk ctl [--control SOCKET] "
+        "COMMAND [ARGS...]");
 }
 
 int mkdir_p(const std::string& path) {
@@ -93,7 +95,7 @@ void serve(int listener) {
 }
 
 int do_mount(int argc, char** argv) {
-    std::string state, control = kDefaultSocket, names = "journal", mountpoint;
+    std::string state, control = kDefaultSocket, names = "journal", mountpoint, writeback = "0";
     bool foreground = false;
     for (int i = 0; i < argc; i++) {
         std::string a = argv[i];
@@ -107,6 +109,8 @@ int do_mount(int argc, char** argv) {
             control = next();
         else if (a == "--names")
             names = next();
+        else if (a == "--writeback")
+            writeback = next();
         else if (a == "--foreground")
             foreground = true;
         else if (!a.empty() && a[0] != '-' && mountpoint.empty())
@@ -116,6 +120,12 @@ int do_mount(int argc, char** argv) {
     }
     if (state.empty() || mountpoint.empty()) usage();
     if (names != "journal" && names != "strict") die("--names is journal or strict");
+    {
+        char* end = nullptr;
+        L.writeback_s = strtod(writeback.c_str(), &end);
+        if (writeback.empty() || *end || !(L.writeback_s >= 0) || L.writeback_s > 86400)
+            die("--writeback is seconds, 0 (never) to 86400");
+    }
     for (const char* sub : {"/root", "/trash", "/snapshots"}) {
         if (int rc = mkdir_p(state + sub)) die(state + sub + ": " + strerror(-rc));
     }
@@ -187,6 +197,7 @@ int do_mount(int argc, char** argv) {
     // The parent returns once the child runs: the mount and the socket are in place then.
     if (fuse_daemonize(foreground ? 1 : 0) != 0) die("cannot go to the background");
     std::thread(serve, listener).detach();
+    if (L.writeback_s > 0) std::thread(writeback_loop).detach();
     fuse_loop_config* cfg = fuse_loop_cfg_create();
     fuse_loop_cfg_set_max_threads(cfg, 16);
     int rc = fuse_session_loop_mt(L.se, cfg);

@@ -62,6 +62,7 @@ NameOp NameJournal::base(NameKind k, const Dir& d, const std::string& name) {
     op.name = name;
     op.path = join(d.path, name);
     op.waiting.insert(d.key);
+    op.made = std::chrono::steady_clock::now();
     return op;
 }
 
@@ -180,6 +181,14 @@ void NameJournal::synced_dir(const Key& k) {
 
 void NameJournal::synced_file() {
     if (!strict_) commit_all();
+}
+
+size_t NameJournal::commit_before(std::chrono::steady_clock::time_point deadline) {
+    // Entries are in the order they were made: the durable ones are a prefix.
+    size_t n = 0;
+    while (n < ops_.size() && ops_[n].made < deadline) commit(ops_[n++]);
+    ops_.erase(ops_.begin(), ops_.begin() + n);
+    return n;
 }
 
 void NameJournal::commit_all() {

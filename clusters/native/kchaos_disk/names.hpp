@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <set>
@@ -47,6 +48,7 @@ struct NameOp {
     gid_t gid = 0;
     std::string path, path2;  // for reports
     std::set<Key> waiting;    // directories whose fsync it still waits for (strict mode)
+    std::chrono::steady_clock::time_point made{};
 };
 
 struct Undone {
@@ -72,6 +74,8 @@ class NameJournal {
     void synced_file();
     // Every entry made durable (a clean shutdown's sync).
     void commit_all();
+    // The entries made before `deadline` made durable (the kernel's periodic writeback).
+    size_t commit_before(std::chrono::steady_clock::time_point deadline);
     // Power loss: every entry undone, newest first.
     std::vector<Undone> undo_all();
 

@@ -192,6 +192,17 @@ void names(int root) {
         CHECK(n == 0);
     }
 
+    // The periodic writeback commits what was made before its deadline, oldest first.
+    NameJournal w(trash, true);
+    close(openat(dfd, "w1", O_CREAT | O_WRONLY, 0644));
+    w.created(d, "w1", false);
+    auto between = std::chrono::steady_clock::now();
+    close(openat(dfd, "w2", O_CREAT | O_WRONLY, 0644));
+    w.created(d, "w2", false);
+    CHECK(w.commit_before(between) == 1 && w.size() == 1);
+    u = w.undo_all();
+    CHECK(u.size() == 1 && u[0].path == "d/w2" && exists(dfd, "w1") && !exists(dfd, "w2"));
+
     // Journal mode: any file's fsync commits every name.
     NameJournal k(trash, false);
     close(openat(dfd, "j", O_CREAT | O_WRONLY, 0644));

@@ -123,6 +123,9 @@ def test_kafka_nodes_mount_above_their_log_dirs_and_zookeeper_on_its_data() -> N
     assert f"--state {IMAGE_LAYOUT.disk_state_dir} " in script
     with pytest.raises(DiskLayerError, match="unknown name mode 'lazy'"):
         mount_script(broker, "lazy")
+    assert "--names journal --writeback 30 /var/lib/kafka\n" in mount_script(broker, "journal", 30)
+    with pytest.raises(DiskLayerError, match="writeback -1 s"):
+        mount_script(broker, "journal", -1)
 
 
 def test_the_entrypoint_mounts_the_layer_before_it_touches_the_data() -> None:
