@@ -33,6 +33,8 @@ class ClusterInfo:
     version: str
     timing: str
     cluster_id: str
+    # The disk layer's name mode when the nodes run on it (clusters/disk_layer.py), else None.
+    disk_layer: str | None = None
 
 
 class Cluster(Protocol[N_co]):
@@ -62,6 +64,12 @@ class UpOptions:
     features: Mapping[str, int] | None = None
     # Where each node's log goes if bring-up fails, before the half-made cluster is removed.
     logs_on_failure: Path | None = None
+    # The nodes' data directories on the disk layer, with this name mode (clusters/disk_layer.py
+    # NAME_MODES); None: plain directories.
+    disk_layer: str | None = None
+    # With the layer: what has been pending this many seconds becomes durable, as a kernel's
+    # writeback would make it (None: only an fsync does).
+    disk_writeback_s: float | None = None
 
 
 @runtime_checkable

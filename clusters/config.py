@@ -273,9 +273,12 @@ def feature_options(features: dict[str, int] | None) -> list[str]:
 def _entrypoint(node: NodeSpec, main: list[str], prepare: str, layout: Layout) -> str:
     # The JVM must be PID 1 (exec) so that signals sent to the container reach Kafka itself;
     # on a host, the pid its supervisor started, for the same reason.
-    env = layout.faketime_env
+    # The disk layer (clusters/disk_layer.py), when the node has its script, is mounted before
+    # anything touches the data directory.
+    env, disk = layout.faketime_env, layout.disk_layer_script
     return f"""#!/bin/sh
 set -e
+if [ -f {disk} ]; then . {disk}; fi
 {prepare}
 if [ -f {env} ]; then . {env}; fi
 exec {shlex.join(main)}

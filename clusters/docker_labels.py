@@ -15,6 +15,7 @@ import docker
 import docker.errors
 
 from clusters.cluster import ClusterInfo
+from clusters.disk_layer import DOCKER_LABEL
 from clusters.docker_node import DockerNode
 from clusters.errors import ClusterError
 from clusters.kafka_dist import KafkaDist, ensure_dist, load_dist
@@ -94,6 +95,7 @@ class LabelledCluster:
             version=first[f"{LABEL}.version"],
             timing=first[f"{LABEL}.timing"],
             cluster_id=first[f"{LABEL}.cluster-id"],
+            disk_layer=first.get(DOCKER_LABEL),
         )
 
     def node(self, spec: NodeSpec) -> DockerNode:

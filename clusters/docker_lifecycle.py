@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import docker
@@ -18,10 +19,12 @@ import docker.errors
 from clusters import config as node_config
 from clusters.cluster import ClusterInfo, UpOptions
 from clusters.collect import collect_cluster, keep_node_logs
+from clusters.disk_layer import DOCKER_LABEL, ensure_layer, mount_script
 from clusters.docker_labels import LABEL, LabelledCluster, container_name, network_name
 from clusters.errors import ClusterError
 from clusters.image import ensure_image
 from clusters.kafka_dist import KafkaDist, agents_dir, ensure_dist
+from clusters.layout import IMAGE_LAYOUT
 from clusters.migration import seed_cluster_id
 from clusters.readiness import log_tails, wait_ready
 from clusters.topology import NodeSpec, Topology, check_zookeeper_version
@@ -82,7 +85,12 @@ def up(
             f"Kafka {dist.version} has no ZooKeeper mode: topology {topo.kind} needs a 3.x version"
         )
     image = ensure_image(cluster.client, say=say)
-    info = ClusterInfo(topo, dist.version, timing, node_config.new_cluster_id())
+    disk = None
+    if options.disk_layer is not None:
+        disk = DiskOn(options.disk_layer, options.disk_writeback_s, ensure_layer(say=say))
+    info = ClusterInfo(
+        topo, dist.version, timing, node_config.new_cluster_id(), disk_layer=options.disk_layer
+    )
     _check_names_free(cluster, topo)
     try:
         _create_network(cluster, topo)
@@ -117,7 +125,9 @@ def up(
             with ThreadPoolExecutor(max_workers=len(wave)) as pool:
                 list(
                     pool.map(
-                        lambda n: _create_node(cluster, n, info, dist, image, configs[n.name]),
+                        lambda n: _create_node(
+                            cluster, n, info, dist, image, configs[n.name], disk
+                        ),
                         wave,
                     )
                 )
@@ -182,6 +192,7 @@ def _create_node(
     dist: KafkaDist,
     image: str,
     cfg: node_config.NodeConfig,
+    disk: DiskOn | None = None,
 ) -> None:
     api = cluster.client.api
     net = network_name(cluster.cluster)
@@ -198,15 +209,26 @@ def _create_node(
         f"{LABEL}.timing": info.timing,
         f"{LABEL}.cluster-id": info.cluster_id,
     }
+    binds = {
+        str(dist.home.parent): {"bind": node_config.DISTS_DIR, "mode": "ro"},
+        str(agents_dir()): {"bind": node_config.AGENTS_DIR, "mode": "ro"},
+    }
+    # Nemeses install iptables and tc rules inside the node's own network namespace.
+    caps = ["NET_ADMIN"]
+    extra: dict = {}
+    files = dict(cfg.files)
+    if disk is not None:
+        # The layer mounts FUSE inside the node's own mount namespace: nothing on this host
+        # is mounted, and the mount ends with the container.
+        labels[DOCKER_LABEL] = disk.names
+        binds[str(disk.program_dir)] = {"bind": IMAGE_LAYOUT.disk_dir, "mode": "ro"}
+        caps.append("SYS_ADMIN")
+        extra["devices"] = ["/dev/fuse:/dev/fuse:rwm"]
+        if _apparmor():
+            extra["security_opt"] = ["apparmor=unconfined"]  # its default profile denies mount
+        files[IMAGE_LAYOUT.disk_layer_script] = mount_script(n, disk.names, disk.writeback_s)
     host_config = api.create_host_config(
-        network_mode=net,
-        binds={
-            str(dist.home.parent): {"bind": node_config.DISTS_DIR, "mode": "ro"},
-            str(agents_dir()): {"bind": node_config.AGENTS_DIR, "mode": "ro"},
-        },
-        # Nemeses install iptables and tc rules inside the node's own network namespace.
-        cap_add=["NET_ADMIN"],
-        init=False,
+        network_mode=net, binds=binds, cap_add=caps, init=False, **extra
     )
     networking = api.create_networking_config(
         {net: api.create_endpoint_config(ipv4_address=n.ip, aliases=[n.name])}
@@ -221,5 +243,22 @@ def _create_node(
         networking_config=networking,
         stop_signal="SIGTERM",
     )
-    cluster.node(n).put_files(cfg.files)
+    cluster.node(n).put_files(files)
     api.start(created["Id"])
+
+
+@dataclass(frozen=True)
+class DiskOn:
+    """The disk layer for every node of a cluster: its name mode, its writeback and the
+    program's directory."""
+
+    names: str
+    writeback_s: float | None
+    program_dir: Path
+
+
+def _apparmor() -> bool:
+    try:
+        return Path("/sys/module/apparmor/parameters/enabled").read_text().strip() == "Y"
+    except OSError:
+        return False

@@ -19,6 +19,7 @@ import docker.errors
 
 from clusters.byteman import ListenerRules
 from clusters.capabilities import ExecResult
+from clusters.disk_layer import DOCKER_LABEL, backing_path
 from clusters.errors import ClusterError
 from clusters.topology import NodeSpec
 
@@ -112,6 +113,14 @@ class DockerNode(ListenerRules):
         if not self._container().put_archive("/", buf.getvalue()):
             raise ClusterError(f"node {self.name}: could not write {', '.join(files)}")
 
+    def _kept_at(self, container: Any, path: str) -> str:
+        """Where the node keeps `path`: on the disk layer, a path under its mountpoint is read
+        from the backing directory, which holds the same bytes and outlives the mount (a
+        stopped or killed node's mount is gone with its process)."""
+        if (container.labels or {}).get(DOCKER_LABEL) is None:
+            return path
+        return backing_path(self.spec, path)
+
     def get_file(self, path: str) -> bytes:
         tar = self._get_archive(path)
         member = next((m for m in tar.getmembers() if m.isfile()), None)
@@ -137,6 +146,7 @@ class DockerNode(ListenerRules):
         Docker and this process per run); a stopped one's directories are streamed whole and
         the rest read past, never held."""
         container = self._container()
+        paths = [self._kept_at(container, p) for p in paths]
         if container.status == "running":
             copied = self._copy_from_running(paths, dest, keep)
             if copied is not None:
@@ -200,8 +210,9 @@ class DockerNode(ListenerRules):
         return out
 
     def _get_archive(self, path: str) -> tarfile.TarFile:
+        container = self._container()
         try:
-            stream, _ = self._container().get_archive(path)
+            stream, _ = container.get_archive(self._kept_at(container, path))
         except docker.errors.NotFound:
             raise ClusterError(f"node {self.name}: no {path}") from None
         return tarfile.open(fileobj=io.BytesIO(b"".join(stream)))

@@ -15,9 +15,11 @@ import docker.errors
 from clusters.errors import ClusterError
 
 # chromium: headless, for the test that opens report.html as a person would
-# (tests/unit/checkers/test_report_browser.py).
+# (tests/unit/checkers/test_report_browser.py); g++ and libfuse3-dev build the disk layer
+# (clusters/disk_layer.py BUILD_PACKAGES).
 HOST_PACKAGES = (
     "docker.io", "iptables", "debootstrap", "maven", "openjdk-17-jre-headless", "tar", "chromium",
+    "g++", "libfuse3-dev",
 )  # fmt: skip
 DOCKERD_LOG = Path("/var/log/kchaos-dockerd.log")
 ENGINE_START_TIMEOUT_S = 60.0

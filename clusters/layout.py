@@ -22,6 +22,10 @@ class Layout:
     # another version's jars (same data, same id).
     dists_dir: str = "/opt/kafka/dists"
     agents_dir: str = "/opt/kchaos/agents"
+    # The disk layer's program (mounted read-only, like the agents) and its state: the backing
+    # directory, the trash of unlinks not yet durable, corruption's snapshots (docs/disk.md).
+    disk_dir: str = "/opt/kchaos/disk"
+    disk_state_dir: str = "/var/lib/kchaos-disk"
     # The device the node's cluster traffic leaves by (the packet nemesis shapes it).
     interface: str = "eth0"
     # Whether the node's network (its iptables chains and qdiscs) stays when its process exits:
@@ -37,6 +41,12 @@ class Layout:
     def faketime_offset(self) -> str:
         """The offset file libfaketime re-reads (the clock nemesis writes it)."""
         return f"{self.conf_dir}/faketime.rc"
+
+    @property
+    def disk_layer_script(self) -> str:
+        """When this file exists, the entrypoint runs it before anything touches the data
+        directory: it mounts the disk layer there (clusters/disk_layer.py)."""
+        return f"{self.conf_dir}/disk-layer.sh"
 
     @property
     def wipe_marker(self) -> str:

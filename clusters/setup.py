@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from clusters.disk_layer import PROGRAM, ensure_layer
 from clusters.engine import ensure_engine, ensure_packages, prove_engine
 from clusters.errors import ClusterError
 from clusters.image import ensure_image
@@ -30,6 +31,7 @@ def run_setup(versions: list[str], say: Callable[[str], None] = print) -> None:
     for requested in versions:
         dist = ensure_dist(requested)
         say(f"Kafka {dist.version} assembled from Maven Central in {dist.home}")
+    say(f"disk layer {ensure_layer(say=say) / PROGRAM}")
     tag = ensure_image(client, say=say)
     prove_engine(client, tag)
     say(f"node image {tag} runs containers")

@@ -251,6 +251,8 @@ class SshCluster:
             _check_same(topo, own)
         if own.migration:
             raise ClusterError("a migration topology is not supported on SSH hosts yet")
+        if options.disk_layer is not None:
+            raise ClusterError("the disk layer is not supported on SSH hosts yet")
         check_zookeeper_version(own.kind, version)
         if self.exists():
             raise ClusterError(

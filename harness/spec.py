@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from checkers.analyze.scenario import ScenarioTerms
+from clusters.disk_layer import MAX_WRITEBACK_S, NAME_MODES
 from clusters.errors import ClusterError
 from clusters.handles import DEFAULT_NAME
 from clusters.hold import name_problem
@@ -86,6 +87,11 @@ def _a_name(flag: str, value: Any) -> str | None:
 
 def _all_options() -> dict[str, Any]:
     return {o.name: o.default for o in STEP_OPTIONS + WORKLOAD_OPTIONS}
+
+
+def _names_disk(items: list[str]) -> bool:
+    """Whether a --nemesis list names the disk package (``disk``, ``disk:kind``, ``disk@t``)."""
+    return any(re.split(r"[:@]", item, maxsplit=1)[0] == "disk" for item in items or ())
 
 
 @dataclass
@@ -235,6 +241,32 @@ class RunSpec:
         help="Run on the hosts of this SSH inventory instead of Docker (docs/ssh.md): the "
         "cluster takes their name and topology.",
     )
+    # Every node's data directories on the disk layer (clusters/disk_layer.py, docs/disk.md),
+    # with the name mode it runs with; None: plain directories. Docker only.
+    disk_layer: str | None = option(
+        kind=str,
+        choices=NAME_MODES,
+        stored=AS_ASKED,
+        # The disk package's faults act on the layer: a new run naming it gets it.
+        fresh=lambda v: NAME_MODES[0] if _names_disk(v["nemesis"]) else None,
+        help="Run every node's data directories on kchaos's disk layer, which keeps what no "
+        "fsync made durable so that a power loss can drop it (docs/disk.md): journal (a "
+        "create, unlink or rename is durable at the next fsync of anything, as on ext4) or "
+        "strict (at an fsync of its directory, as POSIX says).",
+    )
+    # With the disk layer: the seconds after which what is pending becomes durable, as a
+    # kernel's writeback makes it; None: only an fsync does (the worst case).
+    disk_writeback: float | None = option(
+        kind=float,
+        stored=AS_ASKED,
+        applies_with=("disk_layer", NAME_MODES),
+        minimum=0,
+        maximum=MAX_WRITEBACK_S,
+        unit="seconds",
+        help="With the disk layer: what has been pending this many seconds becomes durable, "
+        "as a kernel's writeback (30 s on Linux) and a journal's commit make it; default: only "
+        "an fsync makes anything durable, the worst case (docs/disk.md).",
+    )
     # Every step family's and workload kind's options by name (steps/registry.py STEP_OPTIONS,
     # workloads/registry.py WORKLOAD_OPTIONS).
     options: dict[str, Any] = field(default_factory=_all_options)
@@ -286,6 +318,14 @@ class RunSpec:
     @property
     def quorum_mode(self) -> str:
         return self.quorum or STATIC
+
+    @property
+    def disk_layer_mode(self) -> str | None:
+        """The disk layer the cluster runs on: the option's, else journal where the disk
+        package's faults need one (a spec made in code, which no fresh value filled in)."""
+        if self.disk_layer is None and _names_disk(self.nemesis):
+            return NAME_MODES[0]
+        return self.disk_layer
 
 
 # The harness's options, then every step family's, then every workload kind's: the command
@@ -517,6 +557,9 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
         # Controller membership steps re-provision a controller the way the node image takes
         # it (steps/quorum_steps.py).
         raise SpecError("--quorum dynamic and static-to-dynamic are not supported on SSH hosts yet")
+    if values.get("disk_layer") is not None:
+        # The layer is mounted from the program Docker's nodes mount (clusters/disk_layer.py).
+        raise SpecError("--disk-layer is not supported on SSH hosts yet")
     return out
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from nemesis.api import TARGET_MEANINGS, Nemesis
 from nemesis.clock import ClockNemesis
+from nemesis.disk import DiskNemesis
 from nemesis.errors import NemesisError
 from nemesis.jvm import JvmNemesis
 from nemesis.menu import PARTITION_LEADER, SELECTOR_PARAM, SELECTOR_PARAM_MEANING, Menu
@@ -20,11 +21,13 @@ NEMESES: dict[str, type] = {
     "clock": ClockNemesis,
     "packet": PacketNemesis,
     "jvm": JvmNemesis,
+    "disk": DiskNemesis,
 }
 # The order healing undoes faults in: a stopped or exited JVM first (later steps exec in nodes
-# and restart them; a stopped JVM's rule listener cannot answer), the clock last, since removing
-# libfaketime restarts the node.
-HEAL_ORDER = ("pause", "kill", "jvm", "partition", "packet", "clock")
+# and restart them; a stopped JVM's rule listener cannot answer; a JVM on a disk that lost
+# power is killed before the exited are started), the clock last, since removing libfaketime
+# restarts the node.
+HEAL_ORDER = ("pause", "disk", "kill", "jvm", "partition", "packet", "clock")
 
 # What each package offers a plan; every package class carries its module's menu.
 MENUS: dict[str, Menu] = {name: cls.menu for name, cls in NEMESES.items()}

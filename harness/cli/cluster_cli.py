@@ -16,6 +16,7 @@ from rich import box
 from rich.table import Table
 
 from clusters.cluster import ClusterHandle, UpOptions
+from clusters.disk_layer import MAX_WRITEBACK_S, NAME_MODES
 from clusters.errors import ClusterError
 from clusters.handles import DEFAULT_NAME, list_clusters, open_cluster
 from clusters.hold import Holder, check_name, holding, note_forced_removal
@@ -154,6 +155,20 @@ def _refuse_inapplicable(ctx: click.Context, topology: str) -> None:
 @click.option(
     "--no-wait", is_flag=True, help="Return once containers start, without waiting for readiness."
 )
+@click.option(
+    "--disk-layer",
+    type=click.Choice(NAME_MODES),
+    default=None,
+    help="Run the nodes' data directories on kchaos's disk layer (docs/disk.md) with this name "
+    "mode: journal (as ext4) or strict (as POSIX).",
+)
+@click.option(
+    "--disk-writeback",
+    type=click.FloatRange(0, MAX_WRITEBACK_S),
+    default=None,
+    help="With --disk-layer: what has been pending this many seconds becomes durable, as a "
+    "kernel's writeback makes it (default: only an fsync does).",
+)
 @force_option
 @hosts_option
 @accept_option
@@ -169,13 +184,18 @@ def up(
     subnet: str,
     heap_mb: int,
     no_wait: bool,
+    disk_layer: str | None,
+    disk_writeback: float | None,
     force: bool,
     hosts: Path | None,
     accept_new_host_keys: bool,
 ) -> None:
     """Creates a cluster and waits until it is ready (leader elected, brokers unfenced)."""
     on_hosts = _on_hosts(
-        ctx, hosts, accept_new_host_keys, ("name", "topology", "brokers", "zookeepers", "subnet")
+        ctx,
+        hosts,
+        accept_new_host_keys,
+        ("name", "topology", "brokers", "zookeepers", "subnet", "disk_layer", "disk_writeback"),
     )
     name = on_hosts.cluster if on_hosts is not None else name
     if on_hosts is None:
@@ -183,7 +203,16 @@ def up(
     if version is None:
         fixed = on_hosts.fixed_topology(None) if on_hosts is not None else None
         version = newest_line(fixed.kind if fixed is not None else topology)
-    options = UpOptions(version, timing=timing, heap_mb=heap_mb, wait=not no_wait)
+    if disk_writeback is not None and disk_layer is None:
+        raise click.UsageError("--disk-writeback goes with --disk-layer")
+    options = UpOptions(
+        version,
+        timing=timing,
+        heap_mb=heap_mb,
+        wait=not no_wait,
+        disk_layer=disk_layer,
+        disk_writeback_s=disk_writeback,
+    )
     started = time.monotonic()
     with holding(name, "kchaos cluster up", force, "bring it up anyway", say):
         # Docker's engine is reached only once the hold is taken, as before any other step.

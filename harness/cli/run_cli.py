@@ -99,7 +99,18 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Plan", ("spec_file", "replay_dir", "seed", "plan_only")),
     (
         "Cluster",
-        ("topology", "zookeepers", "version", "quorum", "timing", "cluster", "subnet", "hosts"),
+        (
+            "topology",
+            "zookeepers",
+            "version",
+            "quorum",
+            "timing",
+            "disk_layer",
+            "disk_writeback",
+            "cluster",
+            "subnet",
+            "hosts",
+        ),
     ),
     (
         "Workload",

@@ -236,6 +236,8 @@ class Run:
             # --txn-protocol: the transaction.version the storage is formatted with.
             features=self.workload_kind.format_features(self.plan.generator) or None,
             logs_on_failure=live.run_dir,
+            disk_layer=spec.disk_layer_mode,
+            disk_writeback_s=spec.disk_writeback,
         )
         info = live.cluster.up(topo, options, say=self.say)
         self.summary["kafka_version"] = info.version

@@ -7,6 +7,7 @@ import io
 import tarfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -130,6 +131,7 @@ class _ArchiveOnly:
     (Docker's stream does not align them with tar's blocks)."""
 
     status = "exited"
+    labels: ClassVar[dict[str, str]] = {}  # a node on plain directories (no disk layer)
 
     def __init__(self, files: dict[str, bytes], chunk: int) -> None:
         buf = io.BytesIO()

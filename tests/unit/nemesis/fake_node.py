@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from clusters.capabilities import ExecResult
 from clusters.topology import NodeSpec
 
@@ -19,6 +21,9 @@ class FakeNode:
         self.restarts = 0
         self.netem = True  # False: a kernel without CONFIG_NET_SCH_NETEM
         self.qdisc: list[str] = []
+        # The disk layer's state (clusters/disk_layer.py) when the node runs on it: whether it
+        # has power, and each file's bytes no fsync made durable.
+        self.disk: dict | None = None
 
     name = property(lambda self: self.spec.name)
     ip = property(lambda self: self.spec.ip)
@@ -85,7 +90,36 @@ class FakeNode:
             case ["tc", "qdisc", "del", *_]:
                 self.qdisc = []
                 return ok
+            case [program, "ctl", "--control", _, *words] if program.endswith("/kchaos-disk"):
+                return self._disk(words)
         raise AssertionError(f"unexpected command {cmd}")
+
+    def _disk(self, words: list[str]) -> ExecResult:
+        """The layer's control command: its one JSON line, as kchaos-disk prints it."""
+        if self.disk is None:
+            line = {"ok": False, "error": "no disk layer answers on /run/kchaos-disk.sock"}
+            return ExecResult(2, json.dumps(line), "")
+        pending: dict[str, int] = self.disk["pending"]
+        files = [{"path": p, "bytes": b, "written": b} for p, b in sorted(pending.items())]
+        match words:
+            case ["ping"]:
+                line = {"ok": True}
+            case ["status"]:
+                line = {"ok": True, "powered": self.disk["powered"], "files": files}
+            case ["drop"] if self.disk["powered"]:
+                self.disk = {"powered": False, "pending": {}}
+                total = sum(pending.values())
+                line = {
+                    "ok": True,
+                    "files": [{**f, "size_after": 0} for f in files],
+                    "dropped_bytes": total,
+                    "dropped_written": total,
+                    "names": [],
+                    "errors": 0,
+                }
+            case _:
+                line = {"ok": False, "error": f"cannot {' '.join(words)}"}
+        return ExecResult(0 if line["ok"] else 1, json.dumps(line), "")
 
     def is_running(self) -> bool:
         return self.running
@@ -97,6 +131,8 @@ class FakeNode:
         # A restarted container gets a fresh network namespace: no rules survive. The entrypoint
         # sources the faketime env file, if there is one, into the JVM's environment.
         self.running, self.stopped, self.chains, self.input_jumps = True, False, {}, []
+        if self.disk is not None:
+            self.disk = {"powered": True, "pending": {}}  # mounted again on what was kept
         env = self.files.get("/etc/kafka/faketime.env", "")
         self.environ = [line.removeprefix("export ") for line in env.splitlines()]
         self.restarts += 1
