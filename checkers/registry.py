@@ -32,7 +32,7 @@ from checkers.core.inputs import (
 )
 from checkers.families.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.families.cycles import find_cycles
-from checkers.families.data_log.check import check_data_log_ops
+from checkers.families.data_log.check import check_data_logs
 from checkers.families.features import check_features
 from checkers.families.fenced_acks import ACK_FS, fenced_acks
 from checkers.families.foreign import FOREIGN_FS, foreign_reads
@@ -193,14 +193,14 @@ class DataLogsChecker:
     def needs(self, inputs: RunInputs) -> Needs:
         if not inputs.has_dir(DATA_LOGS_DIR):
             return Needs()
-        return Needs(frozenset({HISTORY, DATA_LOGS}), fs=SENDS)
+        return Needs(frozenset({HISTORY, DATA_LOGS}))
 
     def check(self, inputs: RunInputs) -> CheckerResult:
         if not inputs.has_dir(DATA_LOGS_DIR):
             return CheckerResult()
         read = inputs.data_logs
         assert read is not None  # the directory is there
-        data = check_data_log_ops(read, inputs.op_table(fs=SENDS))
+        data = check_data_logs(read, inputs.sends)
         return CheckerResult(data.findings, data.notes, bool(data.logs))
 
 
@@ -241,6 +241,7 @@ class MetadataLogsChecker:
             observed,
             data.logs if data else None,
             _liveness(inputs),
+            inputs.sends if data and data.logs else None,
         )
         return CheckerResult(result.findings, result.notes, result.checked, result.stats)
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 from checkers.core.checker_result import CheckerResult
 from checkers.core.run_files import read_cluster, read_generator
 from checkers.families.data_log.check import DataLogRead, read_run_data
+from checkers.families.data_log.sends import Sends
 from checkers.families.metadata_log.check import MetadataLogRead, read_run_metadata
 from checkers.families.observer_samples import MetadataInput, observe_samples_from_ops
 from checkers.families.queue.arrays import ElemArrays
@@ -268,6 +269,13 @@ class RunInputs:
         wide = self._loaded().wide_ops
         column, values = ("f", fs) if fs else ("process", processes)
         return wide.filter(is_in(wide.column(column), list(values)))
+
+    @property
+    def sends(self) -> Sends:
+        """The history's sends as arrays (acknowledged writes, who sent each value), read
+        from its send element rows once, for the data-log checks."""
+        self._use(HISTORY)
+        return self._once(("sends",), lambda: Sends.from_parquet(self.parquet))
 
     @property
     def observed(self) -> MetadataInput:

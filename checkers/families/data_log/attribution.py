@@ -11,12 +11,14 @@ flight. A send found in no final log, or in batches of different epochs, is not 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from checkers.families.data_log.parse import Batch, DataLog
+import numpy as np
+
+from checkers.families.data_log.log import Batch, DataLog
+from checkers.families.data_log.sends import Sends, send_mops
 from checkers.families.metadata_log.parse import Record
 from checkers.families.metadata_log.rules import NO_LEADER_CHANGE
 
@@ -73,16 +75,6 @@ def partition_leaders(committed: list[Record], topic: str) -> dict[int, dict[int
     return out
 
 
-def send_mops(op: dict[str, Any]) -> list[list[Any]]:
-    """The send micro-ops of an op row (`value`, or `value_json` in columnar rows)."""
-    value = op.get("value")
-    if value is None and op.get("value_json") is not None:
-        value = json.loads(op["value_json"])
-    if not isinstance(value, list):
-        return []
-    return [m for m in value if isinstance(m, list) and len(m) == 3 and m[0] == "send"]
-
-
 def acked_writes(op: dict[str, Any]) -> list[tuple[int, int, int]]:
     """(key, offset, value) of an ok send/txn completion's sends whose offset is known."""
     out = []
@@ -93,46 +85,75 @@ def acked_writes(op: dict[str, Any]) -> list[tuple[int, int, int]]:
 
 
 def attribute(
-    sends: Iterable[dict[str, Any]],
+    sends: Sends | Iterable[dict[str, Any]],
     logs: dict[str, DataLog],
     leaders: dict[int, dict[int, Leadership]],
-    keep: Callable[[dict[str, Any]], bool] | None = None,
+    keep: Collection[int] | None = None,
 ) -> Attributions:
-    """`sends`: ok send/txn completions (`index`, `value` or `value_json`). Only the ops `keep`
-    accepts (every one, without it) have their attributions kept in `placed`; `n_placed`
-    counts them all."""
+    """`sends`: the history's sends (or ok send/txn completions as op rows). Only the ops in
+    `keep` (every one, without it) have their attributions kept in `placed`; `n_placed` counts
+    them all. Every acknowledged write is looked up in every log at once."""
+    if not isinstance(sends, Sends):
+        sends = Sends.from_rows(sends)
+    acked = sends.acked
+    op, key = sends.op[acked], sends.key[acked]
+    offset, value = sends.offset[acked], sends.value[acked]
+    n = len(acked)
+    # Over the logs holding the write: how many, their lowest and highest leader epoch, and
+    # the first of them (log order) with its batch row.
+    count = np.zeros(n, dtype=np.int64)
+    low = np.full(n, np.iinfo(np.int64).max)
+    high = np.full(n, np.iinfo(np.int64).min)
+    first_log = np.full(n, -1, dtype=np.int64)
+    first_row = np.full(n, -1, dtype=np.int64)
+    names = list(logs)
+    for li, log in enumerate(logs.values()):
+        rows = log.batches_at(key, offset)
+        there = log.holds(log.records_at(rows, offset), value)
+        epoch = log.leader_epoch[np.where(there, rows, 0)] if len(log) else np.zeros(n, int)
+        count += there
+        low = np.where(there, np.minimum(low, epoch), low)
+        high = np.where(there, np.maximum(high, epoch), high)
+        new = there & (first_log < 0)
+        first_log[new], first_row[new] = li, rows[new]
     result = Attributions({}, [], [])
-    ambiguous: list[str] = []
-    for op in sends:
-        placed = False
-        kept = keep is None or keep(op)
-        for key, offset, value in acked_writes(op):
-            held = [
-                b
-                for log in logs.values()
-                if (b := log.batch_at(key, offset)) is not None
-                and b.payloads.get(offset) == str(value)
-            ]
-            epochs = {b.leader_epoch for b in held}
-            if not held:
-                result.unplaced.append(op["index"])
-                continue
-            lead = leaders.get(key, {}).get(epochs.pop()) if len(epochs) == 1 else None
-            if lead is None:
-                shown = ", ".join(sorted(b.cite() for b in held))
-                ambiguous.append(f"op {op['index']} (key {key} offset {offset}): {shown}")
-                continue
-            placed = True
-            if kept:
-                result.placed.setdefault(op["index"], []).append(
-                    Attribution(op["index"], key, offset, value, held[0], lead)
-                )
-        result.n_placed += placed
-    if ambiguous:
+    result.unplaced = sorted(set(op[count == 0].tolist()))
+    one = (count > 0) & (low == high)
+    lead_of: dict[tuple[int, int], Leadership | None] = {}
+    for k, e in set(zip(key[one].tolist(), low[one].tolist(), strict=True)):
+        lead_of[(k, e)] = leaders.get(k, {}).get(e)
+    placed = np.zeros(n, dtype=bool)
+    for i in np.flatnonzero(one).tolist():
+        placed[i] = lead_of[(int(key[i]), int(low[i]))] is not None
+    result.n_placed = len(np.unique(op[placed]))
+    ambiguous = np.flatnonzero((count > 0) & ~placed)
+    if len(ambiguous):
+        shown = []
+        for i in ambiguous[:5].tolist():
+            k, o, v = int(key[i]), int(offset[i]), int(value[i])
+            cites = ", ".join(sorted(b.cite() for b in _holding(logs, k, o, v)))
+            shown.append(f"op {int(op[i])} (key {k} offset {o}): {cites}")
         result.notes.append(
             f"data logs: {len(ambiguous)} acknowledged writes not attributed to a leader "
             "(copies in different leader epochs, or an epoch the committed metadata log does "
-            "not name): " + "; ".join(ambiguous[:5]) + (" …" if len(ambiguous) > 5 else "")
+            "not name): " + "; ".join(shown) + (" …" if len(ambiguous) > 5 else "")
         )
-    result.unplaced = sorted(set(result.unplaced))
+    kept = placed if keep is None else placed & np.isin(op, np.fromiter(keep, np.int64))
+    for i in np.flatnonzero(kept).tolist():
+        lead = lead_of[(int(key[i]), int(low[i]))]
+        assert lead is not None
+        batch = logs[names[int(first_log[i])]].batch(int(first_row[i]))
+        result.placed.setdefault(int(op[i]), []).append(
+            Attribution(int(op[i]), int(key[i]), int(offset[i]), int(value[i]), batch, lead)
+        )
     return result
+
+
+def _holding(logs: dict[str, DataLog], key: int, offset: int, value: int) -> list[Batch]:
+    """The batches holding the value at the offset, one per log that does."""
+    out = []
+    for log in logs.values():
+        b = log.batch_at(key, offset)
+        if b is not None and b.payloads.get(offset) == str(value):
+            out.append(b)
+    return out

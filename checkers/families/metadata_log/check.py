@@ -14,14 +14,16 @@ import pyarrow.compute as pc
 from checkers.core.findings import Finding
 from checkers.core.run_files import read_cluster
 from checkers.families.data_log.attribution import attribute, partition_leaders
-from checkers.families.data_log.parse import DataLog
+from checkers.families.data_log.log import DataLog
+from checkers.families.data_log.sends import Sends
 from checkers.families.metadata_log.applied import applied_beyond_commit, unjudged_note
 from checkers.families.metadata_log.committed import committed_log, majority_bound, with_watermark
 from checkers.families.metadata_log.fencing import deposed_leader_writes
 from checkers.families.metadata_log.lease import (
     SESSION_TIMEOUT_MS,
-    in_lease_window,
     lease_violations,
+    lease_windows,
+    sends_within,
 )
 from checkers.families.metadata_log.liveness import LivenessInput, lease_liveness
 from checkers.families.metadata_log.observers import observer_divergence
@@ -102,10 +104,13 @@ def check_logs(
     observed: MetadataInput | None = None,
     data_logs: dict[str, DataLog] | None = None,
     liveness: LivenessInput | None = None,
+    acked: Sends | None = None,
 ) -> MetadataLogResult:
     """`logs`: the voters' decoded logs; `observers`: broker-only nodes' (never counted toward a
     majority); `observed`: the observer samples, for the brokers' applied offsets; `liveness`:
-    the fault, observer and controller-log evidence for the lease liveness rules (liveness.py)."""
+    the fault, observer and controller-log evidence for the lease liveness rules (liveness.py);
+    `acked`: the history's sends as arrays, for the data-log attribution (else read from
+    `sends`)."""
     result = MetadataLogResult()
     observers = dict(observers or {})
     nodes = cluster.get("nodes") or []
@@ -166,15 +171,16 @@ def check_logs(
     node_ids = {n["name"]: n["node_id"] for n in nodes if "name" in n and "node_id" in n}
     if sends and node_ids:
         attributed = None
+        # Only the sends inside some fence's window are judged, and only they keep their
+        # attribution: the rest are counted (a queue run has millions).
+        judged = sends_within(sends, lease_windows(committed, logs, timeout))
         topic = next((d.topic for d in (data_logs or {}).values() if d.topic), None)
         if data_logs and topic:
-            # Only the sends a lease rule may cite keep their attribution: the rest are
-            # counted (a queue run has millions).
             attributed = attribute(
-                sends,
+                acked if acked is not None else sends,
                 data_logs,
                 partition_leaders(committed, topic),
-                in_lease_window(committed, logs, timeout),
+                {op["index"] for op in judged},
             )
             result.notes += attributed.notes
             result.notes.append(
@@ -185,7 +191,7 @@ def check_logs(
         found, suspects = lease_violations(
             committed,
             logs,
-            sends,
+            judged,
             node_ids,
             timeout,
             corroborated_ops or set(),
@@ -234,6 +240,7 @@ def check_run_metadata(
     observed: MetadataInput | None = None,
     data_logs: dict[str, DataLog] | None = None,
     liveness: LivenessInput | None = None,
+    acked: Sends | None = None,
 ) -> MetadataLogResult | None:
     """None when the run has no `metadata/` directory; an unreadable log is one unknown finding."""
     read = read_run_metadata(run_dir)
@@ -241,7 +248,15 @@ def check_run_metadata(
         return None
     cluster = read_cluster(Path(run_dir))
     return check_read_metadata(
-        read, cluster, op_rows, high_watermark, corroborated_ops, observed, data_logs, liveness
+        read,
+        cluster,
+        op_rows,
+        high_watermark,
+        corroborated_ops,
+        observed,
+        data_logs,
+        liveness,
+        acked,
     )
 
 
@@ -254,6 +269,7 @@ def check_read_metadata(
     observed: MetadataInput | None = None,
     data_logs: dict[str, DataLog] | None = None,
     liveness: LivenessInput | None = None,
+    acked: Sends | None = None,
 ) -> MetadataLogResult:
     """check_logs over a run's logs as read (an unreadable log: one unknown finding);
     `cluster`: its cluster.json; `op_rows`: the send/txn op rows, every column, as dicts or
@@ -276,4 +292,5 @@ def check_read_metadata(
         observed,
         data_logs,
         liveness,
+        acked,
     )
