@@ -1,6 +1,9 @@
-"""The send-reading checkers read op rows as an Arrow table a batch at a time: the findings and
-notes are those of reading every row as a dict (the path they replaced, kept as the reference),
-on generated data logs and histories."""
+"""The data-log rules over arrays (checkers/families/data_log/) against the same rules as plain
+loops over batches and op rows (data_log_reference.py), on generated data logs and histories:
+the same stale batches, repeated records, marker epochs, acknowledged writes and attributions,
+so the same findings and notes; and the history's sends read from its columnar file as from its
+op rows. The lease rules read op rows as an Arrow table a batch at a time (checkers/scan/
+op_stream.py): their findings and notes are those of the rows read as dicts."""
 
 from __future__ import annotations
 
@@ -11,12 +14,22 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.families.data_log.check import DataLogRead, check_data_log_ops, check_data_logs
+from checkers.families.data_log.acks import acked_findings, scan_acked
+from checkers.families.data_log.attribution import attribute, partition_leaders
+from checkers.families.data_log.check import DataLogRead, check_data_logs
+from checkers.families.data_log.fencing import stale_batches, stale_findings, stale_values
 from checkers.families.data_log.parse import parse_data_log
+from checkers.families.data_log.protocol import marker_epochs
+from checkers.families.data_log.resent import appended_twice, resent_findings
+from checkers.families.data_log.sends import Sends
 from checkers.families.metadata_log.check import MetadataLogRead, check_read_metadata
+from checkers.families.metadata_log.committed import majority_bound
 from checkers.families.metadata_log.parse import parse_metadata_log
+from checkers.families.metadata_log.rules import committed_records
 from checkers.scan.op_stream import OpRows
-from history.columnar import SCHEMA
+from history.columnar import SCHEMA, write_parquet
+from history.reader import read_history
+from tests.unit.checkers import data_log_reference as ref
 from tests.unit.checkers import metalogs
 from tests.unit.checkers.datalogs import B, dump
 from tests.unit.checkers.metalogs import BASE_MS, CLUSTER, healthy, rec
@@ -55,13 +68,15 @@ def test_op_rows_are_to_pylist_a_batch_at_a_time():
     assert len(OpRows(table)) == 7 and not OpRows(table.slice(0, 0))
 
 
-# Data logs: generated batches on two brokers and sends acknowledged at generated offsets ------
+# Generated batches on two brokers and sends acknowledged at generated offsets -----------------
 _batch = st.one_of(
     st.builds(
-        lambda pid, pe, vs: B(pid, pe, values=tuple(vs)),
+        lambda pid, pe, vs, txn, seq: B(pid, pe, values=tuple(vs), txn=txn, seq=seq),
         st.sampled_from([-1, 7, 8]),
         st.integers(0, 2),
-        st.lists(st.integers(1, 12), min_size=1, max_size=3),
+        st.lists(st.integers(1, 14), min_size=1, max_size=3),
+        st.booleans(),
+        st.integers(-1, 3),
     ),
     st.builds(
         lambda pid, pe, m: B(pid, pe, marker=m),
@@ -71,50 +86,115 @@ _batch = st.one_of(
     ),
 )
 _partition = st.lists(_batch, max_size=6)
-# value, offset acknowledged (or none), outcome, f, process, whether the completion is recorded
+# offset acknowledged, outcome, f, process, whether the completion is recorded
 _send = st.tuples(
-    st.integers(1, 14),
     st.integers(0, 12),
     st.sampled_from(["ok", "ok", "fail", "info"]),
     st.sampled_from(["send", "txn"]),
     st.integers(0, 2),
     st.booleans(),
 )
+HEADER = {"kchaos_history": 1, "run": "r", "started_wall": 0.0}
 
 
-def _history(sends: list[tuple]) -> list[dict]:
+def _history(sends: list[tuple], values: list[int]) -> list[dict]:
+    """A history as kchaos writes one: each value sent once, each process's ops one after
+    another (its last one may never complete)."""
     rows: list[dict] = []
-    pending = []
-    for value, offset, outcome, f, process, completes in sends:
+    open_: dict[int, int] = {}  # process -> its invocation still open
+    for value, (offset, outcome, f, process, completes) in zip(values, sends, strict=False):
+        if process in open_:
+            continue  # a process invokes again only once its last op completed
         key = value % 2
         inv = len(rows)
-        rows.append({"index": inv, "type": "invoke", "f": f, "process": process,
+        rows.append({"index": inv, "time": inv, "type": "invoke", "f": f, "process": process,
                      "value": [["send", key, value]], "wall": 100.0 + inv})  # fmt: skip
-        if completes:
-            pending.append((inv, key, value, offset, outcome, f, process))
-    for inv, key, value, offset, outcome, f, process in pending:
+        if not completes:
+            open_[process] = inv
+            continue
         ov = [offset, value] if outcome == "ok" else value
-        rows.append({"index": len(rows), "invoke_index": inv, "type": outcome, "f": f,
-                     "process": process, "value": [["send", key, ov]],
+        rows.append({"index": len(rows), "time": len(rows), "invoke_index": inv, "type": outcome,
+                     "f": f, "process": process, "value": [["send", key, ov]],
                      "wall": 200.0 + len(rows)})  # fmt: skip
     return rows
+
+
+_histories = st.tuples(
+    st.lists(_send, max_size=12),
+    st.lists(st.integers(1, 16), unique=True, min_size=12, max_size=12),
+)
+
+
+def _reference(read: DataLogRead, rows: list[dict]) -> tuple[list, list]:
+    """The data-log checks composed of the reference rules, worded as the checker words them."""
+    logs_ = read.logs
+    sends = Sends.from_rows(rows)
+    stale = ref.stale_batches(logs_)
+    twice = ref.appended_twice(logs_)
+    op_of_value = sends.ops_of(stale_values(stale) | {v for _, v, _ in twice})
+    findings = stale_findings(stale, op_of_value) + resent_findings(twice, op_of_value)
+    found, notes = acked_findings(ref.scan_acked(logs_, rows), logs_, sends)
+    return findings + found, notes
 
 
 @settings(max_examples=300, deadline=None)
 @given(
     st.dictionaries(st.integers(0, 1), _partition, max_size=2),
     st.dictionaries(st.integers(0, 1), _partition, max_size=2),
-    st.lists(_send, max_size=12),
+    _histories,
 )
-def test_data_logs_from_a_table_are_the_rows_as_dicts(n1, n2, sends):
+def test_the_rules_over_arrays_are_the_reference_loops(n1, n2, history):
+    rows = _history(*history)
     read = DataLogRead(logs(n1=n1, n2=n2))
-    table = as_table(_history(sends))
-    old = check_data_logs(read, table.to_pylist())  # what RunInputs.op_rows answered
-    new = check_data_log_ops(read, table)
-    assert new.findings == old.findings and new.notes == old.notes
+    sends = Sends.from_rows(rows)
+
+    def cites(stale):
+        return [(s.cite(), p.cite(), [c.cite() for c in cs]) for s, p, cs in stale]
+
+    assert cites(stale_batches(read.logs)) == cites(ref.stale_batches(read.logs))
+    twice = [
+        (k, v, [(c.offset, c.batch.cite()) for c in cs]) for k, v, cs in appended_twice(read.logs)
+    ]
+    assert twice == [
+        (k, v, [(c.offset, c.batch.cite()) for c in cs])
+        for k, v, cs in ref.appended_twice(read.logs)
+    ]
+    assert marker_epochs(read.logs) == ref.marker_epochs(read.logs)
+    scan, expected = scan_acked(read.logs, sends), ref.scan_acked(read.logs, rows)
+    assert scan.moved == expected.moved
+    assert [(s.op.index, s.key, s.offset, s.value, s.held) for s in scan.suspects] == [
+        (s.op.index, s.key, s.offset, s.value, s.held) for s in expected.suspects
+    ]
+    result = check_data_logs(read, rows)
+    findings, notes = _reference(read, rows)
+    assert result.findings == findings and notes == [
+        n for n in result.notes if "acknowledged values held" in n
+    ]
 
 
-def test_a_finding_names_the_same_ops_from_a_table():
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 1), _partition, max_size=2),
+    _histories,
+)
+def test_sends_read_from_the_columnar_history_are_those_of_its_op_rows(
+    tmp_path_factory, n1, history
+):
+    rows = _history(*history)
+    path = tmp_path_factory.mktemp("h") / "history.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [HEADER, *rows]))
+    parquet = write_parquet(read_history(path), path.with_suffix(".parquet"))
+    from_file, from_rows = Sends.from_parquet(parquet), Sends.from_rows(rows)
+    acked = lambda s: sorted(zip(*(a[s.acked].tolist() for a in (s.op, s.key, s.offset, s.value))))  # noqa: E731
+    assert acked(from_file) == acked(from_rows)
+    for v in history[1]:
+        assert from_file.op_of(v) == from_rows.op_of(v)
+    read = DataLogRead(logs(n1=n1, n2=n1))
+    a, b = check_data_logs(read, from_file), check_data_logs(read, from_rows)
+    assert a.findings == b.findings and a.notes == b.notes
+
+
+def test_a_finding_names_the_same_ops_as_the_reference():
     # tests/unit/checkers/test_data_log.py's real 4.1.2 case: an ack at an aborted batch's offset
     reused = [
         B(1000, 0, values=(1000060,)),
@@ -136,15 +216,14 @@ def test_a_finding_names_the_same_ops_from_a_table():
         {"index": 21, "type": "ok", "f": "send", "process": 2, "invoke_index": 20,
          "value": [["send", 5, [1, 2000113]]]},
     ]  # fmt: skip
-    table = as_table(rows)
-    old = check_data_logs(read, table.to_pylist())
-    new = check_data_log_ops(read, table)
+    new = check_data_logs(read, rows)
     assert sorted(f.kind for f in new.findings) == [
         "acked-offset-holds-other-write",
         "fenced-producer-write",
     ]
     assert [f.ops for f in new.findings] == [(8, 12), (21, 11)]
-    assert new.findings == old.findings and new.notes == old.notes
+    findings, _ = _reference(read, rows)
+    assert new.findings == findings
 
 
 # Metadata logs: lease violations attributed through the data logs -----------------------------
@@ -191,22 +270,26 @@ def test_metadata_logs_from_a_table_are_the_rows_as_dicts(sends, n2, n3, corrobo
     new = check_read_metadata(read, CLUSTER, table, *args)
     assert new.findings == old.findings and new.notes == old.notes
     assert new.stats == old.stats and new.checked == old.checked
+    committed = list(committed_records(meta, majority_bound(meta, 3).last))
+    leaders = partition_leaders(committed, "t")
+    for keep in (None, {1, 3}):
+        assert attribute(rows, data, leaders, keep) == ref.attribute(rows, data, leaders, keep)
 
 
 def test_attribution_keeps_only_what_it_is_asked_to_but_counts_every_op():
-    from checkers.families.data_log.attribution import attribute, partition_leaders
-    from checkers.families.metadata_log.committed import majority_bound
-    from checkers.families.metadata_log.rules import committed_records
-
     h = [*healthy(), (2, FENCE), (2, rec("NO_OP_RECORD"))]
     meta = {n: parse_metadata_log(metalogs.dump(h), n) for n in ("n1", "n2")}
     committed = list(committed_records(meta, majority_bound(meta, 3).last))
     data = logs(n2={0: [B(9, 0, values=(5,)), B(9, 0, values=(6,)), B(9, 0, values=(7,))]})
     sends = [
-        {"index": i, "type": "ok", "value": [["send", 0, [i, v]]]} for i, v in enumerate((5, 6, 9))
+        {"index": i, "type": "ok", "f": "send", "value": [["send", 0, [i, v]]]}
+        for i, v in enumerate((5, 6, 9))
     ]
     leaders = partition_leaders(committed, "t")
     every = attribute(sends, data, leaders)
-    some = attribute(sends, data, leaders, keep=lambda op: op["index"] == 1)
+    some = attribute(sends, data, leaders, keep={1})
     assert every.n_placed == len(every.placed) == some.n_placed == 2
     assert some.placed == {1: every.placed[1]} and some.unplaced == every.unplaced == [2]
+    assert every == ref.attribute(sends, data, leaders) and some == ref.attribute(
+        sends, data, leaders, {1}
+    )
