@@ -8,7 +8,6 @@ the new one. Each (release, rewritten source) is compiled once into the cache be
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import shutil
@@ -54,16 +53,18 @@ def source_for(dist: KafkaDist, source: Path) -> str:
 
 
 def compiled_tool(dist: KafkaDist, source: Path) -> Path:
-    """The directory holding `source`'s classes for `dist`, compiled on first use."""
+    """A jar of `source`'s classes for `dist`, compiled on first use. A jar, not a directory:
+    a JVM archiving its classes for the next start (ClassArchive) refuses a directory on its
+    class path."""
     text = source_for(dist, source)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    out = dist.home / "kchaos-tools" / f"{source.stem}-{digest}"
-    if (out / f"{source.stem}.class").exists():
-        return out
+    jar = dist.home / "kchaos-tools" / f"{source.stem}-{digest}.jar"
+    if jar.is_file():
+        return jar
     javac = shutil.which("javac")
     if javac is None:
         raise JavaToolError(f"{source.stem} needs javac (a JDK 17) on the PATH")
-    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+    tmp = jar.with_name(f"{jar.stem}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "src").mkdir(parents=True)
     src = tmp / "src" / source.name
@@ -81,11 +82,15 @@ def compiled_tool(dist: KafkaDist, source: Path) -> Path:
             f"{source.stem} did not compile against Kafka {dist.version}: " + " | ".join(tail)
         )
     shutil.rmtree(tmp / "src")
-    with contextlib.suppress(OSError):
-        tmp.rename(out)  # another process may have won the race; its classes are the same
+    partial = tmp / jar.name
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
+        for cls in sorted(tmp.rglob("*.class")):
+            zf.write(cls, cls.relative_to(tmp).as_posix())
+    # Another process may have won the race: its classes are the same.
+    partial.replace(jar)
     shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return jar
 
 
-def tool_classpath(dist: KafkaDist, classes: Path) -> str:
-    return f"{classes}{os.pathsep}{dist.host_classpath()}"
+def tool_classpath(dist: KafkaDist, jar: Path) -> str:
+    return f"{jar}{os.pathsep}{dist.host_classpath()}"

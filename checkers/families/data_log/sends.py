@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from history.columnar import element_row_groups, read_element_row_group
+from history.format import is_int64
 
 # The element columns read (history/columnar.py SCHEMA).
 COLUMNS = ("index", "type", "process", "key", "offset", "value")
@@ -143,7 +144,7 @@ class Sends:
                 end = done.get(r["index"])
                 index, typ = (r["index"], "info") if end is None else (end["index"], end["type"])
                 for _, key, v in send_mops(r):
-                    if isinstance(v, int) and not isinstance(v, bool):
+                    if is_int64(v):
                         out.append((index, typ, _proc(end or r), key, -1, v))
         type_names = sorted({t for _, t, *_ in out})
         proc_names = sorted({p for _, _, p, *_ in out}, key=str)
@@ -170,11 +171,7 @@ def send_mops(op: dict[str, Any]) -> list[list[Any]]:
 
 
 def _is_pair(ov: Any) -> bool:
-    return (
-        isinstance(ov, list)
-        and len(ov) == 2
-        and all(isinstance(x, int) and not isinstance(x, bool) for x in ov)
-    )
+    return isinstance(ov, list) and len(ov) == 2 and all(is_int64(x) for x in ov)
 
 
 def _proc(row: dict[str, Any]) -> str | None:

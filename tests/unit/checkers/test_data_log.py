@@ -73,7 +73,11 @@ def test_a_batchs_payloads_answer_as_a_dict_of_its_record_lines(records):
     assert dict(batch.payloads.items()) == expected and len(batch.payloads) == 41
     for o in range(-2, 45):
         assert batch.payloads.get(o) == expected.get(o)
-    values = {o: int(v) for o, v in expected.items() if str(int(v, 10) if v.lstrip("-").isdigit() else "x") == v}
+    values = {
+        o: int(v)
+        for o, v in expected.items()
+        if str(int(v, 10) if v.lstrip("-").isdigit() else "x") == v
+    }
     assert {o: int(log.values[log.first[0] + i]) for i, o in enumerate(log.offsets.tolist())
             if o in values} == values  # fmt: skip
 
@@ -90,9 +94,9 @@ def test_a_log_read_from_its_file_a_line_at_a_time_is_the_log_of_its_text(tmp_pa
     assert streamed.batches.tobytes() == whole.batches.tobytes()
     assert list(streamed.offsets) == list(whole.offsets)
     assert list(streamed.values) == list(whole.values)
-    assert {p: [(b.cite(), dict(b.payloads)) for b in bs] for p, bs in streamed.partitions.items()} == {
-        p: [(b.cite(), dict(b.payloads)) for b in bs] for p, bs in whole.partitions.items()
-    }
+    assert {
+        p: [(b.cite(), dict(b.payloads)) for b in bs] for p, bs in streamed.partitions.items()
+    } == {p: [(b.cite(), dict(b.payloads)) for b in bs] for p, bs in whole.partitions.items()}
 
 
 def test_odd_line_is_one_clear_error():

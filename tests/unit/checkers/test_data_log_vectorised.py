@@ -185,13 +185,17 @@ def test_sends_read_from_the_columnar_history_are_those_of_its_op_rows(
     path.write_text("".join(json.dumps(r) + "\n" for r in [HEADER, *rows]))
     parquet = write_parquet(read_history(path), path.with_suffix(".parquet"))
     from_file, from_rows = Sends.from_parquet(parquet), Sends.from_rows(rows)
-    acked = lambda s: sorted(zip(*(a[s.acked].tolist() for a in (s.op, s.key, s.offset, s.value))))  # noqa: E731
-    assert acked(from_file) == acked(from_rows)
+    assert _acked(from_file) == _acked(from_rows)
     for v in history[1]:
         assert from_file.op_of(v) == from_rows.op_of(v)
     read = DataLogRead(logs(n1=n1, n2=n1))
     a, b = check_data_logs(read, from_file), check_data_logs(read, from_rows)
     assert a.findings == b.findings and a.notes == b.notes
+
+
+def _acked(s: Sends) -> list[tuple[int, ...]]:
+    cols = (a[s.acked].tolist() for a in (s.op, s.key, s.offset, s.value))
+    return sorted(zip(*cols, strict=True))
 
 
 def test_a_finding_names_the_same_ops_as_the_reference():
