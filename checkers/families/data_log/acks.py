@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from checkers.core.findings import Finding
-from checkers.families.data_log.log import Batch, DataLog, is_value_text
+from checkers.families.data_log.log import Batch, DataLog, distinct, is_value_text
 from checkers.families.data_log.sends import OpRef, Sends
 
 KIND = "acked-offset-holds-other-write"
+# Acknowledged writes looked up at a time: the lookups' temporaries stay a few tens of MB.
+CHUNK = 1 << 20
 RULE = (
     "an ok send was appended at the offset its acknowledgement gives (the queue's history "
     "contract); Kafka's UnifiedLog (3.9): \"if this is a client produce request, there will be "
@@ -69,22 +71,28 @@ def scan_acked(logs: dict[str, DataLog], sends: Sends) -> AckedScan:
     """Every acknowledged write looked up in every log at once. Skipped: one held by no log
     (not in the logs' range), or whose value, or a marker, a log holds at its offset."""
     acked = sends.acked
-    key, offset, value = sends.key[acked], sends.offset[acked], sends.value[acked]
-    held = np.zeros(len(acked), dtype=bool)
-    borne = np.zeros(len(acked), dtype=bool)
-    for log in logs.values():
-        rows = log.batches_at(key, offset)
-        records = log.records_at(rows, offset)
-        held |= rows >= 0
-        borne |= log.holds(records, value) | ((rows >= 0) & (records < 0))
+    unique = distinct(logs)  # a union over the logs: a log read again adds nothing
+    suspects = []
+    for lo in range(0, len(acked), CHUNK):
+        part = acked[lo : lo + CHUNK]
+        key, offset, value = sends.key[part], sends.offset[part], sends.value[part]
+        held = np.zeros(len(part), dtype=bool)
+        borne = np.zeros(len(part), dtype=bool)
+        for log in unique:
+            records, rows = log.locate(key, offset)
+            held |= rows >= 0
+            borne |= log.holds(records, value) | ((rows >= 0) & (records < 0))
+        suspects.append(lo + np.flatnonzero(held & ~borne))
     scan = AckedScan()
-    suspects = np.flatnonzero(held & ~borne)
+    suspects = np.concatenate(suspects) if suspects else np.zeros(0, np.int64)
     if not len(suspects):
         return scan
-    found_at = _offsets_of(logs, key[suspects], value[suspects])
-    for i in suspects.tolist():
+    rows = acked[suspects]
+    key, offset, value = sends.key[rows], sends.offset[rows], sends.value[rows]
+    found_at = _offsets_of(logs, key, value)
+    for i, row in enumerate(rows.tolist()):
         k, o, v = int(key[i]), int(offset[i]), int(value[i])
-        op = sends.ref(int(acked[i]))
+        op = sends.ref(row)
         elsewhere = found_at.get((k, v))
         if elsewhere:
             scan.moved.append(

@@ -17,10 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from checkers.families.data_log.log import Batch, DataLog
+from checkers.families.data_log.log import Batch, DataLog, distinct
 from checkers.families.data_log.sends import Sends, send_mops
 from checkers.families.metadata_log.parse import Record
 from checkers.families.metadata_log.rules import NO_LEADER_CHANGE
+
+# Acknowledged writes looked up at a time: the lookups' temporaries stay a few tens of MB.
+CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -92,59 +95,76 @@ def attribute(
 ) -> Attributions:
     """`sends`: the history's sends (or ok send/txn completions as op rows). Only the ops in
     `keep` (every one, without it) have their attributions kept in `placed`; `n_placed` counts
-    them all. Every acknowledged write is looked up in every log at once."""
+    them all. The acknowledged writes are looked up in every log CHUNK at a time, so that what
+    is held beside the logs is a chunk's arrays and the writes not attributed."""
     if not isinstance(sends, Sends):
         sends = Sends.from_rows(sends)
+    # Who led each (partition, epoch): the committed log's few leaderships, packed and sorted,
+    # so that a write's is one search.
+    lead_of = [lead for epochs in leaders.values() for lead in epochs.values()]
+    led = np.array(
+        [(p << 32) | (e & 0xFFFFFFFF) for p, epochs in leaders.items() for e in epochs],
+        dtype=np.int64,
+    )
+    by_led = np.argsort(led)
+    led = led[by_led]
+    kept_ops = None if keep is None else np.fromiter(keep, np.int64)
     acked = sends.acked
-    op, key = sends.op[acked], sends.key[acked]
-    offset, value = sends.offset[acked], sends.value[acked]
-    n = len(acked)
-    # Over the logs holding the write: how many, their lowest and highest leader epoch, and
-    # the first of them (log order) with its batch row.
-    count = np.zeros(n, dtype=np.int64)
-    low = np.full(n, np.iinfo(np.int64).max)
-    high = np.full(n, np.iinfo(np.int64).min)
-    first_log = np.full(n, -1, dtype=np.int64)
-    first_row = np.full(n, -1, dtype=np.int64)
-    names = list(logs)
-    for li, log in enumerate(logs.values()):
-        rows = log.batches_at(key, offset)
-        there = log.holds(log.records_at(rows, offset), value)
-        epoch = log.leader_epoch[np.where(there, rows, 0)] if len(log) else np.zeros(n, int)
-        count += there
-        low = np.where(there, np.minimum(low, epoch), low)
-        high = np.where(there, np.maximum(high, epoch), high)
-        new = there & (first_log < 0)
-        first_log[new], first_row[new] = li, rows[new]
+    # Whether some log holds a write, and in which epochs: a log holding an earlier one's
+    # batches and records again changes neither.
+    unique = distinct(logs)
     result = Attributions({}, [], [])
-    result.unplaced = sorted(set(op[count == 0].tolist()))
-    one = (count > 0) & (low == high)
-    lead_of: dict[tuple[int, int], Leadership | None] = {}
-    for k, e in set(zip(key[one].tolist(), low[one].tolist(), strict=True)):
-        lead_of[(k, e)] = leaders.get(k, {}).get(e)
-    placed = np.zeros(n, dtype=bool)
-    for i in np.flatnonzero(one).tolist():
-        placed[i] = lead_of[(int(key[i]), int(low[i]))] is not None
-    result.n_placed = len(np.unique(op[placed]))
-    ambiguous = np.flatnonzero((count > 0) & ~placed)
-    if len(ambiguous):
-        shown = []
-        for i in ambiguous[:5].tolist():
+    unplaced, ambiguous = [], []
+    n_ambiguous = 0
+    last_placed = None  # the last op counted in n_placed (ops come in history order)
+    for lo in range(0, len(acked), CHUNK):
+        rows_of = acked[lo : lo + CHUNK]
+        op, key = sends.op[rows_of], sends.key[rows_of]
+        offset, value = sends.offset[rows_of], sends.value[rows_of]
+        # Over the logs holding the write: how many, and their leader epochs (one or several).
+        count = np.zeros(len(op), dtype=np.int8)
+        epoch = np.zeros(len(op), dtype=np.int64)
+        mixed = np.zeros(len(op), dtype=bool)
+        for log in unique:
+            records, rows = log.locate(key, offset)
+            there = log.holds(records, value)
+            mine = log.leader_epoch[np.where(there, rows, 0)] if len(log) else epoch
+            mixed |= there & (count > 0) & (mine != epoch)
+            epoch = np.where(there & (count == 0), mine, epoch)
+            count += there
+        unplaced.append(op[count == 0])
+        wanted = (key << 32) | (epoch & 0xFFFFFFFF)
+        at = np.clip(np.searchsorted(led, wanted), 0, max(len(led) - 1, 0))
+        placed = (count > 0) & ~mixed
+        placed &= led[at] == wanted if len(led) else False
+        odd = np.flatnonzero((count > 0) & ~placed)
+        n_ambiguous += len(odd)
+        ambiguous += [(int(op[i]), int(key[i]), int(offset[i]), int(value[i])) for i in odd[:5]]
+        ops = op[placed]
+        if len(ops):
+            fresh = np.ones(len(ops), dtype=bool)
+            fresh[1:] = ops[1:] != ops[:-1]
+            fresh[0] = ops[0] != last_placed
+            result.n_placed += int(np.count_nonzero(fresh))
+            last_placed = ops[-1]
+        kept = placed if kept_ops is None else placed & np.isin(op, kept_ops)
+        for i in np.flatnonzero(kept).tolist():
             k, o, v = int(key[i]), int(offset[i]), int(value[i])
+            lead = lead_of[int(by_led[at[i]])]
+            batch = _holding(logs, k, o, v)[0]
+            result.placed.setdefault(int(op[i]), []).append(
+                Attribution(int(op[i]), k, o, v, batch, lead)
+            )
+    result.unplaced = sorted(set(np.concatenate(unplaced).tolist())) if unplaced else []
+    if n_ambiguous:
+        shown = []
+        for op_, k, o, v in ambiguous[:5]:
             cites = ", ".join(sorted(b.cite() for b in _holding(logs, k, o, v)))
-            shown.append(f"op {int(op[i])} (key {k} offset {o}): {cites}")
+            shown.append(f"op {op_} (key {k} offset {o}): {cites}")
         result.notes.append(
-            f"data logs: {len(ambiguous)} acknowledged writes not attributed to a leader "
+            f"data logs: {n_ambiguous} acknowledged writes not attributed to a leader "
             "(copies in different leader epochs, or an epoch the committed metadata log does "
-            "not name): " + "; ".join(shown) + (" …" if len(ambiguous) > 5 else "")
-        )
-    kept = placed if keep is None else placed & np.isin(op, np.fromiter(keep, np.int64))
-    for i in np.flatnonzero(kept).tolist():
-        lead = lead_of[(int(key[i]), int(low[i]))]
-        assert lead is not None
-        batch = logs[names[int(first_log[i])]].batch(int(first_row[i]))
-        result.placed.setdefault(int(op[i]), []).append(
-            Attribution(int(op[i]), int(key[i]), int(offset[i]), int(value[i]), batch, lead)
+            "not name): " + "; ".join(shown) + (" …" if n_ambiguous > 5 else "")
         )
     return result
 

@@ -203,6 +203,42 @@ class DataLog:
                 return r
         return -1
 
+    @cached_property
+    def _record_keys(self) -> np.ndarray | None:
+        """(partition, offset) of every data record packed as in `_keys`, when they ascend
+        (an ordered log whose batches' records ascend): one search then finds any record."""
+        if not self._ordered or not len(self.offsets):
+            return None
+        parts = np.repeat(self.partition.astype(np.int64), self.n)
+        keys = (parts << _SHIFT) | self.offsets
+        del parts
+        return keys if bool(np.all(keys[1:] > keys[:-1])) else None
+
+    def locate(self, partitions: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each (partition, offset): the row of the data record there (-1: none), and the
+        row of the first batch of the partition holding the offset (-1: none). A record is
+        found by one search over every record; only an offset holding none (a marker's, or
+        one past the log) is looked for among the batches."""
+        partitions = np.asarray(partitions, dtype=np.int64)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        keys = self._record_keys
+        if keys is None:
+            rows = self.batches_at(partitions, offsets)
+            return self.records_at(rows, offsets), rows
+        inside = (offsets >= 0) & (offsets < _MAX_OFFSET) & (partitions >= 0)
+        inside &= partitions < _MAX_PARTITION
+        q = np.where(inside, (partitions << _SHIFT) | np.where(inside, offsets, 0), -1)
+        at = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
+        hit = keys[at] == q
+        records = np.where(hit, at, -1)
+        # A record's batch: the last batch starting at or before it (a control batch holds no
+        # record, and starts where the next data batch's records do: it comes before that one).
+        rows = np.where(hit, np.searchsorted(self.first, at, side="right") - 1, -1)
+        miss = np.flatnonzero(~hit)
+        if len(miss):
+            rows[miss] = self.batches_at(partitions[miss], offsets[miss])
+        return records, rows
+
     def records_at(self, rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """For each (batch row, offset), the row of the batch's data record at the offset,
         or -1 (no batch, a control batch, or no record there)."""
@@ -429,3 +465,28 @@ def producer_groups(log: DataLog, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     starts = np.ones(len(order), dtype=bool)
     starts[1:] = (p[1:] != p[:-1]) | (pid[1:] != pid[:-1])
     return order, np.cumsum(starts) - 1
+
+
+# The batch fields a log's records and lookups depend on (not where a copy sits in its files).
+_CONTENT = [n for n in BATCH_DTYPE.names if n not in ("position", "segment", "pad")]
+
+
+def distinct(logs: dict[str, DataLog]) -> list[DataLog]:
+    """The logs, less each one whose batches and records are those of an earlier one: a
+    follower that caught up holds its leader's log again, and a pass whose result is the union
+    over the logs (or the first log's) need not read it twice."""
+    out: list[DataLog] = []
+    for log in logs.values():
+        if not any(_same(log, seen) for seen in out):
+            out.append(log)
+    return out
+
+
+def _same(a: DataLog, b: DataLog) -> bool:
+    if len(a) != len(b) or len(a.offsets) != len(b.offsets) or a.odd != b.odd:
+        return False
+    return (
+        all(np.array_equal(a.batches[f], b.batches[f]) for f in _CONTENT)
+        and np.array_equal(a.offsets, b.offsets)
+        and np.array_equal(a.values, b.values)
+    )

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from checkers.core.findings import Finding
-from checkers.families.data_log.log import ABORT, Batch, DataLog, producer_groups
+from checkers.families.data_log.log import ABORT, Batch, DataLog, distinct, producer_groups
 
 KIND = "record-appended-twice"
 RULE = (
@@ -48,8 +48,9 @@ def appended_twice(logs: dict[str, DataLog]) -> list[tuple[int, int, list[Copy]]
     its partition in some final log (the first log, by broker name, that shows it), copies in
     aborted transactions left out."""
     found: dict[tuple[int, int], list[Copy]] = {}
-    for node in sorted(logs):
-        log = logs[node]
+    # A log holding what an earlier one (by name) holds finds the same copies, the earlier
+    # log's kept.
+    for log in distinct({node: logs[node] for node in sorted(logs)}):
         for (key, value), copies in _repeats(log).items():
             found.setdefault((key, value), copies)
     return [(key, value, copies) for (key, value), copies in sorted(found.items())]
