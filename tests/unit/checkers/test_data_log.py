@@ -341,3 +341,48 @@ def test_markers_one_epoch_above_their_writes_are_transaction_version_2():
     # A marker whose writes are not in this log (truncated away) says nothing either way.
     assert marker_epochs(logs(n1={0: [B(9, 3, marker="COMMIT")]})) == (0, 0)
     assert protocol_note(logs(n1={0: [B(9, 3, values=(5,))]})) is None
+
+
+# Shown as a person reads it (kchaos data-log) ----------------------------------------------------
+def test_a_log_shown_reads_back_as_the_same_batches_and_records():
+    from checkers.families.data_log.show import show
+
+    parts = {
+        3: [B(7, 0, values=(1, 2), seq=4), B(7, 0, marker="COMMIT")],
+        1: [B(-1, -1, values=(5,), txn=False)],
+    }
+    log = parse_data_log(dump(parts), "n1")
+    again = parse_data_log("\n".join(show(log)) + "\n", "n1")
+    for name in again.batches.dtype.names:
+        if name != "segment":  # files are numbered as first named: partition order here
+            assert list(again.batches[name]) == list(log.batches[name]), name
+    assert [again.files[s] for s in again.batches["segment"]] == [
+        log.files[s] for s in log.batches["segment"]
+    ]
+    assert list(again.offsets) == list(log.offsets) and list(again.values) == list(log.values)
+    assert list(show(log, partition=3, offsets=(2, 9))) == [
+        "Dumping t-3/00000000000000000000.log",
+        "baseOffset: 2 lastOffset: 2 count: 1 baseSequence: 0 lastSequence: 0 producerId: 7 "
+        "producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: true "
+        "position: 0 CreateTime: 1795326812806 ",
+        "| offset: 2 CreateTime: 1795326812806 sequence: -1 endTxnMarker: COMMIT (a control "
+        "record)",
+    ]
+
+
+def test_kchaos_data_log_prints_a_brokers_batches_and_refuses_what_is_not_there(tmp_path):
+    from click.testing import CliRunner
+
+    from checkers.cli import data_log_command
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "n2.txt").write_text(dump({0: [B(7, 0, values=(41, 42))]}))
+    run = CliRunner().invoke(data_log_command, [str(tmp_path), "--offsets", "1"])
+    assert (
+        run.exit_code == 0
+        and "| offset: 1 CreateTime: 1795326812806 sequence: 1 payload: 42" in run.output
+    )
+    run = CliRunner().invoke(data_log_command, [str(tmp_path), "--broker", "n1"])
+    assert run.exit_code == 254 and "no such log (brokers: n2)" in run.output
+    run = CliRunner().invoke(data_log_command, [str(tmp_path), "--offsets", "x..y"])
+    assert run.exit_code == 2 and "an offset (120) or a range (100..140)" in run.output

@@ -285,3 +285,17 @@ def test_rows_that_do_not_fit_their_index_are_one_unknown_finding(tmp_path):
     assert "n1.records.bin: 32 bytes, 3 rows of 16 bytes expected" in str(read.error)
     result = check_data_logs(read, [])
     assert [(f.kind, f.unknown) for f in result.findings] == [("data-log-unreadable", True)]
+
+
+@needs_jdk
+def test_decoded_rows_shown_read_back_as_the_same_batches_and_records(tmp_path):
+    from checkers.families.data_log.show import show
+
+    parts = {0: GOOD[0], 2: [B(-1, -1, values=(5, "abc"), txn=False), B(8, 1, values=(6,))]}
+    log = read_decoded(_one(tmp_path, segment_spec(parts, under="n1-raw/")), "n1")
+    lines = list(show(log))
+    assert lines[0] == "Dumping data/n1-raw/t-0/00000000000000000000.log"
+    again = parse_data_log("\n".join(lines) + "\n", "n1")
+    for name in [*SAME, "position"]:
+        assert list(again.batches[name]) == list(log.batches[name]), name
+    assert list(again.offsets) == list(log.offsets) and again.odd == log.odd == {4: "abc"}
