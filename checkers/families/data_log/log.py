@@ -64,9 +64,10 @@ def is_value_text(text: str) -> bool:
     return -(1 << 63) < int(text) < (1 << 63)
 
 
-@dataclass
+@dataclass(eq=False)
 class DataLog:
-    """One broker's final logs of the queue topic (one topic per run)."""
+    """One broker's final logs of the queue topic (one topic per run). Compared by identity:
+    `distinct` says whether two hold the same batches and records."""
 
     node: str
     topic: str | None
