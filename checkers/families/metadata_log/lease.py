@@ -151,6 +151,9 @@ def sends_within(
     `invoke_wall` and `wall`) are picked by column, without a dict per send."""
     if not windows:
         return []
+    within = getattr(sends, "within", None)
+    if callable(within):  # read only now, and only what falls inside (check.SendRows)
+        return list(within(windows))
     table = getattr(sends, "table", None)
     if isinstance(table, pa.Table) and {"invoke_wall", "wall"} <= set(table.column_names):
         inv, done = (_walls(table.column(c)) for c in ("invoke_wall", "wall"))

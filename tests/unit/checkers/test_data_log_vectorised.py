@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,7 @@ from checkers.families.data_log.parse import parse_data_log
 from checkers.families.data_log.protocol import marker_epochs
 from checkers.families.data_log.resent import appended_twice, resent_findings
 from checkers.families.data_log.sends import Sends
-from checkers.families.metadata_log.check import MetadataLogRead, check_read_metadata
+from checkers.families.metadata_log.check import MetadataLogRead, SendRows, check_read_metadata
 from checkers.families.metadata_log.committed import majority_bound
 from checkers.families.metadata_log.parse import parse_metadata_log
 from checkers.families.metadata_log.rules import committed_records
@@ -249,7 +250,9 @@ _lease_send = st.tuples(
     st.lists(st.tuples(st.sampled_from([0, 0, 1]), st.sampled_from([5, 6])), max_size=3),
     st.frozensets(st.integers(0, 16)),
 )
-def test_metadata_logs_from_a_table_are_the_rows_as_dicts(sends, n2, n3, corroborated):
+def test_metadata_logs_from_a_table_are_the_rows_as_dicts(
+    tmp_path_factory, sends, n2, n3, corroborated
+):
     h = [*healthy(), (2, FENCE), (2, rec("NO_OP_RECORD"))]
     meta = {n: parse_metadata_log(metalogs.dump(h), n) for n in ("n1", "n2")}
     fence_ms = BASE_MS + 100 * (len(h) - 2)
@@ -274,6 +277,14 @@ def test_metadata_logs_from_a_table_are_the_rows_as_dicts(sends, n2, n3, corrobo
     new = check_read_metadata(read, CLUSTER, table, *args)
     assert new.findings == old.findings and new.notes == old.notes
     assert new.stats == old.stats and new.checked == old.checked
+    # Read from a columnar file only for the fence's window (SendRows), a row group at a time.
+    parquet = tmp_path_factory.mktemp("h") / "history.parquet"
+    op = pa.DictionaryArray.from_arrays(pa.array([0] * len(rows), pa.int32()), ["op"])
+    pq.write_table(table.add_column(0, "row", op), parquet, row_group_size=3)
+    # With the sends' element rows as arrays, as the registry gives them.
+    lazy = SendRows(parquet, any_ok=bool(rows))
+    lazy = check_read_metadata(read, CLUSTER, lazy, *args, None, Sends.from_rows(rows))
+    assert lazy.findings == old.findings and lazy.notes == old.notes
     committed = list(committed_records(meta, majority_bound(meta, 3).last))
     leaders = partition_leaders(committed, "t")
     for keep in (None, {1, 3}):
