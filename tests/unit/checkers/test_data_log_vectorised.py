@@ -308,3 +308,29 @@ def test_attribution_keeps_only_what_it_is_asked_to_but_counts_every_op():
     assert every == ref.attribute(sends, data, leaders) and some == ref.attribute(
         sends, data, leaders, {1}
     )
+
+
+def test_a_log_whose_batches_are_out_of_order_is_searched_batch_by_batch():
+    """No dump prints one, but a text may: batches of a partition not ascending (offsets 5,
+    then 0..1). The lookups fall back to a scan and agree with the reference."""
+    text = dump({0: [B(7, 0, values=(50,)), B(7, 0, values=(60, 61))]})
+    text = text.replace("baseOffset: 0 lastOffset: 0", "baseOffset: 5 lastOffset: 5")
+    text = text.replace("| offset: 0 ", "| offset: 5 ")
+    text = text.replace("baseOffset: 1 lastOffset: 2", "baseOffset: 0 lastOffset: 1")
+    text = text.replace("| offset: 1 ", "| offset: 0 ").replace("| offset: 2 ", "| offset: 1 ")
+    log = parse_data_log(text, "n1")
+    assert [(b.base, b.last) for b in log.partitions[0]] == [(5, 5), (0, 1)]
+    assert log.batch_at(0, 5) is log.partitions[0][0] and log.batch_at(0, 1) is log.partitions[0][1]
+    rows = [
+        {"index": 1, "invoke_index": 0, "type": "ok", "f": "send", "process": 0,
+         "value": [["send", 0, [o, v]]]}
+        for o, v in ((5, 50), (0, 61), (1, 70), (9, 1))
+    ]  # fmt: skip
+    read = DataLogRead({"n1": log})
+    scan, expected = scan_acked(read.logs, Sends.from_rows(rows)), ref.scan_acked(read.logs, rows)
+    assert (
+        [(s.offset, s.value) for s in scan.suspects]
+        == [(s.offset, s.value) for s in expected.suspects]
+        == [(0, 61), (1, 70)]
+    )
+    assert scan.moved == expected.moved
