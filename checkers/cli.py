@@ -156,5 +156,44 @@ def check_command(history: str, spark_master: str | None, engine: str) -> None:
     sys.exit(verdict.exit_code)
 
 
+def _offsets(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    first, _, last = text.partition("..")
+    try:
+        return int(first), int(last or first)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: an offset (120) or a range (100..140)") from None
+
+
+@click.command("data-log")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--broker", help="One broker's log (default: every broker's).")
+@click.option("--partition", type=int, help="One partition of the queue topic.")
+@click.option("--offsets", help="The batches holding an offset (120) or overlapping a range.")
+def data_log_command(
+    run_dir: str, broker: str | None, partition: int | None, offsets: str | None
+) -> None:
+    """Print a run's data logs (data/) as DumpLogSegments does: the batches a data-log finding
+    cites, from the decoded rows the checks read (docs/history.md, "Files beside the history")."""
+    from checkers.families.data_log.parse import DataLogError, read_data_logs
+    from checkers.families.data_log.show import show
+
+    wanted = _offsets(offsets)
+    try:
+        logs = read_data_logs(Path(run_dir) / "data")
+    except DataLogError as e:
+        click.echo(f"kchaos data-log: {e}", err=True)
+        sys.exit(BAD_INPUT_EXIT)
+    if not logs or (broker is not None and broker not in logs):
+        have = ", ".join(logs) or "none"
+        click.echo(f"kchaos data-log: {run_dir}/data holds no such log (brokers: {have})", err=True)
+        sys.exit(BAD_INPUT_EXIT)
+    for name, log in logs.items():
+        if broker is None or name == broker:
+            for line in show(log, partition, wanted):
+                click.echo(line)
+
+
 if __name__ == "__main__":
     check_command()

@@ -32,7 +32,7 @@ from checkers.core.inputs import (
 )
 from checkers.families.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.families.cycles import find_cycles
-from checkers.families.data_log.check import check_data_log_ops
+from checkers.families.data_log.check import check_data_logs
 from checkers.families.features import check_features
 from checkers.families.fenced_acks import ACK_FS, fenced_acks
 from checkers.families.foreign import FOREIGN_FS, foreign_reads
@@ -67,7 +67,6 @@ from history.format import (
     idempotent_producers,
 )
 
-SENDS = ("send", "txn")
 # The lease liveness rules' ops (metadata_log/liveness.py): faults, steps and observer samples.
 LIVENESS_PROCESSES = (NEMESIS, OBSERVER, UPGRADE, MIGRATION)
 SUBSCRIBE_NOTE = "consumers subscribe: poll-skip and nonmonotonic-poll are tolerated"
@@ -193,14 +192,14 @@ class DataLogsChecker:
     def needs(self, inputs: RunInputs) -> Needs:
         if not inputs.has_dir(DATA_LOGS_DIR):
             return Needs()
-        return Needs(frozenset({HISTORY, DATA_LOGS}), fs=SENDS)
+        return Needs(frozenset({HISTORY, DATA_LOGS}))
 
     def check(self, inputs: RunInputs) -> CheckerResult:
         if not inputs.has_dir(DATA_LOGS_DIR):
             return CheckerResult()
         read = inputs.data_logs
         assert read is not None  # the directory is there
-        data = check_data_log_ops(read, inputs.op_table(fs=SENDS))
+        data = check_data_logs(read, inputs.sends)
         return CheckerResult(data.findings, data.notes, bool(data.logs))
 
 
@@ -216,7 +215,9 @@ class MetadataLogsChecker:
         if not inputs.has_dir(METADATA_DIR):
             return Needs(frozenset({OBSERVED}))
         reads = {HISTORY, OBSERVED, CLUSTER, METADATA_LOGS, DATA_LOGS, PLAN, BROKER_LOGS}
-        return Needs(frozenset(reads), fs=SENDS, processes=LIVENESS_PROCESSES, after=("queue",))
+        # The sends: those inside a fence's window (inputs.send_rows, read only then) and, for
+        # the attribution, their element rows as arrays (inputs.sends): none read whole.
+        return Needs(frozenset(reads), processes=LIVENESS_PROCESSES, after=("queue",))
 
     def check(self, inputs: RunInputs) -> CheckerResult:
         observed = inputs.observed
@@ -232,15 +233,17 @@ class MetadataLogsChecker:
         queue = inputs.result("queue").findings
         failing = {i for f in queue if f.tolerated is None and not f.unknown for i in f.ops}
         data = inputs.data_logs
+        acked = inputs.sends if data and data.logs else None
         result = check_read_metadata(
             read,
             inputs.cluster,
-            inputs.op_table(fs=SENDS),
+            inputs.send_rows(any_ok=acked is None or len(acked.acked) > 0),
             _highest_watermark(observed),
             failing,
             observed,
             data.logs if data else None,
             _liveness(inputs),
+            acked,
         )
         return CheckerResult(result.findings, result.notes, result.checked, result.stats)
 

@@ -189,25 +189,29 @@ class DockerNode(ListenerRules):
         wanted = {f: f.parent.name for f in files if keep(f.name)}
         if not wanted:
             return []
+        # The tar is streamed from the exec's frames, never held: exec_run(demux=True) joins
+        # the frames with `bytes +=`, quadratic, which took 43 s for one broker's 68 MB of
+        # data-log segments.
+        api = self.client.api
+        cmd = ["tar", "-cf", "-", "-C", "/", *(str(f).lstrip("/") for f in wanted)]
+        out: list[Path] = []
         try:
-            result = self._container().exec_run(
-                ["tar", "-cf", "-", "-C", "/", *(str(f).lstrip("/") for f in wanted)], demux=True
-            )
-        except docker.errors.APIError:
+            exec_id = api.exec_create(self._container().id, cmd)["Id"]
+            frames = api.exec_start(exec_id, stream=True, demux=True)
+            stdout = (chunk for chunk, _ in frames if chunk)
+            reader = io.BufferedReader(_ChunkReader(stdout), _ARCHIVE_CHUNK)
+            with tarfile.open(fileobj=reader, mode="r|", bufsize=_ARCHIVE_CHUNK) as tar:
+                for member in tar:
+                    path = PurePosixPath("/", member.name)
+                    if not member.isfile() or path not in wanted:
+                        continue
+                    member.name = f"{wanted[path]}/{path.name}"
+                    tar.extract(member, dest, filter="data")
+                    out.append(dest / member.name)
+            code = api.exec_inspect(exec_id).get("ExitCode")
+        except (docker.errors.APIError, tarfile.TarError):
             return None
-        stdout = result.output[0] if result.output else None
-        if result.exit_code != 0 or not stdout:
-            return None
-        out = []
-        with tarfile.open(fileobj=io.BytesIO(stdout)) as tar:
-            for member in tar:
-                path = PurePosixPath("/", member.name)
-                if not member.isfile() or path not in wanted:
-                    continue
-                member.name = f"{wanted[path]}/{path.name}"
-                tar.extract(member, dest, filter="data")
-                out.append(dest / member.name)
-        return out
+        return out if code == 0 and out else None
 
     def _get_archive(self, path: str) -> tarfile.TarFile:
         container = self._container()

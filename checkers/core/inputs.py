@@ -24,7 +24,12 @@ import pyarrow as pa
 from checkers.core.checker_result import CheckerResult
 from checkers.core.run_files import read_cluster, read_generator
 from checkers.families.data_log.check import DataLogRead, read_run_data
-from checkers.families.metadata_log.check import MetadataLogRead, read_run_metadata
+from checkers.families.data_log.sends import Sends
+from checkers.families.metadata_log.check import (
+    MetadataLogRead,
+    SendRows,
+    read_run_metadata,
+)
 from checkers.families.observer_samples import MetadataInput, observe_samples_from_ops
 from checkers.families.queue.arrays import ElemArrays
 from checkers.families.queue.dispatch import ENGINE_CHOICES, engine_name
@@ -268,6 +273,20 @@ class RunInputs:
         wide = self._loaded().wide_ops
         column, values = ("f", fs) if fs else ("process", processes)
         return wide.filter(is_in(wide.column(column), list(values)))
+
+    @property
+    def sends(self) -> Sends:
+        """The history's sends as arrays (acknowledged writes, who sent each value), read
+        from its send element rows once, for the data-log checks."""
+        self._use(HISTORY)
+        return self._once(("sends",), lambda: Sends.from_parquet(self.parquet))
+
+    def send_rows(self, any_ok: bool = True) -> SendRows:
+        """The ok send and txn completions with their invocations' walls, read from the history
+        only when the lease rules ask for those inside some fence's window (metadata_log/
+        check.py SendRows); `any_ok`: whether there is any."""
+        self._use(HISTORY)
+        return SendRows(self.parquet, any_ok)
 
     @property
     def observed(self) -> MetadataInput:

@@ -25,7 +25,7 @@ import click
 from rich.markup import escape
 
 from checkers.analyze.cli import analyze_command
-from checkers.cli import check_command
+from checkers.cli import check_command, data_log_command
 from clusters.errors import ClusterError
 from clusters.hold import ClusterRemoved
 from clusters.kafka_dist import SETUP_VERSIONS
@@ -229,6 +229,7 @@ main.add_command(hosts)
 main.add_command(nemeses)
 main.add_command(merging_first(check_command))
 main.add_command(history_command)
+main.add_command(data_log_command)
 main.add_command(analyze_command(scenario_terms()))
 
 

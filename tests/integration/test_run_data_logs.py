@@ -1,6 +1,7 @@
 """`kchaos run --txn` with kills on kraft-combined: every broker's queue partition logs are
-collected and decoded, parse, and every acknowledged send still in a final log is attributed to
-the leader that appended it; the verdict is valid."""
+collected and decoded (KchaosSegments: the same batches and records as DumpLogSegments' text of
+the same segments), and every acknowledged send still in a final log is attributed to the leader
+that appended it; the verdict is valid."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from checkers.families.metadata_log.check import sends_with_walls
 from checkers.families.metadata_log.committed import committed_bound
 from checkers.families.metadata_log.parse import read_metadata_logs
 from checkers.families.metadata_log.rules import committed_records
+from clusters.data_logs import dump_to_file
+from clusters.kafka_dist import load_dist
 from history.columnar import op_rows
 from tests.integration.runs import quiet_run
 
@@ -42,11 +45,24 @@ def finished_run(docker_client, tmp_path_factory):
     yield done.result
 
 
-def test_data_logs_are_collected_parsed_and_attributed(finished_run):
+def test_data_logs_are_collected_decoded_and_attributed(finished_run, tmp_path):
     run_dir = finished_run.run_dir
     data = read_data_logs(run_dir / "data")
     assert sorted(data) == ["n1", "n2", "n3"]
     assert all(log.topic == "kchaos-queue" and not log.notes for log in data.values())
+    assert all(log.text_name is None for log in data.values())  # the decoder's rows
+    # Each broker's rows are DumpLogSegments' text of its segments, batch for batch.
+    dist = load_dist(json.loads((run_dir / "cluster.json").read_text())["version"])
+    assert dist is not None
+    for name, log in data.items():
+        dump_to_file(dist, run_dir / "data" / f"{name}-raw", tmp_path / f"{name}.txt")
+        text = read_data_logs(tmp_path)[name]
+        for field in ("base", "last", "producer_id", "producer_epoch", "leader_epoch",
+                      "partition", "flags", "marker", "n", "first", "position"):  # fmt: skip
+            assert list(log.batches[field]) == list(text.batches[field]), (name, field)
+        assert list(log.offsets) == list(text.offsets) and list(log.values) == list(text.values)
+        assert log.odd == text.odd == {}
+        (tmp_path / f"{name}.txt").unlink()
     meta = read_metadata_logs(run_dir / "metadata")
     bound = committed_bound(meta, 3, None)
     assert bound.last >= 0, bound.why

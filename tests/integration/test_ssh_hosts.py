@@ -189,7 +189,7 @@ def test_a_queue_run_with_partition_and_kill_over_ssh_is_valid(hosts_yaml: Path,
     assert spec["hosts"] == str(hosts_yaml) and spec["cluster"] == NAME
     # Collected as on Docker: node logs, decoded metadata logs, the queue's data logs.
     assert len(list((run_dir / "metadata").glob("*.txt"))) == 3
-    assert len(list((run_dir / "data").glob("*.txt"))) == 3
+    assert len(list((run_dir / "data").glob("*.decoded.json"))) == 3
     # Torn down: no JVM, no chain, no state on any host.
     for name in ("n1", "n2", "n3"):
         assert "KCHAOS" not in on_host(hosts_yaml, name, ["iptables", "-S"])

@@ -18,15 +18,17 @@ this finding says where the acknowledgement came from, from the logs alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+
+import numpy as np
 
 from checkers.core.findings import Finding
-from checkers.families.data_log.attribution import acked_writes
-from checkers.families.data_log.parse import Batch, DataLog
+from checkers.families.data_log.log import Batch, DataLog, distinct, is_value_text
+from checkers.families.data_log.sends import OpRef, Sends
 
 KIND = "acked-offset-holds-other-write"
+# Acknowledged writes looked up at a time: the lookups' temporaries stay a few tens of MB.
+CHUNK = 1 << 20
 RULE = (
     "an ok send was appended at the offset its acknowledgement gives (the queue's history "
     "contract); Kafka's UnifiedLog (3.9): \"if this is a client produce request, there will be "
@@ -35,71 +37,79 @@ RULE = (
 )
 
 
-def acked_other_writes(
-    logs: dict[str, DataLog], op_rows: list[dict[str, Any]], op_of_value: dict[int, int]
-) -> tuple[list[Finding], list[str]]:
-    """Findings, and notes for acknowledged values found at another offset than acknowledged.
+@dataclass(frozen=True)
+class Suspect:
+    """An acknowledged write every final log holding its offset contradicts."""
 
-    `op_rows`: the history's send/txn op rows; `op_of_value`: value -> the op that sent it."""
-    scan = scan_acked(logs, op_rows)
-    return acked_findings(scan, logs, {r["index"]: r for r in op_rows}, op_of_value)
+    op: OpRef
+    key: int
+    offset: int
+    value: int
+    held: list[Batch]  # the batches holding the offset, one per log that has it
 
 
 @dataclass
 class AckedScan:
-    """What the acknowledged sends' pass over the logs found: the sends a finding names (its
-    op row, key, offset, value and the batches holding the offset), in history order, and the
-    acknowledged values held at another offset."""
+    """What the acknowledged sends' pass over the logs found: the sends a finding names, in
+    history order, and the acknowledged values held at another offset."""
 
-    suspects: list[tuple[dict[str, Any], int, int, int, list[Batch]]] = field(default_factory=list)
+    suspects: list[Suspect] = field(default_factory=list)
     moved: list[str] = field(default_factory=list)
 
     def other_values(self) -> set[int]:
         """The values found where the suspects were acknowledged: the only ones whose ops
         their findings look up."""
         out = set()
-        for _, _, offset, _, held in self.suspects:
-            other = _other(held, offset)[1]
+        for s in self.suspects:
+            other = _other(s.held, s.offset)[1]
             if other is not None:
                 out.add(other)
         return out
 
 
-def scan_acked(logs: dict[str, DataLog], ops: Iterable[dict[str, Any]]) -> AckedScan:
-    """`ops`: send/txn op rows in history order (only ok ones are read: `index`, `type`,
-    `process`, `value` or `value_json`); each is kept only when a finding names it."""
+def scan_acked(logs: dict[str, DataLog], sends: Sends) -> AckedScan:
+    """Every acknowledged write looked up in every log at once. Skipped: one held by no log
+    (not in the logs' range), or whose value, or a marker, a log holds at its offset."""
+    acked = sends.acked
+    unique = distinct(logs)  # a union over the logs: a log read again adds nothing
+    suspects = []
+    for lo in range(0, len(acked), CHUNK):
+        part = acked[lo : lo + CHUNK]
+        key, offset, value = sends.key[part], sends.offset[part], sends.value[part]
+        held = np.zeros(len(part), dtype=bool)
+        borne = np.zeros(len(part), dtype=bool)
+        for log in unique:
+            records, rows = log.locate(key, offset)
+            held |= rows >= 0
+            borne |= log.holds(records, value) | ((rows >= 0) & (records < 0))
+        suspects.append(lo + np.flatnonzero(held & ~borne))
     scan = AckedScan()
-    for op in ops:
-        if op.get("type") != "ok":
+    suspects = np.concatenate(suspects) if suspects else np.zeros(0, np.int64)
+    if not len(suspects):
+        return scan
+    rows = acked[suspects]
+    key, offset, value = sends.key[rows], sends.offset[rows], sends.value[rows]
+    found_at = _offsets_of(logs, key, value)
+    for i, row in enumerate(rows.tolist()):
+        k, o, v = int(key[i]), int(offset[i]), int(value[i])
+        op = sends.ref(row)
+        elsewhere = found_at.get((k, v))
+        if elsewhere:
+            scan.moved.append(
+                f"op {op.index} value {v}: acknowledged at key {k} offset {o}, held at "
+                f"offset(s) {sorted(elsewhere)}"
+            )
             continue
-        for key, offset, value in acked_writes(op):
-            held = [b for log in logs.values() if (b := log.batch_at(key, offset)) is not None]
-            there = {b.payloads.get(offset) for b in held}
-            if not held or str(value) in there or None in there:
-                continue  # not in the logs' range, or the value is there, or a marker is
-            found_at = _offsets_of(logs, key, str(value))
-            if found_at:
-                scan.moved.append(
-                    f"op {op['index']} value {value}: acknowledged at key {key} offset "
-                    f"{offset}, held at offset(s) {sorted(found_at)}"
-                )
-                continue
-            scan.suspects.append((op, key, offset, value, held))
+        batches = [b for log in logs.values() if (b := log.batch_at(k, o)) is not None]
+        scan.suspects.append(Suspect(op, k, o, v, batches))
     return scan
 
 
 def acked_findings(
-    scan: AckedScan,
-    logs: dict[str, DataLog],
-    rows: dict[int, dict[str, Any]],
-    op_of_value: dict[int, int],
+    scan: AckedScan, logs: dict[str, DataLog], sends: Sends
 ) -> tuple[list[Finding], list[str]]:
-    """The findings and notes of a scan; `rows` (op rows by index) and `op_of_value` need
-    hold only the ops of `scan.other_values()`."""
-    findings = [
-        _finding(op, key, offset, value, held, rows, op_of_value, logs)
-        for op, key, offset, value, held in scan.suspects
-    ]
+    """The findings and notes of a scan; `sends` names the ops of `scan.other_values()`."""
+    findings = [_finding(s, sends, logs) for s in scan.suspects]
     moved = scan.moved
     notes = []
     if moved:
@@ -113,50 +123,51 @@ def acked_findings(
 def _other(held: list[Batch], offset: int) -> tuple[list[str], int | None]:
     """What the batches hold at the offset, and that as one value when it is one integer."""
     others = sorted({b.payloads[offset] for b in held})
-    other = int(others[0]) if len(others) == 1 and others[0].lstrip("-").isdigit() else None
+    other = int(others[0]) if len(others) == 1 and is_value_text(others[0]) else None
     return others, other
 
 
-def _offsets_of(logs: dict[str, DataLog], key: int, payload: str) -> set[int]:
-    return {
-        o
-        for log in logs.values()
-        for b in log.partitions.get(key, ())
-        for o, p in b.payloads.items()
-        if p == payload
-    }
+def _offsets_of(
+    logs: dict[str, DataLog], keys: np.ndarray, values: np.ndarray
+) -> dict[tuple[int, int], set[int]]:
+    """(key, value) -> the offsets of its partition where some log holds the value."""
+    wanted = set(zip(keys.tolist(), values.tolist(), strict=True))
+    out: dict[tuple[int, int], set[int]] = {}
+    for log in logs.values():
+        rows = np.flatnonzero(np.isin(log.values, values))
+        odd = log.odd_mask
+        if odd is not None:
+            rows = rows[~odd[rows]]
+        parts = log.partition[log.record_batch[rows]]
+        for r, p in zip(rows.tolist(), parts.tolist(), strict=True):
+            kv = (int(p), int(log.values[r]))
+            if kv in wanted:
+                out.setdefault(kv, set()).add(int(log.offsets[r]))
+    return out
 
 
-def _finding(
-    op: dict[str, Any],
-    key: int,
-    offset: int,
-    value: int,
-    held: list[Batch],
-    rows: dict[int, dict[str, Any]],
-    op_of_value: dict[int, int],
-    logs: dict[str, DataLog],
-) -> Finding:
+def _finding(s: Suspect, sends: Sends, logs: dict[str, DataLog]) -> Finding:
+    op, key, offset, value, held = s.op, s.key, s.offset, s.value, s.held
     batch = held[0]
     others, other = _other(held, offset)
-    other_op = rows.get(op_of_value.get(other, -1)) if other is not None else None
+    other_op = sends.op_of(other) if other is not None else None
     cites = sorted({b.cite() for b in held})
-    ops = [op["index"]]
+    ops = [op.index]
     words = [
         f"send of value {value} to key {key} was acknowledged at offset {offset} (op "
-        f"{op['index']}, process {op.get('process')}), but every final log holding offset "
+        f"{op.index}, process {op.process}), but every final log holding offset "
         f"{offset} has {' or '.join(others)} there ({'; '.join(cites)}) and {value} at no "
         f"offset of the partition: the value was never written"
     ]
     if other_op is not None:
-        ops.append(other_op["index"])
-        same = other_op.get("process") == op.get("process")
+        ops.append(other_op.index)
+        same = other_op.process == op.process
         fate = {"ok": "ok", "fail": "failed (its transaction aborted)", "info": "unknown"}.get(
-            str(other_op.get("type")), str(other_op.get("type"))
+            other_op.type, other_op.type
         )
         words.append(
-            f"{other} was sent by op {other_op['index']} of "
-            f"{'the same' if same else 'another'} process ({other_op.get('process')}), "
+            f"{other} was sent by op {other_op.index} of "
+            f"{'the same' if same else 'another'} process ({other_op.process}), "
             f"outcome {fate}"
         )
         abort = _abort_after(logs, batch)
@@ -187,12 +198,19 @@ def _finding(
 
 
 def _abort_after(logs: dict[str, DataLog], batch: Batch) -> Batch | None:
-    """The first ABORT marker of the batch's producer after it, in the batch's own log."""
+    """The first marker of the batch's producer after it, in the batch's own log, when that
+    marker is an ABORT."""
     log = logs.get(batch.node)
     if log is None:
         return None
-    later = [b for b in log.partitions.get(batch.partition, ()) if b.base > batch.last]
-    for b in later:
-        if b.producer_id == batch.producer_id and b.control:
-            return b if b.marker == "ABORT" else None
-    return None
+    span = log.rows_of(batch.partition)
+    rows = np.arange(span.start, span.stop)
+    later = rows[
+        (log.base[rows] > batch.last)
+        & (log.producer_id[rows] == batch.producer_id)
+        & log.control[rows]
+    ]
+    if not len(later):
+        return None
+    first = log.batch(int(later[0]))
+    return first if first.marker == "ABORT" else None

@@ -11,14 +11,19 @@ flight. A send found in no final log, or in batches of different epochs, is not 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from checkers.families.data_log.parse import Batch, DataLog
+import numpy as np
+
+from checkers.families.data_log.log import Batch, DataLog, distinct
+from checkers.families.data_log.sends import Sends, send_mops
 from checkers.families.metadata_log.parse import Record
 from checkers.families.metadata_log.rules import NO_LEADER_CHANGE
+
+# Acknowledged writes looked up at a time: the lookups' temporaries stay a few tens of MB.
+CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -73,16 +78,6 @@ def partition_leaders(committed: list[Record], topic: str) -> dict[int, dict[int
     return out
 
 
-def send_mops(op: dict[str, Any]) -> list[list[Any]]:
-    """The send micro-ops of an op row (`value`, or `value_json` in columnar rows)."""
-    value = op.get("value")
-    if value is None and op.get("value_json") is not None:
-        value = json.loads(op["value_json"])
-    if not isinstance(value, list):
-        return []
-    return [m for m in value if isinstance(m, list) and len(m) == 3 and m[0] == "send"]
-
-
 def acked_writes(op: dict[str, Any]) -> list[tuple[int, int, int]]:
     """(key, offset, value) of an ok send/txn completion's sends whose offset is known."""
     out = []
@@ -93,46 +88,92 @@ def acked_writes(op: dict[str, Any]) -> list[tuple[int, int, int]]:
 
 
 def attribute(
-    sends: Iterable[dict[str, Any]],
+    sends: Sends | Iterable[dict[str, Any]],
     logs: dict[str, DataLog],
     leaders: dict[int, dict[int, Leadership]],
-    keep: Callable[[dict[str, Any]], bool] | None = None,
+    keep: Collection[int] | None = None,
 ) -> Attributions:
-    """`sends`: ok send/txn completions (`index`, `value` or `value_json`). Only the ops `keep`
-    accepts (every one, without it) have their attributions kept in `placed`; `n_placed`
-    counts them all."""
+    """`sends`: the history's sends (or ok send/txn completions as op rows). Only the ops in
+    `keep` (every one, without it) have their attributions kept in `placed`; `n_placed` counts
+    them all. The acknowledged writes are looked up in every log CHUNK at a time, so that what
+    is held beside the logs is a chunk's arrays and the writes not attributed."""
+    if not isinstance(sends, Sends):
+        sends = Sends.from_rows(sends)
+    # Who led each (partition, epoch): the committed log's few leaderships, packed and sorted,
+    # so that a write's is one search.
+    lead_of = [lead for epochs in leaders.values() for lead in epochs.values()]
+    led = np.array(
+        [(p << 32) | (e & 0xFFFFFFFF) for p, epochs in leaders.items() for e in epochs],
+        dtype=np.int64,
+    )
+    by_led = np.argsort(led)
+    led = led[by_led]
+    kept_ops = None if keep is None else np.fromiter(keep, np.int64)
+    acked = sends.acked
+    # Whether some log holds a write, and in which epochs: a log holding an earlier one's
+    # batches and records again changes neither.
+    unique = distinct(logs)
     result = Attributions({}, [], [])
-    ambiguous: list[str] = []
-    for op in sends:
-        placed = False
-        kept = keep is None or keep(op)
-        for key, offset, value in acked_writes(op):
-            held = [
-                b
-                for log in logs.values()
-                if (b := log.batch_at(key, offset)) is not None
-                and b.payloads.get(offset) == str(value)
-            ]
-            epochs = {b.leader_epoch for b in held}
-            if not held:
-                result.unplaced.append(op["index"])
-                continue
-            lead = leaders.get(key, {}).get(epochs.pop()) if len(epochs) == 1 else None
-            if lead is None:
-                shown = ", ".join(sorted(b.cite() for b in held))
-                ambiguous.append(f"op {op['index']} (key {key} offset {offset}): {shown}")
-                continue
-            placed = True
-            if kept:
-                result.placed.setdefault(op["index"], []).append(
-                    Attribution(op["index"], key, offset, value, held[0], lead)
-                )
-        result.n_placed += placed
-    if ambiguous:
+    unplaced, ambiguous = [], []
+    n_ambiguous = 0
+    last_placed = None  # the last op counted in n_placed (ops come in history order)
+    for lo in range(0, len(acked), CHUNK):
+        rows_of = acked[lo : lo + CHUNK]
+        op, key = sends.op[rows_of], sends.key[rows_of]
+        offset, value = sends.offset[rows_of], sends.value[rows_of]
+        # Over the logs holding the write: how many, and their leader epochs (one or several).
+        count = np.zeros(len(op), dtype=np.int8)
+        epoch = np.zeros(len(op), dtype=np.int64)
+        mixed = np.zeros(len(op), dtype=bool)
+        for log in unique:
+            records, rows = log.locate(key, offset)
+            there = log.holds(records, value)
+            mine = log.leader_epoch[np.where(there, rows, 0)] if len(log) else epoch
+            mixed |= there & (count > 0) & (mine != epoch)
+            epoch = np.where(there & (count == 0), mine, epoch)
+            count += there
+        unplaced.append(op[count == 0])
+        wanted = (key << 32) | (epoch & 0xFFFFFFFF)
+        at = np.clip(np.searchsorted(led, wanted), 0, max(len(led) - 1, 0))
+        placed = (count > 0) & ~mixed
+        placed &= led[at] == wanted if len(led) else False
+        odd = np.flatnonzero((count > 0) & ~placed)
+        n_ambiguous += len(odd)
+        ambiguous += [(int(op[i]), int(key[i]), int(offset[i]), int(value[i])) for i in odd[:5]]
+        ops = op[placed]
+        if len(ops):
+            fresh = np.ones(len(ops), dtype=bool)
+            fresh[1:] = ops[1:] != ops[:-1]
+            fresh[0] = ops[0] != last_placed
+            result.n_placed += int(np.count_nonzero(fresh))
+            last_placed = ops[-1]
+        kept = placed if kept_ops is None else placed & np.isin(op, kept_ops)
+        for i in np.flatnonzero(kept).tolist():
+            k, o, v = int(key[i]), int(offset[i]), int(value[i])
+            lead = lead_of[int(by_led[at[i]])]
+            batch = _holding(logs, k, o, v)[0]
+            result.placed.setdefault(int(op[i]), []).append(
+                Attribution(int(op[i]), k, o, v, batch, lead)
+            )
+    result.unplaced = sorted(set(np.concatenate(unplaced).tolist())) if unplaced else []
+    if n_ambiguous:
+        shown = []
+        for op_, k, o, v in ambiguous[:5]:
+            cites = ", ".join(sorted(b.cite() for b in _holding(logs, k, o, v)))
+            shown.append(f"op {op_} (key {k} offset {o}): {cites}")
         result.notes.append(
-            f"data logs: {len(ambiguous)} acknowledged writes not attributed to a leader "
+            f"data logs: {n_ambiguous} acknowledged writes not attributed to a leader "
             "(copies in different leader epochs, or an epoch the committed metadata log does "
-            "not name): " + "; ".join(ambiguous[:5]) + (" …" if len(ambiguous) > 5 else "")
+            "not name): " + "; ".join(shown) + (" …" if n_ambiguous > 5 else "")
         )
-    result.unplaced = sorted(set(result.unplaced))
     return result
+
+
+def _holding(logs: dict[str, DataLog], key: int, offset: int, value: int) -> list[Batch]:
+    """The batches holding the value at the offset, one per log that does."""
+    out = []
+    for log in logs.values():
+        b = log.batch_at(key, offset)
+        if b is not None and b.payloads.get(offset) == str(value):
+            out.append(b)
+    return out

@@ -14,8 +14,12 @@ default; runs are far shorter.)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import numpy as np
+
 from checkers.core.findings import Finding
-from checkers.families.data_log.parse import Batch, DataLog
+from checkers.families.data_log.log import COMMIT, Batch, DataLog, producer_groups
 
 RULE = (
     'KIP-98: InitPidRequest "Bumps up the epoch of the PID, so that any previous zombie '
@@ -26,7 +30,7 @@ RULE = (
 
 
 def stale_producer_writes(
-    logs: dict[str, DataLog], op_of_value: dict[int, int] | None = None
+    logs: dict[str, DataLog], op_of_value: Mapping[int, int] | None = None
 ) -> list[Finding]:
     """One finding per stale batch (its copies in several logs cited together).
 
@@ -42,36 +46,49 @@ Stale = tuple[Batch, Batch, list[Batch]]  # the stale batch, the newer epoch's, 
 def stale_batches(logs: dict[str, DataLog]) -> list[Stale]:
     """Each stale data batch or COMMIT marker (by topic, partition and base offset), with the
     batch of the newer epoch it follows and its copies in every log, in the order found."""
-    found: dict[tuple[str, int, int], tuple[Batch, Batch, list[Batch]]] = {}
+    found: dict[tuple[str, int, int], Stale] = {}
     for log in logs.values():
-        for batches in log.partitions.values():
-            newest: dict[int, Batch] = {}
-            for b in batches:
-                if b.producer_id < 0:
-                    continue  # a producer without id (no idempotence) has no epoch
-                prior = newest.get(b.producer_id)
-                stale = prior is not None and b.producer_epoch < prior.producer_epoch
-                if stale and (not b.control or b.marker == "COMMIT"):
-                    key = (b.topic, b.partition, b.base)
-                    found.setdefault(key, (b, prior, []))[2].append(b)
-                if prior is None or b.producer_epoch > prior.producer_epoch:
-                    newest[b.producer_id] = b
+        for row, prior in _stale_rows(log):
+            b = log.batch(row)
+            key = (b.topic, b.partition, b.base)
+            found.setdefault(key, (b, log.batch(prior), []))[2].append(b)
     return list(found.values())
+
+
+def _stale_rows(log: DataLog) -> list[tuple[int, int]]:
+    """(stale row, the row of the newer epoch it follows) in log order. Per partition and
+    producer id (a producer without id has no epoch), in log order: a batch whose epoch is
+    below the highest before it, and the first batch that reached that highest."""
+    order, group = producer_groups(log, np.flatnonzero(log.producer_id >= 0))
+    if not len(order):
+        return []
+    epoch = log.producer_epoch[order]
+    epoch = epoch - epoch.min() + 1  # from 1: 0 is "nothing before" below
+    span = int(epoch.max()) + 1
+    running = np.maximum.accumulate(group * span + epoch) - group * span  # highest so far
+    before = np.empty_like(running)
+    before[0], before[1:] = 0, running[:-1]
+    first_in_group = np.ones(len(order), dtype=bool)
+    first_in_group[1:] = group[1:] != group[:-1]
+    before[first_in_group] = 0
+    judged = ~log.control[order] | (log.marker[order] == COMMIT)
+    stale = np.flatnonzero((epoch < before) & judged)
+    out = []
+    for i in stale.tolist():
+        g = np.flatnonzero((group == group[i]) & (epoch == before[i]))
+        out.append((int(order[i]), int(order[g[0]])))
+    return sorted(out)
 
 
 def stale_values(found: list[Stale]) -> set[int]:
     """The values the stale batches hold: the only ones their findings look up."""
-    return {v for stale, _, _ in found for v in _values(stale)}
+    return {v for stale, _, _ in found for v in stale.values()}
 
 
-def _values(b: Batch) -> list[int]:
-    return [int(v) for v in b.payloads.values() if v.lstrip("-").isdigit()]
-
-
-def stale_findings(found: list[Stale], op_of_value: dict[int, int] | None) -> list[Finding]:
+def stale_findings(found: list[Stale], op_of_value: Mapping[int, int] | None) -> list[Finding]:
     out = []
     for stale, prior, copies in found:
-        values = _values(stale)
+        values = stale.values()
         ops = sorted({op_of_value[v] for v in values if op_of_value and v in op_of_value})
         what = "COMMIT marker" if stale.control else f"data batch (values {values[:5]})"
         kind = "fenced-producer-commit" if stale.control else "fenced-producer-write"

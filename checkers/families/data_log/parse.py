@@ -1,12 +1,16 @@
-"""Reading `data/<broker>.txt`: `kafka-dump-log --deep-iteration --print-data-log` output of the
-queue topic's partition segments on one broker.
+"""Reading a run's `data/`: every broker's final logs of the queue topic, as DataLog arrays.
 
-The shape (Kafka 3.x and 4.x alike): a `Dumping <topic>-<p>/<segment>.log` line per segment,
-`Log starting offset: N`, then per batch a header line
+Two forms, one result (log.py): the decoder's binary rows (`<broker>.decoded.json` with its
+`.batches.bin` and `.records.bin`, segments.py), and DumpLogSegments text (`<broker>.txt`: runs
+from before the decoder, and hand-written cases), parsed here a line at a time.
+
+The text's shape (Kafka 3.x and 4.x alike, `--deep-iteration --print-data-log`): a
+`Dumping <topic>-<p>/<segment>.log` line per segment, `Log starting offset: N`, then per batch a
+header line
 
     baseOffset: 0 lastOffset: 0 count: 1 baseSequence: 0 lastSequence: 0 producerId: 1000
     producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: false ...
-    CreateTime: 1795326812806 size: 76 ...
+    position: 0 CreateTime: 1795326812806 size: 76 ...
 
 (one line) followed by one line per record: `| offset: O CreateTime: T ... payload: V` for data,
 `| offset: O ... endTxnMarker: COMMIT coordinatorEpoch: C` for a transaction marker.
@@ -18,20 +22,30 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import accumulate, pairwise
+from collections.abc import Iterable, Iterator
+from itertools import pairwise
 from pathlib import Path
 
+import numpy as np
+
+from checkers.families.data_log.log import (
+    BATCH_DTYPE,
+    CONTROL,
+    MARKER_CODES,
+    OTHER_CONTROL,
+    TRANSACTIONAL,
+    DataLog,
+    is_value_text,
+)
+from checkers.families.data_log.segments import DECODED_SUFFIX, SegmentsError, read_decoded
 from checkers.families.metadata_log.parse import complete_lines, cut_line_note
 
-_DUMPING = re.compile(r"^Dumping (?:.*/)?(.+)-(\d+)/\d+\.log$")
+_DUMPING = re.compile(r"^Dumping (?:.*/)?((.+)-(\d+)/\d+\.log)$")
 _BATCH = re.compile(
     r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) (?:baseSequence: (-?\d+) )?.*?"
     r"producerId: (-?\d+) "
     r"producerEpoch: (-?\d+) partitionLeaderEpoch: (-?\d+) isTransactional: (true|false) "
-    r"isControl: (true|false) .*?CreateTime: (-?\d+) "
+    r"isControl: (true|false) .*?(?:position: (\d+) )?CreateTime: (-?\d+) "
 )
 _RECORD = re.compile(
     r"^\| offset: (\d+) CreateTime: -?\d+ .*?(?: payload: (.*)|endTxnMarker: (\w+) )"
@@ -40,138 +54,41 @@ _IGNORED = ("Log starting offset:", "Starting offset:")
 
 
 class DataLogError(Exception):
-    """A decoded data log that cannot be read, with the place that shows why."""
+    """A data log that cannot be read, with the place that shows why."""
 
     def __init__(self, path: str | Path, line: int | None, message: str) -> None:
         where = f"{path}:{line}" if line is not None else str(path)
         super().__init__(f"{where}: {message}")
 
 
-class Payloads(Mapping[int, str]):
-    """A batch's payloads by offset, as printed: one string of them all and where each ends.
-    A pipelined run's data logs hold millions of records per broker, and a dict of one string
-    per record costs ~150 bytes a record where this costs the payload and 16."""
-
-    __slots__ = ("_ends", "_offsets", "_text")
-
-    def __init__(self, offsets: array[int], text: str, ends: array[int]) -> None:
-        self._offsets = offsets  # ascending, no repeats
-        self._text = text
-        self._ends = ends
-
-    @classmethod
-    def of(cls, offsets: Sequence[int], texts: Sequence[str]) -> Mapping[int, str]:
-        """The payloads in the order read; a repeated or descending offset (which a dump never
-        prints) keeps the plain dict's meaning: the last one read wins."""
-        if any(b <= a for a, b in pairwise(offsets)):
-            return dict(zip(offsets, texts, strict=True))
-        return cls(array("q", offsets), "".join(texts), array("q", accumulate(map(len, texts))))
-
-    def _at(self, i: int) -> str:
-        return self._text[self._ends[i - 1] if i else 0 : self._ends[i]]
-
-    def __getitem__(self, offset: int) -> str:
-        offs = self._offsets
-        i = offset - offs[0]
-        if not 0 <= i < len(offs) or offs[i] != offset:  # not contiguous from the first
-            i = bisect_left(offs, offset)
-            if i == len(offs) or offs[i] != offset:
-                raise KeyError(offset)
-        return self._at(i)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._offsets)
-
-    def __len__(self) -> int:
-        return len(self._offsets)
-
-    def __repr__(self) -> str:
-        return repr(dict(self.items()))
-
-
-@dataclass
-class Batch:
-    node: str
-    line: int  # 1-based line of the header in the broker's file
-    topic: str
-    partition: int
-    base: int
-    last: int
-    producer_id: int
-    producer_epoch: int
-    leader_epoch: int  # partitionLeaderEpoch: stamped by the leader that appended the batch
-    transactional: bool
-    control: bool
-    create_ms: int
-    marker: str | None = None  # COMMIT or ABORT, for a control batch
-    # offset -> payload as printed (a Payloads, once its parser has read them all)
-    payloads: Mapping[int, str] = field(default_factory=dict)
-    base_sequence: int | None = None  # baseSequence, when the dump prints it (-1: none)
-
-    def cite(self, path_prefix: str = "data/") -> str:
-        what = f"{self.marker} marker" if self.control else f"offsets {self.base}..{self.last}"
-        return (
-            f"{path_prefix}{self.node}.txt:{self.line} {self.topic}-{self.partition} {what} "
-            f"producerId {self.producer_id} producerEpoch {self.producer_epoch} "
-            f"partitionLeaderEpoch {self.leader_epoch}"
-        )
-
-
-@dataclass
-class DataLog:
-    node: str
-    topic: str | None = None  # the queue topic (one per run)
-    partitions: dict[int, list[Batch]] = field(default_factory=dict)  # in log order
-    notes: list[str] = field(default_factory=list)
-
-    # partition -> (its batch count when indexed, their base offsets, or None when they are
-    # not in ascending, disjoint order): batch_at is asked once per acknowledged write.
-    _index: dict[int, tuple[int, list[int] | None]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
-
-    def batch_at(self, partition: int, offset: int) -> Batch | None:
-        """The first batch of the partition holding the offset."""
-        batches = self.partitions.get(partition, ())
-        bases = self._bases(partition, batches)
-        if bases is None:
-            for b in batches:
-                if b.base <= offset <= b.last:
-                    return b
-            return None
-        # Ascending and disjoint: the one batch that may hold it is the last starting at or
-        # before it.
-        i = bisect_right(bases, offset) - 1
-        return batches[i] if i >= 0 and offset <= batches[i].last else None
-
-    def _bases(self, partition: int, batches: Sequence[Batch]) -> list[int] | None:
-        known = self._index.get(partition)
-        if known is not None and known[0] == len(batches):
-            return known[1]
-        ordered = all(a.last < b.base and a.base <= a.last for a, b in pairwise(batches))
-        bases = [b.base for b in batches] if ordered else None
-        self._index[partition] = (len(batches), bases)
-        return bases
-
-
 def parse_data_log(text: str, node: str, path: str | Path | None = None) -> DataLog:
-    name = path or f"data/{node}.txt"
-    log = DataLog(node)
-    return _parse(complete_lines(text, name, log.notes), log, name)
+    name = str(path or f"data/{node}.txt")
+    notes: list[str] = []
+    return _parse(complete_lines(text, name, notes), node, name, notes)
 
 
 def read_data_logs(directory: str | Path) -> dict[str, DataLog]:
-    """Every `<broker>.txt` of a run's `data/` directory, by broker name, each read a line at
-    a time: a pipelined run's dump is a gigabyte of text per broker."""
-    out = {}
-    for p in sorted(Path(directory).glob("*.txt")):
-        log = DataLog(p.stem)
+    """Every broker's log of a run's `data/` directory, by broker name: its decoded rows when
+    the decoder wrote them (`<broker>.decoded.json`), else its DumpLogSegments text, read a
+    line at a time (a pipelined run's dump is a gigabyte of text per broker)."""
+    d = Path(directory)
+    out: dict[str, DataLog] = {}
+    for p in sorted(d.glob(f"*{DECODED_SUFFIX}")):
+        node = p.name[: -len(DECODED_SUFFIX)]
+        try:
+            out[node] = read_decoded(d, node)
+        except SegmentsError as e:
+            raise DataLogError(p, None, str(e)) from None
+    for p in sorted(d.glob("*.txt")):
+        if p.stem in out:
+            continue
+        notes: list[str] = []
         try:
             with p.open(encoding="utf-8") as f:
-                out[p.stem] = _parse(_file_lines(f, p, log.notes), log, p)
+                out[p.stem] = _parse(_file_lines(f, p, notes), p.stem, str(p), notes)
         except (OSError, UnicodeDecodeError) as e:
             raise DataLogError(p, None, f"cannot read: {e}") from None
-    return out
+    return dict(sorted(out.items()))
 
 
 def _file_lines(f: Iterable[str], name: Path, notes: list[str]) -> Iterator[str]:
@@ -183,19 +100,23 @@ def _file_lines(f: Iterable[str], name: Path, notes: list[str]) -> Iterator[str]
             notes.append(cut_line_note(name))
 
 
-def _parse(lines: Iterable[str], log: DataLog, name: str | Path) -> DataLog:
-    node = log.node
-    where: tuple[str, int] | None = None
-    batch: Batch | None = None
-    offsets: list[int] = []  # the open batch's records, until its payloads are sealed
-    texts: list[str] = []
+class _Partition:
+    """One partition's batches as read, column by column, and their records."""
 
-    def seal() -> None:
-        if batch is not None and offsets:
-            batch.payloads = Payloads.of(offsets, texts)
-            offsets.clear()
-            texts.clear()
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, ...]] = []  # BATCH_DTYPE's fields but first, n, pad
+        self.lines = array("q")
+        self.records: list[tuple[array[int], list[str]]] = []  # per batch: offsets, payloads
+        self.markers: list[str | None] = []
 
+
+def _parse(lines: Iterable[str], node: str, name: str, notes: list[str]) -> DataLog:
+    topic: str | None = None
+    files: dict[str, int] = {}
+    parts: dict[int, _Partition] = {}
+    part: _Partition | None = None
+    where: tuple[int, int] | None = None  # partition, segment
+    bounds: tuple[int, int] | None = None  # the open batch's base and last
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith(_IGNORED):
             continue
@@ -203,51 +124,121 @@ def _parse(lines: Iterable[str], log: DataLog, name: str | Path) -> DataLog:
             m = _DUMPING.match(line)
             if m is None:
                 raise DataLogError(name, lineno, f"not a partition segment: {line[:80]!r}")
-            seal()
-            where, batch = (m[1], int(m[2])), None
-            if log.topic not in (None, m[1]):
-                raise DataLogError(name, lineno, f"a second topic {m[1]!r} after {log.topic!r}")
-            log.topic = m[1]
-            log.partitions.setdefault(where[1], [])
+            if topic not in (None, m[2]):
+                raise DataLogError(name, lineno, f"a second topic {m[2]!r} after {topic!r}")
+            topic = m[2]
+            where = (int(m[3]), files.setdefault(m[1], len(files)))
+            part, bounds = parts.setdefault(where[0], _Partition()), None
             continue
         if m := _BATCH.match(line):
-            if where is None:
+            if where is None or part is None:
                 raise DataLogError(name, lineno, "batch before any 'Dumping' line")
-            seal()
-            base, last, _n, seq, pid, pepoch, epoch, txn, ctl, create = m.groups()
-            batch = Batch(
-                node, lineno, where[0], where[1], int(base), int(last), int(pid), int(pepoch),
-                int(epoch), txn == "true", ctl == "true", int(create),
-                base_sequence=None if seq is None else int(seq),
+            base, last, count, seq, pid, pepoch, epoch, txn, ctl, pos, create = m.groups()
+            flags = (TRANSACTIONAL if txn == "true" else 0) | (CONTROL if ctl == "true" else 0)
+            part.rows.append(
+                (
+                    -1 if pos is None else int(pos), int(base), int(last), int(pid),
+                    int(create), where[0], where[1], int(epoch),
+                    -1 if seq is None else int(seq), int(count), int(pepoch), flags,
+                )
             )  # fmt: skip
-            log.partitions[where[1]].append(batch)
+            part.lines.append(lineno)
+            part.records.append((array("q"), []))
+            part.markers.append(None)
+            bounds = (int(base), int(last))
             continue
         m = _RECORD.match(line)
         if m is None:
             raise DataLogError(name, lineno, f"not a DumpLogSegments line: {line[:80]!r}")
-        if batch is None:
+        if bounds is None or part is None:
             raise DataLogError(name, lineno, "record line before any batch header")
         offset = int(m[1])
-        if not batch.base <= offset <= batch.last:
+        if not bounds[0] <= offset <= bounds[1]:
             raise DataLogError(
-                name, lineno, f"offset {offset} outside its batch {batch.base}..{batch.last}"
+                name, lineno, f"offset {offset} outside its batch {bounds[0]}..{bounds[1]}"
             )
         if m[3] is not None:
-            batch.marker = m[3]
+            part.markers[-1] = m[3]
         else:
+            offsets, texts = part.records[-1]
             offsets.append(offset)
             texts.append(m[2].strip())
-    seal()
-    for batches in log.partitions.values():
-        b = batches[-1] if batches else None
-        incomplete = b is not None and (
-            b.marker is None if b.control else len(b.payloads) < b.last - b.base + 1
+    for p, rows in parts.items():
+        _drop_cut_batch(p, rows, topic, name, notes)
+    return _arrays(node, topic, parts, list(files), name, notes)
+
+
+def _drop_cut_batch(
+    p: int, part: _Partition, topic: str | None, name: str, notes: list[str]
+) -> None:
+    """The dump prints every record of a batch it prints: only a cut file lacks some, and
+    only its partition's last batch."""
+    if not part.rows:
+        return
+    row = part.rows[-1]
+    base, last, control = row[1], row[2], bool(row[11] & CONTROL)
+    offsets = part.records[-1][0]
+    if (part.markers[-1] is None) if control else len(set(offsets)) < last - base + 1:
+        notes.append(
+            f"{name}: batch at line {part.lines[-1]} ({topic}-{p} offsets {base}..{last}) "
+            "lacks records: file truncated, batch not checked"
         )
-        if b is not None and incomplete:
-            # The dump prints every record of a batch it prints: only a cut file lacks some.
-            batches.pop()
-            log.notes.append(
-                f"{name}: batch at line {b.line} ({b.topic}-{b.partition} offsets "
-                f"{b.base}..{b.last}) lacks records: file truncated, batch not checked"
-            )
-    return log
+        part.rows.pop()
+        part.lines.pop()
+        part.records.pop()
+        part.markers.pop()
+
+
+def _arrays(
+    node: str,
+    topic: str | None,
+    parts: dict[int, _Partition],
+    files: list[str],
+    name: str,
+    notes: list[str],
+) -> DataLog:
+    n_batches = sum(len(p.rows) for p in parts.values())
+    batches = np.zeros(n_batches, BATCH_DTYPE)
+    lines = np.zeros(n_batches, np.int64)
+    offsets, values = array("q"), array("q")
+    odd: dict[int, str | None] = {}
+    i = 0
+    for p in sorted(parts):
+        part = parts[p]
+        for row, line, (offs, texts), marker in zip(
+            part.rows, part.lines, part.records, part.markers, strict=True
+        ):
+            b = batches[i]
+            (b["position"], b["base"], b["last"], b["producer_id"], b["create_ms"],
+             b["partition"], b["segment"], b["leader_epoch"], b["base_sequence"], b["count"],
+             b["producer_epoch"], b["flags"]) = row  # fmt: skip
+            if row[11] & CONTROL:
+                b["marker"] = MARKER_CODES.get(marker or "", OTHER_CONTROL)
+            b["first"] = len(offsets)
+            if any(y <= x for x, y in pairwise(offs)):
+                # Never printed by a dump; as a dict of offset -> payload: the last read wins.
+                held = dict(zip(offs, texts, strict=True))
+                offs, texts = array("q", sorted(held)), [held[o] for o in sorted(held)]
+            for o, t in zip(offs, texts, strict=True):
+                if is_value_text(t):
+                    values.append(int(t))
+                else:
+                    odd[len(offsets)] = t
+                    values.append(0)
+                offsets.append(o)
+            b["n"] = len(offs)
+            lines[i] = line
+            i += 1
+    return DataLog(
+        node,
+        topic,
+        batches,
+        np.frombuffer(offsets, dtype=np.int64).copy(),
+        np.frombuffer(values, dtype=np.int64).copy(),
+        odd,
+        files,
+        notes,
+        text_name=f"{node}.txt",
+        lines=lines,
+        empty_partitions=tuple(p for p, part in parts.items() if not part.rows),
+    )

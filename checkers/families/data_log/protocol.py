@@ -9,29 +9,29 @@ clients and the cluster used: what `--txn-protocol` asked for, and what a client
 
 from __future__ import annotations
 
-from checkers.families.data_log.parse import DataLog
+import numpy as np
+
+from checkers.families.data_log.log import DataLog, producer_groups
 
 
 def marker_epochs(logs: dict[str, DataLog]) -> tuple[int, int]:
     """(markers at their writes' epoch, markers one epoch above), over every broker's log (a
-    replicated marker counts once per log holding it)."""
+    replicated marker counts once per log holding it). A marker is compared with its
+    producer's latest data batch before it in the partition, since its previous marker; one
+    without such a write (truncated away) says nothing either way."""
     same = bumped = 0
     for log in logs.values():
-        for batches in log.partitions.values():
-            last_write: dict[int, int] = {}  # producer id -> epoch of its latest data batch
-            for b in batches:
-                if b.producer_id < 0 or not b.transactional:
-                    continue
-                if not b.control:
-                    last_write[b.producer_id] = b.producer_epoch
-                    continue
-                wrote = last_write.pop(b.producer_id, None)
-                if wrote is None:
-                    continue  # a marker with no write before it in this log: nothing to compare
-                if b.producer_epoch == wrote:
-                    same += 1
-                elif b.producer_epoch == wrote + 1:
-                    bumped += 1
+        rows = np.flatnonzero((log.producer_id >= 0) & log.transactional)
+        order, group = producer_groups(log, rows)
+        if len(order) < 2:
+            continue
+        ctl = log.control[order]
+        epoch = log.producer_epoch[order]
+        # A marker right after its group's data batch (a marker before it would have ended
+        # the write it compares with).
+        pair = ctl[1:] & ~ctl[:-1] & (group[1:] == group[:-1])
+        same += int(np.count_nonzero(pair & (epoch[1:] == epoch[:-1])))
+        bumped += int(np.count_nonzero(pair & (epoch[1:] == epoch[:-1] + 1)))
     return same, bumped
 
 

@@ -20,10 +20,13 @@ judged.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from checkers.core.findings import Finding
-from checkers.families.data_log.parse import Batch, DataLog
+from checkers.families.data_log.log import ABORT, Batch, DataLog, distinct, producer_groups
 
 KIND = "record-appended-twice"
 RULE = (
@@ -41,47 +44,63 @@ class Copy:
 
 
 def appended_twice(logs: dict[str, DataLog]) -> list[tuple[int, int, list[Copy]]]:
-    """(key, value, its copies in offset order) for every integer value held at more than one
-    offset of its partition in some final log (the first log, by broker name, that shows it),
-    copies in aborted transactions left out."""
+    """(key, value, its copies in log order) for every value held at more than one offset of
+    its partition in some final log (the first log, by broker name, that shows it), copies in
+    aborted transactions left out."""
     found: dict[tuple[int, int], list[Copy]] = {}
-    for node in sorted(logs):
-        log = logs[node]
-        for key, batches in log.partitions.items():
-            first: dict[str, Copy] = {}
-            repeats: dict[str, list[Copy]] = {}
-            aborted = _aborted(batches)
-            for i, b in enumerate(batches):
-                if b.control or not b.payloads or i in aborted:
-                    continue
-                for offset, payload in b.payloads.items():
-                    seen = first.get(payload)
-                    if seen is None:
-                        first[payload] = Copy(offset, b)
-                    else:
-                        repeats.setdefault(payload, [seen]).append(Copy(offset, b))
-            for payload, copies in repeats.items():
-                if payload.lstrip("-").isdigit():
-                    found.setdefault((key, int(payload)), copies)
+    # A log holding what an earlier one (by name) holds finds the same copies, the earlier
+    # log's kept.
+    for log in distinct({node: logs[node] for node in sorted(logs)}):
+        for (key, value), copies in _repeats(log).items():
+            found.setdefault((key, value), copies)
     return [(key, value, copies) for (key, value), copies in sorted(found.items())]
 
 
-def _aborted(batches: list[Batch]) -> set[int]:
-    """The places of the transactional data batches whose producer's next marker in the
+def _repeats(log: DataLog) -> dict[tuple[int, int], list[Copy]]:
+    """(partition, value) -> its copies, for the values one partition of the log holds twice.
+    Values are unique across a run's partitions: one sort of the log's values finds the few
+    held twice anywhere, and only their records are looked at one by one."""
+    judged = ~log.control & (log.n > 0)
+    judged[_aborted(log)] = False
+    records = np.repeat(judged, log.n)
+    odd = log.odd_mask
+    if odd is not None:
+        records &= ~odd
+    values = log.values[records]
+    ordered = np.sort(values)
+    twice = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
+    if not len(twice):
+        return {}
+    rows = np.flatnonzero(records)[np.isin(values, twice)]
+    held: dict[tuple[int, int], list[Copy]] = {}
+    batch_of = log.record_batch
+    for r in rows.tolist():
+        b = log.batch(int(batch_of[r]))
+        held.setdefault((b.partition, int(log.values[r])), []).append(Copy(int(log.offsets[r]), b))
+    return {k: copies for k, copies in held.items() if len(copies) > 1}
+
+
+def _aborted(log: DataLog) -> np.ndarray:
+    """The rows of the transactional data batches whose producer's next marker in the
     partition is ABORT."""
-    out: set[int] = set()
-    next_marker: dict[int, str | None] = {}
-    for i in range(len(batches) - 1, -1, -1):
-        b = batches[i]
-        if b.control:
-            next_marker[b.producer_id] = b.marker
-        elif b.transactional and next_marker.get(b.producer_id) == "ABORT":
-            out.add(i)
-    return out
+    order, group = producer_groups(log, np.arange(len(log)))
+    if not len(order):
+        return order
+    n = len(order)
+    place = np.where(log.control[order], np.arange(n), n)
+    # The next control batch strictly after each place, in the same group.
+    nxt = np.minimum.accumulate(place[::-1])[::-1]
+    after = np.empty(n, dtype=np.int64)
+    after[:-1], after[-1] = nxt[1:], n
+    has = after < n
+    at = np.where(has, after, 0)
+    has &= group[at] == group
+    data = ~log.control[order] & log.transactional[order]
+    return order[has & data & (log.marker[order[at]] == ABORT)]
 
 
 def resent_findings(
-    twice: list[tuple[int, int, list[Copy]]], op_of_value: dict[int, int]
+    twice: list[tuple[int, int, list[Copy]]], op_of_value: Mapping[int, int]
 ) -> list[Finding]:
     """One finding per record of `appended_twice`; `op_of_value` (value -> the op that sent
     it) need hold only their values."""

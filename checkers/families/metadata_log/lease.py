@@ -20,9 +20,13 @@ consequence a fenced leader's acknowledgement would have).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from checkers.core.findings import Finding
 from checkers.families.data_log.attribution import Attribution, Attributions
@@ -128,16 +132,42 @@ def _appended(a: Attribution) -> str:
     )
 
 
-def in_lease_window(
+def lease_windows(
     committed: list[Record],
     logs: dict[str, MetadataLog],
     session_timeout_ms: int,
     tolerance_ms: int = DEFAULT_TOLERANCE_MS,
-) -> Callable[[dict[str, Any]], bool]:
-    """Does a send fall in some fence's window, where `lease_violations` reads its data-log
-    attribution? The attribution of every other send need not be kept."""
-    windows = [_window(f, session_timeout_ms, tolerance_ms) for f in fencings(committed, logs)]
-    return lambda op: any(_within(w, op) for w in windows)
+) -> list[tuple[float, float]]:
+    """Each fence's window (wall seconds): a send invoked after its start and completed before
+    its end is one `lease_violations` judges."""
+    return [_window(f, session_timeout_ms, tolerance_ms) for f in fencings(committed, logs)]
+
+
+def sends_within(
+    sends: Iterable[dict[str, Any]], windows: list[tuple[float, float]]
+) -> list[dict[str, Any]]:
+    """The sends inside some window: the only ones `lease_violations` reads, and the only ones
+    whose data-log attribution it needs. `sends` as OpRows (an Arrow table with
+    `invoke_wall` and `wall`) are picked by column, without a dict per send."""
+    if not windows:
+        return []
+    within = getattr(sends, "within", None)
+    if callable(within):  # read only now, and only what falls inside (check.SendRows)
+        return list(within(windows))
+    table = getattr(sends, "table", None)
+    if isinstance(table, pa.Table) and {"invoke_wall", "wall"} <= set(table.column_names):
+        inv, done = (_walls(table.column(c)) for c in ("invoke_wall", "wall"))
+        inside = np.zeros(len(inv), dtype=bool)
+        for start, end in windows:  # a null wall is NaN: outside every window
+            inside |= (start < inv) & (done < end)
+        return table.filter(pa.array(inside)).to_pylist()
+    return [op for op in sends if any(_within(w, op) for w in windows)]
+
+
+def _walls(col: pa.ChunkedArray) -> np.ndarray:
+    """A wall-clock column as floats, null as NaN (outside every window)."""
+    filled = pc.fill_null(col.cast(pa.float64()), float("nan"))
+    return np.asarray(filled.to_numpy(), dtype=np.float64)
 
 
 def _window(fence: Fencing, session_timeout_ms: int, tolerance_ms: int) -> tuple[float, float]:

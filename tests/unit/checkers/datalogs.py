@@ -56,3 +56,29 @@ def dump(partitions: dict[int, list[B]], topic: str = "t") -> str:
                 lines += [DATA.format(o=o + i, k=p, v=v) for i, v in enumerate(b.values)]
             o += n
     return "\n".join(lines) + "\n"
+
+
+def segment_spec(
+    partitions: dict[int, list[B]], topic: str = "t", compression: str = "none", under: str = ""
+) -> str:
+    """The same batches as `dump`, as spec lines for bench/java/KchaosSegmentWriter.java (real
+    segment files, `under` a directory of the writer's root): one segment per partition,
+    batches at consecutive offsets from 0."""
+    lines = []
+    for p, batches in partitions.items():
+        lines.append(f"segment {under}{topic}-{p}/00000000000000000000.log")
+        o = 0
+        for b in batches:
+            le = b.lepoch
+            if b.marker:
+                lines.append(f"marker {o} {b.pid} {b.pepoch} {le} {b.marker} 1795326812806")
+                o += 1
+                continue
+            txn = int(b.txn)
+            payloads = " ".join(str(v) for v in b.values)
+            lines.append(
+                f"data {o} {b.pid} {b.pepoch} {le} {txn} {b.seq} 1795326812806 {compression} "
+                f"{payloads}"
+            )
+            o += len(b.values)
+    return "\n".join(lines) + "\n"

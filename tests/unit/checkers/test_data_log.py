@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from checkers.families.data_log.check import DataLogRead, check_data_logs, check_run_data
 from checkers.families.data_log.fencing import stale_producer_writes
-from checkers.families.data_log.parse import DataLogError, Payloads, parse_data_log, read_data_logs
+from checkers.families.data_log.log import is_value_text
+from checkers.families.data_log.parse import DataLogError, parse_data_log, read_data_logs
 from checkers.families.metadata_log.check import check_logs
 from checkers.families.metadata_log.parse import parse_metadata_log
-from tests.unit.checkers import metalogs
+from tests.unit.checkers import datalogs, metalogs
 from tests.unit.checkers.datalogs import B, dump
 from tests.unit.checkers.metalogs import BASE_MS, CLUSTER, healthy, rec
 
@@ -50,23 +51,32 @@ def test_truncated_file_drops_only_the_cut_batch_and_says_so():
     assert any("cut short" in n for n in log.notes) and any("truncated" in n for n in log.notes)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.integers(-3, 40), st.text(alphabet="0123456789-ab", max_size=6)),
+        st.tuples(st.integers(0, 40), st.text(alphabet="0123456789-ab", min_size=1, max_size=6)),
         min_size=1,
         max_size=30,
     )
 )
-def test_compact_payloads_answer_as_a_dict_of_them(records):
-    offsets = [o for o, _ in records]
-    texts = [t for _, t in records]
-    payloads = Payloads.of(offsets, texts)
-    expected = dict(zip(offsets, texts, strict=True))  # the last one read wins, as before
-    assert payloads == expected and dict(payloads.items()) == expected
-    assert len(payloads) == len(expected) and sorted(payloads.values()) == sorted(expected.values())
-    for o in range(-5, 45):
-        assert payloads.get(o) == expected.get(o)
+def test_a_batchs_payloads_answer_as_a_dict_of_its_record_lines(records):
+    """Whatever the record lines (repeated or descending offsets, payloads that are no value),
+    the batch's payloads are the dict of them, the last one read winning."""
+    lines = [
+        "Dumping t-0/00000000000000000000.log",
+        datalogs.BATCH.format(b=0, l=40, n=41, p=7, pe=0, le=0, c="false", s=0, ls=40, t="false"),
+        *(datalogs.DATA.format(o=o, k=0, v=v) for o, v in records),
+        *(datalogs.DATA.format(o=o, k=0, v=1) for o in range(41) if o not in dict(records)),
+    ]
+    log = parse_data_log("\n".join(lines) + "\n", "n1")
+    expected = {o: str(1) for o in range(41)} | dict(records)
+    [batch] = log.partitions[0]
+    assert dict(batch.payloads.items()) == expected and len(batch.payloads) == 41
+    for o in range(-2, 45):
+        assert batch.payloads.get(o) == expected.get(o)
+    # The payloads that are values are the batch's value array; the rest are flagged.
+    assert batch.values() == [int(v) for _, v in sorted(expected.items()) if is_value_text(v)]
+    assert sorted(log.odd.values()) == sorted(v for v in expected.values() if not is_value_text(v))
 
 
 @pytest.mark.parametrize("cut", [0, 1, 40, 200, None])
@@ -77,10 +87,13 @@ def test_a_log_read_from_its_file_a_line_at_a_time_is_the_log_of_its_text(tmp_pa
     (tmp_path / "n1.txt").write_text(text)
     whole = parse_data_log(text, "n1", tmp_path / "n1.txt")
     streamed = read_data_logs(tmp_path)["n1"]
-    assert streamed == whole
-    assert {p: [b.payloads for b in bs] for p, bs in streamed.partitions.items()} == {
-        p: [b.payloads for b in bs] for p, bs in whole.partitions.items()
-    }
+    assert streamed.notes == whole.notes and streamed.topic == whole.topic
+    assert streamed.batches.tobytes() == whole.batches.tobytes()
+    assert list(streamed.offsets) == list(whole.offsets)
+    assert list(streamed.values) == list(whole.values)
+    assert {
+        p: [(b.cite(), dict(b.payloads)) for b in bs] for p, bs in streamed.partitions.items()
+    } == {p: [(b.cite(), dict(b.payloads)) for b in bs] for p, bs in whole.partitions.items()}
 
 
 def test_odd_line_is_one_clear_error():
@@ -328,3 +341,48 @@ def test_markers_one_epoch_above_their_writes_are_transaction_version_2():
     # A marker whose writes are not in this log (truncated away) says nothing either way.
     assert marker_epochs(logs(n1={0: [B(9, 3, marker="COMMIT")]})) == (0, 0)
     assert protocol_note(logs(n1={0: [B(9, 3, values=(5,))]})) is None
+
+
+# Shown as a person reads it (kchaos data-log) ----------------------------------------------------
+def test_a_log_shown_reads_back_as_the_same_batches_and_records():
+    from checkers.families.data_log.show import show
+
+    parts = {
+        3: [B(7, 0, values=(1, 2), seq=4), B(7, 0, marker="COMMIT")],
+        1: [B(-1, -1, values=(5,), txn=False)],
+    }
+    log = parse_data_log(dump(parts), "n1")
+    again = parse_data_log("\n".join(show(log)) + "\n", "n1")
+    for name in again.batches.dtype.names:
+        if name != "segment":  # files are numbered as first named: partition order here
+            assert list(again.batches[name]) == list(log.batches[name]), name
+    assert [again.files[s] for s in again.batches["segment"]] == [
+        log.files[s] for s in log.batches["segment"]
+    ]
+    assert list(again.offsets) == list(log.offsets) and list(again.values) == list(log.values)
+    assert list(show(log, partition=3, offsets=(2, 9))) == [
+        "Dumping t-3/00000000000000000000.log",
+        "baseOffset: 2 lastOffset: 2 count: 1 baseSequence: 0 lastSequence: 0 producerId: 7 "
+        "producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: true "
+        "position: 0 CreateTime: 1795326812806 ",
+        "| offset: 2 CreateTime: 1795326812806 sequence: -1 endTxnMarker: COMMIT (a control "
+        "record)",
+    ]
+
+
+def test_kchaos_data_log_prints_a_brokers_batches_and_refuses_what_is_not_there(tmp_path):
+    from click.testing import CliRunner
+
+    from checkers.cli import data_log_command
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "n2.txt").write_text(dump({0: [B(7, 0, values=(41, 42))]}))
+    run = CliRunner().invoke(data_log_command, [str(tmp_path), "--offsets", "1"])
+    assert (
+        run.exit_code == 0
+        and "| offset: 1 CreateTime: 1795326812806 sequence: 1 payload: 42" in run.output
+    )
+    run = CliRunner().invoke(data_log_command, [str(tmp_path), "--broker", "n1"])
+    assert run.exit_code == 254 and "no such log (brokers: n2)" in run.output
+    run = CliRunner().invoke(data_log_command, [str(tmp_path), "--offsets", "x..y"])
+    assert run.exit_code == 2 and "an offset (120) or a range (100..140)" in run.output

@@ -159,3 +159,69 @@ def test_a_docker_node_streams_out_only_the_kept_files_whole(tmp_path, monkeypat
     for path in copied:
         assert path.read_bytes() == files[path.name]
     assert not (tmp_path / METADATA_PARTITION / f"{SEGMENT}.index").exists()
+
+
+class _Running:
+    """A running container: the listing through exec_run, the tar through the exec API's
+    stream of (stdout, stderr) frames of odd sizes, stderr frames between them."""
+
+    status = "running"
+    id = "fake"
+
+    def __init__(self, files: dict[str, bytes], chunk: int, code: int = 0) -> None:
+        self.files = files
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for name, content in files.items():
+                info = tarfile.TarInfo(f"data/{METADATA_PARTITION}/{name}")
+                info.size = len(content)
+                tar.addfile(info, io.BytesIO(content))
+        data = buf.getvalue()
+        self.frames = []
+        for i in range(0, len(data), chunk):
+            self.frames += [(data[i : i + chunk], None), (None, b"tar: a warning\n")]
+        self.code = code
+        self.api = self
+
+    def exec_run(self, cmd, demux=False):
+        listing = f"d /data/{METADATA_PARTITION}\n" + "".join(
+            f"f /data/{METADATA_PARTITION}/{n}\n" for n in self.files
+        )
+        return type("R", (), {"exit_code": 0, "output": (listing.encode(), b"")})()
+
+    def exec_create(self, container, cmd):
+        assert cmd[:2] == ["tar", "-cf"] and not any(".index" in c for c in cmd)
+        return {"Id": "x"}
+
+    def exec_start(self, exec_id, stream, demux):
+        assert stream and demux
+        return iter(self.frames)
+
+    def exec_inspect(self, exec_id):
+        return {"ExitCode": self.code}
+
+
+@pytest.mark.parametrize("chunk", [1, 511, 32768])
+def test_a_running_docker_node_streams_its_tar_out_frame_by_frame(tmp_path, monkeypatch, chunk):
+    files = dict(LOG_DIR)
+    files[f"{SEGMENT}.log"] = bytes(reversed(range(256))) * 300
+    kept = {n: c for n, c in files.items() if kept_raw_file(n)}
+    container = _Running(kept, chunk)
+    node = DockerNode(container, "kchaos-fake-n1", build_topology("kraft-combined").nodes[0])  # type: ignore[arg-type]
+    monkeypatch.setattr(node, "_container", lambda: container)
+    copied = node.copy_files_out([f"/data/{METADATA_PARTITION}"], tmp_path, kept_raw_file)
+    assert sorted(p.name for p in copied) == sorted(kept)
+    for path in copied:
+        assert path.read_bytes() == files[path.name]
+
+
+def test_a_tar_that_failed_inside_the_node_is_streamed_again_from_the_archive(
+    tmp_path, monkeypatch
+):
+    kept = {n: c for n, c in LOG_DIR.items() if kept_raw_file(n)}
+    failing = _Running(kept, 4096, code=2)
+    failing.get_archive = _ArchiveOnly(LOG_DIR, 4096).get_archive  # type: ignore[attr-defined]
+    node = DockerNode(failing, "kchaos-fake-n1", build_topology("kraft-combined").nodes[0])  # type: ignore[arg-type]
+    monkeypatch.setattr(node, "_container", lambda: failing)
+    copied = node.copy_files_out([f"/data/{METADATA_PARTITION}"], tmp_path, kept_raw_file)
+    assert sorted(p.name for p in copied) == KEPT

@@ -1,0 +1,115 @@
+"""Collecting a queue run's data logs from nodes that hand over real segment files (written by
+Kafka's own builder): copied into `data/<broker>-raw/`, decoded into the rows the checkers read,
+and, for a broker the decoder cannot read, DumpLogSegments text instead."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from bench.segments import write_segments
+from checkers.families.data_log.parse import read_data_logs
+from clusters import data_logs
+from clusters.data_logs import collect_data_logs
+from clusters.kafka_dist import load_dist
+from tests.unit.checkers.datalogs import B, segment_spec
+from tests.unit.clusters.test_capabilities import INFO, FakeCluster, FilesAndLogs
+
+needs_jdk = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK")
+PARTS = {0: [B(7, 0, values=(1, 2)), B(7, 0, marker="COMMIT")], 1: [B(8, 0, values=(3,))]}
+
+
+class WithSegments(FilesAndLogs):
+    """A broker whose data directory holds `source/<topic>-<p>/*.log`."""
+
+    source: Path
+
+    def copy_files_out(
+        self, paths: Sequence[str], dest: Path, keep: Callable[[str], bool]
+    ) -> list[Path]:
+        out = []
+        for path in paths:
+            here = self.source / Path(path).name
+            if not here.is_dir():
+                continue
+            (dest / here.name).mkdir(parents=True, exist_ok=True)
+            for f in here.iterdir():
+                if keep(f.name):
+                    out.append(Path(shutil.copy(f, dest / here.name / f.name)))
+        return out
+
+
+def _cluster(tmp_path: Path, dist) -> FakeCluster:
+    source = tmp_path / "segments"
+    write_segments(dist, source, segment_spec(PARTS, topic="kchaos-queue"))
+    handles = {}
+    for spec in INFO.topology.nodes:
+        node = WithSegments(spec)
+        node.source = source
+        handles[spec.name] = node
+    cluster = FakeCluster(handles)
+    cluster.dist = lambda info: dist  # type: ignore[method-assign]
+    run = tmp_path / "run"
+    run.mkdir()
+    plan = {"generator": {"workload": "queue", "topic": "kchaos-queue", "keys": 3}}
+    (run / "plan.json").write_text(json.dumps(plan))
+    return cluster
+
+
+def _dist():
+    dist = load_dist("4.4.0") or load_dist("3.9.2")
+    if dist is None:
+        pytest.skip("no Kafka release assembled (make setup assembles one)")
+    return dist
+
+
+@needs_jdk
+def test_every_brokers_segments_are_copied_and_decoded(tmp_path):
+    said: list[str] = []
+    collect_data_logs(_cluster(tmp_path, _dist()), INFO, tmp_path / "run", said.append)  # type: ignore[arg-type]
+    data = tmp_path / "run" / "data"
+    assert sorted(p.name for p in data.glob("*.decoded.json")) == [
+        "n1.decoded.json", "n2.decoded.json", "n3.decoded.json"
+    ]  # fmt: skip
+    assert not list(data.glob("*.txt"))
+    assert (data / "n2-raw" / "kchaos-queue-1" / "00000000000000000000.log").is_file()
+    logs = read_data_logs(data)
+    assert [list(log.values) for log in logs.values()] == [[1, 2, 3]] * 3
+    assert said == [f"collected data partition logs into {data}"]
+
+
+@needs_jdk
+def test_a_broker_the_decoder_cannot_read_gets_dumplogsegments_text(tmp_path, monkeypatch):
+    decode = data_logs.decode_segments
+
+    def fails_for_n2(dist, raws, out, timeout=60):
+        failed = decode(dist, raws, out, timeout)
+        (out / "n2.decoded.json").unlink()  # as if its thread had thrown
+        return [*failed, "n2"]
+
+    monkeypatch.setattr(data_logs, "decode_segments", fails_for_n2)
+    collect_data_logs(_cluster(tmp_path, _dist()), INFO, tmp_path / "run", lambda _: None)  # type: ignore[arg-type]
+    data = tmp_path / "run" / "data"
+    assert sorted(p.name for p in data.glob("*.txt")) == ["n2.txt"]
+    logs = read_data_logs(data)
+    assert logs["n2"].text_name == "n2.txt" and logs["n1"].text_name is None
+    assert list(logs["n2"].values) == list(logs["n1"].values) == [1, 2, 3]
+    assert list(logs["n2"].batches["position"]) == list(logs["n1"].batches["position"])
+
+
+@needs_jdk
+def test_without_a_decoder_every_broker_gets_text_and_a_warning(tmp_path, monkeypatch):
+    def no_jdk(dist, raws, out, timeout=60):
+        raise data_logs.ClusterError("KchaosSegments needs javac (a JDK 17) on the PATH")
+
+    monkeypatch.setattr(data_logs, "decode_segments", no_jdk)
+    said: list[str] = []
+    collect_data_logs(_cluster(tmp_path, _dist()), INFO, tmp_path / "run", said.append)  # type: ignore[arg-type]
+    data = tmp_path / "run" / "data"
+    assert sorted(p.name for p in data.glob("*.txt")) == ["n1.txt", "n2.txt", "n3.txt"]
+    assert "needs javac" in said[0] and "DumpLogSegments instead" in said[0]
+    assert [list(log.values) for log in read_data_logs(data).values()] == [[1, 2, 3]] * 3
