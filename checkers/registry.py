@@ -33,7 +33,7 @@ from checkers.core.inputs import (
 from checkers.families.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.families.cycles import find_cycles
 from checkers.families.data_log.check import check_data_log_ops
-from checkers.families.features import check_features
+from checkers.families.features import features_and_notes
 from checkers.families.fenced_acks import ACK_FS, fenced_acks
 from checkers.families.foreign import FOREIGN_FS, foreign_reads
 from checkers.families.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
@@ -304,7 +304,8 @@ class FeatureLevelsChecker:
                 f"feature levels: {n_steps} feature steps, but no observer sample carries the "
                 "nodes' features: not judged"
             )
-        return CheckerResult(check_features(observed, rows), notes, n_samples > 0, stats)
+        findings, pinned = features_and_notes(observed, rows)
+        return CheckerResult(findings, notes + pinned, n_samples > 0, stats)
 
 
 class QuorumMembershipChecker:

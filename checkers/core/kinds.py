@@ -411,6 +411,13 @@ KINDS: tuple[Kind, ...] = (
         NEVER,
     ),
     Kind(
+        "static-quorum-kraft-version-changed",
+        FEATURES,
+        features.RULES["static-quorum-kraft-version-changed"],
+        "KIP-853; Kafka 4.1 (KAFKA-16538)",
+        NEVER,
+    ),
+    Kind(
         "unsupported-level-served",
         FEATURES,
         features.RULES["unsupported-level-served"],
