@@ -2,7 +2,7 @@
 
 Each class adapts one family of pure checks (their own modules: queue/, cycles.py, metadata.py,
 migration.py, admin.py, data_log/, metadata_log/, zk_controller/, quorum_membership.py,
-groups.py, foreign.py, fenced_acks.py, elr/) to the
+groups.py, foreign.py, fenced_acks.py, elr/, prevote.py) to the
 Checker protocol (checkers/core/checker.py): it declares its Needs and turns the family's answer
 into a CheckerResult.
 The order of REGISTRY is the order of findings and notes in results.json, and a checker that
@@ -44,6 +44,7 @@ from checkers.families.metadata_log.check import check_read_metadata, send_ops
 from checkers.families.metadata_log.liveness import LivenessInput, logged_fences, read_availability
 from checkers.families.migration import migration_note
 from checkers.families.observer_samples import MetadataInput
+from checkers.families.prevote import check_prevote
 from checkers.families.queue.arrays import ElemArrays
 from checkers.families.queue.check import (
     RESET_FS,
@@ -341,6 +342,21 @@ class EligibleLeadersChecker:
         return CheckerResult(r.findings, r.notes if r.checked else [], r.checked, stats)
 
 
+class PreVoteChecker:
+    """KIP-996's pre-vote under the five-voter one-way layout, from the controllers' Raft
+    views in the observer's samples (checkers/families/prevote.py)."""
+
+    name = "pre-vote"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({HISTORY, OBSERVED, CLUSTER}), processes=FAULT_PROCESSES)
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        names = [n["name"] for n in inputs.cluster.get("nodes") or [] if "name" in n]
+        r = check_prevote(inputs.observed.samples, inputs.op_rows(processes=FAULT_PROCESSES), names)
+        return CheckerResult(r.findings, r.notes, r.checked)
+
+
 class QuorumMembershipChecker:
     """Controller membership changes (KIP-853) against the voter sets and leaders observed
     after them (checkers/families/quorum_membership.py)."""
@@ -435,6 +451,7 @@ REGISTRY: tuple[Checker, ...] = (
     ZkControllerChecker(),
     FeatureLevelsChecker(),
     EligibleLeadersChecker(),
+    PreVoteChecker(),
     QuorumMembershipChecker(),
     ConsumerGroupsChecker(),
     ForeignRecordsChecker(),

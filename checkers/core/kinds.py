@@ -24,6 +24,7 @@ from checkers.families import (
     groups,
     metadata,
     migration,
+    prevote,
     quorum_membership,
 )
 from checkers.families.data_log import acks as data_acks
@@ -73,6 +74,7 @@ LOGS, DATA, ADMIN, ZK = ("metadata-logs",), ("data-logs",), ("admin",), ("zk-con
 FEATURES = ("feature-levels",)
 QUORUM = ("quorum-membership",)
 ELR = ("eligible-leaders",)
+PREVOTE = ("pre-vote",)
 GROUPS, FOREIGN, ACKS = ("consumer-groups",), ("foreign-records",), ("fenced-acks",)
 JEPSEN_KAFKA = "jepsen.tests.kafka/"
 
@@ -445,6 +447,11 @@ KINDS: tuple[Kind, ...] = (
         NEVER,
     ),
     Kind("hw-advanced-below-min-isr", ELR, elr_watermark.RULE, "KIP-966", NEVER),
+    # -- KIP-996's pre-vote (checkers/families/prevote.py) -----------------------------------------
+    Kind("leadership-unstable", PREVOTE, prevote.RULES["leadership-unstable"], "KIP-996", NEVER),
+    Kind(
+        "election-livelock", PREVOTE, prevote.RULES["election-livelock"], "KIP-996; KIP-595", NEVER
+    ),
     # -- controller membership (checkers/families/quorum_membership.py) ----------------------------
     Kind(
         "removed-voter-led",

@@ -99,7 +99,17 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Plan", ("spec_file", "replay_dir", "seed", "plan_only")),
     (
         "Cluster",
-        ("topology", "zookeepers", "version", "quorum", "timing", "cluster", "subnet", "hosts"),
+        (
+            "topology",
+            "zookeepers",
+            "controllers",
+            "version",
+            "quorum",
+            "timing",
+            "cluster",
+            "subnet",
+            "hosts",
+        ),
     ),
     (
         "Workload",
