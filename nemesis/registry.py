@@ -12,6 +12,7 @@ from nemesis.menu import PARTITION_LEADER, SELECTOR_PARAM, SELECTOR_PARAM_MEANIN
 from nemesis.packet import PacketNemesis
 from nemesis.partition import PartitionNemesis
 from nemesis.process import KillNemesis, PauseNemesis
+from nemesis.shutdown import ShutdownNemesis
 
 NEMESES: dict[str, type] = {
     "partition": PartitionNemesis,
@@ -20,11 +21,12 @@ NEMESES: dict[str, type] = {
     "clock": ClockNemesis,
     "packet": PacketNemesis,
     "jvm": JvmNemesis,
+    "shutdown": ShutdownNemesis,
 }
 # The order healing undoes faults in: a stopped or exited JVM first (later steps exec in nodes
 # and restart them; a stopped JVM's rule listener cannot answer), the clock last, since removing
 # libfaketime restarts the node.
-HEAL_ORDER = ("pause", "kill", "jvm", "partition", "packet", "clock")
+HEAL_ORDER = ("pause", "kill", "shutdown", "jvm", "partition", "packet", "clock")
 
 # What each package offers a plan; every package class carries its module's menu.
 MENUS: dict[str, Menu] = {name: cls.menu for name, cls in NEMESES.items()}
