@@ -205,6 +205,8 @@ def _watch(
 ) -> tuple[dict[str, Any] | None, float]:
     """Each restarted follower's own view of the partition, until one says a follower leads;
     the last view seen and the seconds it took (or the bound)."""
+    # The queue workload's hints name a partition by its number alone ("6"); others may say
+    # "topic-6". A number alone matches that partition of any topic that is not internal.
     topic, _, index = partition.rpartition("-")
     ids = {n.node_id: n.name for n in ctx.topology.nodes}
     t0 = time.monotonic()
@@ -216,7 +218,7 @@ def _watch(
             except (PartitionsUnavailable, ClusterError):
                 continue
             for p in parts:
-                if p.get("topic") == topic and str(p.get("partition")) == index:
+                if (not topic or p.get("topic") == topic) and str(p.get("partition")) == index:
                     last = {**p, "asked": name, "leader_name": ids.get(p.get("leader", -1))}
                     if last["leader_name"] in followers:
                         return last, round(time.monotonic() - t0, 3)

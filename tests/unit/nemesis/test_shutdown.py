@@ -62,6 +62,21 @@ def test_start_stops_the_followers_cleanly_then_kills_the_leader(monkeypatch):
     assert r.effect == RESTARTED
 
 
+def test_a_partition_named_by_its_number_alone_is_watched_in_the_queues_topic(monkeypatch):
+    # The queue workload's hints say "6", not "kchaos-queue-6" (seen on a real run).
+    ctx = context()
+    ctx.hints = {"partition_leaders": {"6": 4}}  # b1 leads partition 6
+    nem = build(["shutdown"])["shutdown"]
+    got = nem.start(ctx, step("start"))
+    assert (got["partition"], got["leader"], got["followers"]) == ("6", "b1", ["b2", "b3"])
+    views = [
+        {"topic": "kchaos-queue", "partition": 5, "leader": 5, "isr": [5], "elr": []},
+        {"topic": "kchaos-queue", "partition": 6, "leader": 6, "isr": [6], "elr": [4]},
+    ]
+    monkeypatch.setattr(shutdown, "describe_partitions", lambda ip, port, t: views)
+    assert nem.stop(ctx, step("stop"))["elected"] == "b3"
+
+
 def test_without_an_elr_no_follower_leads_and_the_leader_is_started_anyway(monkeypatch):
     ctx = context()
     nem = build(["shutdown"])["shutdown"]
