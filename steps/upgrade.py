@@ -100,6 +100,11 @@ REFUSALS = (
     "does not support",
     "not supported",
     "Unknown metadata.version",
+    # Kafka 4.x refusing a kraft.version upgrade, and with it the whole request (4.4.0, seen
+    # with one voter cut off: "Invalid upgrade of kraft.version to KRAFT_VERSION_1 because not
+    # all of the voters support it").
+    "Invalid upgrade of",
+    "The update failed for all features",
 )
 
 

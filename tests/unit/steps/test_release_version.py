@@ -200,3 +200,15 @@ def test_no_mapping_is_a_refusal_before_anything_is_sent(tmp_path, monkeypatch):
     _, calls, ops = _drive(tmp_path, monkeypatch, [answer])
     assert len(calls) == 1 and ops[-1]["type"] == "fail"
     assert "no version mapping for release 4.0" in ops[-1]["error"]
+
+
+def test_kraft_version_refused_with_a_voter_cut_off_refuses_the_whole_request():
+    # Kafka 4.4.0's dry run of --release-version 4.4 while one voter was cut off (a real run,
+    # docs/upgrades.md): every feature refused because kraft.version could not be verified.
+    levels = {"metadata.version": 33, "kraft.version": 1, "share.version": 2}
+    why = (
+        "The update failed for all features since the following feature had an error: Invalid "
+        "upgrade of kraft.version to KRAFT_VERSION_1 because not all of the voters support it"
+    )
+    out = "".join(f"Can not upgrade {f} to {lv}. {why}\n" for f, lv in levels.items())
+    assert release_outcome(1, out, "3 out of 3 operation(s) failed.", levels, True)[0] == "fail"
