@@ -2,7 +2,7 @@
 
 Each class adapts one family of pure checks (their own modules: queue/, cycles.py, metadata.py,
 migration.py, admin.py, data_log/, metadata_log/, zk_controller/, quorum_membership.py,
-groups.py, foreign.py, fenced_acks.py) to the
+groups.py, foreign.py, fenced_acks.py, elr/, prevote.py) to the
 Checker protocol (checkers/core/checker.py): it declares its Needs and turns the family's answer
 into a CheckerResult.
 The order of REGISTRY is the order of findings and notes in results.json, and a checker that
@@ -33,16 +33,18 @@ from checkers.core.inputs import (
 from checkers.families.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.families.cycles import find_cycles
 from checkers.families.data_log.check import check_data_logs
-from checkers.families.features import check_features
+from checkers.families.elr.check import check_elr
+from checkers.families.features import features_and_notes
 from checkers.families.fenced_acks import ACK_FS, fenced_acks
 from checkers.families.foreign import FOREIGN_FS, foreign_reads
 from checkers.families.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
 from checkers.families.metadata import check_metadata
 from checkers.families.metadata_log.applied import unjudged_note
-from checkers.families.metadata_log.check import check_read_metadata
+from checkers.families.metadata_log.check import check_read_metadata, send_ops
 from checkers.families.metadata_log.liveness import LivenessInput, logged_fences, read_availability
 from checkers.families.migration import migration_note
 from checkers.families.observer_samples import MetadataInput
+from checkers.families.prevote import check_prevote
 from checkers.families.queue.arrays import ElemArrays
 from checkers.families.queue.check import (
     RESET_FS,
@@ -69,6 +71,8 @@ from history.format import (
 
 # The lease liveness rules' ops (metadata_log/liveness.py): faults, steps and observer samples.
 LIVENESS_PROCESSES = (NEMESIS, OBSERVER, UPGRADE, MIGRATION)
+# The ops fault spans are made of (checkers/scan/fault_windows.py).
+FAULT_PROCESSES = (NEMESIS, UPGRADE, MIGRATION)
 SUBSCRIBE_NOTE = "consumers subscribe: poll-skip and nonmonotonic-poll are tolerated"
 
 
@@ -307,7 +311,53 @@ class FeatureLevelsChecker:
                 f"feature levels: {n_steps} feature steps, but no observer sample carries the "
                 "nodes' features: not judged"
             )
-        return CheckerResult(check_features(observed, rows), notes, n_samples > 0, stats)
+        findings, pinned = features_and_notes(observed, rows)
+        return CheckerResult(findings, notes + pinned, n_samples > 0, stats)
+
+
+class EligibleLeadersChecker:
+    """KIP-966's ELR: the committed partition records, each broker's DescribeTopicPartitions
+    answers, and acknowledged sends against the committed ISR
+    (checkers/families/elr/)."""
+
+    name = "eligible-leaders"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        if not inputs.has_dir(METADATA_DIR):
+            return Needs(frozenset({OBSERVED}))
+        reads = {HISTORY, OBSERVED, CLUSTER, METADATA_LOGS, PLAN}
+        return Needs(frozenset(reads), fs=SENDS, processes=FAULT_PROCESSES)
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        samples = inputs.observed.samples
+        if not inputs.has_dir(METADATA_DIR):
+            r = check_elr(None, {}, None, samples, (), [])
+        else:
+            r = check_elr(
+                inputs.metadata_logs,
+                inputs.cluster,
+                inputs.generator,
+                samples,
+                send_ops(inputs.op_table(fs=SENDS)),
+                inputs.op_rows(processes=FAULT_PROCESSES),
+            )
+        stats = {"elr": r.stats} if r.stats else {}
+        return CheckerResult(r.findings, r.notes if r.checked else [], r.checked, stats)
+
+
+class PreVoteChecker:
+    """KIP-996's pre-vote under the five-voter one-way layout, from the controllers' Raft
+    views in the observer's samples (checkers/families/prevote.py)."""
+
+    name = "pre-vote"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({HISTORY, OBSERVED, CLUSTER}), processes=FAULT_PROCESSES)
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        names = [n["name"] for n in inputs.cluster.get("nodes") or [] if "name" in n]
+        r = check_prevote(inputs.observed.samples, inputs.op_rows(processes=FAULT_PROCESSES), names)
+        return CheckerResult(r.findings, r.notes, r.checked)
 
 
 class QuorumMembershipChecker:
@@ -403,6 +453,8 @@ REGISTRY: tuple[Checker, ...] = (
     MetadataLogsChecker(),
     ZkControllerChecker(),
     FeatureLevelsChecker(),
+    EligibleLeadersChecker(),
+    PreVoteChecker(),
     QuorumMembershipChecker(),
     ConsumerGroupsChecker(),
     ForeignRecordsChecker(),

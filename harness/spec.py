@@ -122,6 +122,17 @@ class RunSpec:
         minimum=1,
         maximum=3,
     )
+    # KRaft voters: five for KIP-996's pre-vote layout (nemesis/partition.py one-way-layout).
+    # Written into plan.json only when not 3, so every earlier plan keeps its meaning.
+    controllers: int = option(
+        3,
+        stored=AS_ASKED,
+        applies_with=("topology", ("kraft-combined", "kraft")),
+        help="KRaft controllers (kraft-combined: nodes, each broker and controller; kraft: "
+        "dedicated controllers beside 3 brokers), 1 to 9; five for the pre-vote layout.",
+        minimum=1,
+        maximum=9,
+    )
     version: str = option(
         DEFAULT_VERSION,
         fresh=lambda v: newest_line(v["topology"]),
@@ -419,6 +430,12 @@ def _validate(spec: RunSpec) -> RunSpec:
             check_quorum(spec.quorum, spec.topology, spec.releases())
     except ClusterError as exc:
         raise SpecError(str(exc)) from None
+    if spec.controllers != 3 and (spec.quorum_mode != STATIC or any(spec.releases()[1:])):
+        # Their plans lay the steps out over the topology's three controllers.
+        raise SpecError(
+            "--controllers: upgrade, downgrade and controller membership steps plan for three "
+            f"controllers, not {spec.controllers}"
+        )
     _refuse(spec, "availability")
     # The workload options: each one's own refusals, then each kind's of their combinations.
     try:
@@ -442,7 +459,11 @@ def _validate(spec: RunSpec) -> RunSpec:
         # The cluster's layout is pure data: a subnet that cannot hold it is refused here, as
         # the run would refuse it, and not after the run directory exists.
         build_topology(
-            spec.topology, cluster=spec.cluster, zookeepers=spec.zookeepers, subnet=spec.subnet
+            spec.topology,
+            cluster=spec.cluster,
+            zookeepers=spec.zookeepers,
+            subnet=spec.subnet,
+            controllers=spec.controllers,
         )
     except ClusterError as exc:
         # The topology and cluster name were checked before: what is left is the subnet's.

@@ -20,7 +20,8 @@ import random
 from typing import Any
 
 from clusters.capabilities import Controllable, Exec, Shell, layout_of
-from history.effects import CUT, EFFECTS, effect, grudge_pairs
+from clusters.topology import CONTROLLER_PORT, Topology
+from history.effects import CUT, DEGRADED, EFFECTS, effect, grudge_pairs
 from nemesis import grudge as g
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, before_touching
@@ -32,6 +33,12 @@ from nemesis.targets import resolve
 CHAIN = "KCHAOS"
 # Kinds whose nodes see overlapping sets, so "the sides" are not a partition of the nodes.
 OVERLAPPING = ("majorities-ring", "bridge")
+# KIP-996's pre-vote: Kafka's RaftEventSimulationTest partitions five voters one way, each
+# dropping its outbound requests to some others (voters by index: 0 to 1, 3 and 4; 1 to 0, 2
+# and 4; 2 to 1; 3 to 0; 4 to 0 and 1). Voters 2, 3 and 4 are each reachable from a majority;
+# voters 0 and 1 are not, and cannot win an election either.
+ONE_WAY = "one-way-layout"
+ONE_WAY_LAYOUT = {0: (1, 3, 4), 1: (0, 2, 4), 2: (1,), 3: (0,), 4: (0, 1)}
 
 MENU = Menu(
     "partition",
@@ -48,6 +55,14 @@ MENU = Menu(
             only_on=("kraft", "migration"),
         ),
         Kind("isolate-active-controller", "the active controller cut off from every other node"),
+        Kind(
+            ONE_WAY,
+            "KIP-996's five-voter one-way layout: the controllers by node id, voter 0 drops its "
+            "requests to 1, 3, 4; 1 to 0, 2, 4; 2 to 1; 3 to 0; 4 to 0, 1 (needs five "
+            "controllers: --controllers 5)",
+            drawn=False,
+            effects=(DEGRADED,),
+        ),
     ),
     meaning="DROP rules in each node's own namespace; stop removes them all",
     effects=(CUT,),
@@ -66,6 +81,29 @@ def install(node: Shell, drop_ips: list[str]) -> list[str]:
 
 def remove(node: Exec) -> int:
     return remove_chain(node, CHAIN)
+
+
+def one_way(topo: Topology) -> dict[str, list[str]]:
+    """The one-way layout by node name: each controller and the controllers it sends no
+    request to. NemesisError unless the topology has exactly five controllers."""
+    voters = sorted(topo.controllers, key=lambda n: n.node_id)
+    if len(voters) != len(ONE_WAY_LAYOUT):
+        raise NemesisError(
+            f"partition {ONE_WAY} needs five controllers (--controllers 5), not {len(voters)}"
+        )
+    return {voters[i].name: [voters[j].name for j in drops] for i, drops in ONE_WAY_LAYOUT.items()}
+
+
+def one_way_rules(topo: Topology, layout: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each node's rules: on B, drop what A sends to B's controller listener for every A that
+    sends B no request. Only the requester's packets to the listener's port are dropped, so B's
+    own requests to A, and A's answers to them, still pass: one direction of requests each."""
+    ips = {n.name: n.ip for n in topo.nodes}
+    rules: dict[str, list[str]] = {n.name: [] for n in topo.nodes}
+    for a, targets in sorted(layout.items()):
+        for b in targets:
+            rules[b].append(f"-A {CHAIN} -s {ips[a]}/32 -p tcp --dport {CONTROLLER_PORT} -j DROP")
+    return {n: sorted(r) for n, r in rules.items()}
 
 
 def grudge_for(ctx: FaultContext, step: FaultStep) -> tuple[g.Grudge, dict[str, Any]]:
@@ -108,6 +146,8 @@ class PartitionNemesis:
         return {}
 
     def start(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        if step.kind == ONE_WAY:
+            return self._one_way(ctx, step)
         with before_touching():
             self.check(step)
             grudge, chosen = grudge_for(ctx, step)
@@ -131,6 +171,29 @@ class PartitionNemesis:
             "rules": {n: r for n, r in sorted(rules.items()) if r},
             **({"not_running": down} if down else {}),
             EFFECTS: [effect(CUT, {n for p in cut for n in p}, links=cut, by="iptables")],
+        }
+
+    def _one_way(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
+        """KIP-996's layout: rules per direction, in the same chain (stop and heal remove it)."""
+        with before_touching():
+            self.check(step)
+            layout = one_way(ctx.topology)
+            per_node = one_way_rules(ctx.topology, layout)
+        running, down = split_running(ctx.nodes.values())
+        running += [ctx.nodes[n] for n in down if layout_of(ctx.nodes[n]).lasting_network]
+        installed = on_each(
+            running, lambda n: on_live(n, lambda: install_chain(n, CHAIN, per_node[n.name]))
+        )
+        rules = {n: r for n, r in installed.items() if r}
+        down = sorted([*down, *(n for n, r in installed.items() if r is None)])
+        voters = sorted(layout)
+        return {
+            "kind": step.kind,
+            # Who sends no request to whom; the answers to requests still flow.
+            "one_way": layout,
+            "rules": dict(sorted(rules.items())),
+            **({"not_running": down} if down else {}),
+            EFFECTS: [effect(DEGRADED, voters, by="iptables one-way")],
         }
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from nemesis.menu import PARTITION_LEADER, SELECTOR_PARAM, SELECTOR_PARAM_MEANIN
 from nemesis.packet import PacketNemesis
 from nemesis.partition import PartitionNemesis
 from nemesis.process import KillNemesis, PauseNemesis
+from nemesis.shutdown import ShutdownNemesis
 
 NEMESES: dict[str, type] = {
     "partition": PartitionNemesis,
@@ -22,12 +23,13 @@ NEMESES: dict[str, type] = {
     "packet": PacketNemesis,
     "jvm": JvmNemesis,
     "disk": DiskNemesis,
+    "shutdown": ShutdownNemesis,
 }
 # The order healing undoes faults in: a stopped or exited JVM first (later steps exec in nodes
 # and restart them; a stopped JVM's rule listener cannot answer; a JVM on a disk that lost
 # power is killed before the exited are started), the clock last, since removing libfaketime
 # restarts the node.
-HEAL_ORDER = ("pause", "disk", "kill", "jvm", "partition", "packet", "clock")
+HEAL_ORDER = ("pause", "disk", "kill", "shutdown", "jvm", "partition", "packet", "clock")
 
 # What each package offers a plan; every package class carries its module's menu.
 MENUS: dict[str, Menu] = {name: cls.menu for name, cls in NEMESES.items()}

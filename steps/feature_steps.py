@@ -14,7 +14,11 @@ An item is ``[dry-run:]name=level[!unsafe]``, items separated by commas, each on
   changed in between, with or without the flag, and otherwise answers "Unsafe metadata
   downgrade is not supported in this version";
 - ``dry-run:``: the same request with ``--dry-run`` (KIP-778: "Validate this downgrade, but do
-  not perform it").
+  not perform it");
+- ``release-version=4.0``: ``upgrade --release-version 4.0`` (KIP-1022, Kafka 4.0+: "The release
+  version to update all features to"), one request for every production feature at that
+  release's default level, which the driver reads from the same tool's ``version-mapping`` just
+  before the step.
 """
 
 from __future__ import annotations
@@ -31,12 +35,17 @@ from clusters.errors import ClusterError
 from clusters.kafka_dist import parse_version
 
 METADATA_VERSION = "metadata.version"
+# KIP-1022's `kafka-features upgrade --release-version X` as an item: not a feature, every one.
+RELEASE_VERSION = "release-version"
+# The first line whose kafka-features has --release-version (3.9.2's tool does not).
+RELEASE_VERSION_FROM = (4, 0)
 RELEASE = "release:"
 AUTO = "auto"  # upgrade or downgrade, chosen against the finalized level at step time
 FORMS = (
     "name=level (upgrade or downgrade, whichever the finalized level calls for), "
     "name=level!unsafe (downgrade --unsafe), dry-run:name=level (--dry-run), "
-    "metadata.version=release:X (release X's level)"
+    "metadata.version=release:X (release X's level), release-version=X (kafka-features upgrade "
+    "--release-version X, Kafka 4.0+)"
 )
 # The finalizable features each line's jars list as production features (the Feature enum of
 # server-common, Features before 4.0, read from 3.8.1, 3.9.2, 4.0.2, 4.1.2 and 4.3.1; test
@@ -72,6 +81,7 @@ WINDOWS = {
 }
 # ASCII digits only (\d would take any script's digits).
 _ITEM = re.compile(r"^(dry-run:)?([a-z][a-z0-9._]*)=([0-9]+|release:[0-9][0-9.]*)(!unsafe)?$")
+_RELEASE_ITEM = re.compile(r"^(dry-run:)?release-version=([0-9][0-9.]*)$")
 # A finalized feature level is a Java short in Kafka's protocol (UpdateFeatures' MaxVersionLevel,
 # KIP-584): 0 (a downgrade to none) up to 32767.
 MAX_LEVEL = 32767
@@ -90,6 +100,8 @@ class FeatureItem:
 
     @property
     def action(self) -> str:
+        if self.feature == RELEASE_VERSION:
+            return "upgrade"  # KIP-1022's release version is planned as an upgrade only
         return "downgrade" if self.unsafe else AUTO
 
 
@@ -114,6 +126,9 @@ def parse_features(text: str, version: str, topology: str = "kraft-combined") ->
     known = known_features(version)
     out = []
     for raw in items:
+        if raw.startswith((RELEASE_VERSION, "dry-run:" + RELEASE_VERSION)):
+            out.append(_release_item(raw, version, topology))
+            continue
         m = _ITEM.match(raw)
         if m is None:
             raise FeatureSpecError(
@@ -159,6 +174,51 @@ def parse_features(text: str, version: str, topology: str = "kraft-combined") ->
                 unsafe=bool(unsafe),
             )
         )
+    return out
+
+
+def _release_item(raw: str, version: str, topology: str) -> FeatureItem:
+    """``[dry-run:]release-version=X``: KIP-1022's one request for every production feature."""
+    m = _RELEASE_ITEM.match(raw)
+    if m is None:
+        raise FeatureSpecError(f"features: cannot read '{raw}': the forms are {FORMS}")
+    dry, release = m.groups()
+    if topology == "zk":
+        raise FeatureSpecError(
+            f"features: '{raw}': ZooKeeper mode has no metadata.version (KIP-778 is KRaft's)"
+        )
+    if _line(version) < RELEASE_VERSION_FROM:
+        raise FeatureSpecError(
+            f"features: '{raw}': kafka-features has --release-version from Kafka 4.0 on "
+            f"(KIP-1022); the step runs on {version}"
+        )
+    try:
+        line = _line(release)
+    except ClusterError as exc:
+        raise FeatureSpecError(f"features: '{raw}': {exc}") from None
+    if not (3, 3) <= line <= _line(version):
+        raise FeatureSpecError(
+            f"features: '{raw}': a release from 3.3 (KRaft's first production metadata.version) "
+            f"to {version} (the release the step runs on)"
+        )
+    return FeatureItem(RELEASE_VERSION, f"{line[0]}.{line[1]}", dry_run=bool(dry))
+
+
+def release_line(version: str) -> str:
+    """The ``--release-version`` a release's own upgrade finalizes: its line, as 4.1 for 4.1.2
+    (MetadataVersion.fromVersionString takes a line to its newest production version)."""
+    major, minor = _line(version)
+    return f"{major}.{minor}"
+
+
+def parse_version_mapping(text: str) -> dict[str, int]:
+    """``kafka-features version-mapping --release-version X``'s answer: one ``name=level`` line
+    a feature (``metadata.version=25 (4.0)`` for the first); {} when it says nothing readable."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^([a-z][a-z0-9._]*)=([0-9]+)\b", line.strip())
+        if m:
+            out[m[1]] = int(m[2])
     return out
 
 

@@ -10,12 +10,19 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from clusters.errors import ClusterError
+from clusters.kafka_dist import parse_version
 from clusters.quorum import STATIC
 from clusters.upgrade_paths import check_downgrade, check_upgrade
 from history.format import MIGRATION, UPGRADE
 from history.options import AS_ASKED, Option, OptionError
 from steps.family import Family, Stage
-from steps.feature_steps import FeatureSpec, FeatureSpecError, feature_items
+from steps.feature_steps import (
+    RELEASE_VERSION,
+    RELEASE_VERSION_FROM,
+    FeatureSpec,
+    FeatureSpecError,
+    feature_items,
+)
 from steps.quorum_steps import QuorumSteps, final_observation, quorum_schedule
 from steps.recorded import PlannedStep, RecordedSteps
 from steps.upgrade import UpgradeDriver, UpgradeStep, load_steps, node_properties, upgrade_schedule
@@ -40,6 +47,21 @@ OPTIONS = (
         help="Lower metadata.version safely to this older release's, then roll every node back "
         "to it (after --upgrade-to, if given).",
     ),
+    # KIP-1022: how an upgrade finalizes its feature levels. "features" (the first plans' way):
+    # a dry run and the upgrade of metadata.version, then one request per other feature;
+    # "release-version": a dry run, then `kafka-features upgrade --release-version B`, the
+    # command Kafka 4.x documents. Written into plan.json only when it is the latter.
+    Option(
+        "finalize",
+        str,
+        default="features",
+        choices=("features", RELEASE_VERSION),
+        noun="way to finalize",
+        stored=AS_ASKED,
+        help="How --upgrade-to finalizes the new release's feature levels: features (one "
+        "kafka-features request per feature) or release-version (one `kafka-features upgrade "
+        "--release-version B`, KIP-1022, Kafka 4.0+; docs/upgrades.md).",
+    ),
     Option(
         "features",
         str,
@@ -62,6 +84,7 @@ class RollingSpec(FeatureSpec, Protocol):
     upgrade_to: str | None
     downgrade_to: str | None
     quorum: str | None
+    finalize: str
 
 
 def releases(spec: RollingSpec) -> list[str]:
@@ -79,6 +102,23 @@ def check(spec: RollingSpec) -> None:
             feature_items(spec)
     except (ClusterError, FeatureSpecError) as exc:
         raise OptionError(str(exc)) from None
+    if spec.finalize == RELEASE_VERSION:
+        _check_release_finalize(spec)
+
+
+def _check_release_finalize(spec: RollingSpec) -> None:
+    if not spec.upgrade_to:
+        raise OptionError("--finalize release-version finalizes an upgrade: give --upgrade-to")
+    if spec.topology == "zk":
+        raise OptionError(
+            "--finalize release-version: ZooKeeper mode has no feature levels to finalize (its "
+            "upgrade bumps inter.broker.protocol.version)"
+        )
+    if (*parse_version(spec.upgrade_to), 0)[:2] < RELEASE_VERSION_FROM:
+        raise OptionError(
+            f"--finalize release-version: kafka-features has --release-version from Kafka 4.0 "
+            f"on (KIP-1022), not {spec.upgrade_to}"
+        )
 
 
 def plan(spec: RollingSpec, seed: int) -> list[UpgradeStep]:
@@ -95,6 +135,7 @@ def plan(spec: RollingSpec, seed: int) -> list[UpgradeStep]:
         spec.downgrade_to,
         spec.zookeepers,
         items,
+        spec.finalize,
     )
     quorum = quorum_schedule(spec.topology, spec.time_limit, seed, spec.quorum)
     if not items or not quorum:

@@ -36,7 +36,14 @@ from clusters.kafka_dist import KafkaDist, metadata_version_level, parse_version
 from clusters.migration import BROKER_KRAFT, CONTROLLER_FINALIZED, ibp
 from clusters.topology import BROKER_PORT, CONTROLLER_PORT, Topology, build_topology
 from history.format import UPGRADE
-from steps.feature_steps import AUTO, FeatureItem, release_level
+from steps.feature_steps import (
+    AUTO,
+    RELEASE_VERSION,
+    FeatureItem,
+    parse_version_mapping,
+    release_level,
+    release_line,
+)
 from steps.feature_steps import times as feature_times
 from steps.feature_steps import window as feature_window
 from steps.recorded import (
@@ -93,6 +100,11 @@ REFUSALS = (
     "does not support",
     "not supported",
     "Unknown metadata.version",
+    # Kafka 4.x refusing a kraft.version upgrade, and with it the whole request (4.4.0, seen
+    # with one voter cut off: "Invalid upgrade of kraft.version to KRAFT_VERSION_1 because not
+    # all of the voters support it").
+    "Invalid upgrade of",
+    "The update failed for all features",
 )
 
 
@@ -112,9 +124,12 @@ def upgrade_schedule(
     downgrade_to: str | None,
     zookeepers: int = 1,
     feature_items: list[FeatureItem] | None = None,
+    finalize: str | None = None,
 ) -> list[UpgradeStep]:
     """The plan's upgrade steps; empty unless the spec asks for an upgrade, a downgrade or
-    feature steps of its own (``feature_items``, steps/feature_steps.py).
+    feature steps of its own (``feature_items``, steps/feature_steps.py). ``finalize``
+    ``release-version`` finalizes an upgrade with KIP-1022's one request (a dry run, then
+    ``kafka-features upgrade --release-version B``) instead of one request per feature.
 
     Its own random stream, so adding it moved no other plan; the user's feature steps draw
     last, so a plan without them is what it always was.
@@ -147,6 +162,10 @@ def upgrade_schedule(
             steps += [
                 UpgradeStep(at, IBP, b, {"ibp": line}) for b in rng.sample(brokers, len(brokers))
             ]
+        elif finalize == RELEASE_VERSION:
+            line = release_line(upgrade_to)
+            steps.append(features(at, "upgrade", RELEASE_VERSION, line, dry_run=True))
+            steps.append(features(at, "upgrade", RELEASE_VERSION, line))
         else:
             steps.append(features(at, "upgrade", METADATA_VERSION, LATEST, dry_run=True))
             steps.append(features(at, "upgrade", METADATA_VERSION, LATEST))
@@ -205,6 +224,40 @@ def feature_outcome(
     return "info", said or f"kafka-features exited {exit_code} and said nothing"
 
 
+def release_outcome(
+    exit_code: int, stdout: str, stderr: str, levels: dict[str, int], dry_run: bool
+) -> tuple[str, str]:
+    """(ok|fail|info, what the tool said) for ``upgrade --release-version``: one answer line per
+    feature it sent (tools FeatureCommand.update); ok only when every one of ``levels`` says it
+    was (can be) upgraded, fail when every line is a controller's refusal or the tool refused
+    its own arguments (nothing was sent), info otherwise."""
+    said = " ".join(stdout.split())[-900:]
+    if stderr.strip():
+        said = (" ".join(stderr.split())[-300:] + " | " + said) if said else stderr.strip()[-600:]
+    verb = "can be" if dry_run else "was"
+    done = [
+        f
+        for f, lv in levels.items()
+        if re.search(rf"\b{re.escape(f)} {verb} upgraded to {lv}\.", stdout)
+    ]
+    if exit_code == 0 and levels and len(done) == len(levels):
+        return "ok", said
+    refused = [
+        f
+        for f, lv in levels.items()
+        if (m := re.search(rf"(?:Could|Can) not upgrade {re.escape(f)} to {lv}\. (.*)", stdout))
+        and any(r in m.group(1) for r in REFUSALS)
+    ]
+    if levels and len(refused) == len(levels):
+        return "fail", said
+    if exit_code != 0 and any(
+        t in stderr + stdout
+        for t in ("Command line error", "Can not specify", "Unknown metadata.version")
+    ):
+        return "fail", said  # the tool refused its own arguments: nothing was sent
+    return "info", said or f"kafka-features exited {exit_code} and said nothing"
+
+
 Handler = Callable[["UpgradeDriver", UpgradeStep, dict[str, Any]], dict[str, Any]]
 
 
@@ -252,6 +305,8 @@ class UpgradeDriver(RecordedSteps):
         if step.step != FEATURES:
             return super().run_step(step)
         assert isinstance(step, UpgradeStep)
+        if step.params.get("feature") == RELEASE_VERSION:
+            return self._run_release(step)
         try:
             levels = self._resolve(step)
         except StepFailed as exc:
@@ -331,6 +386,43 @@ class UpgradeDriver(RecordedSteps):
                 out.append((name, target))
         return out
 
+    def _run_release(self, step: UpgradeStep) -> str:
+        """KIP-1022's one request for every feature: its levels (what the tool will send, from
+        the same tool's version-mapping) resolved into the invocation, then one operation."""
+        release = str(step.params["level"])
+        try:
+            levels = self.release_levels(release)
+        except StepFailed as exc:
+            value = self._value(step)
+            self.recorder.invoke(step.step, value, self.process, step.node)
+            self.recorder.fail(step.step, value, self.process, str(exc), step.node)
+            self.done.append({**value, "type": "fail", "error": str(exc)})
+            return "fail"
+        params = {**step.params, "release_version": release, "levels": levels}
+        return super().run_step(replace(step, params=params))
+
+    def release_levels(self, release: str) -> dict[str, int]:
+        """What ``kafka-features upgrade --release-version release`` sends, by the newest tool the
+        cluster runs: ``version-mapping``'s levels, less those at 0 (the tool sends no upgrade
+        to 0). Asked of the jars alone, no node."""
+        dist = self.newest_dist()
+        args = [
+            "--bootstrap-server",
+            self.topology.bootstrap_servers(),
+            "version-mapping",
+            "--release-version",
+            release,
+        ]
+        code, out, err = run_tool(dist, "features", args, TOOL_TIMEOUT_S)
+        mapping = parse_version_mapping(out) if code == 0 else {}
+        if METADATA_VERSION not in mapping:
+            said = " ".join((err.strip() or out.strip()).split())[-300:]
+            raise StepFailed(
+                f"no version mapping for release {release} from Kafka "
+                f"{dist.version}'s kafka-features (exit {code}): {said}"
+            )
+        return {f: lv for f, lv in mapping.items() if lv > 0}
+
     def _direction(self, feature: str, level: int) -> dict[str, Any]:
         """``upgrade`` or ``downgrade`` for a user's step, against the finalized level of the
         highest-epoch answer just before it (``from``): what an operator reads off
@@ -393,6 +485,8 @@ class UpgradeDriver(RecordedSteps):
     def _do(self, step: PlannedStep, value: dict[str, Any]) -> dict[str, Any]:
         assert isinstance(step, UpgradeStep)
         if step.step == FEATURES:  # only ever with its levels resolved (run_step)
+            if value["params"].get("feature") == RELEASE_VERSION:
+                return self._release_features(value)
             return self._features(value)
         if step.step == ROLL:
             return self._roll(step)
@@ -523,6 +617,28 @@ class UpgradeDriver(RecordedSteps):
             args.append("--dry-run")
         code, out, err = run_tool(dist, "features", args, TOOL_TIMEOUT_S)
         kind, said = feature_outcome(code, out, err, feature, level, params["dry_run"])
+        if kind == "fail":
+            raise StepFailed(f"refused: {said}")
+        if kind == "info":
+            raise StepUnsure(f"outcome unknown: {said}")
+        return {"tool": f"kafka-features {dist.version} " + shlex.join(args), "output": said}
+
+    def _release_features(self, value: dict[str, Any]) -> dict[str, Any]:
+        """``kafka-features upgrade --release-version X [--dry-run]``, as ``_features`` runs one
+        feature: from the newest release any node runs, against every broker."""
+        params = value["params"]
+        dist = self.newest_dist()
+        args = [
+            "--bootstrap-server",
+            self.topology.bootstrap_servers(),
+            "upgrade",
+            "--release-version",
+            params["release_version"],
+        ]
+        if params.get("dry_run"):
+            args.append("--dry-run")
+        code, out, err = run_tool(dist, "features", args, TOOL_TIMEOUT_S)
+        kind, said = release_outcome(code, out, err, params["levels"], params["dry_run"])
         if kind == "fail":
             raise StepFailed(f"refused: {said}")
         if kind == "info":

@@ -19,6 +19,11 @@ the two together stay inside the node's share of the round. Features are an addi
 sample, not its outcome: a node whose JMX answered but whose listener did not is still `ok`, with
 `features: null` and `features_error` saying why. A node whose last features call failed gets a
 probe's timeout for the next one, as for JMX.
+
+A broker on Kafka 3.8 or later is also asked, at most once a second, for its partitions
+(DescribeTopicPartitions: leader, ISR, and KIP-966's ELR and last known ELR, as its metadata cache
+holds them; clusters/topic_partitions.py), within what is left of the same timeout: `partitions`
+in the sample, or `partitions_error`. A sample without either did not ask.
 """
 
 from __future__ import annotations
@@ -28,7 +33,10 @@ import time
 from typing import Any
 
 from clusters.api_versions import FeaturesUnavailable, describe_features
+from clusters.errors import ClusterError
 from clusters.jmx import JmxUnavailable, sample_kafka
+from clusters.kafka_dist import parse_version
+from clusters.topic_partitions import SINCE, PartitionsUnavailable, describe_partitions
 from clusters.topology import BROKER_PORT, CONTROLLER_PORT, NodeSpec, Topology
 from history.format import OBSERVER
 
@@ -39,6 +47,9 @@ SAMPLE_TIMEOUT_S = 0.5
 # A node that did not answer last time: enough for a live agent (median ~5 ms), short enough
 # that a few such nodes fit in one round beside the live ones.
 PROBE_TIMEOUT_S = 0.05
+# How often a broker is asked for its partitions: each answer is ~100 bytes a partition in the
+# history, and ELR changes come with ISR changes, seconds apart under faults.
+PARTITIONS_EVERY_S = 1.0
 
 
 class Observer:
@@ -51,6 +62,8 @@ class Observer:
         self.silent: set[str] = set()
         # Nodes whose last features call did not answer: asked next time with a probe's timeout.
         self.features_silent: set[str] = set()
+        # When each broker was last asked for its partitions (monotonic seconds).
+        self.partitions_asked: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="observer", daemon=True)
 
@@ -76,6 +89,7 @@ class Observer:
             self.silent.add(spec.name)
             return False
         value.update(self.features(spec, deadline))
+        value.update(self.partitions(spec, value.get("version"), deadline))
         self.recorder.ok("observe", value, OBSERVER, spec.name)
         self.silent.discard(spec.name)
         self.samples += 1
@@ -96,6 +110,30 @@ class Observer:
             return {"features": None, "features_error": str(exc)}
         self.features_silent.discard(spec.name)
         return {"features": features, "features_error": None}
+
+    def partitions(self, spec: NodeSpec, version: Any, deadline: float) -> dict[str, Any]:
+        """`partitions` or `partitions_error` for a broker's sample when it is due (3.8+: the
+        release has DescribeTopicPartitions), else nothing."""
+        now = time.monotonic()
+        if (
+            not spec.is_broker
+            or now - self.partitions_asked.get(spec.name, -1e9) < PARTITIONS_EVERY_S
+        ):
+            return {}
+        try:
+            release = (*parse_version(str(version)), 0)[:2]
+        except ClusterError:  # no version to go by: the JMX read did not say
+            return {}
+        if release < SINCE:
+            return {}
+        self.partitions_asked[spec.name] = now
+        left = deadline - now
+        try:
+            if left <= 0:
+                raise PartitionsUnavailable("no time left: the sample used the whole timeout")
+            return {"partitions": describe_partitions(spec.ip, BROKER_PORT, left)}
+        except PartitionsUnavailable as exc:
+            return {"partitions_error": str(exc)}
 
     def round_order(self) -> list[NodeSpec]:
         """Nodes that answered first (in topology order), then the silent ones."""

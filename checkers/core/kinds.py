@@ -24,11 +24,14 @@ from checkers.families import (
     groups,
     metadata,
     migration,
+    prevote,
     quorum_membership,
 )
 from checkers.families.data_log import acks as data_acks
 from checkers.families.data_log import fencing as data_fencing
 from checkers.families.data_log import resent as data_resent
+from checkers.families.elr import rules as elr_rules
+from checkers.families.elr import watermark as elr_watermark
 from checkers.families.metadata_log import applied, lease, liveness, observers, rules
 from checkers.families.metadata_log import fencing as log_fencing
 from checkers.families.queue.rules import producer_order
@@ -70,6 +73,8 @@ QUEUE, CYCLES, KRAFT = ("queue",), ("cycles",), ("kraft-metadata",)
 LOGS, DATA, ADMIN, ZK = ("metadata-logs",), ("data-logs",), ("admin",), ("zk-controller",)
 FEATURES = ("feature-levels",)
 QUORUM = ("quorum-membership",)
+ELR = ("eligible-leaders",)
+PREVOTE = ("pre-vote",)
 GROUPS, FOREIGN, ACKS = ("consumer-groups",), ("foreign-records",), ("fenced-acks",)
 JEPSEN_KAFKA = "jepsen.tests.kafka/"
 
@@ -411,11 +416,41 @@ KINDS: tuple[Kind, ...] = (
         NEVER,
     ),
     Kind(
+        "static-quorum-kraft-version-changed",
+        FEATURES,
+        features.RULES["static-quorum-kraft-version-changed"],
+        "KIP-853; Kafka 4.1 (KAFKA-16538)",
+        NEVER,
+    ),
+    Kind(
         "unsupported-level-served",
         FEATURES,
         features.RULES["unsupported-level-served"],
         "KIP-778, KIP-584",
         NEVER,
+    ),
+    # -- KIP-966's Eligible Leader Replicas (checkers/families/elr/) ------------------------------
+    Kind("elr-isr-overlap", ELR, elr_rules.RULES["elr-isr-overlap"], "KIP-966", NEVER),
+    Kind(
+        "ineligible-leader-elected",
+        ELR,
+        elr_rules.RULES["ineligible-leader-elected"],
+        "KIP-966; KIP-631",
+        NEVER,
+    ),
+    Kind("leader-election-order", ELR, elr_rules.RULES["leader-election-order"], "KIP-966", NEVER),
+    Kind(
+        "unclean-leader-election",
+        ELR,
+        elr_rules.RULES["unclean-leader-election"],
+        "Kafka's unclean.leader.election.enable; KIP-966",
+        NEVER,
+    ),
+    Kind("hw-advanced-below-min-isr", ELR, elr_watermark.RULE, "KIP-966", NEVER),
+    # -- KIP-996's pre-vote (checkers/families/prevote.py) -----------------------------------------
+    Kind("leadership-unstable", PREVOTE, prevote.RULES["leadership-unstable"], "KIP-996", NEVER),
+    Kind(
+        "election-livelock", PREVOTE, prevote.RULES["election-livelock"], "KIP-996; KIP-595", NEVER
     ),
     # -- controller membership (checkers/families/quorum_membership.py) ----------------------------
     Kind(

@@ -25,6 +25,8 @@ from typing import Any
 from checkers.core.findings import Finding, secs
 from checkers.families.feature_views import (
     FEATURES_F,
+    KRAFT,
+    KRAFT_VERSION,
     NO,
     Step,
     View,
@@ -61,6 +63,13 @@ RULES = {
         'version. If not, the request will be rejected.": a request finalizes its set, or is '
         "rejected (Kafka 4.0+ answers it whole: KAFKA-16308)"
     ),
+    "static-quorum-kraft-version-changed": (
+        'KIP-853: "KRaft will use the kraft.version to determine which version of '
+        'KRaftVersionRecord and VotersRecord to write to the log"; a static quorum '
+        "(controller.quorum.voters) is at kraft.version 0, and no release before 4.1 moves it "
+        "to 1 (Kafka 4.1's static-to-dynamic upgrade, KAFKA-16538): while every controller "
+        "runs an older release, its kraft.version must not change"
+    ),
     "unsupported-level-served": (
         'KIP-778: "If a broker encounters an unsupported metadata.version, it should unregister '
         'itself and terminate."; "If this inactive controller encounters a FeatureLevelRecord '
@@ -80,25 +89,51 @@ SETTLE_NS = 5_000_000_000
 GRACE_NS = 5_000_000_000
 RUNNING = "RUNNING"
 NEVER_SETTLED = 2**62
+# The first release whose controllers upgrade a static quorum's kraft.version (KAFKA-16538,
+# KIP-853's static-to-dynamic path); 4.0.2 answers `kraft.version was upgraded to 1.` to
+# `kafka-features upgrade --release-version 4.0` and stays at 0 (tried for real:
+# docs/upgrades.md).
+KRAFT_UPGRADE_FROM = (4, 1)
 
 
 def check_features(observed: MetadataInput, upgrade_rows: list[dict[str, Any]]) -> list[Finding]:
     """Every feature-level finding of a run: `observed` (observer_samples.MetadataInput) and the
     op rows of process "upgrade" (columnar, with value_json)."""
+    return features_and_notes(observed, upgrade_rows)[0]
+
+
+def features_and_notes(
+    observed: MetadataInput, upgrade_rows: list[dict[str, Any]]
+) -> tuple[list[Finding], list[str]]:
+    """`check_features`, and the notes on what it deliberately left unjudged."""
     views = views_of(observed.samples)
     if not views:
-        return []
+        return [], []
     steps = steps_of(upgrade_rows, views)
     losses = sorted(d.time for d in observed.disruptions if d.data_loss)
     quiet = _quiet_since(observed, upgrade_rows)
     lost = _lost_updates(steps, views, losses)
     findings = _epoch_regressions(views) + _divergences(views, losses) + lost
     reported = {(f.data["step"], f.data["feature"]) for f in lost}
+    pinned = static_kraft_pinned(views)
+    notes = []
+    if pinned:
+        for u in steps:
+            if u.type == "ok" and u.changes and u.levels.get(KRAFT_VERSION, 0) > 0:
+                reported.add((u.index, KRAFT_VERSION))
+                notes.append(
+                    f"feature levels: {u.cite()} was acknowledged with kraft.version="
+                    f"{u.levels[KRAFT_VERSION]} on a static quorum whose controllers all ran "
+                    "releases before 4.1, which keep kraft.version 0 (Kafka 4.0 answers 'was "
+                    "upgraded' and changes nothing): judged by static-quorum-kraft-version-"
+                    "changed, not as a lost update"
+                )
     findings += _never_shown(steps, views, losses, quiet, reported)
     findings += _refused_effects(steps, views, losses)
     findings += _partial_updates(steps, views, losses, quiet)
     findings += _unsupported(views, observed)
-    return sorted(findings, key=Finding.sort_key)
+    findings += _static_kraft_changed(views)
+    return sorted(findings, key=Finding.sort_key), notes
 
 
 def _finding(kind: str, ops: Iterable[int], text: str, **data: Any) -> Finding:
@@ -513,6 +548,53 @@ def _was_other(
         return None
     high = max(before, key=lambda v: (v.epoch, v.index))
     return high if high.level(feature) != target else None
+
+
+# -- 7. static-quorum-kraft-version-changed ------------------------------------------------
+
+
+def _kraft_views(views: list[View]) -> list[View]:
+    return [v for v in views if v.mode == KRAFT and v.level(KRAFT_VERSION) is not None]
+
+
+def _before_kraft_upgrades(v: View) -> bool:
+    return "controller" not in v.roles or (v.version is not None and v.version < KRAFT_UPGRADE_FROM)
+
+
+def static_kraft_pinned(views: list[View]) -> bool:
+    """Whether the run's quorum started static (its first sample that can tell shows
+    kraft.version 0) and every controller sampled ran a release before 4.1 all run long."""
+    known = _kraft_views(views)
+    if not known or known[0].level(KRAFT_VERSION) != 0:
+        return False
+    controllers = [v for v in views if "controller" in v.roles]
+    return bool(controllers) and all(_before_kraft_upgrades(v) for v in controllers)
+
+
+def _static_kraft_changed(views: list[View]) -> list[Finding]:
+    """A static quorum (kraft.version 0 in the first sample that can tell) shown at another
+    kraft.version while every controller sampled up to then ran a release before 4.1."""
+    known = _kraft_views(views)
+    if not known or known[0].level(KRAFT_VERSION) != 0:
+        return []
+    first = known[0]
+    for v in views:
+        if not _before_kraft_upgrades(v):
+            return []  # a 4.1+ controller may upgrade it from here on
+        if v in known and v.level(KRAFT_VERSION) != 0:
+            return [
+                _finding(
+                    "static-quorum-kraft-version-changed",
+                    [first.index, v.index],
+                    f"the quorum was static ({first.node} showed kraft.version=0 in "
+                    f"{first.cite()}), then {v.node} showed kraft.version="
+                    f"{v.level(KRAFT_VERSION)} in {v.cite()}, while every controller sampled "
+                    "until then ran a release before 4.1",
+                    node=v.node,
+                    level=v.level(KRAFT_VERSION),
+                )
+            ]
+    return []
 
 
 # -- 6. unsupported-level-served ------------------------------------------------------------

@@ -63,6 +63,24 @@ stop-* or heal that ended it.</p>
 <img alt="leaders and epochs" src="data:image/png;base64,{{ quorum }}">
 {% if not raft %}<p>ZooKeeper mode: each broker's ActiveControllerCount; controller epochs are
 judged from the brokers' logs (notes above).</p>{% endif %}{% endif %}
+{% if elr %}<h2>Partitions: ISR and ELR (KIP-966)</h2>
+<p>{{ elr.summary }}</p>
+{% if elr.committed %}<p>Committed partition records of the partitions that ever had an ELR, a
+last known ELR or no leader (the state after each record):</p>
+<table><tr><th>offset</th><th>record</th><th>partition</th><th>leader (epoch)</th><th>ISR</th>
+<th>ELR</th><th>last known ELR</th></tr>
+{% for r in elr.committed %}<tr><td>{{ r.offset }}</td><td>{{ r.record }}</td>
+<td>{{ r.topic }}-{{ r.partition }}</td><td>{{ r.leader }} ({{ r.leader_epoch }})</td>
+<td>{{ r.isr }}</td><td>{{ r.elr }}</td><td>{{ r.last_known_elr }}</td></tr>{% endfor %}
+</table>{% endif %}
+{% if elr.sampled %}<p>Brokers' DescribeTopicPartitions answers showing an ELR or a last known
+ELR (each broker's view whenever it changed):</p>
+<table><tr><th>time (s)</th><th>op</th><th>broker</th><th>partition</th><th>leader (epoch)</th>
+<th>ISR</th><th>ELR</th><th>last known ELR</th></tr>
+{% for r in elr.sampled %}<tr><td>{{ "%.3f" % r.time_s }}</td><td>{{ r.op }}</td>
+<td>{{ r.broker }}</td><td>{{ r.topic }}-{{ r.partition }}</td>
+<td>{{ r.leader }} ({{ r.leader_epoch }})</td><td>{{ r.isr }}</td><td>{{ r.elr }}</td>
+<td>{{ r.last_known_elr }}</td></tr>{% endfor %}</table>{% endif %}{% endif %}
 <h2>Faults</h2>
 {% if faults %}<table><tr><th>fault</th><th>from (s)</th><th>to (s)</th><th>ops</th></tr>
 {% for f in faults %}<tr><td>{{ f.name }}</td><td>{{ "%.3f" % f.start_s }}</td>
@@ -126,6 +144,29 @@ def _grouped(findings: list[Finding]) -> list[tuple[str, list[Finding], int]]:
     return out
 
 
+def _elr(stats: dict[str, Any]) -> dict[str, Any] | None:
+    """What the report shows of the ELR family's stats (checkers/families/elr/check.py): the
+    partitions that ever had an ELR, a last known ELR or no leader, whole; the rest counted."""
+    elr = stats.get("elr")
+    if not isinstance(elr, dict):
+        return None
+    committed = (elr.get("committed") or {}).get("changes") or []
+    marked = {
+        (r["topic"], r["partition"])
+        for r in committed
+        if r.get("elr") or r.get("last_known_elr") or r.get("leader") == -1
+    }
+    shown = [r for r in committed if (r["topic"], r["partition"]) in marked]
+    sampled = (elr.get("sampled") or {}).get("changes") or []
+    with_elr = [r for r in sampled if r.get("elr") or r.get("last_known_elr")]
+    summary = (
+        f"{len(committed)} committed partition records replayed, {len(marked)} partitions with "
+        f"an ELR, a last known ELR or no leader at some point; {len(sampled)} changes of a "
+        f"broker's view sampled, {len(with_elr)} of them showing an ELR."
+    )
+    return {"summary": summary, "committed": shown, "sampled": with_elr}
+
+
 def _ms(x: float) -> str:
     return "" if x != x else f"{x:.3g}"  # NaN: no ok op of that f
 
@@ -162,6 +203,7 @@ def write_report(out_dir: str | Path, parquet: str | Path, verdict: Verdict) -> 
         raft=plots.has_epochs(data.samples),
         findings=grouped,
         ops=_cited_ops(Path(parquet), shown),
+        elr=_elr(verdict.stats),
     )
     path = Path(out_dir) / REPORT_NAME
     path.write_text(html, encoding="utf-8")

@@ -102,6 +102,7 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "topology",
             "zookeepers",
+            "controllers",
             "version",
             "quorum",
             "timing",

@@ -216,6 +216,7 @@ class Run:
             subnet=spec.subnet,
             zookeepers=spec.zookeepers,
             quorum=spec.quorum_mode,
+            controllers=spec.controllers,
         )
         # Every release the run will roll to is assembled first: an unknown one is refused
         # before any container exists.

@@ -48,6 +48,9 @@ class Record:
     create_ms: int  # the writing controller's wall clock
     text: str  # the payload JSON or the control type, as printed
     control: bool
+    # The base offset of the batch it came in: a controller appends each operation's records as
+    # one batch, so records of one batch were decided together (-1: not known).
+    batch: int = -1
 
     @property
     def data(self) -> dict[str, Any]:
@@ -152,7 +155,7 @@ def parse_metadata_log(text: str, node: str, path: str | Path | None = None) -> 
                 name, lineno, f"offset {offset} appears twice (first line {prior.line})"
             )
         log.records[offset] = Record(
-            node, lineno, offset, batch[2], create_ms, body, kind != "payload"
+            node, lineno, offset, batch[2], create_ms, body, kind != "payload", batch[0]
         )
         seen_in_batch += 1
     if batch is not None and seen_in_batch < batch[1] - batch[0] + 1 and log.last_offset < batch[1]:

@@ -62,3 +62,34 @@ CLUSTER = {
         {"name": f"n{i}", "roles": ["broker", "controller"], "node_id": i} for i in (1, 2, 3)
     ],
 }
+
+
+def dump_batches(
+    batches: list[tuple[int, list[dict[str, Any] | str]]],
+    start_ms: int = BASE_MS,
+    times: list[int] | None = None,
+) -> str:
+    """A log whose batches hold several records each, as a controller appends an operation's
+    records (a fence's partition changes and its fence record, say): batches[i] = (leader epoch,
+    its payloads or control types), 100 ms apart unless `times` (ms, one per batch) says."""
+    lines = [
+        "Dumping /tmp/x/__cluster_metadata-0/00000000000000000000.log",
+        "Log starting offset: 0",
+    ]
+    o = 0
+    for i, (epoch, bodies) in enumerate(batches):
+        t = times[i] if times is not None else start_ms + 100 * i
+        control = all(isinstance(b, str) for b in bodies)
+        last = o + len(bodies) - 1
+        header = BATCH.format(o=o, e=epoch, c=str(control).lower(), t=t)
+        lines.append(header.replace(f"lastOffset: {o} count: 1", f"lastOffset: {last} count: "
+                                    f"{len(bodies)}"))  # fmt: skip
+        for body in bodies:
+            text = (
+                f"controlType: {body}"
+                if isinstance(body, str)
+                else "payload: " + json.dumps(body, separators=(",", ":"))
+            )
+            lines.append(RECORD.format(o=o, t=t, body=text))
+            o += 1
+    return "\n".join(lines) + "\n"

@@ -216,3 +216,27 @@ def test_a_nodes_leadership_is_one_bar_per_uninterrupted_span():
     spans = [(float(e.x0), float(e.width)) for e in (p.get_extents() for p in bars.get_paths())]
     assert spans == [(0.0, 2.0), (3.0, 7.0)]
     plt.close(fig)
+
+
+def test_partitions_that_had_an_elr_are_shown_with_their_committed_records(tmp_path):
+    from checkers.core.verdict import Verdict
+    from checkers.report.render import write_report
+
+    run = make_run(tmp_path / "run")
+    check(run, engine="pandas", write=False)
+
+    def row(offset, partition, isr, elr, leader=1):
+        return {"offset": offset, "record": "PARTITION_CHANGE_RECORD", "topic": "q",
+                "partition": partition, "leader": leader, "leader_epoch": 3, "isr": isr,
+                "elr": elr, "last_known_elr": []}  # fmt: skip
+
+    committed = [row(40, 0, [1], [2]), row(41, 1, [1, 2], []), row(42, 0, [1, 2], [])]
+    sampled = [{"time_s": 1.5, "op": 77, "broker": "n2", "topic": "q", "partition": 0,
+                "leader": 1, "leader_epoch": 3, "isr": [1], "elr": [2],
+                "last_known_elr": []}]  # fmt: skip
+    stats = {"elr": {"committed": {"changes": committed}, "sampled": {"changes": sampled}}}
+    html = write_report(run, run / "history.parquet", Verdict("valid", stats=stats)).read_text()
+    section = html.split("Partitions: ISR and ELR")[1].split("<h2>")[0]
+    # Partition 0 had an ELR: both its records; partition 1 never did: left out, counted.
+    assert section.count("<td>q-0</td>") == 3 and "q-1" not in section
+    assert "3 committed partition records replayed, 1 partitions" in section

@@ -180,3 +180,51 @@ def test_no_time_left_after_jmx_is_a_features_error_not_a_call(observer, monkeyp
     assert obs.sample(obs.nodes[0], timeout=0.01)
     assert asked == []
     assert "no time left" in obs.recorder.ops[-1]["value"]["features_error"]
+
+
+# DescribeTopicPartitions (KIP-966's ELR) from each broker -------------------------------------
+def partitions_asked(monkeypatch, fail: set[str]) -> list[str]:
+    asked: list[str] = []
+
+    def fake(ip, port, timeout):
+        asked.append(ip)
+        if ip in fail:
+            from clusters.topic_partitions import PartitionsUnavailable
+
+            raise PartitionsUnavailable(f"{ip}:{port}: timed out")
+        return [{"topic": "t", "partition": 0, "leader": 1, "isr": [1], "elr": [2]}]
+
+    monkeypatch.setattr(observe, "describe_partitions", fake)
+    return asked
+
+
+def test_brokers_from_3_8_carry_their_partitions_at_most_once_a_second(monkeypatch):
+    topo = build_topology("kraft", cluster="adm-unit", subnet="10.213.80.0/24", brokers=2)
+    obs = Observer(topo, ListRecorder())
+    version = {"10.213.80.14": "3.8.1", "10.213.80.15": "3.7.2"}
+    monkeypatch.setattr(
+        observe, "sample_kafka", lambda ip, roles, timeout: {"version": version.get(ip, "4.1.2")}
+    )
+    monkeypatch.setattr(observe, "describe_features", lambda ip, port, timeout: dict(FEATURES))
+    asked = partitions_asked(monkeypatch, fail=set())
+    obs.run_round(time.monotonic() + 0.5)
+    obs.run_round(time.monotonic() + 0.5)
+    # b1 (3.8.1) once in two rounds; b2 (3.7.2) never; controllers never.
+    assert asked == ["10.213.80.14"]
+    ok = [op for op in obs.recorder.ops if op["type"] == "ok"]
+    with_partitions = [op["node"] for op in ok if "partitions" in op["value"]]
+    assert with_partitions == ["b1"]
+    assert ok[3]["value"]["partitions"][0]["elr"] == [2]
+
+
+def test_partitions_that_do_not_answer_leave_the_sample_ok(monkeypatch):
+    topo = build_topology("kraft-combined", cluster="adm-unit", subnet="10.213.80.0/24")
+    obs = Observer(topo, ListRecorder())
+    monkeypatch.setattr(observe, "sample_kafka", lambda ip, roles, timeout: {"version": "4.1.2"})
+    monkeypatch.setattr(observe, "describe_features", lambda ip, port, timeout: dict(FEATURES))
+    partitions_asked(monkeypatch, fail={"10.213.80.12"})
+    obs.run_round(time.monotonic() + 0.5)
+    by_node = {op["node"]: op for op in obs.recorder.ops if op["type"] == "ok"}
+    assert set(by_node) == {"n1", "n2", "n3"}
+    assert "timed out" in by_node["n2"]["value"]["partitions_error"]
+    assert "partitions" in by_node["n1"]["value"]
