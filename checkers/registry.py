@@ -73,6 +73,8 @@ from history.format import (
 LIVENESS_PROCESSES = (NEMESIS, OBSERVER, UPGRADE, MIGRATION)
 # The ops fault spans are made of (checkers/scan/fault_windows.py).
 FAULT_PROCESSES = (NEMESIS, UPGRADE, MIGRATION)
+# The ops that write to the queue topic: what the ELR rules hold against the committed ISR.
+SENDS = ("send", "txn")
 SUBSCRIBE_NOTE = "consumers subscribe: poll-skip and nonmonotonic-poll are tolerated"
 
 
