@@ -40,7 +40,7 @@ from checkers.families.foreign import FOREIGN_FS, foreign_reads
 from checkers.families.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
 from checkers.families.metadata import check_metadata
 from checkers.families.metadata_log.applied import unjudged_note
-from checkers.families.metadata_log.check import check_read_metadata, send_ops
+from checkers.families.metadata_log.check import check_read_metadata
 from checkers.families.metadata_log.liveness import LivenessInput, logged_fences, read_availability
 from checkers.families.migration import migration_note
 from checkers.families.observer_samples import MetadataInput
@@ -73,8 +73,6 @@ from history.format import (
 LIVENESS_PROCESSES = (NEMESIS, OBSERVER, UPGRADE, MIGRATION)
 # The ops fault spans are made of (checkers/scan/fault_windows.py).
 FAULT_PROCESSES = (NEMESIS, UPGRADE, MIGRATION)
-# The ops that write to the queue topic: what the ELR rules hold against the committed ISR.
-SENDS = ("send", "txn")
 SUBSCRIBE_NOTE = "consumers subscribe: poll-skip and nonmonotonic-poll are tolerated"
 
 
@@ -328,7 +326,7 @@ class EligibleLeadersChecker:
         if not inputs.has_dir(METADATA_DIR):
             return Needs(frozenset({OBSERVED}))
         reads = {HISTORY, OBSERVED, CLUSTER, METADATA_LOGS, PLAN}
-        return Needs(frozenset(reads), fs=SENDS, processes=FAULT_PROCESSES)
+        return Needs(frozenset(reads), processes=FAULT_PROCESSES)
 
     def check(self, inputs: RunInputs) -> CheckerResult:
         samples = inputs.observed.samples
@@ -340,7 +338,7 @@ class EligibleLeadersChecker:
                 inputs.cluster,
                 inputs.generator,
                 samples,
-                send_ops(inputs.op_table(fs=SENDS)),
+                inputs.send_rows(values=True),
                 inputs.op_rows(processes=FAULT_PROCESSES),
             )
         stats = {"elr": r.stats} if r.stats else {}

@@ -26,6 +26,7 @@ from checkers.core.run_files import read_cluster, read_generator
 from checkers.families.data_log.check import DataLogRead, read_run_data
 from checkers.families.data_log.sends import Sends
 from checkers.families.metadata_log.check import (
+    LEASE_COLUMNS,
     MetadataLogRead,
     SendRows,
     read_run_metadata,
@@ -281,12 +282,14 @@ class RunInputs:
         self._use(HISTORY)
         return self._once(("sends",), lambda: Sends.from_parquet(self.parquet))
 
-    def send_rows(self, any_ok: bool = True) -> SendRows:
+    def send_rows(self, any_ok: bool = True, values: bool = False) -> SendRows:
         """The ok send and txn completions with their invocations' walls, read from the history
         only when the lease rules ask for those inside some fence's window (metadata_log/
-        check.py SendRows); `any_ok`: whether there is any."""
+        check.py SendRows); `any_ok`: whether there is any; `values`: with their values' JSON."""
         self._use(HISTORY)
-        return SendRows(self.parquet, any_ok)
+        return SendRows(
+            self.parquet, any_ok, [*LEASE_COLUMNS, "value_json"] if values else LEASE_COLUMNS
+        )
 
     @property
     def observed(self) -> MetadataInput:

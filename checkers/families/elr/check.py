@@ -62,8 +62,9 @@ def check_elr(
     fault_rows: list[dict[str, Any]],
 ) -> ElrResult:
     """`read`: the run's metadata/ as read (None: the run has none); `sends`: ok send/txn op
-    rows with `wall` and `invoke_wall` (metadata_log.check.send_ops); `fault_rows`: the nemesis,
-    upgrade and migration op rows, every column."""
+    rows with `wall` and `invoke_wall` (a list, or a metadata_log SendRows, read only inside
+    the stretches judged); `fault_rows`: the nemesis, upgrade and migration op rows, every
+    column."""
     out = ElrResult()
     views, errors = views_of(samples)
     if views:

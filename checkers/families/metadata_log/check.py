@@ -76,9 +76,12 @@ class SendRows:
     reads the op rows once, a row group at a time, keeping only what falls inside. Every
     column of every send, the values' JSON among them, took 1.1 GB at 4M sends."""
 
-    def __init__(self, parquet: str | Path, any_ok: bool = True) -> None:
+    def __init__(
+        self, parquet: str | Path, any_ok: bool = True, columns: list[str] = LEASE_COLUMNS
+    ) -> None:
         self.parquet = parquet
         self.any_ok = any_ok  # whether the history has an ok send or txn at all
+        self.columns = columns
 
     def __bool__(self) -> bool:
         return self.any_ok
@@ -88,7 +91,7 @@ class SendRows:
         last = max(end for _, end in windows)
         invoked: list[tuple[np.ndarray, np.ndarray]] = []  # after the first window's start
         parts: list[pa.Table] = []  # ok rows completed inside the windows' span
-        for part in op_row_groups(self.parquet, LEASE_COLUMNS):
+        for part in op_row_groups(self.parquet, self.columns):
             part = where_in(part, "f", ["send", "txn"])
             if not part.num_rows:
                 continue
