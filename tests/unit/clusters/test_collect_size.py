@@ -167,6 +167,7 @@ class _Running:
 
     status = "running"
     id = "fake"
+    labels: ClassVar[dict[str, str]] = {}  # a node on plain directories (no disk layer)
 
     def __init__(self, files: dict[str, bytes], chunk: int, code: int = 0) -> None:
         self.files = files
