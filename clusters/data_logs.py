@@ -37,23 +37,27 @@ DECODER_HEAP = "-Xmx256m"
 DECODE_TIMEOUT_S = 600
 
 
+def _dump_log_command(dist: KafkaDist, archive: ClassArchive, args: list[str]) -> list[str]:
+    return [
+        "java",
+        "-Xmx256m",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:+UseSerialGC",
+        *archive.options,
+        *quiet_logging(),
+        "-cp",
+        dist.host_classpath(),
+        dist.classes["dump_log"],
+        *args,
+    ]
+
+
 def run_dump_log(dist: KafkaDist, args: list[str], cwd: Path) -> str:
     """DumpLogSegments with `args`, run in `cwd` so that its `Dumping` lines name relative paths."""
     archive = ClassArchive.of(dist, dist.classes["dump_log"])
     try:
         result = subprocess.run(
-            [
-                "java",
-                "-Xmx256m",
-                "-XX:TieredStopAtLevel=1",
-                "-XX:+UseSerialGC",
-                *archive.options,
-                *quiet_logging(),
-                "-cp",
-                dist.host_classpath(),
-                dist.classes["dump_log"],
-                *args,
-            ],
+            _dump_log_command(dist, archive, args),
             capture_output=True,
             text=True,
             timeout=300,
@@ -170,18 +174,7 @@ def dump_to_file(dist: KafkaDist, raw: Path, text: Path) -> None:
         flags = ["--deep-iteration", "--print-data-log", "--files", ",".join(segments)]
         try:
             done = subprocess.run(
-                [
-                    "java",
-                    "-Xmx256m",
-                    "-XX:TieredStopAtLevel=1",
-                    "-XX:+UseSerialGC",
-                    *archive.options,
-                    *quiet_logging(),
-                    "-cp",
-                    dist.host_classpath(),
-                    dist.classes["dump_log"],
-                    *flags,
-                ],
+                _dump_log_command(dist, archive, flags),
                 stdout=f,
                 stderr=subprocess.PIPE,
                 text=True,
