@@ -558,17 +558,21 @@ def _kraft_views(views: list[View]) -> list[View]:
 
 
 def _before_kraft_upgrades(v: View) -> bool:
-    return "controller" not in v.roles or (v.version is not None and v.version < KRAFT_UPGRADE_FROM)
+    """Not a controller on 4.1 or later, as far as the sample says (a sample whose JMX read
+    named no version, a node starting, says nothing either way)."""
+    return "controller" not in v.roles or v.version is None or v.version < KRAFT_UPGRADE_FROM
 
 
 def static_kraft_pinned(views: list[View]) -> bool:
     """Whether the run's quorum started static (its first sample that can tell shows
-    kraft.version 0) and every controller sampled ran a release before 4.1 all run long."""
+    kraft.version 0) and every controller sampled ran a release before 4.1 all run long (at
+    least one sample of a controller names its release)."""
     known = _kraft_views(views)
     if not known or known[0].level(KRAFT_VERSION) != 0:
         return False
     controllers = [v for v in views if "controller" in v.roles]
-    return bool(controllers) and all(_before_kraft_upgrades(v) for v in controllers)
+    named = [v for v in controllers if v.version is not None]
+    return bool(named) and all(_before_kraft_upgrades(v) for v in controllers)
 
 
 def _static_kraft_changed(views: list[View]) -> list[Finding]:

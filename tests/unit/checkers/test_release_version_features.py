@@ -96,3 +96,15 @@ def test_a_refused_release_version_step_that_took_effect_is_found_for_its_featur
     findings, _ = _judge(run)
     assert {f.kind for f in findings} == {"feature-refused-took-effect"}
     assert {f.data["feature"] for f in findings} == {MV, TV, GV}
+
+
+def test_a_controller_sample_without_a_version_neither_pins_nor_unpins_the_quorum():
+    # A real 4.0.2 run: one sample of a starting node named no release (JMX app-info absent).
+    run = Run().sample("n1", 0.5, 20, AT_40, supported=SUPPORTED, version=None,
+                       roles=("broker", "controller"))  # fmt: skip
+    _cluster(run, 1, 20, AT_40, "4.0.2")
+    run.step(5, RELEASE_40, "ok")
+    for t in range(10, 20):
+        _cluster(run, t, 30 + t, AT_40, "4.0.2")
+    findings, notes = _judge(run)
+    assert findings == [] and len(notes) == 1
