@@ -278,12 +278,19 @@ def describe_features(host: str, port: int, timeout: float) -> dict[str, Any]:
 def _round_trip(
     sock: socket.socket, correlation_id: int, version: int, deadline: float
 ) -> dict[str, Any] | Unsupported:
+    frame = exchange(sock, encode_request(correlation_id, version), deadline, FeaturesUnavailable)
+    return decode_response(frame, correlation_id, version)
+
+
+def exchange(sock: socket.socket, request: bytes, deadline: float, error: type[Exception]) -> bytes:
+    """Sends one request and reads its response frame whole by ``deadline`` (TimeoutError
+    past it); a bad frame size or a closed connection is ``error``, each request's own."""
     _settimeout(sock, deadline)
-    sock.sendall(encode_request(correlation_id, version))
-    (size,) = struct.unpack(">i", _recv_exactly(sock, 4, deadline))
+    sock.sendall(request)
+    (size,) = struct.unpack(">i", _recv_exactly(sock, 4, deadline, error))
     if size < 4 or size > MAX_FRAME:
-        raise FeaturesUnavailable(f"bad frame: size {size}")
-    return decode_response(_recv_exactly(sock, size, deadline), correlation_id, version)
+        raise error(f"bad frame: size {size}")
+    return _recv_exactly(sock, size, deadline, error)
 
 
 def _settimeout(sock: socket.socket, deadline: float) -> None:
@@ -293,12 +300,12 @@ def _settimeout(sock: socket.socket, deadline: float) -> None:
     sock.settimeout(left)
 
 
-def _recv_exactly(sock: socket.socket, n: int, deadline: float) -> bytes:
+def _recv_exactly(sock: socket.socket, n: int, deadline: float, error: type[Exception]) -> bytes:
     chunks = bytearray()
     while len(chunks) < n:
         _settimeout(sock, deadline)
         chunk = sock.recv(n - len(chunks))
         if not chunk:
-            raise FeaturesUnavailable(f"connection closed after {len(chunks)} of {n} bytes")
+            raise error(f"connection closed after {len(chunks)} of {n} bytes")
         chunks += chunk
     return bytes(chunks)

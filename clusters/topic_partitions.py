@@ -28,10 +28,10 @@ from typing import Any
 
 from clusters.api_versions import (
     CLIENT_ID,
-    MAX_FRAME,
     FeaturesUnavailable,
     Reader,
     encode_uvarint,
+    exchange,
 )
 
 DESCRIBE_TOPIC_PARTITIONS = 75
@@ -147,33 +147,11 @@ def describe_partitions(host: str, port: int, timeout: float) -> list[dict[str, 
     try:
         with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            _settimeout(sock, deadline)
-            sock.sendall(encode_request(1))
-            (size,) = struct.unpack(">i", _recv_exactly(sock, 4, deadline))
-            if size < 4 or size > MAX_FRAME:
-                raise PartitionsUnavailable(f"bad frame: size {size}")
-            return decode_response(_recv_exactly(sock, size, deadline), 1)
+            frame = exchange(sock, encode_request(1), deadline, PartitionsUnavailable)
+            return decode_response(frame, 1)
     except PartitionsUnavailable as exc:
         raise PartitionsUnavailable(f"{host}:{port}: {exc}") from None
     except TimeoutError:
         raise PartitionsUnavailable(f"{host}:{port}: timed out after {timeout:.3f} s") from None
     except OSError as exc:
         raise PartitionsUnavailable(f"{host}:{port}: {type(exc).__name__}: {exc}") from None
-
-
-def _settimeout(sock: socket.socket, deadline: float) -> None:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError
-    sock.settimeout(left)
-
-
-def _recv_exactly(sock: socket.socket, n: int, deadline: float) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < n:
-        _settimeout(sock, deadline)
-        chunk = sock.recv(n - len(chunks))
-        if not chunk:
-            raise PartitionsUnavailable(f"connection closed after {len(chunks)} of {n} bytes")
-        chunks += chunk
-    return bytes(chunks)
