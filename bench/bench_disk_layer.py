@@ -34,7 +34,7 @@ from typing import Any
 
 import docker.errors
 
-from bench.bench_throughput import _run_json, count_history
+from bench.bench_throughput import count_history, run_json
 from clusters.disk_layer import ask, ensure_layer, mount_script
 from clusters.docker_lifecycle import DockerCluster
 from clusters.engine import client
@@ -78,7 +78,7 @@ def kchaos_run(args: argparse.Namespace, results: Path, layer: bool) -> dict[str
         out: dict[str, Any] = {
             "disk_layer": layer,
             **count_history(run_dir / "history.jsonl"),
-            **_run_json(run_dir),
+            **run_json(run_dir),
             "wall_s": round(wall, 1),
         }
         if layer:

@@ -133,7 +133,7 @@ def kchaos_run(args: argparse.Namespace, results: Path, kafka_client: str) -> di
         raise SystemExit(f"kchaos run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
     out = {
         **count_history(run_dir / "history.jsonl"),
-        **_run_json(run_dir),
+        **run_json(run_dir),
         "wall_s": round(wall, 1),
         "time_limit_s": seconds,
         "in_flight": in_flight,
@@ -238,7 +238,7 @@ def count_history(path: Path) -> dict[str, float]:
     return out
 
 
-def _run_json(run_dir: Path) -> dict[str, object]:
+def run_json(run_dir: Path) -> dict[str, object]:
     run = json.loads((run_dir / "run.json").read_text())
     final = run.get("final_reads") or {}
     return {
