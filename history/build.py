@@ -33,7 +33,6 @@ file on demand (history/export.py, `kchaos history`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import time
@@ -58,7 +57,7 @@ from history.format import (
     JVM_SENDS_FIELD,
     PARQUET_NAME,
 )
-from history.merge import Merged, merge_run, read_header_line
+from history.merge import Merged, await_writer, merge_run, read_header_line
 from history.merge import pending as merge_pending
 from history.sidefiles import (
     ELEMENT,
@@ -1024,7 +1023,7 @@ def build_run(run_dir: str | Path, lock_wait_s: float = LOCK_WAIT_S) -> Built | 
         files = [stack.enter_context(p.open("rb")) for p in paths]
         deadline = time.monotonic() + lock_wait_s
         for f in files:
-            _await_writer(f, deadline)
+            await_writer(f, deadline)
         sides = [open_side(p) for p in paths]
         done = build(run_dir / JSONL_NAME, sides, run_dir / PARQUET_NAME)
     _clean(run_dir)
@@ -1077,15 +1076,3 @@ def _jsonl_header(path: Path) -> dict[str, Any]:
         return read_header_line(str(path), first) if first.endswith(b"\n") else {}
     except (OSError, HistoryError):
         return {}
-
-
-def _await_writer(f: Any, deadline: float) -> None:
-    """Waits for the file's writer (SideWriter.java holds an fcntl lock while it writes)."""
-    while True:
-        try:
-            fcntl.lockf(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return
-        except OSError:
-            if time.monotonic() >= deadline:
-                return
-            time.sleep(0.1)

@@ -249,7 +249,7 @@ def merge_run(run_dir: str | Path, lock_wait_s: float = LOCK_WAIT_S) -> Merged |
         files = [stack.enter_context(p.open("rb")) for p in paths]
         deadline = time.monotonic() + lock_wait_s
         for f in files:
-            _await_writer(f, deadline)
+            await_writer(f, deadline)
         main = stack.enter_context(history.open("rb"))
         srcs = [Source(p.name, f, _torn(f)) for p, f in zip(paths, files, strict=True)]
         out = stack.enter_context(tmp.open("wb", buffering=1 << 20))
@@ -261,7 +261,7 @@ def merge_run(run_dir: str | Path, lock_wait_s: float = LOCK_WAIT_S) -> Merged |
     return done
 
 
-def _await_writer(f: Any, deadline: float) -> None:
+def await_writer(f: Any, deadline: float) -> None:
     """Waits for the file's writer (SideWriter.java holds an fcntl lock while it writes)."""
     while True:
         try:
