@@ -20,6 +20,7 @@ from tests.unit.checkers.datalogs import B, segment_spec
 from tests.unit.clusters.test_capabilities import INFO, FakeCluster, FilesAndLogs
 
 needs_jdk = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK")
+CHECKPOINT = "0\n2\nkchaos-queue 0 3\nkchaos-queue 1 1\n"
 PARTS = {0: [B(7, 0, values=(1, 2)), B(7, 0, marker="COMMIT")], 1: [B(8, 0, values=(3,))]}
 
 
@@ -46,6 +47,10 @@ class WithSegments(FilesAndLogs):
 def _cluster(tmp_path: Path, dist) -> FakeCluster:
     source = tmp_path / "segments"
     write_segments(dist, source, segment_spec(PARTS, topic="kchaos-queue"))
+    # The log directory's own files: the high watermarks, beside files nobody collects here.
+    (source / "data").mkdir()
+    (source / "data" / "replication-offset-checkpoint").write_text(CHECKPOINT)
+    (source / "data" / "recovery-point-offset-checkpoint").write_text(CHECKPOINT)
     handles = {}
     for spec in INFO.topology.nodes:
         node = WithSegments(spec)
@@ -77,6 +82,8 @@ def test_every_brokers_segments_are_copied_and_decoded(tmp_path):
     ]  # fmt: skip
     assert not list(data.glob("*.txt"))
     assert (data / "n2-raw" / "kchaos-queue-1" / "00000000000000000000.log").is_file()
+    assert (data / "n2-raw" / "replication-offset-checkpoint").read_text() == CHECKPOINT
+    assert not list(data.glob("*-raw/recovery-point-offset-checkpoint"))
     logs = read_data_logs(data)
     assert [list(log.values) for log in logs.values()] == [[1, 2, 3]] * 3
     assert said == [f"collected data partition logs into {data}"]
