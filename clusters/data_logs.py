@@ -210,8 +210,9 @@ def collect_data_logs(
     cluster: Cluster[Files], info: ClusterInfo, dest: Path, say: Callable[[str], None] = print
 ) -> None:
     """Copies each broker's high-watermark checkpoint into `data/<broker>-raw/`, then its
-    queue-topic segments into `data/<broker>-raw/<topic>-<p>/`, and decodes them (decode_segments); a broker the decoder could not read gets
-    `data/<broker>.txt` from DumpLogSegments instead. Refuses a cluster with a broker that
+    queue-topic segments into `data/<broker>-raw/<topic>-<p>/`, and decodes them
+    (decode_segments); a broker the decoder could not read gets `data/<broker>.txt` from
+    DumpLogSegments instead. Refuses a cluster with a broker that
     cannot copy files out (no ``Files``) before copying any."""
     partitions = queue_partitions(dest)
     if not partitions:
