@@ -10,7 +10,8 @@ reads another's result comes after it:
 
   queue -> cycles          the cycle search runs over the queue checker's edges
   queue -> metadata-logs   queue failures corroborate sends of fenced brokers (lease-violation)
-  queue -> durability      the queue's lost writes, judged against Kafka's durability model
+  queue, data-logs -> durability   lost writes (and what follows from them), judged against
+                                   Kafka's durability model
 
 The data logs are read once (RunInputs.data_logs) for both checkers that use them.
 """
@@ -462,7 +463,7 @@ class DurabilityChecker:
             reads.add(DATA_LOGS)
         if inputs.has_dir(METADATA_DIR):
             reads.add(METADATA_LOGS)
-        return Needs(frozenset(reads), processes=(NEMESIS,), after=("queue",))
+        return Needs(frozenset(reads), processes=(NEMESIS,), after=("queue", "data-logs"))
 
     def check(self, inputs: RunInputs) -> CheckerResult:
         topic = (inputs.generator or {}).get("topic")
@@ -494,7 +495,7 @@ class DurabilityChecker:
             topic,
             cluster,
             read_partitions(metadata, cluster, topic),
-            inputs.result("queue").findings,
+            inputs.result("queue").findings + inputs.result("data-logs").findings,
             inputs.history.queue_ops,
             inputs.sends if power and data is not None else None,
             data,

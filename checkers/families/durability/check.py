@@ -22,7 +22,15 @@ from checkers.core.findings import Finding
 from checkers.families.data_log.check import DataLogRead
 from checkers.families.data_log.log import DataLog
 from checkers.families.data_log.sends import Sends
-from checkers.families.durability.lost import SOURCES, Judge, Writes, judge_writes
+from checkers.families.durability.lost import (
+    SOURCES,
+    Judge,
+    Judged,
+    Writes,
+    follows_from,
+    judge_writes,
+    with_consequences,
+)
 from checkers.families.durability.partitions import Partitions, brokers_of
 from checkers.families.durability.power import DiskFault
 from checkers.families.durability.reads import FinalReads
@@ -51,7 +59,7 @@ class RunView:
     topic: str
     cluster: dict[str, Any]
     partitions: Partitions | None
-    queue: list[Finding]  # the queue checker's findings
+    queue: list[Finding]  # the queue checker's findings, then the data-log checker's
     ops: OpArrays | None  # the queue ops (times of sends and polls)
     sends: Sends | None
     data: DataLogRead | None
@@ -92,18 +100,38 @@ def _lost_writes(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) 
     out.checked = True
     out.findings += judged.findings
     done = set(writes.value[judged.judged].tolist())
-    for i in sorted(judged.replaced):
-        f = run.queue[i]
+    out.replaces += [run.queue[i] for i in sorted(judged.replaced) if run.queue[i].kind != UNSEEN]
+    for f in run.queue:
+        # The queue calls an acknowledged write nobody polled `unseen` too, whether or not polls
+        # read past it: a value judged here leaves it, the rest stay unseen.
+        if f.kind != UNSEEN or not done.intersection(f.data.get("values", [])):
+            continue
         out.replaces.append(f)
-        if f.kind == UNSEEN:
-            rest = [v for v in f.data.get("values", []) if v not in done]
-            if rest:
-                out.findings.append(_still_unseen(f, rest, len(f.data["values"]) - len(rest)))
+        rest = [v for v in f.data.get("values", []) if v not in done]
+        if rest:
+            out.findings.append(_still_unseen(f, rest, len(f.data["values"]) - len(rest)))
+    _consequences(run.queue, judged, out)
     out.stats["lost_writes_judged"] = dict(sorted(judged.counts.items()))
     for why, n in sorted(judged.unjudged.items()):
         out.notes.append(f"durability: {n} lost write(s) not judged here: {why}")
     if unseen and not served.complete:
         out.notes.append(f"durability: unseen writes not judged: {served.why}")
+
+
+def _consequences(queue: list[Finding], judged: Judged, out: DurabilityResult) -> None:
+    """The queue's order and offset findings a documented loss explains, replaced by it."""
+    explained: dict[int, list[Finding]] = {}
+    for f in queue:
+        lost = judged.documented.get(f.key) if f.key is not None else None
+        if lost and follows_from(f, lost):
+            explained.setdefault(f.key, []).append(f)  # type: ignore[arg-type]
+    if not explained:
+        return
+    base = len(out.findings) - len(judged.findings)
+    for key, fs in explained.items():
+        at = base + judged.documented_at[key]
+        out.findings[at] = with_consequences(out.findings[at], fs)
+        out.replaces += fs
 
 
 class _Served:

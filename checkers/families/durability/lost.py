@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -158,6 +158,9 @@ class Judged:
     replaced: set[int] = field(default_factory=set)  # the queue findings judged rows were
     unjudged: Counter[str] = field(default_factory=Counter)  # why rows were left alone
     counts: Counter[str] = field(default_factory=Counter)  # rows per kind
+    # Per key, the values judged documented, and its first documented finding (an index).
+    documented: dict[int, set[int]] = field(default_factory=dict)
+    documented_at: dict[int, int] = field(default_factory=dict)
 
 
 class Judge:
@@ -186,7 +189,12 @@ class Judge:
         m = s.min_isr
         out = (powers, lost, replicas)
         if not powers:
-            return Judgement(None, "no power loss after it was sent", *out)
+            if any(f.power for f in self.faults):
+                # In a run with power losses, one no power loss can explain: the family's to say.
+                return Judgement(
+                    TOO_FEW, "no power loss came after it was sent and before it was missed", *out
+                )
+            return Judgement(None, "no power loss in the run", *out)
         if s.unclean_leader_election or (parts is not None and parts.unclean):
             return Judgement(DOCUMENTED, f"unclean leader elections were allowed: {UNCLEAN}", *out)
         others = [f for f in faults if not f.power and (replicas is None or f.hit(replicas))]
@@ -328,9 +336,52 @@ def judge_writes(judge: Judge, writes: Writes, topic: str) -> Judged:
         groups.setdefault(gk, (j, []))[1].append(rows)
     for (key, *_), (j, parts) in sorted(groups.items(), key=lambda kv: kv[0][:2]):
         rows = np.sort(np.concatenate(parts))
+        if j.kind == DOCUMENTED:
+            out.documented.setdefault(key, set()).update(writes.value[rows].tolist())
+            out.documented_at.setdefault(key, len(out.findings))
         out.findings.append(_finding(key, j, writes, rows.tolist(), topic))
         out.replaced.update(int(x) for x in writes.finding[rows].tolist() if x >= 0)
     return out
+
+
+# Queue and data-log findings that a documented loss explains when they quote its values: Kafka
+# gave the lost records' offsets to later writes, and consumers and producers met the log
+# shorter (a data log then holds another value at the lost write's acknowledged offset).
+CONSEQUENCES = (
+    "acked-offset-holds-other-write",
+    "inconsistent-offsets",
+    "nonmonotonic-send",
+    "producer-nonmonotonic-send",
+    "nonmonotonic-poll",
+    "poll-skip",
+)
+
+
+def follows_from(f: Finding, lost: set[int]) -> bool:
+    """Whether queue or data-log finding `f` is what a documented loss of the values `lost` (its
+    key's) does to the log: the offset of a lost record holding a later one (all its values but
+    one lost), or a producer's or consumer's order meeting a lost record's reused offset."""
+    values = f.data.get("values", [f.data.get("value")])
+    if f.kind not in CONSEQUENCES or not isinstance(values, list):
+        return False
+    if f.kind == "inconsistent-offsets":
+        return len(set(values) - lost) <= 1
+    return any(v in lost for v in values)
+
+
+def with_consequences(f: Finding, explained: list[Finding]) -> Finding:
+    """A documented finding that also stands for the queue findings its loss explains."""
+    kinds = Counter(x.kind for x in explained)
+    said = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    quoted = "; ".join(f"op(s) {', '.join(map(str, x.ops[:4]))} ({x.kind})" for x in explained[:4])
+    return replace(
+        f,
+        explanation=f.explanation
+        + f". The loss also explains {said} finding(s) of the queue and data-log checks on this "
+        "key "
+        f"({quoted}): Kafka gave the lost records' offsets to later writes",
+        data={**f.data, "consequences": [{"kind": x.kind, "ops": list(x.ops)} for x in explained]},
+    )
 
 
 def _finding(key: int, j: Judgement, w: Writes, rows: list[int], topic: str) -> Finding:
