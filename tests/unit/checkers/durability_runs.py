@@ -94,12 +94,15 @@ def partition_log(
                                 featureLevel=elr)]))  # fmt: skip
         times.append(t0)
     for i in (1, 2, 3):
-        batches.append((2, [rec("REGISTER_BROKER_RECORD", brokerId=i, brokerEpoch=i, fenced=False)]))
+        registered = rec("REGISTER_BROKER_RECORD", brokerId=i, brokerEpoch=i, fenced=False)
+        batches.append((2, [registered]))
         times.append(t0 + i)
     batches.append((2, [rec("TOPIC_RECORD", name=TOPIC, topicId=TOPIC_ID)]))
     times.append(t0 + 10)
-    partition = rec("PARTITION_RECORD", partitionId=0, topicId=TOPIC_ID, replicas=list(replicas),
-                    isr=list(replicas), leader=replicas[0], leaderEpoch=0, partitionEpoch=0)  # fmt: skip
+    partition = rec(
+        "PARTITION_RECORD", partitionId=0, topicId=TOPIC_ID, replicas=list(replicas),
+        isr=list(replicas), leader=replicas[0], leaderEpoch=0, partitionEpoch=0,
+    )  # fmt: skip
     batches.append((2, [partition]))
     times.append(t0 + 11)
     if unclean:
