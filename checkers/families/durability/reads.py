@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from history.columnar import element_row_groups, read_element_row_group
 
@@ -37,8 +38,13 @@ class FinalReads:
 
     @classmethod
     def from_parquet(cls, path: str | Path, after: int) -> FinalReads:
+        """Element rows are stored in their ops' order, so the final reads are in the last row
+        groups: one whose `invoke_time` statistics end before `after` is never decoded."""
         parts = []
+        meta = pq.ParquetFile(path).metadata
         for i in element_row_groups(path):
+            if _ends_before(meta.row_group(i), after):
+                continue
             rg = read_element_row_group(
                 path, i, ["kind", "key", "offset", "value", "invoke_time", "index"]
             )
@@ -66,3 +72,12 @@ def heal_end(nemesis_rows: list[dict]) -> int | None:
     """The completion of the run's last heal: the final reads come after it. None without one."""
     ends = [int(r["time"]) for r in nemesis_rows if r["f"] == HEAL and r["type"] == "ok"]
     return max(ends) if ends else None
+
+
+def _ends_before(rg: pq.RowGroupMetaData, after: int) -> bool:
+    for j in range(rg.num_columns):
+        col = rg.column(j)
+        if col.path_in_schema == "invoke_time":
+            st = col.statistics
+            return bool(st is not None and st.has_min_max and st.max < after)
+    return False

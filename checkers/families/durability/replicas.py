@@ -268,6 +268,8 @@ def _diverged(held: dict[str, Held], bound: int, p: int, topic: str, why: str) -
     for i, b in enumerate(names):
         for c in names[i + 1 :]:
             x, y = held[b], held[c]
+            if _same(x, y):
+                continue  # a follower that caught up holds its leader's log again
             common, ix, iy = np.intersect1d(x.offset, y.offset, return_indices=True)
             below = common < bound
             common, ix, iy = common[below], ix[below], iy[below]
@@ -295,6 +297,14 @@ def _diverged(held: dict[str, Held], bound: int, p: int, topic: str, why: str) -
                 )
             )
     return out
+
+
+def _same(x: Held, y: Held) -> bool:
+    return (
+        np.array_equal(x.offset, y.offset)
+        and np.array_equal(x.what, y.what)
+        and np.array_equal(x.content, y.content)
+    )
 
 
 def _not_served(
