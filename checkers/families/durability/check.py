@@ -109,7 +109,9 @@ def _lost_writes(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) 
         out.replaces.append(f)
         rest = [v for v in f.data.get("values", []) if v not in done]
         if rest:
-            out.findings.append(_still_unseen(f, rest, len(f.data["values"]) - len(rest)))
+            ops = run.sends.ops_of(rest[:8]) if run.sends is not None else {}
+            shown = tuple(sorted(ops.values())) or f.ops
+            out.findings.append(_still_unseen(f, rest, len(f.data["values"]) - len(rest), shown))
     _consequences(run.queue, judged, out)
     out.stats["lost_writes_judged"] = dict(sorted(judged.counts.items()))
     for why, n in sorted(judged.unjudged.items()):
@@ -159,7 +161,13 @@ class _Served:
             rows = np.zeros(len(log.offsets), bool)
             for p in log.partition_ids:
                 final = parts.final(p) if parts is not None else None
-                counted = final is None or name in final.isr or name == final.leader
+                # A partition left with no leader and no ISR says nothing of who holds what.
+                counted = (
+                    final is None
+                    or not (final.isr or final.leader)
+                    or name in final.isr
+                    or name == final.leader
+                )
                 if counted:
                     r = log.rows_of(p)
                     if len(r):
@@ -267,12 +275,12 @@ def _send_rows(sends: Sends, values: np.ndarray) -> np.ndarray:
     return acked[np.isin(sends.value[acked], values)]
 
 
-def _still_unseen(f: Finding, rest: list[int], judged: int) -> Finding:
+def _still_unseen(f: Finding, rest: list[int], judged: int, ops: tuple[int, ...]) -> Finding:
     """The queue's `unseen` finding less the values judged lost above (by this family)."""
     return Finding(
         "unseen",
         f.key,
-        f.ops,
+        ops,
         f"{len(rest)} acknowledged send(s) to key {f.key} were never returned by any poll, e.g. "
         f"{', '.join(map(str, rest[:8]))}: either lost or no consumer caught up before the run "
         f"ended ({judged} more, in no in-sync replica's final log, are judged as lost writes "

@@ -212,7 +212,7 @@ def test_unseen_writes_a_final_log_holds_stay_unseen(tmp_path):
     assert v.status == UNKNOWN
     assert _kinds(v) == [DOC, "unseen"]
     (u,) = [f for f in _found(v) if f.kind == "unseen"]
-    assert u.data["values"] == [1] and u.unknown
+    assert u.data["values"] == [1] and u.unknown and u.ops == (1,)
 
 
 def test_unseen_writes_are_not_judged_when_a_brokers_log_is_missing(tmp_path):
