@@ -472,7 +472,8 @@ class DurabilityChecker:
         header = inputs.header
         rows = inputs.op_rows(processes=(NEMESIS,))
         started = header.get("started_wall")
-        faults = disk_faults(rows, started if isinstance(started, (int, float)) else None)
+        names = [n["name"] for n in inputs.cluster.get("nodes") or [] if "name" in n]
+        faults = disk_faults(rows, started if isinstance(started, (int, float)) else None, names)
         has_data = inputs.has_dir(DATA_LOGS_DIR)
         if not faults and not has_data:
             return CheckerResult()

@@ -16,8 +16,9 @@ and begins before the loss was seen: the completion of the poll that read past t
 
 The rules, in order (the quotes are in RULES and docs/checkers.md):
 1. unclean leader elections allowed (the header, or a committed ConfigRecord): documented;
-2. another disk fault (a corruption, a full disk) in the window: not judged here (the queue's
-   finding stands, and the corruption rules judge);
+2. another fault that may destroy what a disk holds in the window (a start of an effect no
+   checker knows: a corruption, a full disk): not judged here (the queue's finding stands, and
+   the corruption rules judge);
 3. flush.messages=1: a failure (`lost-write-despite-fsync`): nothing of it was unsynced;
 4. at least min ISR of the partition's replicas lost power: documented
    (`lost-write-power-loss-documented`, tolerated);
@@ -199,7 +200,12 @@ class Judge:
             return Judgement(DOCUMENTED, f"unclean leader elections were allowed: {UNCLEAN}", *out)
         others = [f for f in faults if not f.power and (replicas is None or f.hit(replicas))]
         if others:
-            return Judgement(None, f"another disk fault in its window ({others[0].cite()})", *out)
+            return Judgement(
+                None,
+                "a fault of an effect no checker knows (a corruption, a full disk?) in its "
+                f"window ({others[0].cite()})",
+                *out,
+            )
         if s.fsync_each:
             return Judgement(
                 DESPITE_FSYNC,

@@ -1,13 +1,18 @@
-"""The power losses a run's nemesis recorded (nemesis/disk.py, docs/disk.md), and its other disk
-faults, read from the fault ops themselves.
+"""The power losses a run's nemesis recorded (nemesis/disk.py, docs/disk.md), and its other
+faults that may destroy what a disk holds, read from what each fault op says it did.
 
-A power loss is a `start-disk` op whose step is `power-loss`. Its `ok` value names, per node,
-what the node's disk dropped (`dropped`: files and the bytes written since their last fsync;
-`lost_offsets` per partition where the nemesis could tell) and the nodes it could not drop
-(`drop_failed`: killed all the same, a crash and no power loss) or found down (`not_running`).
-An invocation that completed `info` (or never) may have dropped any node's disk; one that
-failed touched nothing (nemesis/errors.py before_touching). The drop happens between the
-invocation and the completion (every target stopped, dropped, killed: nemesis/disk.py).
+A power loss is a fault start whose `ok` value says, per node, what the node's disk dropped
+(`dropped`: files and the bytes written since their last fsync; `lost_offsets` per partition
+where the nemesis could tell); a node whose drop failed (`drop_failed`: killed all the same, a
+crash and no power loss) or that was not running is not in it. A start that completed `info` (or
+never) and whose planned step is a power loss may have dropped any node's disk; one that failed
+touched nothing (nemesis/errors.py before_touching). The drop happens between the invocation and
+the completion (every target stopped, dropped, killed: nemesis/disk.py).
+
+Any other start whose effects include one no checker knows (history/effects.py: a corruption, a
+full disk, as the disk package's other kinds record them) may have destroyed what a disk kept;
+a start of known effects (a kill, a pause, a cut link, a skewed clock...) destroys nothing
+durable.
 """
 
 from __future__ import annotations
@@ -19,14 +24,16 @@ from typing import Any
 
 from checkers.core.findings import secs
 from checkers.scan.op_rows import row_value
+from history.effects import Effect, op_effects, started
 
-START_DISK = "start-disk"
 POWER_LOSS = "power-loss"
+DROPPED = "dropped"
 
 
 @dataclass(frozen=True)
 class DiskFault:
-    """One disk fault: a power loss (`power`), or another kind (a corruption, a full disk)."""
+    """One fault that may destroy what disks hold: a power loss (`power`), or a start of an
+    effect no checker knows (a corruption, a full disk)."""
 
     op: int  # its completion (its invocation when it never completed)
     kind: str
@@ -63,7 +70,7 @@ class DiskFault:
         planned = f", planned at {self.at_s:g} s" if self.at_s is not None else ""
         end = "never completed" if math.isinf(self.end) else secs(int(self.end))
         how = "" if self.outcome == "ok" else f", {self.outcome}: its targets are not known"
-        return f"op {self.op} (disk {self.kind}{where}{planned}, {secs(self.start)}-{end}{how})"
+        return f"op {self.op} ({self.kind}{where}{planned}, {secs(self.start)}-{end}{how})"
 
     def partition_evidence(self, node: str, topic: str, partition: int) -> str:
         """What the record says the node's copy of the partition lost, in words; '' if nothing."""
@@ -85,13 +92,17 @@ class DiskFault:
         return f"{node}: " + ", ".join(parts) if parts else ""
 
 
-def disk_faults(rows: list[dict[str, Any]], started_wall: float | None) -> list[DiskFault]:
-    """Every disk fault of the nemesis op rows (columnar, with value_json), in invocation order.
-    `started_wall`: the header's, for rows without a wall clock."""
+def disk_faults(
+    rows: list[dict[str, Any]], started_wall: float | None, names: Iterable[str] = ()
+) -> list[DiskFault]:
+    """Every power loss, and every other fault start of an effect no checker knows, of the
+    nemesis op rows (columnar, with value_json), in invocation order. `started_wall`: the
+    header's, for rows without a wall clock; `names`: the cluster's nodes."""
+    names = sorted(names)
     done = {r["invoke_index"]: r for r in rows if r["type"] != "invoke" and r.get("invoke_index")}
     out = []
     for inv in rows:
-        if inv["type"] != "invoke" or inv["f"] != START_DISK:
+        if inv["type"] != "invoke" or started(inv["f"]) is None:
             continue
         end = done.get(inv["index"])
         planned = row_value(inv)
@@ -100,8 +111,19 @@ def disk_faults(rows: list[dict[str, Any]], started_wall: float | None) -> list[
         said = said if isinstance(said, dict) else {}
         if end is not None and end["type"] == "fail":
             continue  # refused before anything was touched
-        kind = str(said.get("kind") or planned.get("kind") or "?")
         outcome = "open" if end is None else str(end["type"])
+        if DROPPED in said or (outcome != "ok" and planned.get("kind") == POWER_LOSS):
+            kind = POWER_LOSS
+            nodes = _hit(said) if outcome == "ok" else None
+        else:
+            unknown = [
+                e for e in op_effects(inv["f"], said if end is not None else planned, names)
+                if not e.known
+            ]  # fmt: skip
+            if not unknown:
+                continue
+            kind = str(said.get("kind") or planned.get("kind") or unknown[0].effect)
+            nodes = _effect_nodes(unknown) if outcome == "ok" else None
         out.append(
             DiskFault(
                 end["index"] if end is not None else inv["index"],
@@ -112,7 +134,7 @@ def disk_faults(rows: list[dict[str, Any]], started_wall: float | None) -> list[
                 math.inf if end is None else float(end["time"]),
                 _wall(inv, started_wall),
                 None if end is None else _wall(end, started_wall),
-                _hit(kind, said) if outcome == "ok" else None,
+                nodes,
                 outcome,
                 _written(said) if kind == POWER_LOSS else {},
                 _lost_offsets(said) if kind == POWER_LOSS else {},
@@ -129,18 +151,22 @@ def _wall(row: dict[str, Any], started_wall: float | None) -> float | None:
     return started_wall + row["time"] / 1e9
 
 
-def _hit(kind: str, said: dict[str, Any]) -> frozenset[str] | None:
-    """The nodes an ok fault hit. A power loss: the nodes whose disks dropped (a node whose drop
-    failed was only killed, one not running was not touched)."""
-    if kind == POWER_LOSS:
-        dropped = said.get("dropped")
-        if isinstance(dropped, dict):
-            return frozenset(map(str, dropped))
-        return None
-    targets = said.get("targets")
-    if isinstance(targets, list):
-        return frozenset(map(str, targets))
-    return None
+def _hit(said: dict[str, Any]) -> frozenset[str] | None:
+    """The nodes whose disks an ok power loss dropped (a node whose drop failed was only killed,
+    one not running was not touched)."""
+    dropped = said.get(DROPPED)
+    return frozenset(map(str, dropped)) if isinstance(dropped, dict) else None
+
+
+def _effect_nodes(effects: list[Effect]) -> frozenset[str] | None:
+    """The nodes unknown effects name (each its `done` nodes, else its aim); None: any node."""
+    out: set[str] = set()
+    for e in effects:
+        hit = e.done or e.nodes
+        if hit is None:
+            return None
+        out |= hit
+    return frozenset(out)
 
 
 def _written(said: dict[str, Any]) -> dict[str, dict[str, int]]:

@@ -13,8 +13,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from history.columnar import element_row_groups, read_element_row_group
+from history.effects import HEAL
 
-HEAL = "heal"
 POLL = "poll"
 
 

@@ -58,7 +58,9 @@ def power_loss(
     said: dict[str, Any] = {"kind": kind, "target": target, "targets": nodes}
     if kind == "power-loss":
         said |= {"dropped": dropped, "exited_after_s": {n: 0.01 for n in nodes}}
-    said["effects"] = [{"effect": "down", "nodes": nodes, "done": nodes}]
+    # A power loss takes its nodes down; another disk fault has an effect no checker knows.
+    effect = "down" if kind == "power-loss" else kind
+    said["effects"] = [{"effect": effect, "nodes": nodes, "done": nodes}]
     h.complete("nemesis", "start-disk", outcome, said if outcome == "ok" else planned)
     if outcome != "open":
         restarted = {"kind": kind, "restarted": nodes,
