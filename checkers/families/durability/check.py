@@ -86,16 +86,20 @@ def check_durability(run: RunView) -> DurabilityResult:
 def _lost_writes(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) -> None:
     brokers = brokers_of(run.cluster)
     powers = [f for f in run.faults if f.power]
+    judge = Judge(run.settings, run.faults, run.partitions, brokers)
+    elr = ""
+    if run.settings.elr is None:
+        said = {True: "on", False: "off", None: "not known"}[judge.elr_at(tuple(powers))]
+        elr = f"; ELR at the power losses, as the committed metadata log says: {said}"
     out.notes.append(
         f"durability: {len(powers)} power loss(es) ("
         + ", ".join(f.cite() for f in powers)
-        + f"); {run.settings.describe()}"
+        + f"); {run.settings.describe()}{elr}"
     )
     if run.ops is None:
         return
     served = _Served(logs, run.partitions, brokers, run.topic)
     writes, unseen = _gather(run, served)
-    judge = Judge(run.settings, run.faults, run.partitions, brokers)
     judged = judge_writes(judge, writes, run.topic)
     out.checked = True
     out.findings += judged.findings

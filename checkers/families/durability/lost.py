@@ -221,7 +221,7 @@ class Judge:
                 "before the acknowledgement (Kafka's default flush policy)",
                 *out,
             )
-        elr = self._elr(powers)
+        elr = self.elr_at(powers)
         if count == 0:
             return Judgement(TOO_FEW, f"none of {of} lost power", *out)
         if elr:
@@ -274,7 +274,7 @@ class Judge:
         count = len(hit) if replicas else min(len(hit), rf)
         return tuple(hit), count
 
-    def _elr(self, powers: tuple[DiskFault, ...]) -> bool | None:
+    def elr_at(self, powers: tuple[DiskFault, ...]) -> bool | None:
         """ELR on at every power loss: the header's word, else the committed feature level."""
         if self.settings.elr is not None:
             return self.settings.elr
