@@ -307,3 +307,19 @@ def test_replicas_are_not_compared_without_a_committed_isr(tmp_path):
     v = check(write_run(tmp_path, h, logs, {"n1": 1}), write=False)
     assert DIVERGED not in _kinds(v)
     assert any("replicas not compared" in n for n in v.notes)
+
+
+def test_a_durability_header_that_cannot_be_read_judges_nothing(tmp_path):
+    for bad, said in (("fsync", "not an object"), ({"flush_messages": "1"}, "flush_messages")):
+        h = _lost(history(durability=bad))
+        v = check(write_run(tmp_path / str(len(said)), h), write=False)
+        assert "lost-write" in _kinds(v) and DOC not in _kinds(v)
+        assert any(n.startswith("durability: lost writes not judged") and said in n
+                   for n in v.notes)  # fmt: skip
+
+
+def test_the_plans_min_isr_stands_when_the_header_declares_none(tmp_path):
+    # Two of three replicas lost power; the plan's min.insync.replicas 3 makes that too few.
+    h = _lost(history(), nodes=("n1", "n2"), target="majority")
+    run = write_run(tmp_path, h, metadata=partition_log(elr=1), plan={"min_insync_replicas": 3})
+    assert FEW in _kinds(check(run, write=False))
