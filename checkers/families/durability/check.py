@@ -116,7 +116,7 @@ def _lost_writes(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) 
             ops = run.sends.ops_of(rest[:8]) if run.sends is not None else {}
             shown = tuple(sorted(ops.values())) or f.ops
             out.findings.append(_still_unseen(f, rest, len(f.data["values"]) - len(rest), shown))
-    _consequences(run.queue, judged, out)
+    _consequences(run.queue, judged, out, run.ops)
     out.stats["lost_writes_judged"] = dict(sorted(judged.counts.items()))
     for why, n in sorted(judged.unjudged.items()):
         out.notes.append(f"durability: {n} lost write(s) not judged here: {why}")
@@ -124,12 +124,15 @@ def _lost_writes(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) 
         out.notes.append(f"durability: unseen writes not judged: {served.why}")
 
 
-def _consequences(queue: list[Finding], judged: Judged, out: DurabilityResult) -> None:
+def _consequences(
+    queue: list[Finding], judged: Judged, out: DurabilityResult, ops: OpArrays
+) -> None:
     """The queue's order and offset findings a documented loss explains, replaced by it."""
     explained: dict[int, list[Finding]] = {}
-    for f in queue:
+    reused = set(reused_offsets(queue, ops))
+    for i, f in enumerate(queue):
         lost = judged.documented.get(f.key) if f.key is not None else None
-        if lost and follows_from(f, lost):
+        if lost and (follows_from(f, lost) or i in reused):
             explained.setdefault(f.key, []).append(f)  # type: ignore[arg-type]
     if not explained:
         return
@@ -138,6 +141,20 @@ def _consequences(queue: list[Finding], judged: Judged, out: DurabilityResult) -
         at = base + judged.documented_at[key]
         out.findings[at] = with_consequences(out.findings[at], fs)
         out.replaces += fs
+
+
+def reused_offsets(queue: list[Finding], ops: OpArrays) -> list[int]:
+    """The queue's `lost-write` findings whose poll read past the write's offset before the write
+    was sent: Jepsen's rule takes an offset to name one record for good, and after a loss Kafka
+    gives a lost record's offset again, so the read saw the earlier record there."""
+    out = []
+    for i, f in enumerate(queue):
+        if f.kind != LOST_WRITE or len(f.ops) != 2:
+            continue
+        j, w = _rows_of(ops, np.array([f.ops[1], f.ops[0]])).tolist()
+        if j >= 0 and w >= 0 and 0 <= ops.complete_time[j] <= ops.invoke_time[w]:
+            out.append(i)
+    return out
 
 
 class _Served:
@@ -216,8 +233,12 @@ def _gather(run: RunView, served: _Served) -> tuple[Writes, bool]:
             v = f.data.get("value")
             if not isinstance(v, int) or served.holds(np.array([v]))[0]:
                 continue  # held by an in-sync replica: served less, which replicas.py judges
-            j = _rows_of(ops, np.array([f.ops[1]]))[0]
+            j, w = _rows_of(ops, np.array([f.ops[1], f.ops[0]])).tolist()
             end = int(ops.complete_time[j]) if j >= 0 else -1
+            if 0 <= end <= (int(ops.invoke_time[w]) if w >= 0 else -1):
+                # The poll that read past its offset did so before it was sent: that offset was
+                # given again after a loss, which is the earlier write's (reused_offsets).
+                continue
             o = f.data.get("offset")
             add(f.key, v, -1 if o is None else o, f.ops[0], math.inf if end < 0 else end,
                 LOST_WRITE, i)  # fmt: skip

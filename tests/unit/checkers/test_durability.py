@@ -8,6 +8,7 @@ from checkers.api import check
 from checkers.core.verdict import INVALID, UNKNOWN, VALID
 from tests.unit.checkers.datalogs import B
 from tests.unit.checkers.durability_runs import (
+    NODES,
     data,
     heal,
     history,
@@ -323,3 +324,27 @@ def test_the_plans_min_isr_stands_when_the_header_declares_none(tmp_path):
     h = _lost(history(), nodes=("n1", "n2"), target="majority")
     run = write_run(tmp_path, h, metadata=partition_log(elr=1), plan={"min_insync_replicas": 3})
     assert FEW in _kinds(check(run, write=False))
+
+
+def _read_before_reuse(h):
+    """Values 1 and 5 at offsets 0 and 1, read; every node loses power; value 2 is acknowledged
+    at offset 0 again, and the final reads read nothing: the queue calls 2 a lost write, since a
+    poll (before 2 was sent) read past its offset."""
+    h.send(0, 0, 1, 0).send(0, 0, 5, 1).poll(1, {0: [(0, 1), (1, 5)]})
+    power_loss(h, ["n1", "n2", "n3"])
+    h.send(0, 0, 2, 0)
+    return heal(h).poll(9, {})
+
+
+def test_a_lost_write_read_past_before_it_was_sent_follows_from_the_documented_loss(tmp_path):
+    run = write_run(tmp_path, _read_before_reuse(history()), {n: [data(2)] for n in NODES})
+    v = check(run, write=False)
+    assert v.status in (VALID, UNKNOWN), v.summary()
+    assert "lost-write" not in _kinds(v)
+    (f,) = [f for f in _found(v) if f.kind == DOC]
+    assert f.data["values"] == [1, 5] and "lost-write" in {c["kind"] for c in f.data["consequences"]}
+
+
+def test_without_data_logs_such_a_lost_write_stays_as_the_queue_said_it(tmp_path):
+    v = check(write_run(tmp_path, _read_before_reuse(history())), write=False)
+    assert "lost-write" in _kinds(v) and DOC not in _kinds(v)
