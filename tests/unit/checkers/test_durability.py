@@ -342,7 +342,8 @@ def test_a_lost_write_read_past_before_it_was_sent_follows_from_the_documented_l
     assert v.status in (VALID, UNKNOWN), v.summary()
     assert "lost-write" not in _kinds(v)
     (f,) = [f for f in _found(v) if f.kind == DOC]
-    assert f.data["values"] == [1, 5] and "lost-write" in {c["kind"] for c in f.data["consequences"]}
+    assert f.data["values"] == [1, 5]
+    assert "lost-write" in {c["kind"] for c in f.data["consequences"]}
 
 
 def test_without_data_logs_such_a_lost_write_stays_as_the_queue_said_it(tmp_path):
