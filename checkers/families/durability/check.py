@@ -11,7 +11,6 @@ unseen, in a finding of that kind)."""
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +101,7 @@ def _lost_writes(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) 
     writes, unseen = _gather(run, served)
     judged = judge_writes(judge, writes, run.topic)
     out.checked = True
+    base = len(out.findings)  # where judged.findings begin in out.findings
     out.findings += judged.findings
     done = set(writes.value[judged.judged].tolist())
     out.replaces += [run.queue[i] for i in sorted(judged.replaced) if run.queue[i].kind != UNSEEN]
@@ -116,7 +116,7 @@ def _lost_writes(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) 
             ops = run.sends.ops_of(rest[:8]) if run.sends is not None else {}
             shown = tuple(sorted(ops.values())) or f.ops
             out.findings.append(_still_unseen(f, rest, len(f.data["values"]) - len(rest), shown))
-    _consequences(run.queue, judged, out, run.ops)
+    _consequences(run.queue, judged, out, run.ops, base)
     out.stats["lost_writes_judged"] = dict(sorted(judged.counts.items()))
     for why, n in sorted(judged.unjudged.items()):
         out.notes.append(f"durability: {n} lost write(s) not judged here: {why}")
@@ -125,7 +125,7 @@ def _lost_writes(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) 
 
 
 def _consequences(
-    queue: list[Finding], judged: Judged, out: DurabilityResult, ops: OpArrays
+    queue: list[Finding], judged: Judged, out: DurabilityResult, ops: OpArrays, base: int
 ) -> None:
     """The queue's order and offset findings a documented loss explains, replaced by it."""
     explained: dict[int, list[Finding]] = {}
@@ -136,7 +136,6 @@ def _consequences(
             explained.setdefault(f.key, []).append(f)  # type: ignore[arg-type]
     if not explained:
         return
-    base = len(out.findings) - len(judged.findings)
     for key, fs in explained.items():
         at = base + judged.documented_at[key]
         out.findings[at] = with_consequences(out.findings[at], fs)
@@ -313,7 +312,3 @@ def _still_unseen(f: Finding, rest: list[int], judged: int, ops: tuple[int, ...]
         {**f.data, "count": len(rest), "values": rest},
         unknown=True,
     )
-
-
-def counts(findings: list[Finding]) -> dict[str, int]:
-    return dict(Counter(f.kind for f in findings))

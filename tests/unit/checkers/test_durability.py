@@ -349,3 +349,17 @@ def test_a_lost_write_read_past_before_it_was_sent_follows_from_the_documented_l
 def test_without_data_logs_such_a_lost_write_stays_as_the_queue_said_it(tmp_path):
     v = check(write_run(tmp_path, _read_before_reuse(history())), write=False)
     assert "lost-write" in _kinds(v) and DOC not in _kinds(v)
+
+
+def test_a_documented_loss_and_the_unseen_writes_that_remain_on_one_key(tmp_path):
+    h = history()
+    h.send(0, 0, 1, 0).poll(1, {0: [(0, 1)]}).send(0, 0, 4, 1)
+    power_loss(h, NODES)
+    h.send(0, 0, 2, 0).send(0, 0, 3, 1)
+    heal(h).poll(9, {})
+    v = check(write_run(tmp_path, h, {n: [data(2, 3)] for n in NODES}), write=False)
+    assert v.status == UNKNOWN, v.summary()
+    assert _kinds(v) == [DOC, "unseen"]
+    doc, unseen = sorted(_found(v), key=lambda f: f.kind)
+    assert doc.data["values"] == [1, 4] and unseen.data["values"] == [2, 3]
+    assert {c["kind"] for c in doc.data["consequences"]} >= {"inconsistent-offsets"}
