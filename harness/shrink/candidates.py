@@ -298,9 +298,9 @@ def _spec_candidates(plan: Plan, move: str) -> Iterable[Candidate]:
                 yield Candidate(p, CONCURRENCY, f"concurrency {c} to {new}")
     elif move == RATE:
         r = float(_spec(plan, "rate"))
-        new = max(1.0, round(r / 2, 1))
-        if r > 1 and new < r and (p := with_spec(plan, rate=new)):
-            yield Candidate(p, RATE, f"rate {r:g} to {new:g} per second")
+        for new in sorted({1.0, max(1.0, round(r / 2, 1))}):
+            if new < r and (p := with_spec(plan, rate=new)):
+                yield Candidate(p, RATE, f"rate {r:g} to {new:g} per second")
 
 
 def _duration_candidates(plan: Plan) -> Iterable[Candidate]:
@@ -310,17 +310,18 @@ def _duration_candidates(plan: Plan) -> Iterable[Candidate]:
         first, span = min(times), max(times) - min(times)
         if span <= 1.0:
             continue
-        factor = max(1.0, span / 2) / span
-        changed = list(faults)
-        for i in unit:
-            changed[i] = replace(
-                faults[i], at_s=round(first + (faults[i].at_s - first) * factor, 3)
+        # The shortest first (a second), then half.
+        for new in sorted({1.0, max(1.0, span / 2)}):
+            factor = new / span
+            changed = list(faults)
+            for i in unit:
+                at = round(first + (faults[i].at_s - first) * factor, 3)
+                changed[i] = replace(faults[i], at_s=at)
+            yield Candidate(
+                _with_faults(plan, changed),
+                DURATION,
+                f"{describe_unit(faults, unit)}: {span:g} s to {new:g} s",
             )
-        yield Candidate(
-            _with_faults(plan, changed),
-            DURATION,
-            f"{describe_unit(faults, unit)}: {span:g} s to {span * factor:g} s",
-        )
 
 
 def _narrower(step: FaultStep, topology: str) -> list[tuple[str, str | None, dict[str, Any]]]:
