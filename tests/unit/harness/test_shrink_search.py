@@ -66,8 +66,8 @@ class Oracle:
         return Attempt("invalid" if fails else "valid", [KIND] if fails else [], None, 1.0)
 
 
-def _search(oracle: Oracle, budget: Budget = Budget(), tmp: Path | None = None) -> Search:
-    record = new_record("results/x/run", [KIND], budget)
+def _search(oracle: Oracle, budget: Budget | None = None, tmp: Path | None = None) -> Search:
+    record = new_record("results/x/run", [KIND], budget or Budget())
     return Search(_plan(), oracle, record, directory=tmp)
 
 
@@ -83,7 +83,7 @@ def test_a_certain_failure_shrinks_to_one_narrow_kill_on_one_slow_client(tmp_pat
     assert best.to_json() == s.current.to_json()
     units = fault_units(best.faults)
     assert len(units) == 1
-    (step, *rest) = [best.faults[i] for i in units[0]]
+    step = best.faults[units[0][0]]
     assert (step.fault, step.kind) == ("kill", "one")
     assert best.spec["concurrency"] == 1 and best.spec["rate"] == 1.0
     assert best.spec["time_limit"] < 100.0
