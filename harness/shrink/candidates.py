@@ -31,6 +31,7 @@ from typing import Any
 
 from harness.plan import Plan, generator_params, plan_from_dict
 from harness.spec import RunSpec, SpecError, spec_from_dict
+from history import strict_json
 from nemesis.api import FaultStep
 from nemesis.items import targets_on
 from nemesis.menu import Menu
@@ -100,7 +101,13 @@ def digest(plan: Plan) -> str:
 
 
 def _key(step: FaultStep) -> tuple[Any, ...]:
-    return (step.fault, step.kind, step.target, step.seed, json.dumps(step.params, sort_keys=True))
+    return (
+        step.fault,
+        step.kind,
+        step.target,
+        step.seed,
+        strict_json.dumps(step.params, sort_keys=True),
+    )
 
 
 def fault_units(faults: Sequence[FaultStep]) -> list[list[int]]:
