@@ -220,9 +220,10 @@ def _with_progress(
         def on_change(rec: dict[str, Any]) -> None:
             html(rec)
             best = rec["best"]
-            entry = next((c for c in rec["candidates"] if c["id"] == best), None)
-            what = "original" if entry is None else f"{best}: {entry['what']}"
-            progress.update(task, completed=rec["runs"], description=f"smallest {what}"[:70])
+            entry = next((c for c in rec["candidates"] if c["id"] == best), rec["original"])
+            s = entry["size"]
+            what = f"{s['faults']} fault(s), {s['steps']} step(s), {s['time_limit']:g} s"
+            progress.update(task, completed=rec["runs"], description=f"smallest {best}: {what}")
 
         search = Search(original, runner, record, directory, on_change=on_change)
         return search.run()

@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import replace
 from itertools import pairwise
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,10 @@ from harness.shrink.candidates import (
     pass_candidates,
     size,
 )
+from harness.shrink.candidates import STEPS as STEPS_MOVE
 from harness.spec import RunSpec, validate
+from nemesis.registry import MENUS
+from steps.registry import FAMILIES
 
 PACKAGES = ("partition", "kill", "pause", "clock", "packet")
 # Step families' steps: an upgrade (a roll, then a finalization), controller membership, and
@@ -148,3 +152,22 @@ def test_a_random_halves_partition_narrows_to_isolating_one_node():
 def test_a_plan_without_faults_steps_or_slack_has_no_candidates():
     spec = RunSpec.of(time_limit=1.0, concurrency=1, rate=1.0)
     assert all_candidates(build_plan(validate(spec), 1)) == []
+
+
+def test_every_simpler_kind_is_of_its_menu_and_reads_nothing_more():
+    for menu in MENUS.values():
+        for kind in menu.kinds:
+            for simpler in kind.simpler:
+                assert simpler in menu.kind_names() and simpler != kind.name, (menu.fault, simpler)
+                assert set(menu.kind(simpler).reads) <= set(kind.reads), (menu.fault, simpler)
+
+
+@pytest.mark.parametrize("options", STEPS[1:])
+def test_each_family_drops_disjoint_units_of_its_own_steps(options):
+    plan = build_plan(validate(RunSpec.of(**options, time_limit=60.0)), 5)
+    for family in FAMILIES:
+        steps = plan.steps_of(family.key)
+        units = family.drop_units(steps)
+        flat = [i for u in units for i in u]
+        assert len(flat) == len(set(flat)) and all(0 <= i < len(steps) for i in flat)
+    assert plan.steps and pass_candidates(plan, STEPS_MOVE)
