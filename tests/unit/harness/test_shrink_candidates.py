@@ -50,8 +50,9 @@ def _grouped(plan: Plan, first: int, count: int) -> Plan:
 
 @st.composite
 def plans(draw: st.DrawFn) -> Plan:
-    topology = draw(st.sampled_from(("kraft-combined", "kraft", "zk")))
-    steps = draw(st.sampled_from(STEPS)) if topology != "zk" else {}
+    topology = draw(st.sampled_from(("kraft-combined", "kraft", "zk", "migration")))
+    # The migration's steps are its family's, kept whole; upgrades and the rest on KRaft.
+    steps = draw(st.sampled_from(STEPS)) if topology in ("kraft-combined", "kraft") else {}
     nemesis = draw(st.lists(st.sampled_from(PACKAGES), unique=True, max_size=3))
     spec = RunSpec.of(
         topology=topology,
