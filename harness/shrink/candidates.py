@@ -339,12 +339,12 @@ def _narrower(step: FaultStep, topology: str) -> list[tuple[str, str | None, dic
     on = {k.name for k in menu.kinds_for(topology)}
     out: list[tuple[str, str | None, dict[str, Any]]] = []
     if menu.kind_is_target:
-        if step.kind in NARROWING:
+        # A step aimed elsewhere than its kind (a plan's named nodes) is hit where it is aimed.
+        if step.kind in NARROWING and step.target in (None, step.kind):
             # The narrowest first: the search takes the first that still fails.
             for k in reversed(NARROWING[NARROWING.index(step.kind) + 1 :]):
                 if k in on:
-                    target = k if step.target == step.kind else step.target
-                    out.append((k, target, dict(step.params)))
+                    out.append((k, None if step.target is None else k, dict(step.params)))
         return out
     for k in menu.kind(step.kind).simpler:
         if k in on:
