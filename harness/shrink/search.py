@@ -138,6 +138,7 @@ class Search:
         self.entries: dict[str, dict[str, Any]] = {c["digest"]: c for c in record["candidates"]}
         self.plans: dict[str, Plan] = {ORIGINAL: original}
         self.current = original
+        self._step = 1  # where on the recorded path the search is (after the original)
         self._original_entry()
 
     # The whole search ---------------------------------------------------------------------------
@@ -203,11 +204,20 @@ class Search:
             entry = self._entry(c)
             if self._tries(c.plan, entry, entry["id"], early=True, n=self.budget.tries):
                 self.current = c.plan
-                self.record["best"] = entry["id"]
-                self.record["path"].append(entry["id"])
-                self._save()
+                self._accept(entry["id"])
                 return c
         return None
+
+    def _accept(self, cid: str) -> None:
+        """The path grows by ``cid``; a resumed search walks its recorded path again first,
+        keeping its best (and plan.min.json) until it passes it or leaves it."""
+        path = self.record["path"]
+        if not (self._step < len(path) and path[self._step] == cid):
+            del path[self._step :]
+            path.append(cid)
+        self._step += 1
+        self.record["best"] = path[-1]
+        self._save()
 
     def _confirm(self) -> None:
         """The minimal plan's rate over --confirm extra runs (beyond the search's budget)."""

@@ -154,7 +154,8 @@ def test_other_kinds_do_not_reproduce():
 
 def test_ctrl_c_leaves_the_best_so_far_and_resume_finishes_the_same_search(tmp_path):
     whole = Oracle()
-    _search(whole, tmp=tmp_path / "whole").run()
+    done = _search(whole, tmp=tmp_path / "whole")
+    done.run()
     expected = (tmp_path / "whole" / MIN_PLAN).read_text()
 
     first = Oracle()
@@ -165,10 +166,12 @@ def test_ctrl_c_leaves_the_best_so_far_and_resume_finishes_the_same_search(tmp_p
     assert record["status"] == INTERRUPTED and record["runs"] == 19
     best = load_plan(tmp_path / "cut" / MIN_PLAN)
     assert digest(best) in {digest(_plan()), *(c["digest"] for c in record["candidates"])}
+    assert 1 < len(record["path"]) < len(done.record["path"])
 
     again = Oracle()
     assert Search(_plan(), again, record, directory=tmp_path / "cut").run() == DONE
     assert (tmp_path / "cut" / MIN_PLAN).read_text() == expected
+    assert record["path"] == done.record["path"] and record["best"] == done.record["best"]
     # Only the runs not recorded before the interruption were run again.
     assert len(first.calls) + len(again.calls) == len(whole.calls)
 
