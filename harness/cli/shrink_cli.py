@@ -165,9 +165,23 @@ def shrink(
         record = new_record(str(run_dir), list(kinds) or failing, budget)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         directory = run_dir.parent / f"shrink-{stamp}"
-        directory.mkdir(parents=False, exist_ok=False)
-    record["cluster"] = cluster or record.get("cluster") or original.spec.get("cluster")
-    record["subnet"] = subnet or record.get("subnet") or original.spec.get("subnet")
+    if original.spec.get("hosts"):
+        # The inventory names the cluster and its addresses (docs/ssh.md).
+        if cluster or subnet:
+            raise SpecError(f"--cluster, --subnet: {run_dir} ran on the hosts of an inventory")
+        record["cluster"] = record["subnet"] = None
+    else:
+        record["cluster"] = cluster or record.get("cluster") or original.spec.get("cluster")
+        record["subnet"] = subnet or record.get("subnet") or original.spec.get("subnet")
+    if resume is None:  # once nothing is left to refuse
+        n = 1
+        while True:
+            try:
+                directory.mkdir()
+                break
+            except FileExistsError:  # two shrinks of one run within a second
+                n += 1
+                directory = run_dir.parent / f"shrink-{stamp}-{n}"
     runner = ReplayRunner(directory, record["cluster"], record["subnet"])
     found = summaries(results, limit=8)
     say(

@@ -65,8 +65,8 @@ class ReplayRunner:
     def __init__(
         self,
         directory: Path,
-        cluster: str,
-        subnet: str,
+        cluster: str | None,
+        subnet: str | None,
         cli: list[str] | None = None,
         log: Any = None,
     ) -> None:
@@ -89,11 +89,12 @@ class ReplayRunner:
             name,
             "--results-dir",
             str(self.directory),
-            "--cluster",
-            self.cluster,
-            "--subnet",
-            self.subnet,
         ]
+        # None: the plan's own (a run on SSH hosts takes the inventory's name and addresses).
+        if self.cluster is not None:
+            command += ["--cluster", self.cluster]
+        if self.subnet is not None:
+            command += ["--subnet", self.subnet]
         limit = float(plan.spec.get("time_limit") or 30.0)
         started = time.monotonic()
         n = len(list(folder.glob("try-*.log"))) + 1
