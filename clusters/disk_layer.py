@@ -209,6 +209,12 @@ def ask(node: Exec, *words: str, timeout: float = 60.0) -> dict[str, Any]:
     """Sends a control command to the node's layer and returns its answer (raises
     DiskLayerError when the layer refuses or is not there)."""
     result = node.exec(control(*words), timeout=timeout)
+    if not (result.stdout or result.stderr).strip():
+        # No answer and no error line: the command itself did not run to its end.
+        raise DiskLayerError(
+            f"{node.name}: the disk layer gave no answer (nothing printed, exit code "
+            f"{result.exit_code})"
+        )
     return answer(result.stdout or result.stderr, node.name)
 
 

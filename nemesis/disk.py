@@ -210,7 +210,7 @@ def _drop(node: Controllable) -> dict[str, Any]:
     try:
         dropped = ask(node, "drop", timeout=120)
     except DiskLayerError as exc:
-        return {"error": str(exc)}
+        return {"error": str(exc) + (f"; before it, {error}" if error else "")}
     files = dropped.get("files", [])
     if walked is None:
         # Every dropped segment's partition lost something: what, unknown.
