@@ -135,38 +135,12 @@ class DiskNemesis:
             found = resolve(ctx, step.target, random.Random(step.seed), step.params)
             nodes = [ctx.nodes[t] for t in found.targets]
             running, down = split_running(nodes)
-            for node in running:
-                try:
-                    ask(node, "ping")
-                except DiskLayerError as exc:
-                    raise NemesisError(
-                        f"{node.name} is not on the disk layer (run with --disk-layer): {exc}"
-                    ) from None
-        # The order makes the loss coordinated: no target writes once any has lost power.
-        on_each(running, _stop)
-        dropped = on_each(running, _drop)
-        took = on_each(running, _kill)
-        out: dict[str, Any] = {
-            "kind": step.kind,
-            **found.record(),
-            "dropped": {n: _summary(d) for n, d in dropped.items() if "error" not in d},
-            "exited_after_s": took,
-            # What reading the lost offsets added to the time the JVMs stood stopped.
-            "offsets_read_s": {
-                n: d["offsets_read_s"] for n, d in dropped.items() if "error" not in d
-            },
-        }
-        unread = {n: d["offsets_error"] for n, d in dropped.items() if d.get("offsets_error")}
-        if unread:
-            out["offsets_unread"] = unread
-        failed = {n: d["error"] for n, d in dropped.items() if "error" in d}
-        if failed:
-            # Killed all the same: a crash, not a power loss, on those nodes.
-            out["drop_failed"] = failed
+            check_on_layer(running)
+        out: dict[str, Any] = {"kind": step.kind, **found.record(), **lose_power(running)}
         if down:
             out["not_running"] = down
         aimed = [n.name for n in nodes]
-        return {**out, EFFECTS: [effect(DOWN, aimed, took, by=BY)]}
+        return {**out, EFFECTS: [effect(DOWN, aimed, out["exited_after_s"], by=BY)]}
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         # Every exited node, not only this step's: stop means "heal", as in Jepsen.
@@ -188,6 +162,43 @@ class DiskNemesis:
                 _kill(node)
                 said.append(f"{node.name}: killed the JVM of a powered-off disk")
         return said + [f"{n}: started exited node" for n in restart_exited(ctx)]
+
+
+def check_on_layer(nodes: list[Controllable]) -> None:
+    """NemesisError naming the first node whose layer does not answer (call it inside
+    ``before_touching``: a refusal then touches nothing)."""
+    for node in nodes:
+        try:
+            ask(node, "ping")
+        except DiskLayerError as exc:
+            raise NemesisError(
+                f"{node.name} is not on the disk layer (run with --disk-layer): {exc}"
+            ) from None
+
+
+def lose_power(nodes: list[Controllable]) -> dict[str, Any]:
+    """The running ``nodes`` lose power together (each on the layer: ``check_on_layer``); the
+    record's part every power loss has (docs/history.md): ``dropped`` (per node, what its drop
+    took, with ``lost_offsets``), ``exited_after_s``, ``offsets_read_s``, and
+    ``offsets_unread`` and ``drop_failed`` where those went wrong."""
+    # The order makes the loss coordinated: no target writes once any has lost power.
+    on_each(nodes, _stop)
+    dropped = on_each(nodes, _drop)
+    took = on_each(nodes, _kill)
+    out: dict[str, Any] = {
+        "dropped": {n: _summary(d) for n, d in dropped.items() if "error" not in d},
+        "exited_after_s": took,
+        # What reading the lost offsets added to the time the JVMs stood stopped.
+        "offsets_read_s": {n: d["offsets_read_s"] for n, d in dropped.items() if "error" not in d},
+    }
+    unread = {n: d["offsets_error"] for n, d in dropped.items() if d.get("offsets_error")}
+    if unread:
+        out["offsets_unread"] = unread
+    failed = {n: d["error"] for n, d in dropped.items() if "error" in d}
+    if failed:
+        # Killed all the same: a crash, not a power loss, on those nodes.
+        out["drop_failed"] = failed
+    return out
 
 
 def _stop(node: Controllable) -> float:
