@@ -47,7 +47,14 @@ from history.options import (
     refuse_inapplicable,
     with_fresh,
 )
-from nemesis.items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
+from nemesis.items import (
+    EXAMPLE,
+    SYNTAX,
+    ItemError,
+    named_selectors,
+    on_disk_layer,
+    parse_items,
+)
 from steps.registry import FAMILIES, STEP_OPTIONS
 from workloads.pipelined import ASYNC
 from workloads.queue_ops import FINAL_READ_RATE
@@ -90,8 +97,9 @@ def _all_options() -> dict[str, Any]:
 
 
 def _names_disk(items: list[str]) -> bool:
-    """Whether a --nemesis list names the disk package (``disk``, ``disk:kind``, ``disk@t``)."""
-    return any(re.split(r"[:@]", item, maxsplit=1)[0] == "disk" for item in items or ())
+    """Whether a --nemesis list names a fault that acts on the disk layer (the disk package,
+    shutdown:elr-power-loss: nemesis/items.py on_disk_layer)."""
+    return on_disk_layer(items)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from nemesis.api import TARGETS
 from nemesis.menu import Menu
 from nemesis.process import AIMED_ONLY_ON
 from nemesis.registry import MENUS
+from nemesis.shutdown import ON_DISK_LAYER as SHUTDOWN_ON_LAYER
 from nemesis.targets import could_name
 
 SYNTAX = "package, package:kind, package:kind@target or package@target"
@@ -194,3 +195,17 @@ def packages(texts: list[str]) -> list[str]:
 def named_selectors(texts: list[str]) -> set[str]:
     """The selectors the items name, as kind (kill, pause) or target."""
     return {n for t in texts for n in split(t)[1:] if n is not None}
+
+
+def on_disk_layer(texts: list[str]) -> bool:
+    """Whether the items name a fault that acts on the disk layer (docs/disk.md), so that the
+    run's nodes must run on it: the disk package (``disk``, ``disk:kind``, ``disk@t``), or a
+    kind of another package that loses a node's power (shutdown's elr-power-loss)."""
+    for text in texts or ():
+        try:
+            package, kind, _ = split(text)
+        except ItemError:
+            continue  # parse_items says what is wrong with it
+        if package == "disk" or (package == "shutdown" and kind in SHUTDOWN_ON_LAYER):
+            return True
+    return False

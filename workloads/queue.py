@@ -26,7 +26,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from clusters.topology import Topology
 from history.format import (
@@ -44,7 +44,7 @@ from history.format import (
     TXN_ID_PER_SLOT,
 )
 from history.options import Option, Values
-from workloads import client_choice, pipelined
+from workloads import client_choice, durability, pipelined
 from workloads.api import KindBase, SideRecorder
 from workloads.client import Completion, Invocation
 from workloads.client_choice import (
@@ -79,9 +79,9 @@ QUEUE_MODES = ("assign", "subscribe")
 # The queue's own options apply to its runs only (history/options.py refuse_inapplicable).
 _QUEUE = ("workload", ("queue",))
 
-# The queue's run options: its shape here, then the send mode's (workloads/pipelined.py) and the
-# client's (workloads/client_choice.py). The first three were in the first plans, so every
-# spec (an admin run's too) carries them.
+# The queue's run options: its shape here, then the send mode's (workloads/pipelined.py), the
+# client's (workloads/client_choice.py) and the topic's durability (workloads/durability.py).
+# The first three were in the first plans, so every spec (an admin run's too) carries them.
 
 OPTIONS: tuple[Option, ...] = (
     Option(
@@ -105,7 +105,12 @@ OPTIONS: tuple[Option, ...] = (
     ),
     *pipelined.OPTIONS,
     *client_choice.OPTIONS,
+    *durability.OPTIONS,
 )
+
+
+class WorkloadSetupError(RuntimeError):
+    """The topic is not what the run asked for; the message is the whole story."""
 
 
 def _quiet(conf: dict[str, Any]) -> dict[str, Any]:
@@ -170,6 +175,7 @@ class QueueWorkload(KindBase):
     def check(values: Values) -> None:
         pipelined.check(values)
         client_choice.check_values(values)
+        durability.check(values)
 
     @staticmethod
     def transactional(values: Values) -> bool:
@@ -181,6 +187,7 @@ class QueueWorkload(KindBase):
             **cls.HISTORY_HEADER,
             **pipelined.history_header(gen),
             **client_choice.history_header(gen),
+            **durability.history_header(gen),
         }
 
     @staticmethod
@@ -196,13 +203,15 @@ class QueueWorkload(KindBase):
 
     @staticmethod
     def format_features(gen: dict[str, Any]) -> dict[str, int]:
-        # --txn-protocol: the transaction.version the storage is formatted with.
-        return client_choice.format_features(gen)
+        # --txn-protocol: the transaction.version the storage is formatted with; --elr: the
+        # eligible.leader.replicas.version.
+        return {**client_choice.format_features(gen), **durability.format_features(gen)}
 
     @staticmethod
     def generator(options: Any) -> dict[str, Any]:
         """How clients choose operations (docs/history.md); plan.json keeps it."""
         mix = {"send": 5, "poll": 4}
+        replication, min_isr = durability.replication_of(options)
         if options.txn:
             mix["txn"] = 2
         return {
@@ -217,8 +226,10 @@ class QueueWorkload(KindBase):
             "value_stride": 1_000_000,
             "transactional_id": TXN_ID_PER_SLOT,
             "topic": "kchaos-queue",
-            "replication": 3,
-            "min_insync_replicas": 2,
+            "replication": replication,
+            "min_insync_replicas": min_isr,
+            # --flush-messages, --unclean-leader-election, --elr: absent when not asked for.
+            **durability.generator_params(options),
             # Pipelined sends (--send-mode async) only: absent otherwise.
             **generator_params(options),
             # --client, --group-protocol, --txn-protocol: absent when not asked for.
@@ -257,22 +268,32 @@ class QueueWorkload(KindBase):
         self.clock: Callable[[], int] = lambda: time.monotonic_ns() - born
 
     def setup_says(self) -> str:
-        return f"workload setup: topic {self.topic} with {self.keys} partitions"
+        replication, min_isr = self._replication()
+        configs = durability.topic_configs(self.gen, min_isr)
+        asked = "".join(
+            f", {k} {v}" for k, v in configs.items() if k != "unclean.leader.election.enable"
+        )
+        unclean = ", unclean elections on" if self.gen.get(durability.UNCLEAN) else ""
+        return (
+            f"workload setup: topic {self.topic} with {self.keys} partitions (replication "
+            f"{replication}{asked}{unclean})"
+        )
+
+    def _replication(self) -> tuple[int, int]:
+        """(replication factor, min.insync.replicas) as the plan asked, each at most what holds
+        it on this cluster (a stored plan may ask for 3 on fewer brokers)."""
+        replication = min(int(self.gen["replication"]), len(self.topology.brokers))
+        return replication, min(int(self.gen["min_insync_replicas"]), replication)
 
     def setup(self, timeout: float = 120.0) -> None:
         """Creates the topic and waits until every partition has a leader; with the Java
         client, first starts its JVM (compiling it on a release's first use)."""
         if client_of(self.gen) == JAVA and self.java is None:
             self.java = JavaHost(client_dist(str(self.gen[CLIENT_VERSION_FIELD])))
-        replication = min(int(self.gen["replication"]), len(self.topology.brokers))
-        min_isr = min(int(self.gen["min_insync_replicas"]), replication)
+        replication, min_isr = self._replication()
         admin = AdminClient(_quiet({"bootstrap.servers": self.bootstrap}))
-        topic = NewTopic(
-            self.topic,
-            self.keys,
-            replication,
-            config={"min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false"},
-        )
+        configs = durability.topic_configs(self.gen, min_isr)
+        topic = NewTopic(self.topic, self.keys, replication, config=configs)
         deadline = time.monotonic() + timeout
         # A just-started cluster drops admin connections now and then; a retry whose first
         # attempt did create the topic sees TOPIC_ALREADY_EXISTS, which is success.
@@ -295,9 +316,44 @@ class QueueWorkload(KindBase):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topic {self.topic} has partitions without leaders")
             time.sleep(0.2)
+        # What the run's durability rests on must be what Kafka has, not only what was sent.
+        self._verify_topic(admin, replication, configs, deadline)
         if self.gen["txn"]:
             self._await_transactions(deadline)
         self.leaders.start()
+
+    def _verify_topic(
+        self, admin: AdminClient, replication: int, configs: dict[str, str], deadline: float
+    ) -> None:
+        """Raises WorkloadSetupError when Kafka describes the topic otherwise than it was
+        created: each partition's replicas, and each config as DescribeConfigs answers it."""
+        while True:
+            try:
+                md = admin.list_topics(self.topic, timeout=10).topics[self.topic]
+                res = ConfigResource(ResourceType.TOPIC, self.topic)
+                described = admin.describe_configs([res])[res].result(timeout=30)
+                break
+            except (KafkaException, KeyError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        counts = sorted({len(p.replicas) for p in md.partitions.values()})
+        if counts != [replication]:
+            raise WorkloadSetupError(
+                f"topic {self.topic} has partitions of {'/'.join(map(str, counts))} replicas, "
+                f"not {replication} as created"
+            )
+        differ = {
+            k: (described[k].value if k in described else None)
+            for k, v in configs.items()
+            if k not in described or described[k].value != v
+        }
+        if differ:
+            said = ", ".join(f"{k}={v}" for k, v in differ.items())
+            raise WorkloadSetupError(
+                f"topic {self.topic}: Kafka describes {said}, not what it was created with "
+                f"({', '.join(f'{k}={configs[k]}' for k in differ)})"
+            )
 
     def _await_transactions(self, deadline: float) -> None:
         """Until a transactional producer initialises: the first InitProducerId creates

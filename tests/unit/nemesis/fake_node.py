@@ -22,7 +22,8 @@ class FakeNode:
         self.netem = True  # False: a kernel without CONFIG_NET_SCH_NETEM
         self.qdisc: list[str] = []
         # The disk layer's state (clusters/disk_layer.py) when the node runs on it: whether it
-        # has power, and each file's bytes no fsync made durable.
+        # has power, and each file's bytes no fsync made durable (``pending``); optionally
+        # ``batches``, what `kchaos-disk batches` answers of a segment (path -> its entry).
         self.disk: dict | None = None
 
     name = property(lambda self: self.spec.name)
@@ -92,6 +93,13 @@ class FakeNode:
                 return ok
             case [program, "ctl", "--control", _, *words] if program.endswith("/kchaos-disk"):
                 return self._disk(words)
+            case [program, "batches", "--root", _, *pairs] if program.endswith("/kchaos-disk"):
+                known = (self.disk or {}).get("batches", {})
+                walked = [
+                    {"path": p, "from": int(f), **known.get(p, {"error": "No such file"})}
+                    for p, f in zip(pairs[::2], pairs[1::2], strict=True)
+                ]
+                return ExecResult(0, json.dumps({"ok": True, "files": walked}), "")
         raise AssertionError(f"unexpected command {cmd}")
 
     def _disk(self, words: list[str]) -> ExecResult:
@@ -105,7 +113,9 @@ class FakeNode:
             case ["ping"]:
                 line = {"ok": True}
             case ["status"]:
-                line = {"ok": True, "powered": self.disk["powered"], "files": files}
+                # Nothing of a pending file is durable here: it was never fsynced.
+                listed = [{**f, "size": f["bytes"], "durable_size": 0} for f in files]
+                line = {"ok": True, "powered": self.disk["powered"], "files": listed}
             case ["drop"] if self.disk["powered"]:
                 self.disk = {"powered": False, "pending": {}}
                 total = sum(pending.values())
