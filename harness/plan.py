@@ -16,9 +16,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from clusters.topology import build_topology
 from harness.spec import MAX_SEED, RunSpec, SpecError, spec_from_dict
 from history.format import PLAN_JSON
+from nemesis import choreo
 from nemesis.api import FaultStep
+from nemesis.choreo import CHOREO
 from nemesis.errors import NemesisError
 from nemesis.items import Item, parse_items
 from nemesis.registry import MENUS, build
@@ -116,7 +119,10 @@ def fault_turns(spec: RunSpec, rng: random.Random) -> tuple[list[FaultStep], lis
     turns: list[Item] = []
     if not spec.nemesis:
         return steps, turns
-    items = sorted(parse_items(spec.nemesis, spec.topology, spec.zookeepers), key=lambda i: i.text)
+    items = sorted(
+        parse_items(spec.nemesis, spec.topology, spec.zookeepers, spec.controllers),
+        key=lambda i: i.text,
+    )
     waiting: list[Item] = []
     for start, stop in fault_windows(spec):
         # When, and whose turn, is decided here; what the fault is, the package's menu says.
@@ -124,6 +130,13 @@ def fault_turns(spec: RunSpec, rng: random.Random) -> tuple[list[FaultStep], lis
         item = rng.choice(waiting)
         waiting.remove(item)
         turns.append(item)
+        if item.package == CHOREO:
+            # A sequence of other packages' steps on roles of its own, ended in the window.
+            topo = build_topology(
+                spec.topology, zookeepers=spec.zookeepers, controllers=spec.controllers
+            )
+            steps += choreo.draw(rng, topo, start, stop, spec.time_limit, item.kinds)
+            continue
         menu = MENUS[item.package]
         steps += menu.draw(
             rng, spec.topology, spec.nemesis_interval, start, stop, item.kinds, item.target

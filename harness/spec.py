@@ -47,7 +47,14 @@ from history.options import (
     refuse_inapplicable,
     with_fresh,
 )
-from nemesis.items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
+from nemesis.items import (
+    EXAMPLE,
+    SYNTAX,
+    ItemError,
+    named_selectors,
+    parse_items,
+    uses_package,
+)
 from steps.registry import FAMILIES, STEP_OPTIONS
 from workloads.pipelined import ASYNC
 from workloads.queue_ops import FINAL_READ_RATE
@@ -90,8 +97,9 @@ def _all_options() -> dict[str, Any]:
 
 
 def _names_disk(items: list[str]) -> bool:
-    """Whether a --nemesis list names the disk package (``disk``, ``disk:kind``, ``disk@t``)."""
-    return any(re.split(r"[:@]", item, maxsplit=1)[0] == "disk" for item in items or ())
+    """Whether a --nemesis list names the disk package (``disk``, ``disk:kind``, ``disk@t``),
+    or a choreography that powers a node off."""
+    return uses_package(items, "disk")
 
 
 @dataclass
@@ -400,7 +408,7 @@ def _validate(spec: RunSpec) -> RunSpec:
     # Numbers first: every later check (and the plan) may compute with them.
     _refuse(spec, *(o.name for o in OPTIONS if o.kind in (int, float) and o.name in HARNESS_NAMES))
     try:
-        parse_items(spec.nemesis, spec.topology, spec.zookeepers)
+        parse_items(spec.nemesis, spec.topology, spec.zookeepers, spec.controllers)
     except ItemError as exc:
         raise SpecError(f"--nemesis: {exc}") from None
     for i, release in enumerate(spec.releases()):
