@@ -93,17 +93,20 @@ def client_rng_prefix(seed: int) -> str:
 
 
 def fault_windows(spec: RunSpec) -> list[tuple[float, float | None]]:
-    """When faults are on: from each start, the interval, then off for as long, until the time
-    limit. A window whose stop would reach the limit has none: the interpreter heals at the end.
+    """When faults are on: after a quiet period (``--nemesis-quiet``, else the interval), on for
+    the interval, then quiet again, until the time limit. A window whose stop would reach the
+    limit has none: the interpreter heals at the end.
     """
     interval = spec.nemesis_interval
+    quiet = spec.quiet_s
     windows: list[tuple[float, float | None]] = []
-    t = interval
+    t = quiet
     # Compare the times as written to plan.json (rounded), or a step could land on the limit.
     while round(t, 3) < spec.time_limit:
         stop = round(t + interval, 3)
         windows.append((round(t, 3), stop if stop < spec.time_limit else None))
-        t += 2 * interval
+        # interval + interval is 2 * interval exactly: every plan before the option is the same.
+        t += interval + quiet
     return windows
 
 
@@ -152,11 +155,13 @@ def without_window(spec: RunSpec, turns: list[Item]) -> str | None:
     if not missed:
         return None
     windows = len(turns)
-    fits = 2 * len(spec.nemesis) * spec.nemesis_interval
+    fits = len(spec.nemesis) * (spec.nemesis_interval + spec.quiet_s)
+    quiet = "" if spec.nemesis_quiet is None else f" and --nemesis-quiet {spec.quiet_s:g} s"
     return (
-        f"--time-limit {spec.time_limit:g} s with --nemesis-interval {spec.nemesis_interval:g} s "
-        f"has {windows} fault window{'s' if windows != 1 else ''} for {len(spec.nemesis)} "
-        f"nemesis items: {', '.join(missed)} got none; --time-limit {fits:g} fits them all"
+        f"--time-limit {spec.time_limit:g} s with --nemesis-interval {spec.nemesis_interval:g} s"
+        f"{quiet} has {windows} fault window{'s' if windows != 1 else ''} for "
+        f"{len(spec.nemesis)} nemesis items: {', '.join(missed)} got none; --time-limit "
+        f"{fits:g} fits them all"
     )
 
 

@@ -183,6 +183,17 @@ class RunSpec:
         maximum=MAX_TIME_LIMIT,
         unit="seconds",
     )
+    # The quiet period before the first fault window and after each (harness/plan.py
+    # fault_windows); None: as long as the interval, as every plan before the option.
+    nemesis_quiet: float | None = option(
+        kind=float,
+        stored=AS_ASKED,
+        minimum=0,
+        maximum=MAX_TIME_LIMIT,
+        unit="seconds",
+        help="Seconds with no fault before the first fault window and after each one, while "
+        "the --nemesis items take turns (default: as long as --nemesis-interval).",
+    )
     timing: str = option(
         "default",
         choices=TIMINGS,
@@ -335,6 +346,12 @@ class RunSpec:
         return out
 
     @property
+    def quiet_s(self) -> float:
+        """The seconds with no fault before each fault window: the option's, else the
+        interval."""
+        return self.nemesis_interval if self.nemesis_quiet is None else self.nemesis_quiet
+
+    @property
     def quorum_mode(self) -> str:
         return self.quorum or STATIC
 
@@ -455,12 +472,14 @@ def _validate(spec: RunSpec) -> RunSpec:
     except OptionError as exc:
         raise SpecError(str(exc)) from None
     _refuse(spec, *(o.name for o in HARNESS_OPTIONS))
-    # A fault window is on for one interval and off for one (harness/plan.py fault_windows).
-    windows = spec.time_limit / (2 * spec.nemesis_interval)
+    # A fault window is on for one interval and off for the quiet period (harness/plan.py
+    # fault_windows).
+    windows = spec.time_limit / (spec.nemesis_interval + spec.quiet_s)
     if spec.nemesis and windows > MAX_FAULT_WINDOWS:
         raise SpecError(
             f"--time-limit: {spec.time_limit:g} with --nemesis-interval {spec.nemesis_interval:g} "
-            f"makes {windows:,.0f} fault windows: at most {MAX_FAULT_WINDOWS:,} (a longer "
+            + (f"and --nemesis-quiet {spec.quiet_s:g} " if spec.nemesis_quiet is not None else "")
+            + f"makes {windows:,.0f} fault windows: at most {MAX_FAULT_WINDOWS:,} (a longer "
             "--nemesis-interval, or a shorter --time-limit)"
         )
     try:
