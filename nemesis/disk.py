@@ -109,18 +109,22 @@ class DiskNemesis:
 
     def heal_all(self, ctx: FaultContext) -> list[str]:
         """A node whose layer lost power but whose JVM still runs (a power loss cut short)
-        is killed, and every exited node started again."""
+        is killed, a layer's fail rules are removed, and every exited node started again."""
         said = []
         for node in ctx.nodes.values():
             if not node.is_running():
                 continue
             try:
-                powered = ask(node, "status", timeout=30)["powered"]
+                status = ask(node, "status", timeout=30)
             except DiskLayerError:
                 continue  # not on the layer, or its layer is gone with its JVM
-            if not powered:
+            if not status["powered"]:
                 _kill(node)
                 said.append(f"{node.name}: killed the JVM of a powered-off disk")
+            elif status.get("failing"):
+                # Left by a run that died mid-fault (a full disk, an I/O error on command).
+                ask(node, "heal", timeout=30)
+                said.append(f"{node.name}: removed the disk layer's fail rules")
         return said + [f"{n}: started exited node" for n in restart_exited(ctx)]
 
 
