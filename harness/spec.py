@@ -608,6 +608,13 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
     if values.get("disk_layer") is not None:
         # The layer is mounted from the program Docker's nodes mount (clusters/disk_layer.py).
         raise SpecError("--disk-layer is not supported on SSH hosts yet")
+    items = values.get("nemesis")
+    if uses_package(items.split(",") if isinstance(items, str) else items, "disk"):
+        # Power losses act on the layer; a choreography also names its nodes as Docker's.
+        raise SpecError(
+            "--nemesis: power losses (disk, and the choreographies that use them) need the "
+            "disk layer, which runs on Docker nodes only: not on SSH hosts yet"
+        )
     return out
 
 

@@ -276,3 +276,42 @@ def test_a_choreography_that_powers_a_node_off_puts_the_run_on_the_disk_layer():
     assert spec_from_dict({"nemesis": ["choreo:last-replica-pause"]}).disk_layer_mode == "journal"
     assert packages(["choreo:last-replica-pause", "kill"]) == ["pause", "disk", "kill"]
     assert packages(["choreo"]) == ["pause", "disk", "partition"]
+
+
+def test_power_losses_on_ssh_hosts_are_refused_in_one_sentence(tmp_path):
+    inventory = tmp_path / "hosts.yaml"
+    inventory.write_text(
+        "cluster: lab\nknown_hosts: kh\ndefaults: {user: root, key: id}\nhosts:\n"
+        + "".join(
+            f'  - {{name: kafka-{c}, address: 192.0.2.1{i}, role: "broker,controller"}}\n'
+            for i, c in enumerate("abc")
+        )
+    )
+    for items in (["choreo:last-replica-partition"], "pause,disk"):
+        with pytest.raises(SpecError) as err:
+            spec_from_dict({"hosts": str(inventory), "nemesis": items})
+        said = str(err.value)
+        assert said == (
+            "spec: --nemesis: power losses (disk, and the choreographies that use them) need the "
+            "disk layer, which runs on Docker nodes only: not on SSH hosts yet"
+        )
+    assert spec_from_dict({"hosts": str(inventory), "nemesis": ["pause"]}).nemesis == ["pause"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_run_ended_at_any_step_of_a_sequence_is_healed_whole(name):
+    """Normal end, error, Ctrl-C and a dead client host all end in heal_cluster: whichever step
+    a sequence got to, it leaves every node running, powered, unstopped and uncut."""
+    s = spec(name, time_limit=50.0, nemesis_interval=20.0, controllers=5)
+    steps = build_plan(s, 31).faults
+    topo = build_topology(s.topology, controllers=5)
+    for k in range(len(steps) + 1):
+        ctx = _context(topo)
+        nemeses = build(packages(s.nemesis))
+        for step in steps[:k]:
+            nem = nemeses[step.fault]
+            nem.start(ctx, step) if step.action == "start" else nem.stop(ctx, step)
+        heal_cluster(_Cluster(ctx))
+        assert all(n.running and not n.stopped and not n.chains for n in ctx.nodes.values()), k
+        assert all(n.disk["powered"] for n in ctx.nodes.values()), k
+        assert heal_cluster(_Cluster(ctx)) == [], k
