@@ -346,7 +346,9 @@ def test_accepted_numbers_make_a_strict_json_plan(data):
         values[o.name] = data.draw(good_numbers(o), label=o.name)
     # Pollers leave at least one producer slot (a combination, workloads/pipelined.py check).
     values["pollers"] = data.draw(st.integers(0, values["concurrency"] - 1), label="pollers")
-    windows = values["time_limit"] / (2 * values["nemesis_interval"])
+    quiet = values.get("nemesis_quiet")
+    interval = values["nemesis_interval"]
+    windows = values["time_limit"] / (interval + (interval if quiet is None else quiet))
     if windows > MAX_FAULT_WINDOWS:
         with pytest.raises(SpecError, match="fault windows: at most"):
             spec_from_dict(values)
