@@ -52,8 +52,8 @@ from nemesis.items import (
     SYNTAX,
     ItemError,
     named_selectors,
+    on_disk_layer,
     parse_items,
-    uses_package,
 )
 from steps.registry import FAMILIES, STEP_OPTIONS
 from workloads.pipelined import ASYNC
@@ -97,9 +97,9 @@ def _all_options() -> dict[str, Any]:
 
 
 def _names_disk(items: list[str]) -> bool:
-    """Whether a --nemesis list names the disk package (``disk``, ``disk:kind``, ``disk@t``),
-    or a choreography that powers a node off."""
-    return uses_package(items, "disk")
+    """Whether a --nemesis list names a fault that acts on the disk layer (the disk package, a
+    choreography that powers a node off: nemesis/items.py on_disk_layer)."""
+    return on_disk_layer(items)
 
 
 @dataclass
@@ -609,7 +609,7 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
         # The layer is mounted from the program Docker's nodes mount (clusters/disk_layer.py).
         raise SpecError("--disk-layer is not supported on SSH hosts yet")
     items = values.get("nemesis")
-    if uses_package(items.split(",") if isinstance(items, str) else items, "disk"):
+    if on_disk_layer(items.split(",") if isinstance(items, str) else items):
         # Power losses act on the layer; a choreography also names its nodes as Docker's.
         raise SpecError(
             "--nemesis: power losses (disk, and the choreographies that use them) need the "

@@ -108,8 +108,9 @@ class DiskNemesis:
         return {"kind": step.kind, "restarted": restarted, EFFECTS: [effect(RESTARTED, restarted)]}
 
     def heal_all(self, ctx: FaultContext) -> list[str]:
-        """A node whose layer lost power but whose JVM still runs (a power loss cut short)
-        is killed, a layer's fail rules are removed, and every exited node started again."""
+        """A node whose layer lost power but whose JVM still runs (a power loss cut short) is
+        killed, every fail rule (a full disk) is cleared, and every exited node started again.
+        A corruption is left as it is: it is the fault's lasting effect."""
         said = []
         for node in ctx.nodes.values():
             if not node.is_running():
@@ -122,9 +123,8 @@ class DiskNemesis:
                 _kill(node)
                 said.append(f"{node.name}: killed the JVM of a powered-off disk")
             elif status.get("failing"):
-                # Left by a run that died mid-fault (a full disk, an I/O error on command).
-                ask(node, "heal", timeout=30)
-                said.append(f"{node.name}: removed the disk layer's fail rules")
+                cleared = ask(node, "heal", timeout=30)["cleared"]
+                said.append(f"{node.name}: cleared {cleared} disk fail rule(s)")
         return said + [f"{n}: started exited node" for n in restart_exited(ctx)]
 
 

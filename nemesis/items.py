@@ -235,23 +235,25 @@ def packages(texts: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def uses_package(texts: list[str] | None, package: str) -> bool:
-    """Whether the items name ``package`` or a choreography that uses it; never raises (an
-    item spelled wrong is refused by ``parse_items``, with its sentence)."""
-    for text in texts or ():
-        m = _ITEM.fullmatch(text)
-        if m is None:
-            continue
-        if m["package"] == package:
-            return True
-        if m["package"] == CHOREO:
-            kind = m["kind"]
-            chosen = (kind,) if kind in CHOREOGRAPHIES else tuple(CHOREOGRAPHIES)
-            if any(package in CHOREOGRAPHIES[c].packages for c in chosen):
-                return True
-    return False
-
-
 def named_selectors(texts: list[str]) -> set[str]:
     """The selectors the items name, as kind (kill, pause) or target."""
     return {n for t in texts for n in split(t)[1:] if n is not None}
+
+
+def on_disk_layer(texts: list[str]) -> bool:
+    """Whether the items name a fault that acts on the disk layer (docs/disk.md), so that the
+    run's nodes must run on it: the disk package (``disk``, ``disk:kind``, ``disk@t``), or a
+    choreography that powers a node off (``choreo``, ``choreo:<name>``). Never raises: an item
+    spelled wrong is refused by ``parse_items``, with its sentence."""
+    for text in texts or ():
+        try:
+            package, kind, _ = split(text)
+        except ItemError:
+            continue  # parse_items says what is wrong with it
+        if package == "disk":
+            return True
+        if package == CHOREO:
+            chosen = (kind,) if kind in CHOREOGRAPHIES else tuple(CHOREOGRAPHIES)
+            if any("disk" in CHOREOGRAPHIES[c].packages for c in chosen):
+                return True
+    return False

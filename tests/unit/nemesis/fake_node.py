@@ -105,11 +105,7 @@ class FakeNode:
             case ["ping"]:
                 line = {"ok": True}
             case ["status"]:
-                failing = self.disk.get("failing", [])
                 line = {"ok": True, "powered": self.disk["powered"], "files": files}
-                line["failing"] = failing
-            case ["heal"]:
-                line = {"ok": True, "cleared": len(self.disk.pop("failing", []))}
             case ["drop"] if self.disk["powered"]:
                 self.disk = {"powered": False, "pending": {}}
                 total = sum(pending.values())

@@ -20,7 +20,7 @@ from nemesis.api import NAMED, NAMED_PARAM, FaultContext, FaultStep
 from nemesis.choreo import CHOREOGRAPHIES
 from nemesis.errors import NemesisError
 from nemesis.heal import heal_cluster
-from nemesis.items import packages, uses_package
+from nemesis.items import on_disk_layer, packages
 from nemesis.registry import build
 from tests.unit.nemesis.fake_node import FakeNode
 
@@ -270,9 +270,9 @@ def test_what_cannot_run_is_one_sentence(options, said):
 
 
 def test_a_choreography_that_powers_a_node_off_puts_the_run_on_the_disk_layer():
-    assert uses_package(["choreo:last-replica-partition"], "disk")
-    assert uses_package(["choreo"], "partition") and uses_package(["kill", "disk@one"], "disk")
-    assert not uses_package(["pause", "choreo:nonsense@", "::"], "disk")
+    assert on_disk_layer(["choreo:last-replica-partition"]) and on_disk_layer(["choreo"])
+    assert on_disk_layer(["kill", "disk@one"])
+    assert not on_disk_layer(["pause", "choreo:nonsense@", "::"])
     assert spec_from_dict({"nemesis": ["choreo:last-replica-pause"]}).disk_layer_mode == "journal"
     assert packages(["choreo:last-replica-pause", "kill"]) == ["pause", "disk", "kill"]
     assert packages(["choreo"]) == ["pause", "disk", "partition"]

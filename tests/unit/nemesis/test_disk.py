@@ -91,14 +91,6 @@ def test_heal_kills_a_jvm_whose_disk_lost_power_and_starts_every_exited_node():
     assert ctx.nodes["n1"].disk["powered"]
 
 
-def test_heal_removes_fail_rules_a_dead_run_left_on_a_powered_layer():
-    ctx = context()
-    ctx.nodes["n2"].disk["failing"] = [{"classes": "write", "errno": "ENOSPC", "prefix": ""}]
-    assert DiskNemesis().heal_all(ctx) == ["n2: removed the disk layer's fail rules"]
-    assert ["heal"] in [c[4:] for c in ctx.nodes["n2"].commands]
-    assert DiskNemesis().heal_all(ctx) == []
-
-
 def test_every_heal_of_a_cluster_off_the_layer_asks_and_leaves_it_alone():
     class Plain:
         def info(self):
