@@ -148,19 +148,23 @@ class DiskNemesis:
         return {"kind": step.kind, "restarted": restarted, EFFECTS: [effect(RESTARTED, restarted)]}
 
     def heal_all(self, ctx: FaultContext) -> list[str]:
-        """A node whose layer lost power but whose JVM still runs (a power loss cut short)
-        is killed, and every exited node started again."""
+        """A node whose layer lost power but whose JVM still runs (a power loss cut short) is
+        killed, every fail rule (a full disk) is cleared, and every exited node started again.
+        A corruption is left as it is: it is the fault's lasting effect."""
         said = []
         for node in ctx.nodes.values():
             if not node.is_running():
                 continue
             try:
-                powered = ask(node, "status", timeout=30)["powered"]
+                status = ask(node, "status", timeout=30)
             except DiskLayerError:
                 continue  # not on the layer, or its layer is gone with its JVM
-            if not powered:
+            if not status["powered"]:
                 _kill(node)
                 said.append(f"{node.name}: killed the JVM of a powered-off disk")
+            elif status.get("failing"):
+                cleared = ask(node, "heal", timeout=30)["cleared"]
+                said.append(f"{node.name}: cleared {cleared} disk fail rule(s)")
         return said + [f"{n}: started exited node" for n in restart_exited(ctx)]
 
 

@@ -351,7 +351,9 @@ def test_accepted_numbers_make_a_strict_json_plan(data):
     values["min_insync_replicas"] = data.draw(
         st.integers(1, values["replication"]), label="min_insync_replicas"
     )
-    windows = values["time_limit"] / (2 * values["nemesis_interval"])
+    quiet = values.get("nemesis_quiet")
+    interval = values["nemesis_interval"]
+    windows = values["time_limit"] / (interval + (interval if quiet is None else quiet))
     if windows > MAX_FAULT_WINDOWS:
         with pytest.raises(SpecError, match="fault windows: at most"):
             spec_from_dict(values)

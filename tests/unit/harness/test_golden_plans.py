@@ -66,6 +66,32 @@ def _cases() -> dict[str, tuple[dict[str, Any], int]]:
                 {"topology": topology, "nemesis": list(PACKAGES), **BUSY},
                 seed,
             )
+    # Choreographies (nemesis/choreo.py): other packages' steps on seeded roles.
+    cases["choreo-pause-s23"] = ({"nemesis": ["choreo:last-replica-pause"], **BUSY}, 23)
+    cases["choreo-partition-kraft-s24"] = (
+        {"topology": "kraft", "nemesis": ["choreo:last-replica-partition"], **BUSY},
+        24,
+    )
+    cases["choreo-five-mixed-s25"] = (
+        {"controllers": 5, "nemesis": ["choreo", "pause", "disk"], **BUSY},
+        25,
+    )
+    # Rotation with quiet periods of their own (--nemesis-quiet).
+    cases["rotate-quiet-s26"] = (
+        {
+            "nemesis": [
+                "choreo:last-replica-pause",
+                "choreo:last-replica-partition",
+                "pause",
+                "partition",
+                "disk",
+            ],
+            "time_limit": 600.0,
+            "nemesis_interval": 20.0,
+            "nemesis_quiet": 30.0,
+        },
+        26,
+    )
     cases["zk3-all-s21"] = (
         {"topology": "zk", "zookeepers": 3, "nemesis": list(reversed(PACKAGES)), **BUSY},
         21,
