@@ -116,6 +116,41 @@ def _quiet(conf: dict[str, Any]) -> dict[str, Any]:
     return conf
 
 
+def create_topic(
+    bootstrap: str,
+    gen: dict[str, Any],
+    topic: str,
+    partitions: int,
+    topology: Topology,
+    deadline: float,
+) -> None:
+    """Creates the run's topic with the generator's replication and min.insync.replicas (at
+    most the brokers there are) and unclean elections off; raises past `deadline`."""
+    replication = min(int(gen["replication"]), len(topology.brokers))
+    min_isr = min(int(gen["min_insync_replicas"]), replication)
+    admin = AdminClient(_quiet({"bootstrap.servers": bootstrap}))
+    new = NewTopic(
+        topic,
+        partitions,
+        replication,
+        config={"min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false"},
+    )
+    # A just-started cluster drops admin connections now and then; a retry whose first
+    # attempt did create the topic sees TOPIC_ALREADY_EXISTS, which is success.
+    while True:
+        try:
+            for fut in admin.create_topics([new], operation_timeout=30).values():
+                fut.result(timeout=60)
+            return
+        except KafkaException as exc:
+            err = kafka_error(exc)
+            if err is not None and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 class LeaderMap:
     """Which node leads each partition, as the cluster metadata last said; for `node` fields."""
 
@@ -143,6 +178,16 @@ class LeaderMap:
     def _loop(self) -> None:
         while not self._stop.wait(1.0):
             self.refresh()
+
+    def await_all(self, partitions: int, deadline: float) -> None:
+        """Until every partition has a leader; TimeoutError past `deadline` (monotonic s)."""
+        while True:
+            self.refresh()
+            if len(self.leaders) == partitions and all(self.leaders.values()):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {self._topic} has partitions without leaders")
+            time.sleep(0.2)
 
     def stop(self) -> None:
         """Stops the refresher and destroys its client's handle here, not in a later garbage
@@ -264,37 +309,9 @@ class QueueWorkload(KindBase):
         client, first starts its JVM (compiling it on a release's first use)."""
         if client_of(self.gen) == JAVA and self.java is None:
             self.java = JavaHost(client_dist(str(self.gen[CLIENT_VERSION_FIELD])))
-        replication = min(int(self.gen["replication"]), len(self.topology.brokers))
-        min_isr = min(int(self.gen["min_insync_replicas"]), replication)
-        admin = AdminClient(_quiet({"bootstrap.servers": self.bootstrap}))
-        topic = NewTopic(
-            self.topic,
-            self.keys,
-            replication,
-            config={"min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false"},
-        )
         deadline = time.monotonic() + timeout
-        # A just-started cluster drops admin connections now and then; a retry whose first
-        # attempt did create the topic sees TOPIC_ALREADY_EXISTS, which is success.
-        while True:
-            try:
-                for fut in admin.create_topics([topic], operation_timeout=30).values():
-                    fut.result(timeout=60)
-                break
-            except KafkaException as exc:
-                err = kafka_error(exc)
-                if err is not None and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                    break
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-        while True:
-            self.leaders.refresh()
-            if len(self.leaders.leaders) == self.keys and all(self.leaders.leaders.values()):
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"topic {self.topic} has partitions without leaders")
-            time.sleep(0.2)
+        create_topic(self.bootstrap, self.gen, self.topic, self.keys, self.topology, deadline)
+        self.leaders.await_all(self.keys, deadline)
         if self.gen["txn"]:
             self._await_transactions(deadline)
         self.leaders.start()
