@@ -79,7 +79,7 @@ SHARE_VERSION_FEATURE = "share.version"
 # The RENEW acknowledgement (KIP-1222): clients and brokers of 4.2 and later.
 RENEW_FROM = (4, 2)
 # The generator's rates (weights) for each delivered record's acknowledgement, by default.
-DEFAULT_ACKS = {"accept": 60, "release": 15, "reject": 10, "renew": 5, "none": 10}
+DEFAULT_ACKS = {"accept": 65, "release": 15, "reject": 10, "renew": 5, "none": 5}
 # Per cent of batches committed with commitSync; the others' acknowledgements ride on the next
 # poll, their outcomes heard by the acknowledgement commit callback.
 SYNC_COMMIT_PERCENT = 50
@@ -93,9 +93,16 @@ EXPIRY_MARGIN = 1.5
 EXPIRY_EXTRA_S = 0.5
 POLL_TIMEOUT_MS = 500
 COMMIT_TIMEOUT_MS = 10_000
-# The final drain ends once nothing was delivered for this many locks, and at least this long.
+# A share group member's session and heartbeat, the brokers' (group.share.*: Kafka's 45 s and
+# 5 s, the minimums the same, would keep a member that could not leave, its consumer closed
+# while the coordinator was down, assigned its partitions for most of a short run), as the
+# consumer groups' (clusters/config.py CONSUMER_GROUP).
+SESSION_MS = 6000
+HEARTBEAT_MS = 1000
+# The final drain ends once nothing was delivered for this many locks, and at least for a dead
+# member's session and then some (its partitions are the drain's only once it is gone).
 DRAIN_QUIET_LOCKS = 3
-DRAIN_QUIET_MIN_S = 5.0
+DRAIN_QUIET_MIN_S = SESSION_MS / 1000 + 2.0
 OFFSETS_TIMEOUT_S = 30.0
 
 _SHARE = ("workload", (NAME,))
@@ -174,7 +181,7 @@ OPTIONS: tuple[Option, ...] = (
         str,
         check=_check_acks,
         help="With --workload share: weights of each delivered record's acknowledgement, e.g. "
-        "accept=60,release=15,reject=10,renew=5,none=10 (the default; renew is left out "
+        "accept=65,release=15,reject=10,renew=5,none=5 (the default; renew is left out "
         "below Kafka 4.2). none leaves the record past its lock.",
         applies_with=_SHARE,
         stored=AS_ASKED,
@@ -240,12 +247,17 @@ def consumer_modes(gen: dict[str, Any]) -> list[str]:
 def node_properties_of(gen: dict[str, Any]) -> dict[str, str]:
     """What every broker needs for the run's share group: its lock and its floor (Kafka's
     default floor is 15 s, too long for redeliveries in a short run), the delivery count limit,
-    and a small state topic (its 50 default partitions take long to create on two cores)."""
+    members' sessions (SESSION_MS), and a small state topic (its 50 default partitions take
+    long to create on two cores)."""
     lock = int(gen["lock_ms"])
     return {
         "group.share.record.lock.duration.ms": str(lock),
         "group.share.min.record.lock.duration.ms": str(min(lock, 15_000)),
         "group.share.delivery.count.limit": str(int(gen["delivery_limit"])),
+        "group.share.session.timeout.ms": str(SESSION_MS),
+        "group.share.min.session.timeout.ms": str(SESSION_MS),
+        "group.share.heartbeat.interval.ms": str(HEARTBEAT_MS),
+        "group.share.min.heartbeat.interval.ms": str(HEARTBEAT_MS),
         "share.coordinator.state.topic.num.partitions": "5",
     }
 
@@ -454,8 +466,17 @@ class ShareWorkload(KindBase):
         left = max(10.0, timeout - (time.monotonic() - started))
         drain = Drain(self, self.java, new_process(), record).run(left)
         outcome["share"] = drain
-        outcome["complete"] = bool(outcome.get("complete")) and drain["ended"] == "quiet"
+        outcome["complete"] = bool(outcome.get("complete")) and drained(drain)
         return outcome
+
+
+def drained(drain: dict[str, Any]) -> bool:
+    """Did the drain end quiet with nothing left to deliver: every share-partition's lag 0, as
+    the brokers answered after it (a lag the brokers do not give counts as nothing left)?"""
+    after = drain.get("start_offsets")
+    if drain.get("ended") != "quiet" or after is None:
+        return False
+    return all(not (info or {}).get("lag") for info in after.values())
 
 
 def _acks_arg(acks: list[list[Any]]) -> str:
@@ -731,6 +752,9 @@ class Drain:
         }
         if error:
             out["error"] = error
+        left = {k: i["lag"] for k, i in (after or {}).items() if i and i.get("lag")}
+        if left:
+            out["undrained"] = left
         return out
 
     def _drain(self, deadline: float) -> tuple[str, str | None]:
