@@ -13,12 +13,16 @@ give them (`value` parsed from `value_json`), so a check needs nothing else.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from history.columnar import read_ops
 from history.errors import HistoryError
-from history.format import INVOKE, OK, is_int64
+from history.format import CLIENT_PROCESS_TEXT, INVOKE, NIL_PROCESS, OK, is_int64
 
 SHARE_SUBSCRIBE = "share-subscribe"
 SHARE_POLL = "share-poll"
@@ -136,6 +140,24 @@ def read_share(ops: Iterable[Mapping[str, Any]], path: str = "history") -> Share
     for inv in open_.values():
         _acks_sent(out, inv, None, path)
     return out
+
+
+def read_share_parquet(path: str | Path) -> ShareOps:
+    """`read_share` of a history.parquet's share op rows (their `value_json` parsed, client
+    processes as ints again, as the JSONL has them)."""
+    columns = ["index", "type", "f", "process", "time", "value_json"]
+    rows = read_ops(path, fs=sorted(SHARE_FS), columns=columns).sort_by("index").to_pylist()
+    client = re.compile(CLIENT_PROCESS_TEXT)
+    ops = []
+    for r in rows:
+        p = r["process"]
+        if client.fullmatch(p) and p != NIL_PROCESS:
+            p = int(p)
+        value = json.loads(r["value_json"]) if r["value_json"] is not None else None
+        ops.append(
+            {**{k: r[k] for k in ("index", "type", "f", "time")}, "process": p, "value": value}
+        )
+    return read_share(ops, str(path))
 
 
 def _bad(path: str, op: Mapping[str, Any], what: str) -> HistoryError:

@@ -564,6 +564,8 @@ class ShareConsumer:
         self._next: list[tuple[float, Invocation]] = []
         self._carry: list[list[Any]] = []
         self._away_s = 0.0
+        # How the consumer stays away (tests give their own).
+        self.sleep: Callable[[float], None] = time.sleep
 
     def open(self, op: Invocation) -> Completion:
         conf = {
@@ -596,7 +598,7 @@ class ShareConsumer:
             self._away_s = 0.0
         if away:
             # Before the invocation: the history shows the consumer away between two ops.
-            time.sleep(away)
+            self.sleep(away)
         return op
 
     def apply(self, op: Invocation) -> Completion:
