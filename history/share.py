@@ -295,9 +295,10 @@ def _read_offsets(out: ShareOps, op: Mapping[str, Any], value: dict[str, Any], p
     start: dict[int, int | None] = {}
     lag: dict[int, int | None] = {}
     for k, info in offsets.items():
-        if not (isinstance(k, str) and k.isdigit()) or not isinstance(info, dict):
+        if not (isinstance(k, str) and k.isdigit()) or not isinstance(info, dict | None):
             raise _bad(path, op, f"offsets entry {k!r:.20} is not a partition's")
-        s, g = info.get("start"), info.get("lag")
+        # null: the brokers named the partition without an offset (no state for it yet).
+        s, g = (info.get("start"), info.get("lag")) if info is not None else (None, None)
         if (s is not None and not is_int64(s)) or (g is not None and not is_int64(g)):
             raise _bad(path, op, f"offsets of partition {k} are not ints")
         start[int(k)], lag[int(k)] = s, g

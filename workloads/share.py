@@ -391,7 +391,8 @@ class ShareWorkload(KindBase):
         return (
             f"workload setup: topic {self.topic} with {self.keys} partitions; share group "
             f"{self.group} (lock {self.gen['lock_ms']} ms, delivery limit "
-            f"{self.gen['delivery_limit']}, offsets reset to earliest)"
+            f"{self.gen['delivery_limit']}, offsets reset to earliest); the share state warmed "
+            "up"
         )
 
     def setup(self, timeout: float = 120.0) -> None:
@@ -422,7 +423,52 @@ class ShareWorkload(KindBase):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
+        self._warm_up(deadline)
         self.leaders.start()
+
+    def _warm_up(self, deadline: float) -> None:
+        """A share group of its own on a topic of its own, one record sent and accepted: the
+        brokers create the share state topic and load its coordinators on a share group's
+        first use, which took 5-6 s on a fresh cluster (the run's first deliveries came that
+        late, and its first faults cut into it). Nothing of it is in the history: another
+        topic (`<topic>-warmup`), another group; readiness is observed (the record came
+        back and was accepted), never slept."""
+        assert self.java is not None and self.admin_handle is not None
+        java, topic, group = self.java, f"{self.topic}-warmup", f"{self.group}-warmup"
+        create_topic(self.bootstrap, self.gen, topic, 1, self.topology, deadline)
+        java.call(
+            "share-group-config",
+            self.admin_handle,
+            group,
+            "share.auto.offset.reset=earliest",
+            timeout=60,
+        )
+        p, c = java.handle(), java.handle()
+        conf = {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": EXPLICIT,
+        }
+        try:
+            java.call("producer", p, *conf_args(producer_conf(self, None, False)), timeout=30)
+            java.call("send", p, topic, 0, "0", 0, timeout=SEND_TIMEOUT_S + GRACE_S)
+            java.call("share-consumer", c, topic, 0, *conf_args(conf), timeout=30)
+            java.call("share-subscribe", c, timeout=30)
+            while True:
+                got = java.call("share-poll", c, POLL_TIMEOUT_MS, "", timeout=20)
+                if got["recs"]:
+                    acks = _acks_arg([[r[0], r[1], ACCEPT] for r in got["recs"]])
+                    java.call("share-ack", c, COMMIT_TIMEOUT_MS, acks, timeout=20)
+                    return
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"the share warm-up group {group} was handed nothing of {topic}"
+                    )
+        finally:
+            for h in (c, p):
+                with contextlib.suppress(JavaError, JavaGone):
+                    java.call("close", h, 5000, timeout=20)
+                java.forget(h)
 
     # What clients and the harness ask -----------------------------------------------------------
     def note_acked(self, key: int, offset: int | None, value: int) -> None:
