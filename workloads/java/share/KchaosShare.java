@@ -17,6 +17,7 @@
 
 import java.lang.reflect.Method;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -44,13 +45,15 @@ final class KchaosShare {
     private static final Map<Integer, Share> CONSUMERS = new ConcurrentHashMap<>();
     private static final Map<Integer, Admin> ADMINS = new ConcurrentHashMap<>();
 
-    /** One share consumer: the records of its last poll (what `acknowledge` names), and what
-     * its acknowledgement callback heard since the last reply. */
+    /** One share consumer: the records of its last poll (what `acknowledge` names; a poll may
+     * hand the same offset over twice, each copy with its own delivery count, so each offset
+     * keeps its copies in the order handed), and what its acknowledgement callback heard since
+     * the last reply. */
     private static final class Share {
         final KafkaShareConsumer<String, String> consumer;
         final String topic;
         final long t0;
-        final Map<Long, ConsumerRecord<String, String>> last = new HashMap<>();
+        final Map<Long, ArrayDeque<ConsumerRecord<String, String>>> last = new HashMap<>();
         final List<String> heard = new ArrayList<>();
 
         Share(Properties p, String topic, long t0) {
@@ -180,7 +183,8 @@ final class KchaosShare {
         return a;
     }
 
-    /** Acknowledges each of `acks` ("partition:offset:TYPE,..."), records of the last poll. */
+    /** Acknowledges each of `acks` ("partition:offset:TYPE,..."), records of the last poll: an
+     * offset named twice acknowledges its two copies, in order. */
     private static void acknowledge(Share s, String acks) {
         if (acks.isEmpty()) {
             return;
@@ -189,9 +193,12 @@ final class KchaosShare {
             String[] part = a.split(":");
             int p = Integer.parseInt(part[0]);
             long o = Long.parseLong(part[1]);
-            ConsumerRecord<String, String> r = s.last.get(key(p, o));
+            // The copies of one offset are acknowledged in the order they were handed over.
+            ArrayDeque<ConsumerRecord<String, String>> copies = s.last.get(key(p, o));
+            ConsumerRecord<String, String> r = copies == null ? null : copies.poll();
             if (r == null) {
-                throw new IllegalStateException("record " + p + ":" + o + " is not in the last poll");
+                throw new IllegalStateException(
+                    "record " + p + ":" + o + " is not in the last poll, or was acknowledged");
             }
             // By name: RENEW (KIP-1222) is in 4.2+ clients only; the harness refuses it before.
             s.consumer.acknowledge(r, AcknowledgeType.valueOf(part[2]));
@@ -209,7 +216,7 @@ final class KchaosShare {
             if (!r.topic().equals(s.topic)) {
                 continue;  // never: only the run's topic is subscribed
             }
-            s.last.put(key(r.partition(), r.offset()), r);
+            s.last.computeIfAbsent(key(r.partition(), r.offset()), k -> new ArrayDeque<>()).add(r);
             Optional<Short> count = r.deliveryCount();
             sb.append(first ? "" : ",").append('[').append(r.partition()).append(',')
                 .append(r.offset()).append(',').append(number(r.value())).append(',')
