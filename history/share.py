@@ -143,21 +143,26 @@ def read_share(ops: Iterable[Mapping[str, Any]], path: str = "history") -> Share
 
 
 def read_share_parquet(path: str | Path) -> ShareOps:
-    """`read_share` of a history.parquet's share op rows (their `value_json` parsed, client
-    processes as ints again, as the JSONL has them)."""
+    """`read_share` of a history.parquet's share op rows."""
     columns = ["index", "type", "f", "process", "time", "value_json"]
     rows = read_ops(path, fs=sorted(SHARE_FS), columns=columns).sort_by("index").to_pylist()
+    return read_share(ops_of_rows(rows), str(path))
+
+
+def ops_of_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Op rows of the columnar form (history/columnar.py) as the JSONL reader gives the ops:
+    `value` parsed from `value_json`, client processes as ints again."""
     client = re.compile(CLIENT_PROCESS_TEXT)
     ops = []
     for r in rows:
         p = r["process"]
         if client.fullmatch(p) and p != NIL_PROCESS:
             p = int(p)
-        value = json.loads(r["value_json"]) if r["value_json"] is not None else None
+        value = json.loads(r["value_json"]) if r.get("value_json") is not None else None
         ops.append(
             {**{k: r[k] for k in ("index", "type", "f", "time")}, "process": p, "value": value}
         )
-    return read_share(ops, str(path))
+    return ops
 
 
 def _bad(path: str, op: Mapping[str, Any], what: str) -> HistoryError:

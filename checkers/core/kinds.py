@@ -35,6 +35,7 @@ from checkers.families.elr import watermark as elr_watermark
 from checkers.families.metadata_log import applied, lease, liveness, observers, rules
 from checkers.families.metadata_log import fencing as log_fencing
 from checkers.families.queue.rules import producer_order
+from checkers.families.share import finality as share_finality
 from checkers.families.zk_controller import rules as zk_rules
 
 # Outcomes: a failure (the run is invalid), tolerated (reported, the run stays valid), unknown
@@ -76,6 +77,7 @@ QUORUM = ("quorum-membership",)
 ELR = ("eligible-leaders",)
 PREVOTE = ("pre-vote",)
 GROUPS, FOREIGN, ACKS = ("consumer-groups",), ("foreign-records",), ("fenced-acks",)
+SHARE = ("share",)
 JEPSEN_KAFKA = "jepsen.tests.kafka/"
 
 KINDS: tuple[Kind, ...] = (
@@ -486,6 +488,14 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind("read-from-other-topic", FOREIGN, foreign.RULE, "kchaos", NEVER),
     Kind("fenced-producer-ack", ACKS, fenced_acks.RULE, "KIP-98 (InitPidRequest); KIP-890", NEVER),
+    # -- share groups (checkers/families/share/) ----------------------------------------------
+    Kind(
+        "redelivered-after-final-ack",
+        SHARE,
+        share_finality.RULE,
+        "KIP-932; AcknowledgeType (ACCEPT, REJECT)",
+        NEVER,
+    ),
     # -- lease liveness (checkers/families/metadata_log/liveness.py) -------------------------------
     Kind("dead-broker-not-fenced", LOGS, liveness.DEAD_RULE, "KIP-631", NEVER),
     Kind(
