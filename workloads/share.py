@@ -541,7 +541,7 @@ class ShareProducer:
         self.process = process
         self.rng = rng
         self._h = host.handle()
-        self._made = False
+        self._opened = self._made = False
         self._n = 0
         self._stride = int(wl.gen["value_stride"])
 
@@ -560,6 +560,7 @@ class ShareProducer:
             if not self._made:
                 # Made at the first send, so that a JVM that is gone ends an op, not a slot.
                 conf = conf_args(producer_conf(self.wl, None, False))
+                self._opened = True  # the handle has a thread in the JVM: close() ends it
                 self.host.call("producer", self._h, *conf, timeout=30)
                 self._made = True
         except (JavaError, JavaGone) as exc:
@@ -576,7 +577,7 @@ class ShareProducer:
         return Completion("ok", [["send", key, [at, value]]], None, node)
 
     def close(self) -> None:
-        if self._made:
+        if self._opened:
             with contextlib.suppress(JavaError, JavaGone):
                 self.host.call("close", self._h, 0, timeout=15)
         self.host.forget(self._h)
@@ -623,11 +624,12 @@ class ShareConsumer:
             "request.timeout.ms": 5000,
         }
         t0 = self.wl.side_recorder.t0_ns if self.wl.side_recorder is not None else 0
+        # The handle has a thread in the JVM from its first request on: close() ends it.
+        self._made = True
         try:
             self.host.call(
                 "share-consumer", self._h, self.wl.topic, t0, *conf_args(conf), timeout=30
             )
-            self._made = True
             self.host.call("share-subscribe", self._h, timeout=30)
         except JavaError as exc:
             return Completion("fail", op.value, str(exc), retire=True)
