@@ -96,6 +96,9 @@ class Kind:
     drawn: bool = True
     # What its start does (history/effects.py names); empty: the menu's ``effects``.
     effects: tuple[str, ...] = ()
+    # Kinds of the same menu that do the same on fewer nodes or links, which `kchaos shrink`
+    # may put in its place (docs/shrink.md); each reads no parameter this one does not.
+    simpler: tuple[str, ...] = ()
 
     def applies_to(self, topology: str) -> bool:
         return self.only_on is None or topology in self.only_on
