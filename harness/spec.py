@@ -110,8 +110,8 @@ class RunSpec:
     workload: str = option(
         "queue",
         check=_workload,
-        help="What the clients do: queue (sends and polls, Jepsen's Kafka queue) or admin "
-        "(topic and config requests).",
+        help="What the clients do: queue (sends and polls, Jepsen's Kafka queue), admin "
+        "(topic and config requests) or share (share groups, KIP-932, Kafka 4.1+).",
         # The choices shown, its own sentence kept for any other value ("unknown workload").
         cli={"metavar": f"[{'|'.join(WORKLOADS)}]"},
     )

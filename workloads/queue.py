@@ -121,6 +121,45 @@ def _quiet(conf: dict[str, Any]) -> dict[str, Any]:
     return conf
 
 
+def replication_of(gen: dict[str, Any], topology: Topology) -> tuple[int, int]:
+    """(replication factor, min.insync.replicas) as the plan asked, each at most what holds it
+    on this cluster (a stored plan may ask for 3 on fewer brokers)."""
+    replication = min(int(gen["replication"]), len(topology.brokers))
+    return replication, min(int(gen["min_insync_replicas"]), replication)
+
+
+def create_topic(
+    bootstrap: str,
+    gen: dict[str, Any],
+    topic: str,
+    partitions: int,
+    topology: Topology,
+    deadline: float,
+) -> tuple[AdminClient, int, dict[str, str]]:
+    """Creates the run's topic with the generator's replication and durability configs
+    (workloads/durability.py; replication and min.insync.replicas at most the brokers there
+    are); raises past `deadline`. Returns the admin client, the replication factor and the
+    configs asked for, which the queue checks Kafka against."""
+    replication, min_isr = replication_of(gen, topology)
+    admin = AdminClient(_quiet({"bootstrap.servers": bootstrap}))
+    configs = durability.topic_configs(gen, min_isr)
+    new = NewTopic(topic, partitions, replication, config=configs)
+    # A just-started cluster drops admin connections now and then; a retry whose first
+    # attempt did create the topic sees TOPIC_ALREADY_EXISTS, which is success.
+    while True:
+        try:
+            for fut in admin.create_topics([new], operation_timeout=30).values():
+                fut.result(timeout=60)
+            return admin, replication, configs
+        except KafkaException as exc:
+            err = kafka_error(exc)
+            if err is not None and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return admin, replication, configs
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 class LeaderMap:
     """Which node leads each partition, as the cluster metadata last said; for `node` fields."""
 
@@ -148,6 +187,16 @@ class LeaderMap:
     def _loop(self) -> None:
         while not self._stop.wait(1.0):
             self.refresh()
+
+    def await_all(self, partitions: int, deadline: float) -> None:
+        """Until every partition has a leader; TimeoutError past `deadline` (monotonic s)."""
+        while True:
+            self.refresh()
+            if len(self.leaders) == partitions and all(self.leaders.values()):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {self._topic} has partitions without leaders")
+            time.sleep(0.2)
 
     def stop(self) -> None:
         """Stops the refresher and destroys its client's handle here, not in a later garbage
@@ -268,7 +317,7 @@ class QueueWorkload(KindBase):
         self.clock: Callable[[], int] = lambda: time.monotonic_ns() - born
 
     def setup_says(self) -> str:
-        replication, min_isr = self._replication()
+        replication, min_isr = replication_of(self.gen, self.topology)
         configs = durability.topic_configs(self.gen, min_isr)
         asked = "".join(
             f", {k} {v}" for k, v in configs.items() if k != "unclean.leader.election.enable"
@@ -279,43 +328,16 @@ class QueueWorkload(KindBase):
             f"{replication}{asked}{unclean})"
         )
 
-    def _replication(self) -> tuple[int, int]:
-        """(replication factor, min.insync.replicas) as the plan asked, each at most what holds
-        it on this cluster (a stored plan may ask for 3 on fewer brokers)."""
-        replication = min(int(self.gen["replication"]), len(self.topology.brokers))
-        return replication, min(int(self.gen["min_insync_replicas"]), replication)
-
     def setup(self, timeout: float = 120.0) -> None:
         """Creates the topic and waits until every partition has a leader; with the Java
         client, first starts its JVM (compiling it on a release's first use)."""
         if client_of(self.gen) == JAVA and self.java is None:
             self.java = JavaHost(client_dist(str(self.gen[CLIENT_VERSION_FIELD])))
-        replication, min_isr = self._replication()
-        admin = AdminClient(_quiet({"bootstrap.servers": self.bootstrap}))
-        configs = durability.topic_configs(self.gen, min_isr)
-        topic = NewTopic(self.topic, self.keys, replication, config=configs)
         deadline = time.monotonic() + timeout
-        # A just-started cluster drops admin connections now and then; a retry whose first
-        # attempt did create the topic sees TOPIC_ALREADY_EXISTS, which is success.
-        while True:
-            try:
-                for fut in admin.create_topics([topic], operation_timeout=30).values():
-                    fut.result(timeout=60)
-                break
-            except KafkaException as exc:
-                err = kafka_error(exc)
-                if err is not None and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                    break
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-        while True:
-            self.leaders.refresh()
-            if len(self.leaders.leaders) == self.keys and all(self.leaders.leaders.values()):
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"topic {self.topic} has partitions without leaders")
-            time.sleep(0.2)
+        admin, replication, configs = create_topic(
+            self.bootstrap, self.gen, self.topic, self.keys, self.topology, deadline
+        )
+        self.leaders.await_all(self.keys, deadline)
         # What the run's durability rests on must be what Kafka has, not only what was sent.
         self._verify_topic(admin, replication, configs, deadline)
         if self.gen["txn"]:

@@ -53,6 +53,26 @@ def _cases() -> dict[str, tuple[dict[str, Any], int]]:
             12,
         ),
         "migration-zk3-s13": ({"topology": "migration", "zookeepers": 3, "time_limit": 300.0}, 13),
+        # The share workload (issue 31): its generator, on 4.4 and on 4.1 (formatted with
+        # share.version, no renew), and its options as asked.
+        "share-default-s1": ({"workload": "share", "version": "4.4"}, 1),
+        "share-41-s2": ({"workload": "share", "version": "4.1"}, 2),
+        "share-options-kill-s9": (
+            {
+                "workload": "share",
+                "version": "4.4",
+                "concurrency": 6,
+                "share_consumers": 3,
+                "share_ack_mode": "explicit",
+                "share_acks": "accept=5,release=2,renew=1,none=1",
+                "share_lock_ms": 1500,
+                "share_delivery_limit": 3,
+                "share_partitions": 6,
+                "nemesis": ["kill"],
+                **BUSY,
+            },
+            9,
+        ),
     }
     for topology in TOPOLOGIES:
         cases[f"{topology}-none-s2"] = ({"topology": topology}, 2)
