@@ -354,11 +354,18 @@ class QueueWorkload(KindBase):
                 md = admin.list_topics(self.topic, timeout=10).topics[self.topic]
                 res = ConfigResource(ResourceType.TOPIC, self.topic)
                 described = admin.describe_configs([res])[res].result(timeout=30)
-                break
             except (KafkaException, KeyError):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
+                continue
+            # A broker whose metadata lags the creation answers with an error or no
+            # partitions yet: asked again, as the leader wait above does.
+            if (md.error is None and len(md.partitions) == self.keys) or (
+                time.monotonic() > deadline
+            ):
+                break
+            time.sleep(0.5)
         counts = sorted({len(p.replicas) for p in md.partitions.values()})
         if counts != [replication]:
             raise WorkloadSetupError(
