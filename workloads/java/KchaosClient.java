@@ -412,7 +412,8 @@ public final class KchaosClient {
     }
 
     // Values are decimal integers; anything else is recorded as null (not a value of the run).
-    private static String number(String v) {
+    // Package-private: the share client (share/KchaosShare.java) records values the same way.
+    static String number(String v) {
         if (v == null || v.isEmpty() || v.length() > 18) {
             return "null";
         }

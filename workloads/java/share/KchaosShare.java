@@ -219,7 +219,7 @@ final class KchaosShare {
             s.last.computeIfAbsent(key(r.partition(), r.offset()), k -> new ArrayDeque<>()).add(r);
             Optional<Short> count = r.deliveryCount();
             sb.append(first ? "" : ",").append('[').append(r.partition()).append(',')
-                .append(r.offset()).append(',').append(number(r.value())).append(',')
+                .append(r.offset()).append(',').append(KchaosClient.number(r.value())).append(',')
                 .append(count.isPresent() ? String.valueOf(count.get()) : "null").append(']');
             first = false;
         }
@@ -321,20 +321,6 @@ final class KchaosShare {
         } catch (ReflectiveOperationException e) {
             return "null";
         }
-    }
-
-    // Values are decimal integers; anything else is null (not a value of the run).
-    private static String number(String v) {
-        if (v == null || v.isEmpty() || v.length() > 18) {
-            return "null";
-        }
-        for (int i = 0; i < v.length(); i++) {
-            char ch = v.charAt(i);
-            if (ch < '0' || ch > '9') {
-                return "null";
-            }
-        }
-        return v;
     }
 
     private KchaosShare() {
