@@ -57,18 +57,13 @@ def _dump_log_command(dist: KafkaDist, archive: ClassArchive, args: list[str]) -
 def run_dump_log(dist: KafkaDist, args: list[str], cwd: Path) -> str:
     """DumpLogSegments with `args`, run in `cwd` so that its `Dumping` lines name relative paths."""
     archive = ClassArchive.of(dist, dist.classes["dump_log"])
-    try:
-        result = subprocess.run(
-            _dump_log_command(dist, archive, args),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=cwd,
-        )
-    except subprocess.TimeoutExpired:
-        archive.done(exited=False)
-        raise
-    archive.done(exited=result.returncode >= 0)
+    result = archive.run(
+        _dump_log_command(dist, archive, args),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
     if result.returncode != 0:
         raise ClusterError(f"DumpLogSegments failed in {cwd}: {result.stderr[-400:]}")
     return result.stdout
@@ -137,28 +132,23 @@ def decode_segments(
     archive = ClassArchive.of(dist, jar.stem)
     for name in raws:
         (out / f"{name}{DECODED_SUFFIX}").unlink(missing_ok=True)
-    try:
-        done = subprocess.run(
-            [
-                "java",
-                DECODER_HEAP,
-                "-XX:+UseSerialGC",
-                *archive.options,
-                *quiet_logging(),
-                "-cp",
-                tool_classpath(dist, jar),
-                SEGMENTS_MAIN,
-                str(out),
-                *(f"{name}={raw}" for name, raw in raws.items()),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        archive.done(exited=False)
-        raise
-    archive.done(exited=done.returncode >= 0)
+    done = archive.run(
+        [
+            "java",
+            DECODER_HEAP,
+            "-XX:+UseSerialGC",
+            *archive.options,
+            *quiet_logging(),
+            "-cp",
+            tool_classpath(dist, jar),
+            SEGMENTS_MAIN,
+            str(out),
+            *(f"{name}={raw}" for name, raw in raws.items()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     failed = [n for n in raws if not (out / f"{n}{DECODED_SUFFIX}").is_file()]
     if done.returncode != 0 and not failed:
         failed = list(raws)  # it says it failed: trust no file of this run
@@ -174,19 +164,14 @@ def dump_to_file(dist: KafkaDist, raw: Path, text: Path) -> None:
             return
         archive = ClassArchive.of(dist, dist.classes["dump_log"])
         flags = ["--deep-iteration", "--print-data-log", "--files", ",".join(segments)]
-        try:
-            done = subprocess.run(
-                _dump_log_command(dist, archive, flags),
-                stdout=f,
-                stderr=subprocess.PIPE,
-                text=True,
-                timeout=DECODE_TIMEOUT_S,
-                cwd=raw,
-            )
-        except subprocess.TimeoutExpired:
-            archive.done(exited=False)
-            raise
-    archive.done(exited=done.returncode >= 0)
+        done = archive.run(
+            _dump_log_command(dist, archive, flags),
+            stdout=f,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=DECODE_TIMEOUT_S,
+            cwd=raw,
+        )
     if done.returncode != 0:
         raise ClusterError(f"DumpLogSegments failed in {raw}: {done.stderr[-400:]}")
 

@@ -20,6 +20,7 @@ import uuid
 import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 import requests
@@ -516,6 +517,17 @@ class ClassArchive:
         else:
             self.partial.unlink(missing_ok=True)
 
+    def run(self, cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess:
+        """``subprocess.run`` of a JVM started with these options, then ``done`` as it ended:
+        a JVM its timeout killed keeps no archive (TimeoutExpired is raised on)."""
+        try:
+            done = subprocess.run(cmd, **kwargs)
+        except subprocess.TimeoutExpired:
+            self.done(exited=False)
+            raise
+        self.done(exited=done.returncode >= 0)
+        return done
+
 
 def run_tool(dist: KafkaDist, tool: str, args: list[str], timeout: float) -> tuple[int, str, str]:
     """One of Kafka's own tools (TOOL_CLASSES) from this release's jars, run on this host against
@@ -536,12 +548,10 @@ def run_tool(dist: KafkaDist, tool: str, args: list[str], timeout: float) -> tup
         *args,
     ]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        done = archive.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
-        archive.done(exited=False)
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
         return -1, out, f"{tool} did not finish within {timeout:.0f} s"
-    archive.done(exited=done.returncode >= 0)
     return done.returncode, done.stdout, done.stderr
 
 
