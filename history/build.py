@@ -57,7 +57,7 @@ from history.format import (
     JVM_SENDS_FIELD,
     PARQUET_NAME,
 )
-from history.merge import Merged, await_writer, merge_run, read_header_line
+from history.merge import Merged, SideFilesTaken, await_writer, merge_run, read_header_line
 from history.merge import pending as merge_pending
 from history.sidefiles import (
     ELEMENT,
@@ -91,23 +91,10 @@ _STR = pa.dictionary(pa.int32(), pa.string())
 
 
 @dataclass
-class Built:
-    """What a build did: ops written, the side files and their ops, what it had to drop."""
+class Built(SideFilesTaken):
+    """What a build did, and the built history's summary."""
 
-    ops: int = 0
-    side_ops: int = 0
-    files: list[str] = field(default_factory=list)
-    torn: list[str] = field(default_factory=list)
-    history_torn: bool = False
     summary: Summary | None = None
-
-    def header_field(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"files": self.files}
-        if self.torn:
-            out["torn"] = self.torn
-        if self.history_torn:
-            out["history_torn"] = True
-        return out
 
 
 class _Kept:

@@ -85,17 +85,15 @@ class Source:
 
 
 @dataclass
-class Merged:
-    """What a merge did: ops written, the side files and their ops, what it had to drop."""
+class SideFilesTaken:
+    """What joining side files to a history did (a merge, or history/build.py's build): ops
+    written, the side files and their ops, what it had to drop; the header's ``jvm_sends``."""
 
     ops: int = 0
     side_ops: int = 0
     files: list[str] = field(default_factory=list)
     torn: list[str] = field(default_factory=list)
     history_torn: bool = False
-    # Inputs whose times went back somewhere (never expected: each writer takes the time under
-    # its write lock); their ops keep their own order in the merged history.
-    unordered: list[str] = field(default_factory=list)
 
     def header_field(self) -> dict[str, Any]:
         out: dict[str, Any] = {"files": self.files}
@@ -104,6 +102,15 @@ class Merged:
         if self.history_torn:
             out["history_torn"] = True
         return out
+
+
+@dataclass
+class Merged(SideFilesTaken):
+    """What a merge did."""
+
+    # Inputs whose times went back somewhere (never expected: each writer takes the time under
+    # its write lock); their ops keep their own order in the merged history.
+    unordered: list[str] = field(default_factory=list)
 
 
 def merge(main: Source, sides: Sequence[Source], write: Callable[[bytes], object]) -> Merged:
