@@ -216,20 +216,6 @@ std::string heal() {
     return j.text();
 }
 
-int pwrite_all(int fd, const char* p, size_t n, off_t off) {
-    while (n) {
-        ssize_t w = pwrite(fd, p, n, off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -errno;
-        }
-        p += w;
-        n -= w;
-        off += w;
-    }
-    return 0;
-}
-
 int copy_all(int from, int to) {
     std::vector<char> buf(1 << 20);
     off_t at = 0;

@@ -19,6 +19,8 @@ bool all_zero(const char* p, size_t n) {
     return true;
 }
 
+}  // namespace
+
 int pwrite_all(int fd, const char* p, size_t n, off_t off) {
     while (n) {
         ssize_t w = pwrite(fd, p, n, off);
@@ -32,8 +34,6 @@ int pwrite_all(int fd, const char* p, size_t n, off_t off) {
     }
     return 0;
 }
-
-}  // namespace
 
 int FileState::save(int fd, off_t off, off_t len) {
     off_t end = std::min(off + len, durable_);

@@ -66,4 +66,7 @@ class FileState {
     uint64_t held_ = 0;
 };
 
+// Writes all of p[0..n) at off, through EINTR and short writes; 0, or -errno.
+int pwrite_all(int fd, const char* p, size_t n, off_t off);
+
 }  // namespace kd
