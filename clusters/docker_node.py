@@ -11,7 +11,7 @@ import io
 import signal
 import tarfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -21,6 +21,7 @@ from clusters.byteman import ListenerRules
 from clusters.capabilities import ExecResult
 from clusters.disk_layer import DOCKER_LABEL, backing_path
 from clusters.errors import ClusterError
+from clusters.file_copy import extract_wanted, listing_command, tar_command, wanted_files
 from clusters.topology import NodeSpec
 
 # Docker's archive stream and the tar reader over it move a log directory in pieces this large.
@@ -174,40 +175,22 @@ class DockerNode(ListenerRules):
     ) -> list[Path] | None:
         """The kept files of ``paths`` through a tar made inside the node, or None when the node
         could not make one (it stopped meanwhile): the caller streams the directories instead."""
-        # One line per directory that exists ("d <path>") and per file in it ("f <path>").
-        script = (
-            'for d; do [ -d "$d" ] && { echo "d $d"; find "$d" -maxdepth 1 -type f '
-            '-printf "f %p\\n"; }; done; :'
-        )
-        listing = self.exec(["sh", "-c", script, "sh", *paths])
+        listing = self.exec(listing_command(paths))
         if listing.exit_code != 0:
             return None
-        entries = [line.split(" ", 1) for line in listing.stdout.splitlines() if " " in line]
-        if not any(kind == "d" for kind, _ in entries):
-            raise ClusterError(f"node {self.name}: no {', '.join(paths)}")
-        files = [PurePosixPath(p) for kind, p in entries if kind == "f"]
-        wanted = {f: f.parent.name for f in files if keep(f.name)}
+        wanted = wanted_files(listing.stdout, paths, keep, self.name)
         if not wanted:
             return []
         # The tar is streamed from the exec's frames, never held: exec_run(demux=True) joins
         # the frames with `bytes +=`, quadratic, which took 43 s for one broker's 68 MB of
         # data-log segments.
         api = self.client.api
-        cmd = ["tar", "-cf", "-", "-C", "/", *(str(f).lstrip("/") for f in wanted)]
-        out: list[Path] = []
         try:
-            exec_id = api.exec_create(self._container().id, cmd)["Id"]
+            exec_id = api.exec_create(self._container().id, tar_command(wanted))["Id"]
             frames = api.exec_start(exec_id, stream=True, demux=True)
             stdout = (chunk for chunk, _ in frames if chunk)
             reader = io.BufferedReader(_ChunkReader(stdout), _ARCHIVE_CHUNK)
-            with tarfile.open(fileobj=reader, mode="r|", bufsize=_ARCHIVE_CHUNK) as tar:
-                for member in tar:
-                    path = PurePosixPath("/", member.name)
-                    if not member.isfile() or path not in wanted:
-                        continue
-                    member.name = f"{wanted[path]}/{path.name}"
-                    tar.extract(member, dest, filter="data")
-                    out.append(dest / member.name)
+            out = extract_wanted(reader, wanted, dest, _ARCHIVE_CHUNK)
             code = api.exec_inspect(exec_id).get("ExitCode")
         except (docker.errors.APIError, tarfile.TarError):
             return None

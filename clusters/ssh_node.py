@@ -31,6 +31,7 @@ from typing import IO
 from clusters.byteman import ListenerRules
 from clusters.capabilities import ExecResult
 from clusters.errors import ClusterError
+from clusters.file_copy import extract_wanted, listing_command, tar_command, wanted_files
 from clusters.inventory import HostEntry
 from clusters.layout import Layout, host_layout
 from clusters.ssh_session import SshSession
@@ -235,35 +236,19 @@ class SshNode(ListenerRules):
     ) -> list[Path]:
         """Copies the kept files of directories ``paths`` into ``dest/<directory name>/``: one
         listing, then one tar of just those files (never a log directory's 10 MB indexes)."""
-        script = (
-            'for d; do [ -d "$d" ] && { echo "d $d"; find "$d" -maxdepth 1 -type f '
-            '-printf "f %p\\n"; }; done; :'
-        )
-        listing = self.exec(["sh", "-c", script, "sh", *paths], timeout=120)
+        listing = self.exec(listing_command(paths), timeout=120)
         if not listing.ok:
             raise ClusterError(f"node {self.name}: cannot list {', '.join(paths)}")
-        entries = [line.split(" ", 1) for line in listing.stdout.splitlines() if " " in line]
-        if not any(kind == "d" for kind, _ in entries):
-            raise ClusterError(f"node {self.name}: no {', '.join(paths)}")
-        files = [PurePosixPath(p) for kind, p in entries if kind == "f"]
-        wanted = {f: f.parent.name for f in files if keep(f.name)}
+        wanted = wanted_files(listing.stdout, paths, keep, self.name)
         if not wanted:
             return []
         out: list[Path] = []
 
         def extract(stdout: IO[bytes]) -> None:
-            with tarfile.open(fileobj=stdout, mode="r|") as tar:
-                for member in tar:
-                    path = PurePosixPath("/", member.name)
-                    if not member.isfile() or path not in wanted:
-                        continue
-                    member.name = f"{wanted[path]}/{path.name}"
-                    tar.extract(member, dest, filter="data")
-                    out.append(dest / member.name)
+            out.extend(extract_wanted(stdout, wanted, dest))
 
         # A segment Kafka deletes between the listing and the tar is left out, not an error.
-        argv = ["tar", "--ignore-failed-read", "-cf", "-", "-C", "/"]
-        argv += [str(f).lstrip("/") for f in wanted]
+        argv = tar_command(wanted, "--ignore-failed-read")
         code, err, _ = self.session.stream(argv, extract)
         if code not in (0, 1):
             raise ClusterError(f"node {self.name}: tar failed: {err.decode(errors='replace')}")
