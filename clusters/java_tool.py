@@ -61,26 +61,15 @@ def compiled_tool(dist: KafkaDist, source: Path) -> Path:
     jar = dist.home / "kchaos-tools" / f"{source.stem}-{digest}.jar"
     if jar.is_file():
         return jar
-    javac = shutil.which("javac")
-    if javac is None:
-        raise JavaToolError(f"{source.stem} needs javac (a JDK 17) on the PATH")
     tmp = jar.with_name(f"{jar.stem}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "src").mkdir(parents=True)
     src = tmp / "src" / source.name
     src.write_text(text)
-    proc = subprocess.run(
-        [javac, "-nowarn", "-cp", dist.host_classpath(), "-d", str(tmp), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if proc.returncode != 0:
+    why = javac_into(dist, [src], tmp)
+    if why is not None:
         shutil.rmtree(tmp, ignore_errors=True)
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-        raise JavaToolError(
-            f"{source.stem} did not compile against Kafka {dist.version}: " + " | ".join(tail)
-        )
+        raise JavaToolError(f"{source.stem} {why}")
     shutil.rmtree(tmp / "src")
     partial = tmp / jar.name
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -90,6 +79,25 @@ def compiled_tool(dist: KafkaDist, source: Path) -> Path:
     partial.replace(jar)
     shutil.rmtree(tmp, ignore_errors=True)
     return jar
+
+
+def javac_into(dist: KafkaDist, sources: list[Path], out: Path) -> str | None:
+    """Compiles `sources` against `dist`'s jars into the directory `out`: None when they
+    compiled, else why not, as the end of a sentence naming what was compiled (javac missing,
+    or the last lines javac printed)."""
+    javac = shutil.which("javac")
+    if javac is None:
+        return "needs javac (a JDK 17) on the PATH"
+    proc = subprocess.run(
+        [javac, "-nowarn", "-cp", dist.host_classpath(), "-d", str(out), *map(str, sources)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        return f"did not compile against Kafka {dist.version}: " + " | ".join(tail)
+    return None
 
 
 def tool_classpath(dist: KafkaDist, jar: Path) -> str:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from clusters.errors import ClusterError
+from clusters.java_tool import javac_into
 from clusters.kafka_dist import KafkaDist, ensure_dist, quiet_logging
 
 SOURCES = Path(__file__).with_name("java")
@@ -73,24 +74,13 @@ def compiled(dist: KafkaDist, extra: Path | None = None) -> Path:
     out = dist.home / "kchaos-java-client" / digest
     if (out / f"{MAIN_CLASS}.class").exists():
         return out
-    javac = shutil.which("javac")
-    if javac is None:
-        raise JavaClientError("the Java client needs javac (a JDK 17) on the PATH")
     tmp = out.with_name(f"{digest}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    proc = subprocess.run(
-        [javac, "-nowarn", "-cp", dist.host_classpath(), "-d", str(tmp), *map(str, sources)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if proc.returncode != 0:
+    why = javac_into(dist, sources, tmp)
+    if why is not None:
         shutil.rmtree(tmp, ignore_errors=True)
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-        raise JavaClientError(
-            f"the Java client did not compile against Kafka {dist.version}: " + " | ".join(tail)
-        )
+        raise JavaClientError(f"the Java client {why}")
     with contextlib.suppress(OSError):
         tmp.rename(out)  # another run may have won the race; its classes are the same
     shutil.rmtree(tmp, ignore_errors=True)
