@@ -23,6 +23,7 @@ from harness.cli.cluster_cli import NAME
 from harness.console import console, say
 from harness.exit_codes import INTERRUPTED_EXIT
 from harness.plan import Plan, load_plan
+from harness.run.rundir import new_dir
 from harness.shrink.candidates import size
 from harness.shrink.replay import ReplayRunner, failing_kinds, read_json, summaries
 from harness.shrink.report import HTML, shrink_html
@@ -174,14 +175,7 @@ def shrink(
         record["cluster"] = cluster or record.get("cluster") or original.spec.get("cluster")
         record["subnet"] = subnet or record.get("subnet") or original.spec.get("subnet")
     if resume is None:  # once nothing is left to refuse
-        n = 1
-        while True:
-            try:
-                directory.mkdir()
-                break
-            except FileExistsError:  # two shrinks of one run within a second
-                n += 1
-                directory = run_dir.parent / f"shrink-{stamp}-{n}"
+        directory = new_dir(directory.parent, directory.name)
     runner = ReplayRunner(directory, record["cluster"], record["subnet"])
     found = summaries(results, limit=8)
     say(

@@ -29,16 +29,21 @@ def make_run_dir(results_dir: str | Path, name: str, seed: int) -> Path:
     if base.is_symlink() or base.resolve().parent != results.resolve():
         raise ClusterError(f"--name {name}: {base} is not a folder right under {results}")
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    run_dir = base / f"{stamp}-{seed}"
+    return new_dir(base, f"{stamp}-{seed}")
+
+
+def new_dir(parent: Path, name: str) -> Path:
+    """``parent/name`` made, or ``name-2``, ``name-3``... when it exists: two runs of one seed,
+    or two shrinks of one run, within the same second."""
+    path = parent / name
     n = 1
     while True:
         try:
-            run_dir.mkdir()
-            break
-        except FileExistsError:  # two runs of one seed within a second
+            path.mkdir()
+            return path
+        except FileExistsError:
             n += 1
-            run_dir = base / f"{stamp}-{seed}-{n}"
-    return run_dir
+            path = parent / f"{name}-{n}"
 
 
 def point_latest(results_dir: str | Path, run_dir: Path) -> Path:
