@@ -41,3 +41,12 @@ def kchaos_process(args: list[str]) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+def client_host(pid: int) -> int:
+    """The supervised child: a fork of `kchaos run`, so the same command line."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    mine = Path(f"/proc/{pid}/cmdline").read_bytes()
+    forks = [int(c) for c in children if Path(f"/proc/{c}/cmdline").read_bytes() == mine]
+    assert len(forks) == 1, f"expected one client host among {children}"
+    return forks[0]

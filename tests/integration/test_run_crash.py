@@ -14,7 +14,7 @@ from clusters.docker_lifecycle import DockerCluster
 from clusters.hold import hold_path
 from harness.exit_codes import CRASHED_RUN_EXIT
 from tests.integration.kafka_io import wait_until
-from tests.integration.run_process import kchaos_process
+from tests.integration.run_process import client_host, kchaos_process
 
 NAME = "crash-it"
 SUBNET = "10.213.146.0/24"
@@ -32,15 +32,6 @@ def _partition_in_place(results: Path) -> bool:
             if op["f"] in ("start-partition", "stop-partition"):
                 steps.append(op["f"])
     return bool(steps) and steps[-1] == "start-partition"
-
-
-def _client_host(pid: int) -> int:
-    """The supervised child: a fork of `kchaos run`, so the same command line."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    mine = Path(f"/proc/{pid}/cmdline").read_bytes()
-    forks = [int(c) for c in children if Path(f"/proc/{c}/cmdline").read_bytes() == mine]
-    assert len(forks) == 1, f"expected one client host among {children}"
-    return forks[0]
 
 
 def test_sigabrt_of_the_client_host_mid_fault_still_heals_checks_and_tears_down(
@@ -61,7 +52,7 @@ def test_sigabrt_of_the_client_host_mid_fault_still_heals_checks_and_tears_down(
             timeout=300,
         )
         assert run.poll() is None, run.communicate()[0]
-        os.kill(_client_host(run.pid), signal.SIGABRT)
+        os.kill(client_host(run.pid), signal.SIGABRT)
         out, _ = run.communicate(timeout=600)
     finally:
         if run.poll() is None:

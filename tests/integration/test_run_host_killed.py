@@ -18,7 +18,7 @@ from pathlib import Path
 from clusters.disk_layer import DiskLayerError, ask
 from clusters.docker_lifecycle import DockerCluster
 from tests.integration.kafka_io import wait_until
-from tests.integration.run_process import REPO, kchaos_process
+from tests.integration.run_process import REPO, client_host, kchaos_process
 
 NAME = "host-killed-it"
 SUBNET = "10.213.215.0/24"
@@ -36,15 +36,6 @@ def _powered_off(results: Path) -> list[str]:
             if op["f"] in ("start-disk", "stop-disk"):
                 last = op
     return last["value"]["targets"] if last.get("f") == "start-disk" else []
-
-
-def _client_host(pid: int) -> int:
-    """The supervised child: a fork of `kchaos run`, so the same command line."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    mine = Path(f"/proc/{pid}/cmdline").read_bytes()
-    forks = [int(c) for c in children if Path(f"/proc/{c}/cmdline").read_bytes() == mine]
-    assert len(forks) == 1, f"expected one client host among {children}"
-    return forks[0]
 
 
 def _kchaos(*args: str) -> str:
@@ -86,7 +77,7 @@ def test_the_client_host_killed_mid_power_loss_is_healed_and_torn_down_without_a
         assert run.poll() is None, run.communicate()[0]
         # Both processes at once, as a host losing power takes them: frozen first, so that
         # neither sees the other die (the client host would heal when the supervisor goes).
-        child = _client_host(run.pid)
+        child = client_host(run.pid)
         for pid in (run.pid, child):
             os.kill(pid, signal.SIGSTOP)
         for pid in (child, run.pid):
