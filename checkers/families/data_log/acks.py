@@ -105,11 +105,9 @@ def scan_acked(logs: dict[str, DataLog], sends: Sends) -> AckedScan:
     return scan
 
 
-def acked_findings(
-    scan: AckedScan, logs: dict[str, DataLog], sends: Sends
-) -> tuple[list[Finding], list[str]]:
+def acked_findings(scan: AckedScan, sends: Sends) -> tuple[list[Finding], list[str]]:
     """The findings and notes of a scan; `sends` names the ops of `scan.other_values()`."""
-    findings = [_finding(s, sends, logs) for s in scan.suspects]
+    findings = [_finding(s, sends) for s in scan.suspects]
     moved = scan.moved
     notes = []
     if moved:
@@ -146,7 +144,7 @@ def _offsets_of(
     return out
 
 
-def _finding(s: Suspect, sends: Sends, logs: dict[str, DataLog]) -> Finding:
+def _finding(s: Suspect, sends: Sends) -> Finding:
     op, key, offset, value, held = s.op, s.key, s.offset, s.value, s.held
     batch = held[0]
     others, other = _other(held, offset)

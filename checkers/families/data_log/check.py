@@ -69,7 +69,7 @@ def check_data_logs(read: DataLogRead, sends: Sends | Iterable[dict[str, Any]]) 
     op_of_value = sends.ops_of(stale_values(stale) | {v for _, v, _ in twice})
     result.findings = stale_findings(stale, op_of_value)
     result.findings += resent_findings(twice, op_of_value)
-    acked, notes = acked_findings(scan, logs, sends)
+    acked, notes = acked_findings(scan, sends)
     result.findings += acked
     result.notes += notes
     return _summed(result)

@@ -134,7 +134,7 @@ def _reference(read: DataLogRead, rows: list[dict]) -> tuple[list, list]:
     twice = ref.appended_twice(logs_)
     op_of_value = sends.ops_of(stale_values(stale) | {v for _, v, _ in twice})
     findings = stale_findings(stale, op_of_value) + resent_findings(twice, op_of_value)
-    found, notes = acked_findings(ref.scan_acked(logs_, rows), logs_, sends)
+    found, notes = acked_findings(ref.scan_acked(logs_, rows), sends)
     return findings + found, notes
 
 
