@@ -63,6 +63,11 @@ class DiskLayerError(ClusterError):
     """The layer cannot be built, or a node's layer did not do what it was asked; one line."""
 
 
+class NoAnswer(DiskLayerError):
+    """Nothing came back from the control command (seen once under load: the command ran, its
+    output did not arrive), so whether the layer did it is unknown."""
+
+
 def digest() -> str:
     """One digest over every source, header and the flags: a change to any rebuilds."""
     h = hashlib.sha256()
@@ -198,7 +203,7 @@ def answer(stdout: str, node: str = "node") -> dict[str, Any]:
         value = None
     if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
         shown = line[:200] if line else "nothing"
-        raise DiskLayerError(f"{node}: the disk layer gave no answer (it printed {shown!r})")
+        raise NoAnswer(f"{node}: the disk layer gave no answer (it printed {shown!r})")
     if not value["ok"]:
         raise DiskLayerError(f"{node}: disk layer: {value.get('error', 'failed, no reason')}")
     return value

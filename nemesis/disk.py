@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from clusters.capabilities import Controllable
-from clusters.disk_layer import DiskLayerError, ask, mount_of
+from clusters.disk_layer import DiskLayerError, NoAnswer, ask, mount_of
 from clusters.layout import IMAGE_LAYOUT
 from history.effects import DOWN, EFFECTS, RESTARTED, STALLED, effect
 from nemesis import disk_files, kafka_said
@@ -391,9 +391,16 @@ def _damage(
 ) -> dict[str, Any]:
     """The layer's command and its answer (the bytes it changed)."""
     span = disk_files.extent(chosen.file, files)
+    backing = f"{mount_of(node.spec).state_dir}/root/{path}"
     if how == FLIP:
         offset, mask = disk_files.flip_at(rng, span)
-        answer = ask(node, "corrupt", "flip", path, str(offset), str(mask))
+        try:
+            answer = ask(node, "corrupt", "flip", path, str(offset), str(mask))
+        except NoAnswer as exc:
+            # A flip done twice is undone: not asked again; the byte is read instead.
+            od = ["od", "-An", "-tu1", "-j", str(offset), "-N", "1", backing]
+            now = node.exec(od, timeout=30).stdout.strip()
+            return {"offset": offset, "mask": mask, "answer_lost": str(exc), "now": now}
         return {
             "offset": offset,
             "mask": mask,
@@ -402,17 +409,26 @@ def _damage(
         }
     if how == TRUNCATE:
         size = disk_files.truncate_to(rng, span)
-        answer = ask(node, "corrupt", "truncate", path, str(size))
+        answer = _again_if_lost(node, "corrupt", "truncate", path, str(size))
         return {"size_before": answer["size_before"], "size_after": answer["size_after"]}
-    state = mount_of(node.spec).state_dir
-    same = node.exec(["cmp", "-s", f"{state}/root/{path}", f"{state}/snapshots/{snapshot}"])
-    answer = ask(node, "rollback", path, snapshot)
+    copy = f"{mount_of(node.spec).state_dir}/snapshots/{snapshot}"
+    same = node.exec(["cmp", "-s", backing, copy], timeout=60)
+    answer = _again_if_lost(node, "rollback", path, snapshot)
     return {
         "size_before": answer["size_before"],
         "size_after": answer["size_after"],
         # Whether the file had changed since the snapshot (cmp: 0 the same, 1 different).
         "changed": {0: False, 1: True}.get(same.exit_code),
     }
+
+
+def _again_if_lost(node: Controllable, *words: str) -> dict[str, Any]:
+    """A command that does the same done twice (a truncation to a size, a rollback), asked
+    again once when its answer was lost."""
+    try:
+        return ask(node, *words)
+    except NoAnswer:
+        return ask(node, *words)
 
 
 def _listing(node: Controllable) -> list[disk_files.Listed]:

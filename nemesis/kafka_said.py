@@ -48,7 +48,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         STORAGE,
         re.compile(
             r"KafkaStorageException|Stopping serving logs in dir|No space left on device|"
-            r"log dirs? .*(have|has) failed|LogDirFailure|offline log dir"
+            r"log dirs? .*(have|has) failed|LogDirFailureChannel|offline log dir"
         ),
     ),
     (

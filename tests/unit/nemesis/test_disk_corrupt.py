@@ -172,6 +172,18 @@ def test_a_rollback_puts_back_the_copy_taken_age_s_before(monkeypatch):
     )
 
 
+def test_a_flip_whose_answer_was_lost_is_not_done_again_and_the_byte_is_read_instead():
+    ctx = context()
+    for node in ctx.nodes.values():
+        node.disk["lose_answer"] = True
+    got = DiskNemesis().start(ctx, corrupt("meta.properties", "flip", restart=0)[0])
+    (name,) = got["targets"]
+    hit = got["corrupted"][name]
+    original = files(NAMES.index(name) + 1)["data/meta.properties"][hit["offset"]]
+    assert "gave no answer" in hit["answer_lost"]
+    assert hit["now"] == str(original ^ hit["mask"])  # flipped once, not twice
+
+
 def test_a_class_the_target_lacks_is_recorded_and_touches_nothing():
     ctx = context()
     got = DiskNemesis().start(ctx, corrupt("producer-snapshot", "flip")[0])
