@@ -35,6 +35,7 @@ from typing import Any
 from clusters.capabilities import Controllable
 from clusters.disk_layer import DiskLayerError, NoAnswer, ask, mount_of
 from clusters.layout import IMAGE_LAYOUT
+from history.disk_faults import CORRUPT, CORRUPTED, DISK_FULL, KAFKA_SAID
 from history.effects import DOWN, EFFECTS, RESTARTED, STALLED, effect
 from nemesis import disk_files, kafka_said
 from nemesis.api import FaultContext, FaultStep
@@ -45,8 +46,6 @@ from nemesis.process import restart_exited
 from nemesis.targets import resolve
 
 POWER_LOSS = "power-loss"
-CORRUPT = "corrupt"
-DISK_FULL = "disk-full"
 BY = "power loss (SIGSTOP, unsynced writes dropped, SIGKILL)"
 CRASH_BY = "SIGKILL after the damage (SIGSTOP before it), to be read at the restart"
 FULL_BY = "writes to its data directory fail with ENOSPC (disk layer)"
@@ -197,7 +196,7 @@ class DiskNemesis:
             out = _corrupt(ctx, step, params, running)
             # The stop keeps what Kafka logged naming the damaged files (as its log names them:
             # under the log directory).
-            paths = {c["path"].removeprefix("data/") for c in out.get("corrupted", {}).values()}
+            paths = {c["path"].removeprefix("data/") for c in out.get(CORRUPTED, {}).values()}
             self._started[(step.kind, step.seed)] = (found.targets, marks, tuple(sorted(paths)))
         elif step.kind == DISK_FULL:
             out = _fill(running)
@@ -221,7 +220,7 @@ class DiskNemesis:
             started = [ctx.nodes[n] for n in restarted if not ctx.nodes[n].spec.is_zookeeper]
             if started:
                 out["after_restart"] = kafka_said.wait_started(started, marks, START_WAIT_S)
-            out["kafka_said"] = kafka_said.said(_kafka_nodes(ctx), marks, names)
+            out[KAFKA_SAID] = kafka_said.said(_kafka_nodes(ctx), marks, names)
         return {**out, EFFECTS: [effect(RESTARTED, restarted)]}
 
     def heal_all(self, ctx: FaultContext) -> list[str]:
@@ -323,12 +322,12 @@ def _corrupt(
         return _corrupt_one(node, step.seed, params, topic, led)
 
     done = on_each(running, one)
-    out: dict[str, Any] = {**{k: v for k, v in params.items()}, "corrupted": {}}
+    out: dict[str, Any] = {**params, CORRUPTED: {}}
     for name, got in done.items():
         out.setdefault(got.pop("outcome"), {})[name] = got
-    if not out["corrupted"] and running:
+    if not out[CORRUPTED]:
         # Nothing of the class on any target (or the layer refused): the cluster is as it was.
-        out.pop("corrupted")
+        out.pop(CORRUPTED)
     killed = {n: got["exited_after_s"] for n, got in done.items() if "exited_after_s" in got}
     effects = []
     if killed:
@@ -373,7 +372,7 @@ def _corrupt_one(
     except (DiskLayerError, NemesisError) as exc:
         got.update(outcome="failed", error=str(exc))
     else:
-        got["outcome"] = "corrupted"
+        got["outcome"] = CORRUPTED
     if params["restart"]:
         # Killed whatever happened: a JVM left stopped would look like another fault.
         got["exited_after_s"] = _kill(node)

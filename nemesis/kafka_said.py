@@ -18,17 +18,16 @@ from typing import Any
 
 from clusters.capabilities import Logs, Process
 from clusters.errors import ClusterError
-
-# Labels a checker reads as Kafka having detected a damaged file (checkers/families/disk/).
-CORRUPT_RECORD = "corrupt-record"  # a record batch failed its CRC or would not parse
-INVALID_MESSAGES = "invalid-messages"  # log recovery truncated a segment at a bad batch
-CORRUPTED = "corrupted"  # Kafka's own word for an index, snapshot or segment it found damaged
-CHECKPOINT = "checkpoint"  # a checkpoint file Kafka could not read
-STORAGE = "storage"  # a log directory failed (I/O error, full disk) or went offline
-FATAL = "fatal"  # the process gave up (halt, exit, fatal error)
-NAMES_FILE = "names-file"  # a warning or error naming the file the fault touched
-# Context only: an error line that matches none of the above.
-ERROR = "error"
+from history.disk_faults import (
+    CHECKPOINT,
+    CORRUPT_RECORD,
+    DAMAGED,
+    ERROR,
+    FATAL,
+    INVALID_MESSAGES,
+    NAMES_FILE,
+    STORAGE,
+)
 
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -36,7 +35,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"CorruptRecordException|Record is corrupt|InvalidRecordException|CRC"),
     ),
     (INVALID_MESSAGES, re.compile(r"Found invalid messages")),
-    (CORRUPTED, re.compile(r"[Cc]orrupt(ed|ion)?\b|CorruptSnapshotException")),
+    (DAMAGED, re.compile(r"[Cc]orrupt(ed|ion)?\b|CorruptSnapshotException")),
     (
         CHECKPOINT,
         re.compile(
