@@ -339,3 +339,45 @@ def test_kafka_said_keeps_detection_lines_with_their_labels():
         ["error"],
     ]
     assert got["labels"] == ["checkpoint", "corrupted", "error", "storage"] and got["count"] == 3
+
+
+def _plan_only(*args: str):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    return CliRunner().invoke(main, ["run", "--plan-only", "--seed", "7", *args])
+
+
+def test_a_plan_naming_corrupt_is_the_same_for_a_seed_and_a_majority_is_refused_in_one_line(
+    tmp_path,
+):
+    from harness.exit_codes import BAD_INPUT_EXIT
+
+    args = ("--nemesis", "disk:corrupt,disk:disk-full@minority", "--time-limit", "60")
+    first, second = _plan_only(*args), _plan_only(*args)
+    assert first.exit_code == 0, first.output
+    assert first.output == second.output
+    plan = json.loads(first.output)
+    corrupt = [s for s in plan["faults"] if s["kind"] == CORRUPT]
+    assert corrupt and all(s["target"] in ("one", "minority") for s in corrupt)
+    assert set(corrupt[0]["params"]) == {"file_class", "how", "restart", "age_s"}
+    assert plan["spec"]["disk_layer"] == "journal"
+
+    refused = _plan_only("--nemesis", "disk:corrupt@majority")
+    assert refused.exit_code == BAD_INPUT_EXIT and "Traceback" not in refused.output
+    (line,) = [x for x in refused.stderr.splitlines() if x.strip()]
+    assert "disk corrupt refuses target 'majority'" in line and "takes one, minority" in line
+
+    # A stored plan edited to aim a corrupt step at all nodes is refused on replay, in one line.
+    stored = tmp_path / "run"
+    stored.mkdir()
+    plan["faults"] = [{**s, "target": "all"} if s["kind"] == CORRUPT else s for s in plan["faults"]]
+    (stored / "plan.json").write_text(json.dumps(plan))
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    replay = CliRunner().invoke(main, ["run", "--plan-only", "--replay", str(stored)])
+    assert replay.exit_code == BAD_INPUT_EXIT and "Traceback" not in replay.output
+    assert "disk corrupt hits one node or a minority, not 'all'" in replay.stderr
