@@ -1,0 +1,111 @@
+"""The disk package's corrupt and disk-full kinds for real: one short run on Kafka 4.4 (three
+nodes on the disk layer) with a full disk on one node, then a bit flipped in a segment of
+another whose JVM is killed after it (plan.json's parameters set, as editing a stored plan and
+replaying it does), checked as `kchaos run` checks it; and, on the cluster it kept, `kchaos
+heal` clearing fail rules that a run which died would have left."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+
+from clusters.disk_layer import ask
+from clusters.docker_lifecycle import DockerCluster
+from harness.plan import Plan
+from history.reader import read_history
+from nemesis.heal import heal_cluster
+from tests.integration.runs import Finished, quiet_run
+
+NAME, SUBNET = "disk-faults-it", "10.213.205.0/24"
+FLIP_A_SEGMENT = {"file_class": "log", "how": "flip", "restart": 1}
+
+
+def _aim(plan: Plan) -> None:
+    """The corrupt step flips a bit of a segment and crash-restarts its node."""
+    plan.faults = [
+        dataclasses.replace(s, params={**s.params, **FLIP_A_SEGMENT}) if s.kind == "corrupt" else s
+        for s in plan.faults
+    ]
+
+
+def _heal_after_a_death(dc: DockerCluster) -> dict[str, Any]:
+    """What `kchaos heal` finds after a run died mid disk-full: a fail rule on every node (on a
+    path Kafka never writes, so that no broker halts meanwhile), cleared by a heal that knows
+    nothing of the run."""
+    nodes = dc.nodes(dc.info())
+    for node in nodes.values():
+        ask(node, "fail", "write", "ENOSPC", "data/kchaos-never-written")
+    said = heal_cluster(dc)
+    return {
+        "said": said,
+        "failing": {n: ask(node, "status")["failing"] for n, node in nodes.items()},
+    }
+
+
+@pytest.fixture(scope="module")
+def done(docker_client, tmp_path_factory) -> Finished:
+    return quiet_run(
+        docker_client,
+        NAME,
+        SUBNET,
+        3,
+        tmp_path_factory.mktemp("disk-faults"),
+        version="4.4",
+        time_limit=18,
+        nemesis=["disk:corrupt@one", "disk:disk-full@one"],
+        nemesis_interval=4,
+        keep_cluster=True,
+        inspect=_heal_after_a_death,
+        plan_edit=_aim,
+    )
+
+
+def _nemesis_ops(done: Finished, f: str) -> list[dict[str, Any]]:
+    return [
+        op["value"]
+        for op in read_history(done.result.run_dir).ops
+        if op["process"] == "nemesis" and op["type"] == "ok" and op["f"] == f
+    ]
+
+
+def _of_kind(values: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (value,) = [v for v in values if v["kind"] == kind]
+    return value
+
+
+def test_a_flipped_bit_in_a_segment_is_recorded_and_kafka_detects_it_at_the_restart(done):
+    assert done.result.exit_code == 0, done.result.summary
+    start = _of_kind(_nemesis_ops(done, "start-disk"), "corrupt")
+    (node,) = start["targets"]
+    hit = start["corrupted"][node]
+    assert hit["path"].endswith(".log") and hit["after"] == hit["before"] ^ hit["mask"]
+    assert start["effects"][0]["effect"] == "down" and start["effects"][0]["done"] == [node]
+    stop = _of_kind(_nemesis_ops(done, "stop-disk"), "corrupt")
+    assert stop["restarted"] == [node] and stop["after_restart"] == {node: "started"}
+    # Log recovery checks the CRC of every batch after the recovery point: the flip is there.
+    labels = set(stop["kafka_said"].get(node, {}).get("labels", []))
+    assert labels & {"invalid-messages", "corrupt-record"}, (hit, stop["kafka_said"])
+    results = json.loads((done.result.run_dir / "results.json").read_text())
+    detected = [f for f in results["findings"] if f["kind"] == "corruption-detected"]
+    assert [f["data"]["file"] for f in detected] == [hit["path"]]
+    assert results["status"] == "valid", results["findings"][:3]
+
+
+def test_a_full_disk_halts_the_broker_and_the_stop_starts_it_again(done):
+    start = _of_kind(_nemesis_ops(done, "start-disk"), "disk-full")
+    (node,) = start["targets"]
+    assert start["full"][node] == [{"classes": "write", "errno": "ENOSPC", "prefix": "data"}]
+    assert start["effects"][0]["effect"] == "stalled"
+    stop = _of_kind(_nemesis_ops(done, "stop-disk"), "disk-full")
+    # Kafka 4.4: "Shutdown broker because all log dirs in /var/lib/kafka/data have failed".
+    assert stop["exited"] == [node] and node in stop["restarted"]
+    assert {"storage", "fatal"} <= set(stop["kafka_said"][node]["labels"])
+
+
+def test_heal_clears_the_fail_rules_a_dead_run_left_on_every_layered_node(done):
+    healed = done.inspected
+    assert sorted(healed["said"]) == [f"n{i}: cleared 1 disk fail rule(s)" for i in (1, 2, 3)]
+    assert healed["failing"] == {"n1": [], "n2": [], "n3": []}
