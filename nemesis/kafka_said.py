@@ -53,7 +53,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         FATAL,
         re.compile(
-            r"\] FATAL |Exiting Kafka|[Ff]atal error|Shutdown broker because|halt(ing)? |"
+            r"\] FATAL |Exiting Kafka|[Ff]atal (error|fault)|Shutdown broker because|halt(ing)? |"
             r"due to fatal"
         ),
     ),
@@ -96,12 +96,20 @@ def labels(line: str, names: tuple[str, ...] = ()) -> list[str]:
 
 def scan(text: str, names: tuple[str, ...] = ()) -> dict[str, Any]:
     """The lines of ``text`` with labels: ``lines`` ([[labels, line], ...], the first
-    MAX_LINES) and ``count`` (all of them), and ``labels`` (every label seen, sorted)."""
+    MAX_LINES) and ``count`` (all of them), and ``labels`` (every label seen, sorted). An
+    exception's line right after a kept line is kept too (as ERROR if it matches nothing): it
+    says why ("KafkaException: The leader requested truncation to offset 16, ...")."""
     kept: list[list[Any]] = []
     seen: set[str] = set()
     count = 0
+    after_kept = False
     for line in text.splitlines():
+        if line[:1].isspace():
+            continue  # a stack frame or the configuration dump: the kept line's context holds
         got = labels(line, names)
+        if not got and after_kept and _EXCEPTION.match(line):
+            got = [ERROR]
+        after_kept = bool(got)
         if not got:
             continue
         count += 1

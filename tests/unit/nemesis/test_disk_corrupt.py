@@ -381,3 +381,22 @@ def test_a_plan_naming_corrupt_is_the_same_for_a_seed_and_a_majority_is_refused_
     replay = CliRunner().invoke(main, ["run", "--plan-only", "--replay", str(stored)])
     assert replay.exit_code == BAD_INPUT_EXIT and "Traceback" not in replay.output
     assert "disk corrupt hits one node or a minority, not 'all'" in replay.stderr
+
+
+def test_a_fatal_fault_is_kept_with_the_exception_that_says_why():
+    # n2's output on 4.4 after a flipped leader-epoch bit in n1's metadata log (docs/disk.md).
+    text = "\n".join(
+        [
+            "[2026-11-28 11:20:40,212] ERROR Encountered fatal fault: Unexpected error in raft IO "
+            "thread (org.apache.kafka.server.fault.ProcessTerminatingFaultHandler)",
+            "org.apache.kafka.common.KafkaException: The leader requested truncation to offset "
+            "16, which is below the current high watermark LogOffsetMetadata(offset=98)",
+            "\tat org.apache.kafka.raft.KafkaRaftClient.handleFetchResponse(KafkaRaftClient)",
+            "Caused by: java.io.IOException: the chain goes on past the frames",
+            "[2026-11-28 11:20:41,000] INFO a line of no interest, which ends the chain",
+            "java.lang.IllegalStateException: not after a kept line, so not kept",
+        ]
+    )
+    got = kafka_said.scan(text)
+    assert [labels for labels, _ in got["lines"]] == [["fatal"], ["error"], ["error"]]
+    assert "requested truncation to offset 16" in got["lines"][1][1]
