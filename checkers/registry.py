@@ -2,7 +2,7 @@
 
 Each class adapts one family of pure checks (their own modules: queue/, cycles.py, metadata.py,
 migration.py, admin.py, data_log/, metadata_log/, zk_controller/, quorum_membership.py,
-groups.py, foreign.py, fenced_acks.py, elr/, prevote.py, disk/) to the
+groups.py, foreign.py, fenced_acks.py, elr/, prevote.py, durability/, disk/) to the
 Checker protocol (checkers/core/checker.py): it declares its Needs and turns the family's answer
 into a CheckerResult.
 The order of REGISTRY is the order of findings and notes in results.json, and a checker that
@@ -10,6 +10,8 @@ reads another's result comes after it:
 
   queue -> cycles          the cycle search runs over the queue checker's edges
   queue -> metadata-logs   queue failures corroborate sends of fenced brokers (lease-violation)
+  queue, data-logs -> durability   lost writes (and what follows from them), judged against
+                                   Kafka's durability model
   queue -> disk-corruption queue findings on a partition a disk corrupt step damaged
 
 The data logs are read once (RunInputs.data_logs) for both checkers that use them.
@@ -36,6 +38,11 @@ from checkers.families.cycles import find_cycles
 from checkers.families.data_log.check import check_data_logs
 from checkers.families.disk.corruption import DISK_FS, READ_FS, telling_reads
 from checkers.families.disk.corruption import judge as judge_disk
+from checkers.families.durability.check import RunView, check_durability
+from checkers.families.durability.partitions import read_partitions
+from checkers.families.durability.power import disk_faults
+from checkers.families.durability.reads import FinalReads, heal_end
+from checkers.families.durability.settings import SettingsError, settings_of
 from checkers.families.elr.check import check_elr
 from checkers.families.features import features_and_notes
 from checkers.families.fenced_acks import ACK_FS, fenced_acks
@@ -446,6 +453,66 @@ class FencedAcksChecker:
         return CheckerResult(found, checked=n > 0, stats={"transactional_acks": n})
 
 
+class DurabilityChecker:
+    """Lost acknowledged writes judged against Kafka's durability model after power losses, and
+    the in-sync replicas' final logs compared (checkers/families/durability/). It replaces the
+    queue findings it judges (CheckerResult.replaces)."""
+
+    name = "durability"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        reads = {HISTORY, PLAN, CLUSTER}
+        if inputs.has_dir(DATA_LOGS_DIR):
+            reads.add(DATA_LOGS)
+        if inputs.has_dir(METADATA_DIR):
+            reads.add(METADATA_LOGS)
+        return Needs(frozenset(reads), processes=(NEMESIS,), after=("queue", "data-logs"))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        topic = (inputs.generator or {}).get("topic")
+        if not isinstance(topic, str):
+            return CheckerResult()  # not the queue workload (or no plan: a Jepsen history)
+        header = inputs.header
+        rows = inputs.op_rows(processes=(NEMESIS,))
+        started = header.get("started_wall")
+        names = [n["name"] for n in inputs.cluster.get("nodes") or [] if "name" in n]
+        faults = disk_faults(rows, started if isinstance(started, (int, float)) else None, names)
+        has_data = inputs.has_dir(DATA_LOGS_DIR)
+        if not faults and not has_data:
+            return CheckerResult()
+        notes = []
+        try:
+            settings = settings_of(header, inputs.generator)
+        except SettingsError as e:
+            # Judged by nobody rather than against settings the run may not have had.
+            notes.append(f"durability: lost writes not judged: {e}")
+            faults = []
+            settings = settings_of({}, inputs.generator)
+        cluster = inputs.cluster
+        metadata = inputs.metadata_logs if inputs.has_dir(METADATA_DIR) else None
+        data = inputs.data_logs if has_data else None
+        power = any(f.power for f in faults)
+        healed = heal_end(rows)
+        run = RunView(
+            settings,
+            faults,
+            topic,
+            cluster,
+            read_partitions(metadata, cluster, topic),
+            inputs.result("queue").findings + inputs.result("data-logs").findings,
+            inputs.history.queue_ops,
+            inputs.sends if power and data is not None else None,
+            data,
+            inputs.run_dir / DATA_LOGS_DIR if has_data else None,
+            FinalReads.from_parquet(inputs.parquet, healed)
+            if data is not None and healed is not None
+            else None,
+        )
+        r = check_durability(run)
+        stats = {"durability": r.stats} if r.stats else {}
+        return CheckerResult(r.findings, notes + r.notes, r.checked, stats, replaces=r.replaces)
+
+
 class DiskCorruptionChecker:
     """What Kafka did with a file a disk corrupt step damaged: detected it, or served it
     (checkers/families/disk/); reads the queue checker's findings."""
@@ -489,5 +556,6 @@ REGISTRY: tuple[Checker, ...] = (
     ConsumerGroupsChecker(),
     ForeignRecordsChecker(),
     FencedAcksChecker(),
+    DurabilityChecker(),
     DiskCorruptionChecker(),
 )

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from clusters.cluster import Cluster, ClusterInfo
 from clusters.errors import ClusterError
 from clusters.java_tool import compiled_tool, tool_classpath
 from clusters.kafka_dist import ClassArchive, KafkaDist, quiet_logging
-from history.format import DATA_LOGS_DIR
+from history.format import DATA_LOGS_DIR, HW_CHECKPOINT
 
 PLAN_JSON = "plan.json"
 # How DumpLogSegments starts the text of each file it decodes.
@@ -189,12 +191,28 @@ def dump_to_file(dist: KafkaDist, raw: Path, text: Path) -> None:
         raise ClusterError(f"DumpLogSegments failed in {raw}: {done.stderr[-400:]}")
 
 
+def _copy_checkpoint(node: Files, raw: Path) -> None:
+    """The broker's replication-offset-checkpoint (each partition's high watermark as it last
+    wrote it) into `raw`, when it has one: the per-replica checks read what Kafka claimed
+    committed (checkers/families/durability/)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            got = node.copy_files_out(
+                [layout_of(node).data_dir], Path(tmp), lambda name: name == HW_CHECKPOINT
+            )
+        except ClusterError:
+            return
+        for path in got[:1]:
+            shutil.move(path, raw / HW_CHECKPOINT)
+
+
 def collect_data_logs(
     cluster: Cluster[Files], info: ClusterInfo, dest: Path, say: Callable[[str], None] = print
 ) -> None:
-    """Copies each broker's queue-topic segments into `data/<broker>-raw/<topic>-<p>/` and
-    decodes them (decode_segments); a broker the decoder could not read gets
-    `data/<broker>.txt` from DumpLogSegments instead. Refuses a cluster with a broker that
+    """Copies each broker's high-watermark checkpoint into `data/<broker>-raw/`, then its
+    queue-topic segments into `data/<broker>-raw/<topic>-<p>/`, and decodes them
+    (decode_segments); a broker the decoder could not read gets `data/<broker>.txt` from
+    DumpLogSegments instead. Refuses a cluster with a broker that
     cannot copy files out (no ``Files``) before copying any."""
     partitions = queue_partitions(dest)
     if not partitions:
@@ -207,14 +225,18 @@ def collect_data_logs(
     out.mkdir(exist_ok=True)
     raws: dict[str, Path] = {}
     for node in brokers:
-        raw = out / f"{node.name}-raw"
-        raw.mkdir(exist_ok=True)
+        raws[node.name] = out / f"{node.name}-raw"
+        raws[node.name].mkdir(exist_ok=True)
+        # Before any segment: a high watermark checkpointed earlier than a log was copied is
+        # below that log's end, as it was when written (the run's sends are over by now).
+        _copy_checkpoint(node, raws[node.name])
+    for node in brokers:
+        raw = raws[node.name]
         data_dir = layout_of(node).data_dir
         wanted = [f"{data_dir}/{partition}" for partition in partitions]
         # A directory the broker lacks is a partition it holds no replica of; none, none.
         with contextlib.suppress(ClusterError):
             node.copy_files_out(wanted, raw, _is_segment)
-        raws[node.name] = raw
     try:
         failed = decode_segments(dist, raws, out)
     except (ClusterError, OSError, subprocess.TimeoutExpired) as exc:

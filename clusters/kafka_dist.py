@@ -8,6 +8,8 @@ so they are discovered in the jars rather than written down per version.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -316,6 +318,22 @@ def assemble(version: str) -> KafkaDist:
     existing = load_dist(version)
     if existing:
         return existing
+    with _assembling(version):
+        # Another process (a parallel test worker, a campaign cell) may have assembled it while
+        # this one waited: its staging directory is the same, so only one may build at a time.
+        return load_dist(version) or _assemble(version)
+
+
+@contextlib.contextmanager
+def _assembling(version: str):
+    lock = dist_home(version).with_name(f".{version}.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _assemble(version: str) -> KafkaDist:
     missing = [a for a in REQUIRED_ARTIFACTS if not artifact_published(a, version)]
     if missing:
         raise ClusterError(

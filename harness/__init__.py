@@ -9,12 +9,13 @@ to a plan and a run, it asks their registries. Its rooms:
 - ``run/``: one run carried out (``interpreter`` does what the plan says, with ``workers``
   for the clients, ``faults`` for fault steps and healing, the step families' drivers from
   steps/, and ``wrapup``: history kept, cluster collected, verdict);
-- ``campaign/``: many runs over a matrix, each cell its own ``kchaos run`` process.
+- ``campaign/``: many runs over a matrix, each cell its own ``kchaos run`` process;
+- ``shrink/``: a failing run's plan made smaller, each try its own ``kchaos run --replay``.
 
 At the root, what those rooms share: ``spec`` (what a run is asked, from the options'
 declarations), ``plan`` (what it decides in advance: when faults happen, the packages' menus
 saying what, each step family planning its own steps), ``console`` (terminal output),
 ``exit_codes`` and ``signals`` (Ctrl-C and SIGTERM for whoever supervises child processes).
-The root imports none of the rooms; run/ and campaign/ import neither each other nor cli/
-(tests/unit/test_layering.py).
+The root imports none of the rooms; run/, campaign/ and shrink/ import neither each other nor
+cli/ (tests/unit/test_layering.py).
 """

@@ -37,8 +37,8 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (
         2,
         "unknown: the checkers could not decide (a campaign: any cell unknown or crashed; check: "
-        "also a history it could not read)",
-        VERDICT_COMMANDS,
+        "also a history it could not read; shrink: the original did not fail again)",
+        VERDICT_COMMANDS + ", shrink",
     ),
     (
         INTERRUPTED_EXIT,

@@ -49,7 +49,7 @@ class Plan:
             "seed": self.seed,
             "spec": self.spec,
             "generator": self.generator,
-            "faults": [asdict(s) for s in self.faults],
+            "faults": [_fault_dict(s) for s in self.faults],
         }
         for key, steps in self.steps.items():
             if steps:
@@ -68,6 +68,13 @@ class Plan:
 
     def run_spec(self) -> RunSpec:
         return spec_from_dict(self.spec, where=PLAN_NAME)
+
+
+def _fault_dict(step: FaultStep) -> dict[str, Any]:
+    out = asdict(step)
+    if out["group"] is None:
+        del out["group"]  # every plan without sequences stays byte for byte the same
+    return out
 
 
 def new_seed() -> int:
@@ -212,6 +219,14 @@ def load_plan(path: str | Path) -> Plan:
     return plan
 
 
+def plan_from_dict(data: Any) -> Plan:
+    """A plan from plan.json's parsed data, checked as ``load_plan`` checks a stored one
+    (SpecError names the part at fault): what `kchaos shrink` holds each candidate to."""
+    if not isinstance(data, dict) or data.get("kchaos_plan") != PLAN_VERSION:
+        raise SpecError(f"not a kchaos plan of version {PLAN_VERSION}")
+    return _plan_of(data)
+
+
 class _NotFinite(ValueError):
     pass
 
@@ -323,7 +338,12 @@ def _faults(stored: Any, spec: RunSpec) -> list[FaultStep]:
             raise SpecError(f"{where}.seed must be a whole number between 0 and {MAX_SEED}")
         if not isinstance(params, dict):
             raise SpecError(f"{where}.params must be a mapping, not {_kind(params)}")
-        step = FaultStep(at_s, raw["action"], raw["fault"], raw["kind"], target, seed, params)
+        group = raw.get("group")
+        if group is not None and not isinstance(group, str):
+            raise SpecError(f"{where}.group must be a string or null, not {group!r}")
+        step = FaultStep(
+            at_s, raw["action"], raw["fault"], raw["kind"], target, seed, params, group
+        )
         try:
             nemesis = build([step.fault])[step.fault]
             nemesis.check(step)

@@ -23,6 +23,9 @@ NODE_LOG = "stdout.log"
 METADATA_DIR = "metadata"  # metadata/<voter>.txt, metadata/observers/<broker>.txt
 OBSERVERS_DIR = "observers"
 DATA_LOGS_DIR = "data"  # data/<broker>.txt
+# Each broker's high watermarks as Kafka last checkpointed them (its log directory's file of
+# that name), kept as data/<broker>-raw/replication-offset-checkpoint.
+HW_CHECKPOINT = "replication-offset-checkpoint"
 # Written by the harness before the run: the plan's `generator` says how clients behaved.
 PLAN_JSON = "plan.json"
 # How the queue workload names transactional ids (the plan's `generator.transactional_id`): one

@@ -60,6 +60,10 @@ class FaultStep:
     seed: int = 0  # resolves random choices at fault time, reproducibly
     # Keys the kind reads (its package's menu), e.g. {"delta_s": 30}.
     params: dict[str, Any] = field(default_factory=dict)
+    # The steps of one choreographed sequence share a group name (None: an ordinary fault,
+    # paired with its stop by fault, kind, target, seed and params): `kchaos shrink` keeps or
+    # drops a group whole (docs/shrink.md). Written into plan.json only when set.
+    group: str | None = None
 
 
 @dataclass

@@ -99,6 +99,9 @@ class Kind:
     # Target selectors a step of this kind refuses (disk corrupt: majority and all); the plan
     # draws its target among the menu's others.
     refuses: tuple[str, ...] = ()
+    # Kinds of the same menu that do the same on fewer nodes or links, which `kchaos shrink`
+    # may put in its place (docs/shrink.md); each reads no parameter this one does not.
+    simpler: tuple[str, ...] = ()
 
     def applies_to(self, topology: str) -> bool:
         return self.only_on is None or topology in self.only_on

@@ -40,19 +40,35 @@ OVERLAPPING = ("majorities-ring", "bridge")
 ONE_WAY = "one-way-layout"
 ONE_WAY_LAYOUT = {0: (1, 3, 4), 1: (0, 2, 4), 2: (1,), 3: (0,), 4: (0, 1)}
 
+# What a shrink may put in place of a cut of many links: one node cut off (docs/shrink.md).
+ONE_NODE = ("isolate-one",)
+
 MENU = Menu(
     "partition",
     kinds=(
-        Kind("random-halves", "floor(n/2) nodes against the rest, drawn with the step's seed"),
+        Kind(
+            "random-halves",
+            "floor(n/2) nodes against the rest, drawn with the step's seed",
+            simpler=ONE_NODE,
+        ),
         Kind("isolate-one", "the step's target (default one) cut off from every other node"),
-        Kind("majority-minority", "a majority against a minority, drawn with the step's seed"),
-        Kind("majorities-ring", "every node sees a majority; from four nodes on, no two the same"),
-        Kind("bridge", "two halves, and one node that sees both"),
+        Kind(
+            "majority-minority",
+            "a majority against a minority, drawn with the step's seed",
+            simpler=ONE_NODE,
+        ),
+        Kind(
+            "majorities-ring",
+            "every node sees a majority; from four nodes on, no two the same",
+            simpler=ONE_NODE,
+        ),
+        Kind("bridge", "two halves, and one node that sees both", simpler=ONE_NODE),
         # Combined nodes are both roles, and in ZooKeeper mode there are no KRaft controllers.
         Kind(
             "controllers-brokers",
             "dedicated controllers and ZooKeepers against the brokers",
             only_on=("kraft", "migration"),
+            simpler=ONE_NODE,
         ),
         Kind("isolate-active-controller", "the active controller cut off from every other node"),
         Kind(

@@ -61,6 +61,19 @@ def _no_releases(values: Values) -> Sequence[str]:
     return ()
 
 
+def _kept_whole(steps: Sequence[PlannedStep]) -> list[list[int]]:
+    return []
+
+
+def by_time(steps: Sequence[PlannedStep]) -> list[list[int]]:
+    """The steps planned for one moment (a roll of every node, a finalization, one feature
+    step, a controller's removal), by their indices: units `kchaos shrink` may drop."""
+    units: dict[float, list[int]] = {}
+    for i, s in enumerate(steps):
+        units.setdefault(s.at_s, []).append(i)
+    return list(units.values())
+
+
 @dataclass(frozen=True)
 class Family:
     """One family of planned steps. ``values`` are the run's option values (history/options.py
@@ -87,3 +100,6 @@ class Family:
     check: Callable[[Any], None] = _no_check
     # The releases it rolls to, by the names the spec gave them, in the order it rolls.
     releases: Callable[[Any], Sequence[str]] = _no_releases
+    # The units of its steps (indices) a shrink may drop, each whole, the rest kept in order
+    # (docs/shrink.md); by default none: a family that says nothing keeps every step.
+    drop_units: Callable[[Sequence[PlannedStep]], list[list[int]]] = _kept_whole

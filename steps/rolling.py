@@ -15,7 +15,7 @@ from clusters.quorum import STATIC
 from clusters.upgrade_paths import check_downgrade, check_upgrade
 from history.format import MIGRATION, UPGRADE
 from history.options import AS_ASKED, Option, OptionError
-from steps.family import Family, Stage
+from steps.family import Family, Stage, by_time
 from steps.feature_steps import (
     RELEASE_VERSION,
     RELEASE_VERSION_FROM,
@@ -177,4 +177,7 @@ FAMILY = Family(
     options=OPTIONS,
     check=check,
     releases=releases,
+    # A roll, a finalization, a feature step or a membership change, each planned for one
+    # moment, may be dropped whole by a shrink; what is left keeps its order.
+    drop_units=by_time,
 )

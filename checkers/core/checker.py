@@ -18,6 +18,7 @@ before one it reads.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -56,7 +57,19 @@ def run_checkers(checkers: Sequence[Checker], inputs: RunInputs) -> dict[str, Ch
         with inputs.serving(c.name, needs[c.name]):
             results[c.name] = c.check(inputs)
         inputs.results[c.name] = results[c.name]
+        _check_replaced(c.name, results, needs[c.name])
     return results
+
+
+def _check_replaced(name: str, results: dict[str, CheckerResult], needs: Needs) -> None:
+    """A checker replaces only findings of checkers it read (Needs.after), each as it was."""
+    earlier = Counter(f for n in needs.after for f in results[n].findings)
+    stray = Counter(results[name].replaces) - earlier
+    if stray:
+        raise RuntimeError(
+            f"checker {name!r} replaces findings no checker it reads reported: "
+            f"{sorted({f.kind for f in stray})}"
+        )
 
 
 def _check_order(checkers: Sequence[Checker], needs: dict[str, Needs]) -> None:
@@ -79,10 +92,18 @@ class Composed:
 
 
 def compose(results: dict[str, CheckerResult], after_abort: str, names: Names | None) -> Composed:
-    """Findings, notes and stats in registry order. The history writer's tolerances are applied
+    """Findings, notes and stats in registry order, less the findings a later checker replaced
+    (`CheckerResult.replaces`). The history writer's tolerances are applied
     to every finding at once (queue/policy.for_writer: Jepsen's verdicts for Jepsen's histories),
     and a Jepsen history's findings are said back in its own names (history/names.py)."""
-    findings = for_writer([f for r in results.values() for f in r.findings], after_abort)
+    replaced = Counter(f for r in results.values() for f in r.replaces)
+    findings = []
+    for f in (f for r in results.values() for f in r.findings):
+        if replaced[f]:
+            replaced[f] -= 1  # its replacement, with the evidence it lacked, is reported instead
+            continue
+        findings.append(f)
+    findings = for_writer(findings, after_abort)
     if names:
         # Jepsen's keywords and strings were numbered for the columnar form: said back in them.
         findings = [replace(f, explanation=names.rename(f.explanation)) for f in findings]

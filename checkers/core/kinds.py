@@ -31,6 +31,8 @@ from checkers.families.data_log import acks as data_acks
 from checkers.families.data_log import fencing as data_fencing
 from checkers.families.data_log import resent as data_resent
 from checkers.families.disk import corruption as disk_corruption
+from checkers.families.durability import lost as durability_lost
+from checkers.families.durability import replicas as durability_replicas
 from checkers.families.elr import rules as elr_rules
 from checkers.families.elr import watermark as elr_watermark
 from checkers.families.metadata_log import applied, lease, liveness, observers, rules
@@ -78,6 +80,7 @@ ELR = ("eligible-leaders",)
 PREVOTE = ("pre-vote",)
 DISK = ("disk-corruption",)
 GROUPS, FOREIGN, ACKS = ("consumer-groups",), ("foreign-records",), ("fenced-acks",)
+DURABILITY = ("durability",)
 JEPSEN_KAFKA = "jepsen.tests.kafka/"
 
 KINDS: tuple[Kind, ...] = (
@@ -92,7 +95,7 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "unseen",
-        QUEUE,
+        QUEUE + DURABILITY,
         "an acknowledged send is eventually returned by some poll; kchaos's final polls are "
         "bounded in time, so one nobody read past may be lost or not yet read",
         JEPSEN_KAFKA + "unseen",
@@ -489,6 +492,49 @@ KINDS: tuple[Kind, ...] = (
     Kind("read-from-other-topic", FOREIGN, foreign.RULE, "kchaos", NEVER),
     Kind("fenced-producer-ack", ACKS, fenced_acks.RULE, "KIP-98 (InitPidRequest); KIP-890", NEVER),
     # -- lease liveness (checkers/families/metadata_log/liveness.py) -------------------------------
+    # -- durability (checkers/families/durability/): power losses, per-replica final logs ------
+    Kind(
+        "lost-write-power-loss-documented",
+        DURABILITY,
+        durability_lost.RULES["lost-write-power-loss-documented"],
+        "Kafka's design (Replication; Unclean leader election); flush.messages; KIP-966",
+        ALWAYS,
+    ),
+    Kind(
+        "lost-write-despite-fsync",
+        DURABILITY,
+        durability_lost.RULES["lost-write-despite-fsync"],
+        "flush.messages (TopicConfig); min.insync.replicas",
+        NEVER,
+    ),
+    Kind(
+        "lost-write-too-few-power-losses",
+        DURABILITY,
+        durability_lost.RULES["lost-write-too-few-power-losses"],
+        "KIP-966 (MinISR-1 tolerance); Kafka's design (Replication)",
+        NEVER,
+    ),
+    Kind(
+        "replica-missing-committed-records",
+        DURABILITY,
+        durability_replicas.RULES["replica-missing-committed-records"],
+        "Kafka's design (Replication)",
+        NEVER,
+    ),
+    Kind(
+        "replica-divergence",
+        DURABILITY,
+        durability_replicas.RULES["replica-divergence"],
+        "Kafka's design (Replicated Logs)",
+        NEVER,
+    ),
+    Kind(
+        "committed-record-not-served",
+        DURABILITY,
+        durability_replicas.RULES["committed-record-not-served"],
+        "Kafka's design (Replication)",
+        NEVER,
+    ),
     Kind("dead-broker-not-fenced", LOGS, liveness.DEAD_RULE, "KIP-631", NEVER),
     Kind(
         "spurious-fence",

@@ -19,6 +19,11 @@ from history.format import MIGRATION, NEMESIS, OBSERVER, UPGRADE
 
 # Faults that may legitimately erase a node's persisted Raft state.
 DATA_LOSS_WORDS = ("wipe", "lose", "delete", "corrupt", "truncate")
+# A power loss drops only what no fsync made durable, and KRaft fsyncs its log, snapshots and
+# quorum-state before it counts on them: a node that lost power restarted, and lost nothing the
+# metadata rules may excuse (docs/checkers.md, "Durability"). Its record names dropped files
+# (`.deleted` ones among them), which the words above must not read as an erased disk.
+POWER_LOSS = "power-loss"
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,9 @@ def observe_samples_from_ops(rows: list[dict[str, Any]]) -> MetadataInput:
             # a kill; a controller re-provisioned to join a dynamic quorum restarts wiped.
             text = (r.get("value_json") or "") + r["f"]
             hit = frozenset(n for n in nodes if f'"{n}"' in text) or None
-            loss = any(w in text.lower() for w in DATA_LOSS_WORDS)
+            said = row_value(r)
+            power = isinstance(said, dict) and said.get("kind") == POWER_LOSS
+            loss = not power and any(w in text.lower() for w in DATA_LOSS_WORDS)
             out.disruptions.append(Disruption(r["index"], r["time"], hit, loss))
     out.samples.sort(key=lambda s: (s.invoke_time, s.index))
     out.freezes = _freezes(rows, invoke_time, nodes)

@@ -150,6 +150,9 @@ def summary_text(record: dict[str, Any]) -> str:
         extra = f" [{c['reproduced']}]" if c.get("reproduced") else ""
         lines.append(f"  {c['status']:>11}  {c['scenario']}  seed {c['seed']}{extra}")
         lines += [f"               - {s}" for s in (c.get("summaries") or [])[:3]]
+        if c.get("shrink"):
+            where = c["shrink"].get("html", "no shrink.html")
+            lines.append(f"               shrink {c['shrink'].get('status')}: {where}")
         if c.get("why") and c["status"] != INVALID:
             lines.append(f"               ({c['why']})")
     return "\n".join(lines) + "\n"
@@ -159,6 +162,19 @@ def _median(values: list[float]) -> float:
     s = sorted(values)
     mid = len(s) // 2
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def _shrunk(cell: dict[str, Any]) -> str:
+    """The link to a failing cell's shrink (kchaos campaign --shrink-failures), with what the
+    smallest plan kept."""
+    shrink = cell.get("shrink")
+    if not shrink:
+        return ""
+    size = shrink.get("size") or {}
+    kept = f": {size['faults']} fault(s), {size['time_limit']:g} s" if size else ""
+    label = html.escape(f"shrink {shrink.get('status')}{kept}")
+    link = shrink.get("html")
+    return f"<br><small>{f'<a href={html.escape(link)!r}>{label}</a>' if link else label}</small>"
 
 
 def campaign_html(record: dict[str, Any]) -> str:
@@ -201,7 +217,7 @@ def campaign_html(record: dict[str, Any]) -> str:
             secs = f"<br><small>{c['seconds']:.0f} s</small>" if c.get("seconds") else ""
             out.append(
                 f"<td class='v' style='background:{COLOURS.get(c['status'], '#fff')}' "
-                f"title='{esc(title)}'>{body}{secs}</td>"
+                f"title='{esc(title)}'>{body}{secs}{_shrunk(c)}</td>"
             )
         out.append("</tr>")
     out.append("</table></body></html>")

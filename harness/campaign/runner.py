@@ -148,6 +148,7 @@ class Runner:
         parallel: int = 1,
         deflake: int = 0,
         say: Say = print,
+        shrink_runs: int = 0,
         on_cell: Callable[[dict[str, Any]], None] | None = None,
         command: list[str] | None = None,
         cli: list[str] | None = None,
@@ -157,6 +158,8 @@ class Runner:
         self.record = record
         self.slots = slots(campaign, parallel)
         self.deflake = deflake
+        # Runs each invalid cell's `kchaos shrink` may make once every cell has run (0: none).
+        self.shrink_runs = shrink_runs
         self.say = say
         self.on_cell = on_cell
         self.stopping = threading.Event()
@@ -187,6 +190,8 @@ class Runner:
                     cell, slot = running.pop(future)
                     free.append(slot)
                     future.result()
+            if self.shrink_runs:
+                self._shrink_failures()
         if not self.stopping.is_set():
             self.record["finished"] = _now()
         self._write()
@@ -279,6 +284,60 @@ class Runner:
             if (run_dir / "report.html").is_file():
                 outcome["report"] = str((run_dir / "report.html").relative_to(self.directory))
         return outcome
+
+    # Shrinking the failures ------------------------------------------------------------------
+    def _shrink_failures(self) -> None:
+        """`kchaos shrink` of each invalid cell's run, one at a time on the first slot's
+        cluster, each its own process (as a cell is) bounded by ``shrink_runs`` runs; the
+        cell's record links its shrink.html. A resumed campaign skips the cells shrunk."""
+        slot = self.slots[0]
+        for cell in self.record["cells"]:
+            if self.stopping.is_set():
+                return
+            if cell["status"] != INVALID or not cell.get("run_dir") or cell.get("shrink"):
+                continue
+            run_dir = self.directory / cell["run_dir"]
+            self._wait_for_cluster(slot)
+            self._note_made(slot)
+            self.say(f"cell {cell['id']}: shrinking {cell['run_dir']}")
+            before = set(run_dir.parent.glob("shrink-*"))
+            command = [
+                *self.cli, "shrink", str(run_dir), "--no-progress",
+                "--max-runs", str(self.shrink_runs),
+                "--cluster", slot.cluster, "--subnet", slot.subnet,
+            ]  # fmt: skip
+            with open(run_dir.parent / "shrink.log", "ab") as log:
+                proc = subprocess.Popen(
+                    command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )  # fmt: skip
+                with self._lock:
+                    self._procs[f"shrink {cell['id']}"] = proc
+                try:
+                    code = proc.wait()
+                finally:
+                    with self._lock:
+                        self._procs.pop(f"shrink {cell['id']}", None)
+            made = sorted(set(run_dir.parent.glob("shrink-*")) - before)
+            shrunk = _json(made[-1] / "shrink.json") if made else {}
+            with self._lock:
+                cell["shrink"] = {
+                    "exit_code": code,
+                    "status": shrunk.get("status", "error"),
+                    "runs": shrunk.get("runs", 0),
+                    "best": shrunk.get("best"),
+                }
+                if made:
+                    cell["shrink"]["html"] = str(
+                        (made[-1] / "shrink.html").relative_to(self.directory)
+                    )
+                    best = next(
+                        (c for c in shrunk.get("candidates", []) if c["id"] == shrunk.get("best")),
+                        None,
+                    )
+                    if best is not None:
+                        cell["shrink"]["size"] = best.get("size")
+                self._write()
 
     # Clusters between cells -------------------------------------------------------------------
     def _wait_for_cluster(self, slot: Slot) -> None:

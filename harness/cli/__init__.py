@@ -35,6 +35,7 @@ from harness.cli.history_cli import history_command
 from harness.cli.hosts_cli import hosts
 from harness.cli.nemeses_cli import nemeses
 from harness.cli.run_cli import heal, run
+from harness.cli.shrink_cli import shrink
 from harness.console import console, err_console, say
 from harness.exit_codes import (
     BAD_INPUT_EXIT,
@@ -224,6 +225,7 @@ def setup(versions: tuple[str, ...]) -> None:
 main.add_command(cluster)
 main.add_command(run)
 main.add_command(campaign)
+main.add_command(shrink)
 main.add_command(heal)
 main.add_command(hosts)
 main.add_command(nemeses)

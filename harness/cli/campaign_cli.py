@@ -86,6 +86,16 @@ from harness.spec import SpecError
     default=None,
     help="After the campaign, keep only the newest N campaigns of this name.",
 )
+@click.option(
+    "--shrink-failures",
+    "shrink_runs",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    metavar="MAX_RUNS",
+    help="After the cells, `kchaos shrink` each invalid cell's run with at most MAX_RUNS runs "
+    "(0: none); campaign.html links each shrink.html (docs/shrink.md).",
+)
 @click.option("--no-progress", is_flag=True, help="No progress bar (logs, CI).")  # fmt: skip
 def campaign(
     spec_file: str | None,
@@ -97,6 +107,7 @@ def campaign(
     deflake: int,
     parallel: int,
     keep_last: int | None,
+    shrink_runs: int,
     no_progress: bool,
 ) -> None:
     """Runs every cell of a campaign spec's matrix (Jepsen's test-all), one after another.
@@ -146,7 +157,7 @@ def campaign(
         directory = campaign_dir(Path(results_dir), camp.name)
         record = new_record(camp, source)
     say(f"campaign {camp.name}: {len(camp.cells)} cells; results in {directory}")
-    code = _run(camp, directory, record, parallel, deflake, no_progress)
+    code = _run(camp, directory, record, parallel, deflake, no_progress, shrink_runs)
     if keep_last is not None:
         prune(Path(results_dir), camp.name, keep_last, say)
     console.print(escape((directory / "summary.txt").read_text()), highlight=False, end="")
@@ -154,10 +165,20 @@ def campaign(
     sys.exit(code)
 
 
-def _run(camp: Any, directory: Path, record: dict, parallel: int, deflake: int, quiet: bool) -> int:
+def _run(
+    camp: Any,
+    directory: Path,
+    record: dict,
+    parallel: int,
+    deflake: int,
+    quiet: bool,
+    shrink_runs: int = 0,
+) -> int:
     todo = sum(c["status"] not in FINAL for c in record["cells"])
     if quiet or not console.is_terminal:
-        return Runner(camp, directory, record, parallel, deflake, say=say).run()
+        return Runner(
+            camp, directory, record, parallel, deflake, say=say, shrink_runs=shrink_runs
+        ).run()
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -179,6 +200,15 @@ def _run(camp: Any, directory: Path, record: dict, parallel: int, deflake: int, 
         def tell(message: str) -> None:
             progress.console.print(f"[dim]·[/dim] {escape(message)}", highlight=False)
 
-        code = Runner(camp, directory, record, parallel, deflake, say=tell, on_cell=on_cell).run()
+        code = Runner(
+            camp,
+            directory,
+            record,
+            parallel,
+            deflake,
+            say=tell,
+            on_cell=on_cell,
+            shrink_runs=shrink_runs,
+        ).run()
     say(f"campaign took {time.monotonic() - started:.0f} s")
     return code

@@ -62,7 +62,7 @@ def release_version(docker_client, tmp_path_factory):
         features="dry-run:release-version=4.0,release-version=4.0",
         nemesis=["kill"],
         nemesis_interval=10,
-        time_limit=90,
+        time_limit=50,
     )
 
 

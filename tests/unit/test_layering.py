@@ -196,14 +196,17 @@ def test_checker_families_import_no_entry_or_report_and_reports_no_family():
 
 # harness/ inside (harness/__init__.py): its root (spec, plan, console, exit_codes, signals) is
 # what the rooms share and imports none of them; a run imports no command and no campaign; a
-# campaign runs each cell as a `kchaos run` process, so it imports no run and no command; the
+# campaign runs each cell as a `kchaos run` process, so it imports no run and no command (nor
+# does a shrink, which replays each candidate so); the
 # commands (cli/) may import any room.
-HARNESS_ROOMS = ("cli", "run", "campaign")
+HARNESS_ROOMS = ("cli", "run", "campaign", "shrink")
 HARNESS_MAY_IMPORT = {
     "root": {"root"},
     "run": {"root", "run"},
     "campaign": {"root", "campaign"},
-    "cli": {"root", "run", "campaign", "cli"},
+    # A shrink replays each candidate as a `kchaos run` process, as a campaign runs a cell.
+    "shrink": {"root", "shrink"},
+    "cli": {"root", "run", "campaign", "shrink", "cli"},
 }
 
 

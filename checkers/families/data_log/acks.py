@@ -170,7 +170,7 @@ def _finding(s: Suspect, sends: Sends, logs: dict[str, DataLog]) -> Finding:
             f"{'the same' if same else 'another'} process ({other_op.process}), "
             f"outcome {fate}"
         )
-        abort = _abort_after(logs, batch)
+        abort = _abort_after(batch)
         if abort is not None:
             words.append(f"its transaction's ABORT marker follows ({abort.cite()})")
         if same:
@@ -197,17 +197,19 @@ def _finding(s: Suspect, sends: Sends, logs: dict[str, DataLog]) -> Finding:
     )
 
 
-def _abort_after(logs: dict[str, DataLog], batch: Batch) -> Batch | None:
-    """The first marker of the batch's producer after it, in the batch's own log, when that
-    marker is an ABORT."""
-    log = logs.get(batch.node)
-    if log is None:
+def _abort_after(batch: Batch) -> Batch | None:
+    """The first marker of the batch's producer after it, in the batch's own log, when the
+    batch is transactional and that marker, of its epoch or a later one (KIP-890's markers
+    carry the bumped epoch), is an ABORT: an idempotent batch outside a transaction has none."""
+    if not batch.transactional:
         return None
+    log = batch.log
     span = log.rows_of(batch.partition)
     rows = np.arange(span.start, span.stop)
     later = rows[
         (log.base[rows] > batch.last)
         & (log.producer_id[rows] == batch.producer_id)
+        & (log.producer_epoch[rows] >= batch.producer_epoch)
         & log.control[rows]
     ]
     if not len(later):

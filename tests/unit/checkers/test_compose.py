@@ -142,6 +142,30 @@ def test_compose_applies_the_writers_tolerances_once_and_keeps_registry_order():
     assert not jepsen.findings[0].unknown and jepsen.findings[1].tolerated
 
 
+def test_a_later_checkers_replacement_stands_for_the_finding_it_judged():
+    lost, other = _finding("lost-write"), Finding("lost-write", 1, (2,), "y")
+    judged = _finding("lost-write-power-loss-documented", tolerated="documented")
+    results = {
+        "queue": CheckerResult([lost, other], checked=True),
+        "durability": CheckerResult([judged], replaces=[lost]),
+    }
+    assert compose(results, REWIND, None).findings == [other, judged]
+
+
+class Replaces(Reads):
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        return CheckerResult(replaces=[_finding("lost-write")])
+
+
+def test_a_checker_replaces_only_findings_of_checkers_it_reads(tmp_path):
+    queue = type("Q", (Reads,), {"check": lambda self, i: CheckerResult([_finding("lost-write")])})
+    stray = pytest.raises(RuntimeError, match="replaces findings no checker it reads reported")
+    with RunInputs.open(make_run(tmp_path)) as inputs, stray:
+        run_checkers([queue("q", Needs()), Replaces("r", Needs())], inputs)
+    with RunInputs.open(make_run(tmp_path)) as inputs:
+        run_checkers([queue("q", Needs()), Replaces("r", Needs(after=("q",)))], inputs)
+
+
 def test_nobody_judging_anything_says_so():
     run = compose({"a": CheckerResult(notes=["a1"])}, REWIND, None)
     assert not run.checked and run.notes[0] == "a1" and "nothing to check" in run.notes[1]

@@ -298,6 +298,22 @@ def test_an_ack_naming_another_writes_offset_is_a_loss_explained_by_the_batch_th
 
 
 @pytest.mark.parametrize(
+    "held",
+    [
+        B(1000, 1, values=(2000079,), txn=False),  # idempotent, in no transaction
+        B(1000, 1, values=(2000079,)),  # the ABORT below ended the session's epoch-0 transaction
+    ],
+)
+def test_only_a_marker_that_can_end_the_batchs_transaction_is_named_as_its_abort(held):
+    # Hypothesis found the first: the marker was named for a batch outside any transaction.
+    log = [B(1000, 0, values=(1000060,)), held, B(1000, 0, marker="ABORT"), B(2, 1, values=(9,))]
+    result = check_data_logs(DataLogRead(logs(n1={5: log})), _reused_rows())
+    [f] = [f for f in result.findings if f.kind == "acked-offset-holds-other-write"]
+    assert "has 2000079 there" in f.explanation
+    assert "ABORT marker" not in f.explanation
+
+
+@pytest.mark.parametrize(
     "case",
     ["value there", "held elsewhere", "offset past the logs", "one log has it", "marker"],
 )

@@ -89,6 +89,28 @@ def test_high_watermark_may_restart_lower_after_the_node_was_killed():
     assert "epoch-regression" in kinds(h)
 
 
+def test_a_power_loss_excuses_no_lost_epoch_but_a_corruption_does():
+    # KRaft fsyncs quorum-state and its log: a node that lost power restarts with its epoch.
+    # The record names dropped files, `.deleted` ones among them, which is no erased disk.
+    dropped = {"n1": {"files": {"data/t-0/00000000000000000000.log.deleted": 10}, "names": []}}
+    lost = {"kind": "power-loss", "targets": ["n1"], "dropped": dropped}
+    h = (
+        H()
+        .observe("n1", **follower(7, 2, hw=40))
+        .nemesis("start-disk", lost)
+        .observe("n1", **follower(6, 2, hw=41))
+    )
+    assert kinds(h) == ["epoch-regression"]
+    corrupt = {"kind": "corrupt", "targets": ["n1"], "file": "__cluster_metadata-0/quorum-state"}
+    h = (
+        H()
+        .observe("n1", **follower(7, 2, hw=40))
+        .nemesis("start-disk", corrupt)
+        .observe("n1", **follower(6, 2, hw=41))
+    )
+    assert findings(h) == []
+
+
 def _deposed_while_stopped(h, stopped="n1", rounds=20):
     """n1 leads epoch 5; while `stopped` is frozen, n2 leads epoch 6 for `rounds` × 0.4 s; n1
     then resumes and its first sample still shows the old epoch (Kafka's gauges lag)."""

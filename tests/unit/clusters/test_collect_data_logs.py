@@ -20,6 +20,7 @@ from tests.unit.checkers.datalogs import B, segment_spec
 from tests.unit.clusters.test_capabilities import INFO, FakeCluster, FilesAndLogs
 
 needs_jdk = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK")
+CHECKPOINT = "0\n2\nkchaos-queue 0 3\nkchaos-queue 1 1\n"
 PARTS = {0: [B(7, 0, values=(1, 2)), B(7, 0, marker="COMMIT")], 1: [B(8, 0, values=(3,))]}
 
 
@@ -27,10 +28,12 @@ class WithSegments(FilesAndLogs):
     """A broker whose data directory holds `source/<topic>-<p>/*.log`."""
 
     source: Path
+    copied: list[str]  # every broker's copies, in order, shared
 
     def copy_files_out(
         self, paths: Sequence[str], dest: Path, keep: Callable[[str], bool]
     ) -> list[Path]:
+        self.copied.extend(f"{self.spec.name}:{Path(p).name}" for p in paths)
         out = []
         for path in paths:
             here = self.source / Path(path).name
@@ -46,10 +49,16 @@ class WithSegments(FilesAndLogs):
 def _cluster(tmp_path: Path, dist) -> FakeCluster:
     source = tmp_path / "segments"
     write_segments(dist, source, segment_spec(PARTS, topic="kchaos-queue"))
+    # The log directory's own files: the high watermarks, beside files nobody collects here.
+    (source / "data").mkdir()
+    (source / "data" / "replication-offset-checkpoint").write_text(CHECKPOINT)
+    (source / "data" / "recovery-point-offset-checkpoint").write_text(CHECKPOINT)
     handles = {}
+    copied: list[str] = []
     for spec in INFO.topology.nodes:
         node = WithSegments(spec)
         node.source = source
+        node.copied = copied
         handles[spec.name] = node
     cluster = FakeCluster(handles)
     cluster.dist = lambda info: dist  # type: ignore[method-assign]
@@ -70,13 +79,20 @@ def _dist():
 @needs_jdk
 def test_every_brokers_segments_are_copied_and_decoded(tmp_path):
     said: list[str] = []
-    collect_data_logs(_cluster(tmp_path, _dist()), INFO, tmp_path / "run", said.append)  # type: ignore[arg-type]
+    cluster = _cluster(tmp_path, _dist())
+    collect_data_logs(cluster, INFO, tmp_path / "run", said.append)  # type: ignore[arg-type]
     data = tmp_path / "run" / "data"
     assert sorted(p.name for p in data.glob("*.decoded.json")) == [
         "n1.decoded.json", "n2.decoded.json", "n3.decoded.json"
     ]  # fmt: skip
     assert not list(data.glob("*.txt"))
     assert (data / "n2-raw" / "kchaos-queue-1" / "00000000000000000000.log").is_file()
+    assert (data / "n2-raw" / "replication-offset-checkpoint").read_text() == CHECKPOINT
+    assert not list(data.glob("*-raw/recovery-point-offset-checkpoint"))
+    # Every checkpoint before any segment: each high watermark is below its log's end as copied.
+    copied = next(iter(cluster.nodes(INFO).values())).copied  # type: ignore[attr-defined]
+    firsts = [i for i, c in enumerate(copied) if c.endswith(":data")]
+    assert len(firsts) == 3 and max(firsts) < min(i for i, c in enumerate(copied) if "queue" in c)
     logs = read_data_logs(data)
     assert [list(log.values) for log in logs.values()] == [[1, 2, 3]] * 3
     assert said == [f"collected data partition logs into {data}"]

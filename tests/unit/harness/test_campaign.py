@@ -375,3 +375,40 @@ def test_before_each_cell_on_hosts_the_cluster_is_taken_down_there(tmp_path, mon
     assert calls.read_text().splitlines() == [
         "cluster down", "run --spec", "cluster down", "run --spec",
     ]  # fmt: skip
+
+
+FAKE_SHRINK = """
+import json, sys
+from pathlib import Path
+Path(sys.argv[0]).with_name("shrink-args.txt").write_text(" ".join(sys.argv[1:]))
+run_dir = Path(sys.argv[2])
+d = run_dir.parent / "shrink-20261128T000000"
+d.mkdir()
+best = {"id": "c0002", "size": {"faults": 1, "time_limit": 12.0}}
+(d / "shrink.json").write_text(json.dumps({"status": "done", "runs": 4, "best": "c0002",
+                                           "candidates": [best]}))
+(d / "shrink.html").write_text("<html></html>")
+"""
+
+
+def test_shrink_failures_shrinks_each_invalid_cell_and_links_it(tmp_path, monkeypatch):
+    """After the cells, the stand-in `kchaos shrink` runs on the invalid cell's run only, with
+    the budget and the slot's cluster; the record and campaign.html link its shrink.html."""
+    script = tmp_path / "fake_shrink.py"
+    script.write_text(FAKE_SHRINK)
+    record, code = _fake_campaign(
+        tmp_path,
+        monkeypatch,
+        {"queue": [1], "admin": [0]},
+        shrink_runs=5,
+        cli=[sys.executable, str(script)],
+    )
+    failing, fine = record["cells"]
+    assert code == 1 and "shrink" not in fine
+    assert failing["shrink"]["status"] == "done" and failing["shrink"]["size"]["faults"] == 1
+    args = (tmp_path / "shrink-args.txt").read_text().split()
+    assert args[:2] == ["shrink", str(tmp_path / "c" / failing["run_dir"])]
+    assert args[args.index("--max-runs") + 1] == "5" and "--cluster" in args
+    page = (tmp_path / "c" / "campaign.html").read_text()
+    assert f"href='{failing['shrink']['html']}'" in page and "1 fault(s), 12 s" in page
+    assert "shrink done" in (tmp_path / "c" / "summary.txt").read_text()

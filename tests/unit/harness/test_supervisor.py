@@ -108,9 +108,7 @@ def test_a_child_hung_past_its_phase_budget_is_killed_and_the_run_ends(tmp_path,
         raise AssertionError("not reached")
 
     run = StandIn(tmp_path, body)
-    started = time.monotonic()
     result = run_supervised(run)
-    assert time.monotonic() - started < 30
     crashed = _run_json(run)["crashed"]
     assert crashed["where"] == "final reads" and crashed["hang"]["budget_s"] == 1.0
     assert crashed["signal"] == "SIGKILL" and result.exit_code == CRASHED_RUN_EXIT

@@ -1,0 +1,154 @@
+"""`kchaos shrink` end to end without Kafka: every try a process of a stand-in `kchaos run
+--replay` (shrink_fake_run.py: fails exactly when the plan starts a kill), through the real
+runner (harness/shrink/replay.py), the record, plan.min.json and shrink.html; and the one
+line each kind of bad input gets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.plan import build_plan, load_plan
+from harness.shrink import replay
+from harness.shrink.candidates import fault_units
+from harness.spec import RunSpec, validate
+
+FAKE = Path(__file__).with_name("shrink_fake_run.py")
+CHROMIUM = shutil.which("chromium")
+
+
+def _failing_run(tmp: Path, findings: list[dict] | None = None) -> Path:
+    spec = RunSpec.of(
+        nemesis=["partition", "kill", "pause", "clock", "packet"],
+        time_limit=60.0,
+        nemesis_interval=5.0,
+    )
+    run_dir = tmp / "results" / "queue" / "20261128T000000-7"
+    run_dir.mkdir(parents=True)
+    (run_dir / "plan.json").write_text(build_plan(validate(spec), 7).to_json())
+    if findings is None:
+        findings = [{"kind": "lost-write", "explanation": "42 acknowledged, never read"}]
+    status = "invalid" if findings else "valid"
+    (run_dir / "results.json").write_text(json.dumps({"status": status, "findings": findings}))
+    return run_dir
+
+
+@pytest.fixture
+def fake_runs(monkeypatch):
+    monkeypatch.setattr(
+        "harness.cli.shrink_cli.ReplayRunner",
+        partial(replay.ReplayRunner, cli=[sys.executable, str(FAKE)]),
+    )
+
+
+def _shrink(*args: str):
+    return CliRunner().invoke(main, ["shrink", *args], catch_exceptions=False)
+
+
+def test_a_failing_run_shrinks_to_its_one_kill_through_real_replay_processes(tmp_path, fake_runs):
+    run_dir = _failing_run(tmp_path)
+    result = _shrink(str(run_dir), "--no-progress", "--tries", "2", "--confirm", "2")
+    assert result.exit_code == 0, result.output
+    (directory,) = run_dir.parent.glob("shrink-*")
+    best = load_plan(directory / "plan.min.json")
+    (unit,) = fault_units(best.faults)
+    assert best.faults[unit[0]].fault == "kill"
+    record = json.loads((directory / "shrink.json").read_text())
+    assert record["status"] == "done" and record["kinds"] == ["lost-write"]
+    assert len(record["original"]["runs"]) == 2
+    assert record["confirmed"]["of"] == record["best"] and len(record["confirmed"]["runs"]) == 2
+    # Every try is a run directory under its candidate's folder, beside the plan it replayed.
+    for c in record["candidates"]:
+        for r in c["runs"]:
+            assert (directory / r["run_dir"] / "results.json").is_file()
+            assert r["run_dir"].startswith(c["id"] + "/")
+        assert (directory / c["id"] / "plan.json").is_file()
+    assert "original reproduced in 2 of 2 replays" in result.output
+    assert "it reproduced in 2 of 2 --confirm runs" in result.output
+    page = (directory / "shrink.html").read_text()
+    assert "Minimal plan" in page and page.count("<rect") >= 2
+
+
+def test_resume_of_a_finished_shrink_runs_nothing_again(tmp_path, fake_runs):
+    run_dir = _failing_run(tmp_path)
+    assert _shrink(str(run_dir), "--no-progress", "--confirm", "0").exit_code == 0
+    (directory,) = run_dir.parent.glob("shrink-*")
+    before = json.loads((directory / "shrink.json").read_text())
+    result = _shrink("--resume", str(directory), "--no-progress")
+    assert result.exit_code == 0, result.output
+    after = json.loads((directory / "shrink.json").read_text())
+    assert after["runs"] == before["runs"] and after["best"] == before["best"]
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda t: t / "nowhere", "not a run directory (no such folder)"),
+        (lambda t: t, "not a run directory (no plan.json)"),
+        (lambda t: _with(t, "plan.json", "{not json"), "plan is not valid JSON"),
+        (lambda t: _without(_failing_run(t), "results.json"), "no readable results.json"),
+        (lambda t: _failing_run(t, findings=[]), "no failing finding to shrink"),
+        (
+            lambda t: _failing_run(t, [{"kind": "duplicate", "tolerated": "subscribe"}]),
+            "no failing finding to shrink",
+        ),
+    ],
+)
+def test_bad_input_gets_one_line(tmp_path, make, says):
+    result = _shrink(str(make(tmp_path)))
+    assert result.exit_code == 254
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], result.output
+
+
+def test_a_kind_the_run_did_not_fail_with_is_refused(tmp_path):
+    result = _shrink(str(_failing_run(tmp_path)), "--kind", "G1c")
+    assert result.exit_code == 254
+    assert "--kind G1c: not a failing kind" in result.output and "lost-write" in result.output
+
+
+def _with(folder: Path, name: str, text: str) -> Path:
+    (folder / name).write_text(text)
+    return folder
+
+
+def _without(folder: Path, name: str) -> Path:
+    (folder / name).unlink()
+    return folder
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs headless Chromium (`apt-get install chromium`)")
+def test_shrink_html_in_a_browser_draws_both_schedules(tmp_path, fake_runs):
+    run_dir = _failing_run(tmp_path)
+    assert _shrink(str(run_dir), "--no-progress", "--confirm", "1").exit_code == 0
+    (directory,) = run_dir.parent.glob("shrink-*")
+    page = directory / "shrink.html"
+    cmd = [CHROMIUM, "--headless=new", "--disable-gpu", f"--user-data-dir={tmp_path / 'p'}"]
+    if os.geteuid() == 0:
+        cmd.append("--no-sandbox")
+    dom = subprocess.run(
+        [*cmd, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
+    )
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # The original's six fault units and the minimal one kill, drawn as bars on one axis.
+    assert len(fault_units(load_plan(run_dir).faults)) == 6
+    assert dom.stdout.count("<rect") == 6 + 1
+    assert "original: 6 fault(s)" in dom.stdout and "1 fault(s)" in dom.stdout
+    shot = subprocess.run(
+        [*cmd, f"--screenshot={tmp_path / 'shrink.png'}", "--window-size=1000,900", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shot.returncode == 0 and (tmp_path / "shrink.png").stat().st_size > 10_000
+    if os.environ.get("KCHAOS_KEEP_SHOT"):
+        shutil.copy(tmp_path / "shrink.png", os.environ["KCHAOS_KEEP_SHOT"])
