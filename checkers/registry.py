@@ -515,7 +515,8 @@ class DurabilityChecker:
 
 class DiskCorruptionChecker:
     """What Kafka did with a file a disk corrupt step damaged: detected it, or served it
-    (checkers/families/disk/); reads the queue checker's findings."""
+    (checkers/families/disk/); reads the queue checker's findings, and replaces those a damage
+    served (CheckerResult.replaces)."""
 
     name = "disk-corruption"
 
@@ -537,7 +538,9 @@ class DiskCorruptionChecker:
             (inputs.generator or {}).get("topic"),
             inputs.header.get("client"),
         )
-        return CheckerResult(judged.findings, judged.notes, judged.checked, judged.stats)
+        return CheckerResult(
+            judged.findings, judged.notes, judged.checked, judged.stats, replaces=judged.replaces
+        )
 
 
 REGISTRY: tuple[Checker, ...] = (

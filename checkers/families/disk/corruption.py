@@ -13,13 +13,14 @@ log directory or of the metadata log).
 - ``corruption-served``: a read after the damage, of a partition it touched, returned what no
   send wrote: a queue finding of the kinds in SERVED_KINDS (a value no send wrote, a value at
   another offset than its send's, an offset holding two values, a value in two places, offsets
-  out of order within one poll) with an op after the damage, or a record in a poll's
-  ``unreadable`` field. Kafka promises a consumer that checks CRCs (``check.crcs``) that "no
-  on-the-wire or on-disk corruption to the messages occurred"; the broker validates CRCs on
-  produce and when it recovers a log, and does not check a batch it serves. So the finding
-  fails a run whose reader checked CRCs (Kafka's Java client, ``check.crcs`` true by default)
-  and is tolerated when it was librdkafka (``check.crcs`` false by default, and kchaos leaves it
-  so): Kafka promised that reader nothing.
+  out of order within one poll) with an op after the damage, which it replaces
+  (``CheckerResult.replaces``: reported once, under the kind that says what Kafka promised), or
+  a record in a poll's ``unreadable`` field. Kafka promises a consumer that checks CRCs
+  (``check.crcs``) that "no on-the-wire or on-disk corruption to the messages occurred"; the
+  broker validates CRCs on produce and when it recovers a log, and does not check a batch it
+  serves. So the finding fails a run whose reader checked CRCs (Kafka's Java client,
+  ``check.crcs`` true by default) and is tolerated when it was librdkafka (``check.crcs`` false
+  by default, and kchaos leaves it so): Kafka promised that reader nothing.
 - ``unreadable-record``: a record of the run's topic in an ``unreadable`` field that no damage
   explains (on a partition no corrupt step had touched yet): a failure, since no send of the
   run wrote such a value.
@@ -132,6 +133,8 @@ class Judged:
     findings: list[Finding]
     notes: list[str]
     stats: dict[str, int]
+    # The queue findings a corruption-served finding stands for (CheckerResult.replaces).
+    replaces: list[Finding] = field(default_factory=list)
 
     @property
     def checked(self) -> bool:
@@ -207,6 +210,7 @@ def judge(
     found = damages(rows, topic)
     tolerated = None if client == "java" else UNCHECKED_CRCS
     out: list[Finding] = []
+    replaces: list[Finding] = []
     served: set[int] = set()  # damages (by position) something was served from
     for f in queue_findings:
         if f.kind not in SERVED_KINDS or not f.ops:
@@ -217,6 +221,7 @@ def judge(
         served.add(found.index(d))
         after = tuple(o for o in f.ops if o > d.invoke)
         out.append(_served(d, f, after, tolerated))
+        replaces.append(f)
     client_errors: list[tuple[dict[str, Any], Damage]] = []
     n_unreadable = 0
     for r in read_rows:
@@ -258,9 +263,8 @@ def judge(
     stats = {"disk_damages": len(found), "disk_damages_detected": detected}
     stats["unreadable_records"] = n_unreadable
     # A run without damages or unreadable records says nothing (results.json keeps its shape).
-    return Judged(
-        out, notes, {k: v for k, v in stats.items() if v or (k == "disk_damages" and found)}
-    )
+    kept = {k: v for k, v in stats.items() if v or (k == "disk_damages" and found)}
+    return Judged(out, notes, kept, replaces)
 
 
 def _served(d: Damage, f: Finding, after: tuple[int, ...], tolerated: str | None) -> Finding:
