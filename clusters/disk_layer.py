@@ -213,4 +213,7 @@ def ask(node: Exec, *words: str, timeout: float = 60.0) -> dict[str, Any]:
     """Sends a control command to the node's layer and returns its answer (raises
     DiskLayerError when the layer refuses or is not there)."""
     result = node.exec(control(*words), timeout=timeout)
-    return answer(result.stdout or result.stderr, node.name)
+    try:
+        return answer(result.stdout or result.stderr, node.name)
+    except NoAnswer as exc:
+        raise NoAnswer(f"{exc} (exit code {result.exit_code})") from None

@@ -232,14 +232,14 @@ class DiskNemesis:
             if not node.is_running():
                 continue
             try:
-                status = ask(node, "status", timeout=30)
+                status = _again_if_lost(node, "status")
             except DiskLayerError:
                 continue  # not on the layer, or its layer is gone with its JVM
             if not status["powered"]:
                 _kill(node)
                 said.append(f"{node.name}: killed the JVM of a powered-off disk")
             elif status.get("failing"):
-                cleared = ask(node, "heal", timeout=30)["cleared"]
+                cleared = _again_if_lost(node, "heal")["cleared"]
                 said.append(f"{node.name}: cleared {cleared} disk fail rule(s)")
         return said + [f"{n}: started exited node" for n in restart_exited(ctx)]
 
@@ -250,7 +250,7 @@ def _kafka_nodes(ctx: FaultContext) -> list[Controllable]:
 
 def _on_layer(node: Controllable) -> None:
     try:
-        ask(node, "ping")
+        _again_if_lost(node, "ping")
     except DiskLayerError as exc:
         raise NemesisError(
             f"{node.name} is not on the disk layer (run with --disk-layer): {exc}"
@@ -278,7 +278,8 @@ def _fill(running: list[Controllable]) -> dict[str, Any]:
         # A Kafka node's log directory (the metadata log is in it); a ZooKeeper's whole dataDir.
         prefix = () if node.spec.is_zookeeper else (_data_prefix(node),)
         try:
-            return {"failing": ask(node, "fail", "write", "ENOSPC", *prefix)["failing"]}
+            # Asked again if the answer is lost: a second rule the same is harmless.
+            return {"failing": _again_if_lost(node, "fail", "write", "ENOSPC", *prefix)["failing"]}
         except DiskLayerError as exc:
             return {"error": str(exc)}
 
@@ -304,7 +305,7 @@ def _heal_rules(ctx: FaultContext) -> dict[str, int]:
         if not node.is_running():
             continue
         try:
-            out[node.name] = ask(node, "heal", timeout=30)["cleared"]
+            out[node.name] = _again_if_lost(node, "heal")["cleared"]
         except DiskLayerError:
             continue  # not on the layer, or gone with its JVM meanwhile
     return {n: c for n, c in out.items() if c}
@@ -358,7 +359,7 @@ def _corrupt_one(
     try:
         snapshot = f"kchaos-{seed}"
         if how == ROLLBACK:
-            got["snapshot"] = ask(node, "snapshot", path, snapshot)["size"]
+            got["snapshot"] = _again_if_lost(node, "snapshot", path, snapshot)["size"]
             got["snapshot_wall"] = round(time.time(), 3)
             time.sleep(params["age_s"])
         if params["restart"]:
@@ -422,12 +423,15 @@ def _damage(
 
 
 def _again_if_lost(node: Controllable, *words: str) -> dict[str, Any]:
-    """A command that does the same done twice (a truncation to a size, a rollback), asked
-    again once when its answer was lost."""
-    try:
-        return ask(node, *words)
-    except NoAnswer:
-        return ask(node, *words)
+    """A command that does the same done twice (ping, a truncation to a size, a rollback, a
+    snapshot, heal), asked again when its answer was lost (seen under load: a docker exec whose
+    output never came back), up to three times."""
+    for _ in range(2):
+        try:
+            return ask(node, *words)
+        except NoAnswer:
+            continue
+    return ask(node, *words)
 
 
 def _listing(node: Controllable) -> list[disk_files.Listed]:

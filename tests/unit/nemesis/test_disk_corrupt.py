@@ -172,10 +172,11 @@ def test_a_rollback_puts_back_the_copy_taken_age_s_before(monkeypatch):
     )
 
 
-def test_a_flip_whose_answer_was_lost_is_not_done_again_and_the_byte_is_read_instead():
+def test_a_lost_answer_is_asked_again_but_a_flip_is_not_done_twice_its_byte_is_read():
     ctx = context()
     for node in ctx.nodes.values():
-        node.disk["lose_answer"] = True
+        # ping, asked again, answers at the third try; the flip's answer is lost once.
+        node.disk["lose_answers"] = {"ping": 2, "corrupt": 1}
     got = DiskNemesis().start(ctx, corrupt("meta.properties", "flip", restart=0)[0])
     (name,) = got["targets"]
     hit = got["corrupted"][name]
