@@ -24,6 +24,7 @@ DAMAGED = "corrupted"  # Kafka's own word for an index, snapshot or segment it f
 CHECKPOINT = "checkpoint"  # a checkpoint file Kafka could not read
 STORAGE = "storage"  # a log directory failed (I/O error, full disk) or went offline
 FATAL = "fatal"  # the process gave up (halt, exit, fatal error)
+STRAY = "stray"  # a partition's log Kafka set aside as not the topic's (a topic id that differs)
 NAMES_FILE = "names-file"  # a warning or error naming the file the fault touched
 ERROR = "error"  # context only: an error line that matches none of the above
 # Lines with any of these say Kafka noticed a damaged file or a failed disk.

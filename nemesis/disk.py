@@ -437,10 +437,15 @@ def _again_if_lost(node: Controllable, *words: str) -> dict[str, Any]:
 def _listing(node: Controllable) -> list[disk_files.Listed]:
     """The node's files under its mountpoint, from the layer's backing directory."""
     root = f"{mount_of(node.spec).state_dir}/root"
-    result = node.exec(["find", root, "-type", "f", "-printf", "%P\\t%s\\t%b\\n"], timeout=60)
-    if result.exit_code != 0 and not result.stdout:
-        raise NemesisError(f"{node.name}: cannot list {root}: {result.stderr.strip()[-200:]}")
-    return disk_files.parse_listing(result.stdout)
+    for _ in range(3):
+        result = node.exec(["find", root, "-type", "f", "-printf", "%P\\t%s\\t%b\\n"], timeout=60)
+        files = disk_files.parse_listing(result.stdout)
+        # A Kafka node always holds meta.properties: nothing listed is an exec whose output was
+        # lost (seen under load), asked again.
+        if files:
+            return files
+    detail = result.stderr.strip()[-200:] or f"nothing listed (exit code {result.exit_code})"
+    raise NemesisError(f"{node.name}: cannot list {root}: {detail}")
 
 
 def _stop(node: Controllable) -> float:

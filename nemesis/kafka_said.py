@@ -27,6 +27,7 @@ from history.disk_faults import (
     INVALID_MESSAGES,
     NAMES_FILE,
     STORAGE,
+    STRAY,
 )
 
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -50,6 +51,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"log dirs? .*(have|has) failed|LogDirFailureChannel|offline log dir"
         ),
     ),
+    # 4.x: "Log in /var/lib/kafka/data/kchaos-queue-0 marked stray and renamed to ...-stray".
+    (STRAY, re.compile(r"marked stray|[Ss]tray (log|replica|partition)")),
     (
         FATAL,
         re.compile(

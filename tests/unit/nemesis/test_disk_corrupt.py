@@ -401,3 +401,23 @@ def test_a_fatal_fault_is_kept_with_the_exception_that_says_why():
     got = kafka_said.scan(text)
     assert [labels for labels, _ in got["lines"]] == [["fatal"], ["error"], ["error"]]
     assert "requested truncation to offset 16" in got["lines"][1][1]
+
+
+def test_a_stray_log_is_kafka_noticing_a_partition_metadata_it_cannot_match():
+    # 4.4 after a flipped bit in the topic id of partition.metadata, restarted.
+    line = (
+        "[2026-11-28 11:42:23,876] WARN Log in /var/lib/kafka/data/kchaos-queue-0 marked stray "
+        "and renamed to /var/lib/kafka/data/kchaos-queue-0.60c60b7662994db18f7e039c5321f777-stray "
+        "(org.apache.kafka.storage.internals.log.LogManager)"
+    )
+    assert kafka_said.labels(line) == ["stray"]
+
+
+def test_an_empty_listing_is_asked_again_and_then_refused():
+    ctx = context()
+    for node in ctx.nodes.values():
+        node.disk["files"] = {}
+    got = DiskNemesis().start(ctx, corrupt("log", "flip", restart=0)[0])
+    (name,) = got["targets"]
+    assert "nothing listed (exit code 0)" in got["failed"][name]["error"]
+    assert sum(c[0] == "find" for c in ctx.nodes[name].commands) == 3
