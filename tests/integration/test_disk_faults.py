@@ -1,4 +1,4 @@
-"""The disk package's corrupt and disk-full kinds for real: one short run on Kafka 4.4 (three
+"""The disk package's corrupt and disk-full kinds for real: one 24 s run on Kafka 4.4 (three
 nodes on the disk layer) with a full disk on one node, then a bit flipped in a segment of
 another whose JVM is killed after it (plan.json's parameters set, as editing a stored plan and
 replaying it does), checked as `kchaos run` checks it; and, on the cluster it kept, `kchaos
@@ -47,6 +47,8 @@ def _heal_after_a_death(dc: DockerCluster) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def done(docker_client, tmp_path_factory) -> Finished:
+    # disk-full 4-8 s, corrupt 12-16 s; each stop waits for the node it starts (the full disk's
+    # stop takes ~10 s), so the corrupt steps run late: 24 s leaves room for both.
     return quiet_run(
         docker_client,
         NAME,
@@ -54,7 +56,7 @@ def done(docker_client, tmp_path_factory) -> Finished:
         3,
         tmp_path_factory.mktemp("disk-faults"),
         version="4.4",
-        time_limit=18,
+        time_limit=24,
         nemesis=["disk:corrupt@one", "disk:disk-full@one"],
         nemesis_interval=4,
         keep_cluster=True,
