@@ -562,8 +562,9 @@ KINDS: tuple[Kind, ...] = (
             DEPENDS,
             DEPENDS,
             "a failure when the reader checked CRCs (header client java: Kafka's consumer, "
-            "check.crcs true by default), tolerated when it was librdkafka (check.crcs false by "
-            "default); disk/corruption.py UNCHECKED_CRCS",
+            "check.crcs true by default) unless only offsets differ (a base offset, outside the "
+            "CRC), tolerated when it was librdkafka (check.crcs false by default); "
+            "disk/corruption.py UNCHECKED_CRCS, UNCOVERED_HEADER",
         ),
     ),
     Kind("corruption-detected", DISK, disk_corruption.DETECTED_RULE, "kchaos", ALWAYS),

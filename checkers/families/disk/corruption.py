@@ -15,12 +15,15 @@ log directory or of the metadata log).
   another offset than its send's, an offset holding two values, a value in two places, offsets
   out of order within one poll) with an op after the damage, which it replaces
   (``CheckerResult.replaces``: reported once, under the kind that says what Kafka promised), or
-  a record in a poll's ``unreadable`` field. Kafka promises a consumer that checks CRCs
-  (``check.crcs``) that "no on-the-wire or on-disk corruption to the messages occurred"; the
-  broker validates CRCs on produce and when it recovers a log, and does not check a batch it
-  serves. So the finding fails a run whose reader checked CRCs (Kafka's Java client,
-  ``check.crcs`` true by default) and is tolerated when it was librdkafka (``check.crcs`` false
-  by default, and kchaos leaves it so): Kafka promised that reader nothing.
+  a record in a poll's ``unreadable`` field; and a ``lost-write`` whose acknowledged offset such
+  a read was handed damaged (the same record, changed), which it replaces too. Kafka promises a
+  consumer that checks CRCs (``check.crcs``) that "no on-the-wire or on-disk corruption to the
+  messages occurred"; the broker validates CRCs on produce and when it recovers a log, and
+  does not check a batch it serves. So the finding fails a run whose reader checked CRCs
+  (Kafka's Java client, ``check.crcs`` true by default), unless the values read were sent there
+  and only their offsets differ (OFFSET_ONLY: a damaged base offset, which the CRC does not
+  cover); and is tolerated when it was librdkafka (``check.crcs`` false by default, and kchaos
+  leaves it so): Kafka promised that reader nothing.
 - ``unreadable-record``: a record of the run's topic in an ``unreadable`` field that no damage
   explains (on a partition no corrupt step had touched yet): a failure, since no send of the
   run wrote such a value.
@@ -88,6 +91,17 @@ UNREADABLE_RULE = (
 UNCHECKED_CRCS = (
     "the reader was librdkafka, whose check.crcs defaults to false (kchaos leaves it so): Kafka "
     "promises to detect on-disk corruption only to a consumer that checks CRCs"
+)
+# Queue kinds whose reads may have returned values sent to that partition, only at other
+# offsets (when no value-level finding names the same read): what a damaged base offset serves,
+# a batch header field the CRC does not cover (it starts at the attributes).
+OFFSET_ONLY = frozenset(
+    {"duplicate", "inconsistent-offsets", "int-poll-skip", "int-nonmonotonic-poll"}
+)
+UNCOVERED_HEADER = (
+    "the values read were sent to this partition and only their offsets differ, which a damaged "
+    "base offset explains: a batch header field its CRC does not cover, so a consumer that "
+    "checks CRCs is promised nothing about it"
 )
 
 
@@ -208,10 +222,14 @@ def judge(
     handed; ``client`` is the history header's (``java``, or None for librdkafka)."""
     rows = list(disk_rows)
     found = damages(rows, topic)
-    tolerated = None if client == "java" else UNCHECKED_CRCS
+    checked = client == "java"
+    tolerated = None if checked else UNCHECKED_CRCS
     out: list[Finding] = []
     replaces: list[Finding] = []
     served: set[int] = set()  # damages (by position) something was served from
+    queue_findings = list(queue_findings)
+    # Reads handed a value no send wrote to that partition: not a shifted offset.
+    wrong_values = {o for f in queue_findings if f.kind not in OFFSET_ONLY for o in f.ops}
     for f in queue_findings:
         if f.kind not in SERVED_KINDS or not f.ops:
             continue
@@ -220,8 +238,16 @@ def judge(
             continue
         served.add(found.index(d))
         after = tuple(o for o in f.ops if o > d.invoke)
-        out.append(_served(d, f, after, tolerated))
+        shifted = f.kind in OFFSET_ONLY and not wrong_values.intersection(after)
+        why = UNCOVERED_HEADER if checked and shifted else tolerated
+        out.append(_served(d, f, after, why))
         replaces.append(f)
+    # (key, offset) -> the damage whose read there was handed what no send wrote.
+    damaged_at: dict[tuple[int, int], Damage] = {}
+    for f in queue_findings:
+        d = latest(found, f.key, max(f.ops)) if f.kind == "garbage-read" and f.ops else None
+        if d is not None and isinstance(f.data.get("offset"), int) and f.key is not None:
+            damaged_at[(f.key, f.data["offset"])] = d
     client_errors: list[tuple[dict[str, Any], Damage]] = []
     n_unreadable = 0
     for r in read_rows:
@@ -249,6 +275,24 @@ def judge(
             else:
                 served.add(at)
                 out.append(_served_unreadable(found[at], r, recs, tolerated))
+                for rec in recs:
+                    if isinstance(rec[0], int) and isinstance(rec[1], int):
+                        damaged_at[(rec[0], rec[1])] = found[at]
+    # A write whose record was read back damaged is lost the same way: the finding of the read
+    # stands for the lost write too.
+    lost_values: dict[int | None, set[Any]] = {}
+    for f in queue_findings:
+        offset = f.data.get("offset")
+        d = damaged_at.get((f.key, offset)) if f.kind == "lost-write" else None  # type: ignore[arg-type]
+        if d is not None:
+            out.append(_lost_to_damage(d, f, tolerated))
+            replaces.append(f)
+            lost_values.setdefault(f.key, set()).add(f.data.get("value"))
+    # The queue's `unseen` of a key whose every unseen value is such a lost write says the same.
+    for f in queue_findings:
+        values = f.data.get("values")
+        if f.kind == "unseen" and values and set(values) <= lost_values.get(f.key, set()):
+            replaces.append(f)
     notes = []
     detected = 0
     for i, d in enumerate(found):
@@ -276,6 +320,20 @@ def _served(d: Damage, f: Finding, after: tuple[int, ...], tolerated: str | None
         f"handed what no send wrote there ({f.kind}: {f.explanation}). Rule: {SERVED_RULE}",
         {"damage": d.op, "node": d.node, "file": d.what.get("path"), "reads": list(after),
          "queue_kind": f.kind, "queue_data": f.data, "rule": SERVED_RULE},
+        tolerated=tolerated,
+    )  # fmt: skip
+
+
+def _lost_to_damage(d: Damage, f: Finding, tolerated: str | None) -> Finding:
+    return Finding(
+        "corruption-served",
+        f.key,
+        (d.op, *f.ops),
+        f"after {d.describe()}, the record acknowledged at offset {f.data.get('offset')} of key "
+        f"{f.key} (value {f.data.get('value')}) was read back as what no send wrote: its loss is "
+        f"the damage ({f.kind}: {f.explanation}). Rule: {SERVED_RULE}",
+        {"damage": d.op, "node": d.node, "file": d.what.get("path"), "queue_kind": f.kind,
+         "queue_data": f.data, "rule": SERVED_RULE},
         tolerated=tolerated,
     )  # fmt: skip
 

@@ -87,7 +87,8 @@ def test_a_record_served_at_another_offset_after_a_flip_is_named_and_tolerated_f
 
 def test_the_same_served_record_fails_the_run_when_the_reader_checked_crcs(tmp_path):
     h = H(client="java").send(0, 1, 10, 0).send(0, 1, 11, 1)
-    h.nemesis("start-disk", start(FLIP)).poll(3, {1: [(0, 10), (0, 11)]})
+    # A flipped value digit: 11 reads as 19, which no send wrote (a byte the CRC covers).
+    h.nemesis("start-disk", start(FLIP)).poll(3, {1: [(0, 10), (1, 19)]})
     verdict = check(run(h, tmp_path), write=False)
     served = [f for f in verdict.findings if f.kind == "corruption-served"]
     assert served and all(f.tolerated is None for f in served)
@@ -175,3 +176,31 @@ def test_a_history_without_disk_steps_says_nothing(tmp_path):
     verdict = check(run(h, tmp_path, topic=None), write=False)
     assert kinds(verdict) == [] and verdict.status == "valid"
     assert "disk_damages" not in verdict.stats
+
+
+def test_under_crc_checks_a_value_served_at_another_offset_is_a_damaged_base_offset():
+    h = H(client="java").send(0, 1, 10, 0).send(0, 1, 11, 1)
+    h.nemesis("start-disk", start(FLIP)).poll(3, {1: [(4194304, 10), (1, 11)]})
+    table = to_table(h.history())
+    queue = [
+        Finding("int-nonmonotonic-poll", 1, (7,), "op 7 polled key 1 at offset 4194304 then 1"),
+        Finding("garbage-read", 1, (9,), "op 9 read 99 from key 1"),
+    ]
+    got = judge(op_rows(table, ["start-disk"]).to_pylist(), queue, [], TOPIC, "java")
+    offsets, garbage = got.findings
+    assert "only their offsets differ" in offsets.tolerated
+    assert garbage.tolerated is None  # a value no send wrote: the CRC covers it
+
+
+def test_a_flipped_value_digit_is_one_damage_not_a_lost_write_and_a_garbage_read(tmp_path):
+    # 11, acknowledged at offset 1, read back as 19 after the damage (librdkafka: no CRC check).
+    h = H().send(0, 1, 10, 0).send(0, 1, 11, 1)
+    h.nemesis("start-disk", start(FLIP)).poll(3, {1: [(0, 10), (1, 19)]})
+    verdict = check(run(h, tmp_path), write=False)
+    served = [f for f in verdict.findings if f.kind == "corruption-served"]
+    assert {f.data["queue_kind"] for f in served} >= {"garbage-read", "lost-write"}
+    assert verdict.status == "valid" and not verdict.failures
+    lost = next(f for f in served if f.data["queue_kind"] == "lost-write")
+    assert (
+        "the record acknowledged at offset 1 of key 1 (value 11) was read back" in lost.explanation
+    )
