@@ -67,6 +67,7 @@ from checkers.families.queue.rules.fencing import generator_slots, run_slots
 from checkers.families.queue.source import ElementSource
 from checkers.families.queue.spill import SpilledElements
 from checkers.families.quorum_membership import check_membership, membership_input
+from checkers.families.share.finality import SHARE_OP_FS, check_share
 from checkers.families.zk_controller.check import check_zk_logs, zk_brokers
 from checkers.scan.op_stream import OpRows, with_fields
 from history.format import (
@@ -543,6 +544,23 @@ class DiskCorruptionChecker:
         )
 
 
+class ShareChecker:
+    """KIP-932's share groups (checkers/families/share/), from the share workload's ops: a
+    record accepted or rejected with success is never acquired again."""
+
+    name = "share"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({HISTORY}), fs=SHARE_OP_FS)
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        rows = inputs.op_rows(fs=SHARE_OP_FS)
+        if not rows:
+            return CheckerResult()
+        found, stats = check_share(rows, str(inputs.parquet))
+        return CheckerResult(found, checked=True, stats=stats)
+
+
 REGISTRY: tuple[Checker, ...] = (
     QueueChecker(),
     CyclesChecker(),
@@ -560,5 +578,6 @@ REGISTRY: tuple[Checker, ...] = (
     ForeignRecordsChecker(),
     FencedAcksChecker(),
     DurabilityChecker(),
+    ShareChecker(),
     DiskCorruptionChecker(),
 )

@@ -47,8 +47,9 @@ NAME_MODES = ("journal", "strict")
 MAX_WRITEBACK_S = 86_400
 # The program's own sources; the selftest is built beside it from the pure parts.
 LAYER_SOURCES = ("main.cpp", "layer.cpp", "control.cpp", "file_state.cpp", "names.cpp",
-                 "protocol.cpp", "writeback.cpp")  # fmt: skip
-SELFTEST_SOURCES = ("selftest.cpp", "file_state.cpp", "names.cpp", "protocol.cpp")
+                 "protocol.cpp", "writeback.cpp", "kafka_batches.cpp")  # fmt: skip
+SELFTEST_SOURCES = ("selftest.cpp", "file_state.cpp", "names.cpp", "protocol.cpp",
+                    "kafka_batches.cpp")  # fmt: skip
 CXXFLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror")
 # libfuse3 and the C++ runtime linked in: the node image (Debian bookworm, like the host that
 # builds it) brings only glibc.
@@ -217,3 +218,22 @@ def ask(node: Exec, *words: str, timeout: float = 60.0) -> dict[str, Any]:
         return answer(result.stdout or result.stderr, node.name)
     except NoAnswer as exc:
         raise NoAnswer(f"{exc} (exit code {result.exit_code})") from None
+
+
+def batches(
+    node: Exec, files: dict[str, int], layout: Layout = IMAGE_LAYOUT, timeout: float = 120.0
+) -> list[dict[str, Any]]:
+    """What ``kchaos-disk batches`` says of Kafka segment files (PATH under the mountpoint, as
+    ``status`` names it -> the byte length from which on a batch counts as lost), read from
+    the layer's backing directory in the node: per file ``path``, ``from``, ``size``,
+    ``batches``, ``lost`` and, when some are, their ``first`` and ``last`` offsets; ``error``
+    (and ``walked_to``) where the walk stopped early. DiskLayerError when the program does not
+    answer."""
+    if not files:
+        return []
+    words = [w for path, length in files.items() for w in (path, str(int(length)))]
+    root = f"{mount_of(node.spec, layout).state_dir}/root"
+    result = node.exec(
+        [f"{layout.disk_dir}/{PROGRAM}", "batches", "--root", root, *words], timeout=timeout
+    )
+    return list(answer(result.stdout or result.stderr, node.name).get("files", []))

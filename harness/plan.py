@@ -16,9 +16,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from clusters.topology import build_topology
 from harness.spec import MAX_SEED, RunSpec, SpecError, spec_from_dict
 from history.format import PLAN_JSON
+from nemesis import choreo
 from nemesis.api import FaultStep
+from nemesis.choreo import CHOREO
 from nemesis.errors import NemesisError
 from nemesis.items import Item, parse_items
 from nemesis.registry import MENUS, build
@@ -97,17 +100,20 @@ def client_rng_prefix(seed: int) -> str:
 
 
 def fault_windows(spec: RunSpec) -> list[tuple[float, float | None]]:
-    """When faults are on: from each start, the interval, then off for as long, until the time
-    limit. A window whose stop would reach the limit has none: the interpreter heals at the end.
+    """When faults are on: after a quiet period (``--nemesis-quiet``, else the interval), on for
+    the interval, then quiet again, until the time limit. A window whose stop would reach the
+    limit has none: the interpreter heals at the end.
     """
     interval = spec.nemesis_interval
+    quiet = spec.quiet_s
     windows: list[tuple[float, float | None]] = []
-    t = interval
+    t = quiet
     # Compare the times as written to plan.json (rounded), or a step could land on the limit.
     while round(t, 3) < spec.time_limit:
         stop = round(t + interval, 3)
         windows.append((round(t, 3), stop if stop < spec.time_limit else None))
-        t += 2 * interval
+        # interval + interval is 2 * interval exactly: every plan before the option is the same.
+        t += interval + quiet
     return windows
 
 
@@ -123,7 +129,10 @@ def fault_turns(spec: RunSpec, rng: random.Random) -> tuple[list[FaultStep], lis
     turns: list[Item] = []
     if not spec.nemesis:
         return steps, turns
-    items = sorted(parse_items(spec.nemesis, spec.topology, spec.zookeepers), key=lambda i: i.text)
+    items = sorted(
+        parse_items(spec.nemesis, spec.topology, spec.zookeepers, spec.controllers),
+        key=lambda i: i.text,
+    )
     waiting: list[Item] = []
     for start, stop in fault_windows(spec):
         # When, and whose turn, is decided here; what the fault is, the package's menu says.
@@ -131,6 +140,13 @@ def fault_turns(spec: RunSpec, rng: random.Random) -> tuple[list[FaultStep], lis
         item = rng.choice(waiting)
         waiting.remove(item)
         turns.append(item)
+        if item.package == CHOREO:
+            # A sequence of other packages' steps on roles of its own, ended in the window.
+            topo = build_topology(
+                spec.topology, zookeepers=spec.zookeepers, controllers=spec.controllers
+            )
+            steps += choreo.draw(rng, topo, start, stop, spec.time_limit, item.kinds)
+            continue
         menu = MENUS[item.package]
         steps += menu.draw(
             rng, spec.topology, spec.nemesis_interval, start, stop, item.kinds, item.target
@@ -146,11 +162,13 @@ def without_window(spec: RunSpec, turns: list[Item]) -> str | None:
     if not missed:
         return None
     windows = len(turns)
-    fits = 2 * len(spec.nemesis) * spec.nemesis_interval
+    fits = len(spec.nemesis) * (spec.nemesis_interval + spec.quiet_s)
+    quiet = "" if spec.nemesis_quiet is None else f" and --nemesis-quiet {spec.quiet_s:g} s"
     return (
-        f"--time-limit {spec.time_limit:g} s with --nemesis-interval {spec.nemesis_interval:g} s "
-        f"has {windows} fault window{'s' if windows != 1 else ''} for {len(spec.nemesis)} "
-        f"nemesis items: {', '.join(missed)} got none; --time-limit {fits:g} fits them all"
+        f"--time-limit {spec.time_limit:g} s with --nemesis-interval {spec.nemesis_interval:g} s"
+        f"{quiet} has {windows} fault window{'s' if windows != 1 else ''} for "
+        f"{len(spec.nemesis)} nemesis items: {', '.join(missed)} got none; --time-limit "
+        f"{fits:g} fits them all"
     )
 
 

@@ -47,7 +47,14 @@ from history.options import (
     refuse_inapplicable,
     with_fresh,
 )
-from nemesis.items import EXAMPLE, SYNTAX, ItemError, named_selectors, parse_items
+from nemesis.items import (
+    EXAMPLE,
+    SYNTAX,
+    ItemError,
+    named_selectors,
+    on_disk_layer,
+    parse_items,
+)
 from steps.registry import FAMILIES, STEP_OPTIONS
 from workloads.pipelined import ASYNC
 from workloads.queue_ops import FINAL_READ_RATE
@@ -90,8 +97,10 @@ def _all_options() -> dict[str, Any]:
 
 
 def _names_disk(items: list[str]) -> bool:
-    """Whether a --nemesis list names the disk package (``disk``, ``disk:kind``, ``disk@t``)."""
-    return any(re.split(r"[:@]", item, maxsplit=1)[0] == "disk" for item in items or ())
+    """Whether a --nemesis list names a fault that acts on the disk layer (the disk package,
+    shutdown:elr-power-loss, a choreography that powers a node off: nemesis/items.py
+    on_disk_layer)."""
+    return on_disk_layer(items)
 
 
 @dataclass
@@ -101,8 +110,8 @@ class RunSpec:
     workload: str = option(
         "queue",
         check=_workload,
-        help="What the clients do: queue (sends and polls, Jepsen's Kafka queue) or admin "
-        "(topic and config requests).",
+        help="What the clients do: queue (sends and polls, Jepsen's Kafka queue), admin "
+        "(topic and config requests) or share (share groups, KIP-932, Kafka 4.1+).",
         # The choices shown, its own sentence kept for any other value ("unknown workload").
         cli={"metavar": f"[{'|'.join(WORKLOADS)}]"},
     )
@@ -174,6 +183,17 @@ class RunSpec:
         minimum=0.1,
         maximum=MAX_TIME_LIMIT,
         unit="seconds",
+    )
+    # The quiet period before the first fault window and after each (harness/plan.py
+    # fault_windows); None: as long as the interval, as every plan before the option.
+    nemesis_quiet: float | None = option(
+        kind=float,
+        stored=AS_ASKED,
+        minimum=0,
+        maximum=MAX_TIME_LIMIT,
+        unit="seconds",
+        help="Seconds with no fault before the first fault window and after each one, while "
+        "the --nemesis items take turns (default: as long as --nemesis-interval).",
     )
     timing: str = option(
         "default",
@@ -327,6 +347,12 @@ class RunSpec:
         return out
 
     @property
+    def quiet_s(self) -> float:
+        """The seconds with no fault before each fault window: the option's, else the
+        interval."""
+        return self.nemesis_interval if self.nemesis_quiet is None else self.nemesis_quiet
+
+    @property
     def quorum_mode(self) -> str:
         return self.quorum or STATIC
 
@@ -400,7 +426,7 @@ def _validate(spec: RunSpec) -> RunSpec:
     # Numbers first: every later check (and the plan) may compute with them.
     _refuse(spec, *(o.name for o in OPTIONS if o.kind in (int, float) and o.name in HARNESS_NAMES))
     try:
-        parse_items(spec.nemesis, spec.topology, spec.zookeepers)
+        parse_items(spec.nemesis, spec.topology, spec.zookeepers, spec.controllers)
     except ItemError as exc:
         raise SpecError(f"--nemesis: {exc}") from None
     for i, release in enumerate(spec.releases()):
@@ -447,12 +473,14 @@ def _validate(spec: RunSpec) -> RunSpec:
     except OptionError as exc:
         raise SpecError(str(exc)) from None
     _refuse(spec, *(o.name for o in HARNESS_OPTIONS))
-    # A fault window is on for one interval and off for one (harness/plan.py fault_windows).
-    windows = spec.time_limit / (2 * spec.nemesis_interval)
+    # A fault window is on for one interval and off for the quiet period (harness/plan.py
+    # fault_windows).
+    windows = spec.time_limit / (spec.nemesis_interval + spec.quiet_s)
     if spec.nemesis and windows > MAX_FAULT_WINDOWS:
         raise SpecError(
             f"--time-limit: {spec.time_limit:g} with --nemesis-interval {spec.nemesis_interval:g} "
-            f"makes {windows:,.0f} fault windows: at most {MAX_FAULT_WINDOWS:,} (a longer "
+            + (f"and --nemesis-quiet {spec.quiet_s:g} " if spec.nemesis_quiet is not None else "")
+            + f"makes {windows:,.0f} fault windows: at most {MAX_FAULT_WINDOWS:,} (a longer "
             "--nemesis-interval, or a shorter --time-limit)"
         )
     try:
@@ -581,6 +609,13 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
     if values.get("disk_layer") is not None:
         # The layer is mounted from the program Docker's nodes mount (clusters/disk_layer.py).
         raise SpecError("--disk-layer is not supported on SSH hosts yet")
+    items = values.get("nemesis")
+    if on_disk_layer(items.split(",") if isinstance(items, str) else items):
+        # Power losses act on the layer; a choreography also names its nodes as Docker's.
+        raise SpecError(
+            "--nemesis: power losses (disk, and the choreographies that use them) need the "
+            "disk layer, which runs on Docker nodes only: not on SSH hosts yet"
+        )
     return out
 
 

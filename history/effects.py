@@ -23,6 +23,10 @@ EFFECTS = "effects"  # the key of a nemesis op's value that holds its effects
 
 # Nemesis op names: start-<package>, stop-<package>, and the run's one heal per package.
 START, STOP, HEAL = "start-", "stop-", "heal"
+# The key of a stop's value that names the only nodes whose faults of its package it ended (a
+# choreography resumes one paused minority while another stays paused: nemesis/choreo.py);
+# absent, as in every stop before it: each fault of its package ended there.
+ENDS_ONLY = "ends_only"
 
 # What a fault does to a node or a link.
 DOWN = "down"  # the node's JVM is gone (SIGKILL): it neither acts nor answers
@@ -121,6 +125,19 @@ def effect(
 def started(f: str) -> str | None:
     """The package a `start-<package>` op names; None for any other op."""
     return f[len(START) :] if f.startswith(START) else None
+
+
+def ends_only(value: Any) -> frozenset[str] | None:
+    """The nodes a stop op ended its package's faults on, when its value names them
+    (`ENDS_ONLY`); None: every fault of its package."""
+    return _names(value.get(ENDS_ONLY)) if isinstance(value, dict) else None
+
+
+def ends(stop_value: Any, nodes: frozenset[str] | None) -> bool:
+    """Whether a stop with `stop_value` ended a fault of its package on `nodes` (None: nodes
+    not said, any node)."""
+    only = ends_only(stop_value)
+    return only is None or nodes is None or bool(only & nodes)
 
 
 def op_effects(f: str, value: Any, names: Iterable[str]) -> tuple[Effect, ...]:

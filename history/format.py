@@ -169,3 +169,16 @@ JVM_SENDS_FIELD = "jvm_sends"
 # The header field of a run whose sends the JVM recorded (before and after the build).
 SEND_RECORDER_FIELD = "send_recorder"
 JVM_RECORDER = "jvm"
+
+# The queue topic's durability settings (docs/history.md, the header's `durability`): written by
+# the queue workload (workloads/durability.py), read by the checks that know Kafka's durability
+# model. A history without the field (written before it) had these, Kafka's defaults apart from
+# replication: no flush by count or time, unclean elections off, the release's own ELR.
+DURABILITY_FIELD = "durability"
+DURABILITY_DEFAULTS: dict[str, object] = {
+    "replication": 3,
+    "min_insync_replicas": 2,
+    "flush_messages": None,
+    "unclean_leader_election": False,
+    "elr": None,
+}

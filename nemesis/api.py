@@ -46,6 +46,12 @@ TARGETS = tuple(TARGET_MEANINGS)
 # Selectors a plan aims only where a spec names them: they read facts only some workloads give
 # (nemesis/targets.py), and plans drawn before they existed must stay the same.
 NAMED_ONLY_TARGETS = ("busiest-leader", "txn-coordinator")
+# A target only a plan writes: the nodes the step's ``params["nodes"]`` names, chosen when the
+# plan was drawn. A choreography (nemesis/choreo.py) keeps its roles (which minority is paused,
+# which node loses power) the same across its steps with it. Not in TARGETS: no spec names it
+# and no menu draws it.
+NAMED = "nodes"
+NAMED_PARAM = "nodes"
 
 
 @dataclass(frozen=True)

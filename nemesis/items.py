@@ -6,6 +6,9 @@ apart from their kind (``kill@active-controller`` is the kind ``active-controlle
 other packages ``package@target`` draws among the kinds that read a target. Every item is
 checked against the package's menu and the run's topology, and each problem is one sentence
 naming what would have been valid, so a nightly spec fails before any cluster is built.
+
+``choreo`` and ``choreo:<name>`` name choreographies (nemesis/choreo.py): sequences the plan
+draws as other packages' steps, on roles of their own; they take no target.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from dataclasses import dataclass
 
 from clusters.topology import TOPOLOGIES, Topology, build_topology
 from nemesis.api import TARGETS
+from nemesis.choreo import CHOREO, CHOREOGRAPHIES, ChoreoError, check_brokers
 from nemesis.menu import Menu
 from nemesis.process import AIMED_ONLY_ON
 from nemesis.registry import MENUS
+from nemesis.shutdown import ON_DISK_LAYER as SHUTDOWN_ON_LAYER
 from nemesis.targets import could_name
 
 SYNTAX = "package, package:kind, package:kind@target or package@target"
@@ -75,9 +80,35 @@ def _reaches(menu: Menu, kind: str, selector: str, topo: Topology) -> bool:
 class _Checker:
     """Checks items against the menus for one topology."""
 
-    def __init__(self, topology: str, zookeepers: int) -> None:
+    def __init__(self, topology: str, zookeepers: int, controllers: int = 3) -> None:
         self.topology = topology
         self.topo = build_topology(topology, zookeepers=zookeepers if zookeepers in (1, 3) else 1)
+        # The cluster as it will be, for what depends on its size (a choreography's roles).
+        self.sized = build_topology(
+            topology,
+            zookeepers=zookeepers if zookeepers in (1, 3) else 1,
+            controllers=controllers if 1 <= controllers <= 9 else 3,
+        )
+
+    def choreography(self, text: str, kind: str | None, target: str | None) -> Item:
+        """``choreo`` or ``choreo:<name>``: the choreographies its turns draw among."""
+        if target is not None:
+            raise ItemError(
+                f"{text}: a choreography takes no target: it draws its own roles (which "
+                "minority, which node loses power) with the plan's seed"
+            )
+        if kind is not None and kind not in CHOREOGRAPHIES:
+            raise ItemError(
+                f"{text}: {CHOREO} has no choreography '{kind}': its choreographies are "
+                f"{_listed(list(CHOREOGRAPHIES))}"
+            )
+        names = (kind,) if kind is not None else tuple(CHOREOGRAPHIES)
+        try:
+            for name in names:
+                check_brokers(name, self.sized)
+        except ChoreoError as exc:
+            raise ItemError(f"{text}: {exc}") from None
+        return Item(text, CHOREO, (kind,) if kind is not None else None, None)
 
     def kinds(self, menu: Menu) -> list[str]:
         return [k.name for k in menu.kinds_for(self.topology)]
@@ -135,6 +166,8 @@ class _Checker:
 
     def item(self, text: str) -> Item:
         package, kind, target = split(text)
+        if package == CHOREO:
+            return self.choreography(text, kind, target)
         menu = MENUS[package]
         if menu.kind_is_target:
             if kind is not None and target is not None and kind != target:
@@ -172,17 +205,20 @@ def aimed_on(selector: str) -> list[str]:
     return [t for t in TOPOLOGIES if _aimed_on(selector, t)]
 
 
-def parse_items(texts: list[str], topology: str, zookeepers: int = 1) -> list[Item]:
+def parse_items(
+    texts: list[str], topology: str, zookeepers: int = 1, controllers: int = 3
+) -> list[Item]:
     """Every item checked on ``topology``: unknown packages first (all of them in one sentence),
     then each item's kind and target, then items that mean the same thing twice."""
     valid = sorted(MENUS)
-    unknown = [split(t)[0] for t in texts if split(t)[0] not in MENUS]
+    unknown = [split(t)[0] for t in texts if split(t)[0] not in (*valid, CHOREO)]
     if unknown:
         raise ItemError(
             f"unknown nemesis {', '.join(repr(n) for n in dict.fromkeys(unknown))}: valid "
-            f"nemeses are {', '.join(valid)} (items are {SYNTAX}; `kchaos nemeses` lists them)"
+            f"nemeses are {', '.join(valid)}, and {CHOREO} (choreographies) (items are "
+            f"{SYNTAX}; `kchaos nemeses` lists them)"
         )
-    checker = _Checker(topology, zookeepers)
+    checker = _Checker(topology, zookeepers, controllers)
     items = [checker.item(t) for t in texts]
     seen: dict[tuple[str, tuple[str, ...] | None, str | None], str] = {}
     for item in items:
@@ -194,10 +230,39 @@ def parse_items(texts: list[str], topology: str, zookeepers: int = 1) -> list[It
 
 
 def packages(texts: list[str]) -> list[str]:
-    """The packages the items name, each once, in order (what the run builds)."""
-    return list(dict.fromkeys(split(t)[0] for t in texts))
+    """The packages the items name, each once, in order (what the run builds); a choreography
+    item names the packages its steps are of."""
+    out: list[str] = []
+    for text in texts:
+        package, kind, _ = split(text)
+        if package != CHOREO:
+            out.append(package)
+            continue
+        for name in (kind,) if kind in CHOREOGRAPHIES else tuple(CHOREOGRAPHIES):
+            out += CHOREOGRAPHIES[name].packages
+    return list(dict.fromkeys(out))
 
 
 def named_selectors(texts: list[str]) -> set[str]:
     """The selectors the items name, as kind (kill, pause) or target."""
     return {n for t in texts for n in split(t)[1:] if n is not None}
+
+
+def on_disk_layer(texts: list[str]) -> bool:
+    """Whether the items name a fault that acts on the disk layer (docs/disk.md), so that the
+    run's nodes must run on it: the disk package (``disk``, ``disk:kind``, ``disk@t``), or a
+    kind of another package that loses a node's power (shutdown's elr-power-loss), or a
+    choreography that powers a node off (``choreo``, ``choreo:<name>``). Never raises: an item
+    spelled wrong is refused by ``parse_items``, with its sentence."""
+    for text in texts or ():
+        try:
+            package, kind, _ = split(text)
+        except ItemError:
+            continue  # parse_items says what is wrong with it
+        if package == "disk" or (package == "shutdown" and kind in SHUTDOWN_ON_LAYER):
+            return True
+        if package == CHOREO:
+            chosen = (kind,) if kind in CHOREOGRAPHIES else tuple(CHOREOGRAPHIES)
+            if any("disk" in CHOREOGRAPHIES[c].packages for c in chosen):
+                return True
+    return False

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusters.topology import NodeSpec, Topology
-from nemesis.api import FaultStep
+from nemesis.api import NAMED, NAMED_PARAM, FaultStep
 from nemesis.errors import NemesisError
 
 # The selector that reads a step parameter of its own (nemesis/targets.py partition_leader).
@@ -199,6 +199,20 @@ class Menu:
         allowed = set(self.kind(step.kind).reads)
         if PARTITION_LEADER in (step.target, step.kind):
             allowed.add(SELECTOR_PARAM)
+        if step.target == NAMED:
+            # A plan's named nodes (a choreography's roles): the list, checked here, and the
+            # cluster's names when the step is carried out (nemesis/targets.py named_nodes).
+            allowed.add(NAMED_PARAM)
+            names = step.params.get(NAMED_PARAM)
+            if (
+                not isinstance(names, list)
+                or not names
+                or not all(isinstance(n, str) for n in names)
+            ):
+                raise NemesisError(
+                    f"{step.fault} {step.kind} at target '{NAMED}' needs params "
+                    f"{NAMED_PARAM}: a list of node names, not {names!r}"
+                )
         unknown = sorted(set(step.params) - allowed)
         if unknown:
             takes = ", ".join(sorted(allowed)) or "no parameters"

@@ -7,16 +7,17 @@ the process to run again, not for Kafka to be ready: recovery is what the histor
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from typing import Any
 
 from clusters.capabilities import Controllable, Pause, Process
 from clusters.topology import TOPOLOGIES, ZK_TOPOLOGIES
-from history.effects import DOWN, EFFECTS, RESTARTED, RESUMED, STOPPED, effect
-from nemesis.api import NAMED_ONLY_TARGETS, TARGETS, FaultContext, FaultStep
+from history.effects import DOWN, EFFECTS, ENDS_ONLY, RESTARTED, RESUMED, STOPPED, effect
+from nemesis.api import NAMED, NAMED_ONLY_TARGETS, TARGETS, FaultContext, FaultStep
 from nemesis.errors import before_touching
 from nemesis.menu import Kind, Menu
 from nemesis.nodes import on_each, on_live, split_running, wait_for
-from nemesis.targets import resolve
+from nemesis.targets import named_nodes, resolve
 
 # Where a plan aims a selector: at a quorum leader where there is a KRaft quorum (ZooKeeper mode
 # has none; a migration has both the whole run long), at a ZooKeeper leader where there is one.
@@ -74,9 +75,14 @@ def restart_exited(ctx: FaultContext) -> list[str]:
     return sorted(n.name for n in down)
 
 
-def resume_paused(ctx: FaultContext) -> list[str]:
-    """Sends SIGCONT to every running node whose JVM is stopped by a signal."""
-    stopped = [n for n in ctx.nodes.values() if n.is_running() and n.is_paused_by_signal()]
+def resume_paused(ctx: FaultContext, only: Collection[str] | None = None) -> list[str]:
+    """Sends SIGCONT to every running node whose JVM is stopped by a signal (of ``only``, when
+    given)."""
+    stopped = [
+        n
+        for n in ctx.nodes.values()
+        if (only is None or n.name in only) and n.is_running() and n.is_paused_by_signal()
+    ]
 
     def cont(node: Pause) -> float:
         node.resume()
@@ -149,11 +155,26 @@ class PauseNemesis(_SignalNemesis):
         return wait_for(f"{node.name} to stop", node.is_paused_by_signal, timeout=30)
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
-        resumed = resume_paused(ctx)
+        if step.target != NAMED:
+            resumed = resume_paused(ctx)
+            return {
+                "kind": step.kind,
+                "signal": "SIGCONT",
+                "resumed": resumed,
+                EFFECTS: [effect(RESUMED, resumed)],
+            }
+        # A choreography's stop (nemesis/choreo.py): only the nodes it names, while the others
+        # it paused stay stopped; the record says so, for the checks that pair stops with starts.
+        with before_touching():
+            self.check(step)
+            found = named_nodes(ctx.topology, step.params)
+        resumed = resume_paused(ctx, found.targets)
         return {
             "kind": step.kind,
+            **found.record(),
             "signal": "SIGCONT",
             "resumed": resumed,
+            ENDS_ONLY: found.targets,
             EFFECTS: [effect(RESUMED, resumed)],
         }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nemesis import choreo
 from nemesis.api import TARGET_MEANINGS, Nemesis
 from nemesis.clock import ClockNemesis
 from nemesis.disk import DiskNemesis
@@ -60,4 +61,6 @@ def catalog() -> dict[str, Any]:
             for name, meaning in TARGET_MEANINGS.items()
         ],
         "target_params": [{"name": SELECTOR_PARAM, "meaning": SELECTOR_PARAM_MEANING}],
+        # Sequences of the packages' steps the plan draws (nemesis/choreo.py), not packages.
+        "choreographies": choreo.catalog(),
     }

@@ -19,6 +19,14 @@ fault, so every checker sees it as data (effects) like any other:
   leader is started too. Kafka before 4.0, or 4.0 without eligible.leader.replicas.version,
   keeps no ELR: no restarted replica can lead (unclean elections are off), and the partition
   waits for the killed leader; the record says so (`elected` null).
+
+``elr-power-loss`` is the same sequence with the leader's unclean shutdown a power loss
+(nemesis/disk.py ``lose_power``: SIGSTOP, what no fsync made durable dropped, SIGKILL), which a
+kill never is: the leader restarts on what its disk kept, under Kafka's default flush policy
+without the writes it acknowledged last. KIP-966 names this case: ELR gives "MinISR-1
+tolerance to data loss unclean shutdown events". Its record is a power loss's too (``dropped``
+with ``lost_offsets``, docs/history.md). The run's nodes are on the disk layer (nemesis/items.py
+``on_disk_layer``); not a kind a bare ``shutdown`` draws.
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ from clusters.topic_partitions import PartitionsUnavailable, describe_partitions
 from clusters.topology import BROKER_PORT, Topology
 from history.effects import DOWN, EFFECTS, RESTARTED, effect
 from nemesis.api import FaultContext, FaultStep
+from nemesis.disk import BY as POWER_LOSS_BY
+from nemesis.disk import check_on_layer, lose_power
 from nemesis.errors import NemesisError, before_touching
 from nemesis.menu import Kind, Menu
 from nemesis.nodes import on_each, wait_for
@@ -40,6 +50,9 @@ from nemesis.process import restart_exited
 from nemesis.targets import partition_leader, resolve
 
 ELR_LAST_REPLICA = "elr-last-replica"
+ELR_POWER_LOSS = "elr-power-loss"
+# The kinds that act on the disk layer: a run naming one runs every node on it.
+ON_DISK_LAYER = (ELR_POWER_LOSS,)
 CLEAN_STOP = "clean-stop"
 # A clean shutdown: Kafka's controlled shutdown under fast timing takes seconds; the node's own
 # stop escalates to SIGKILL after this long.
@@ -63,33 +76,40 @@ MENU = Menu(
             "(kraft: three brokers beside dedicated controllers)",
             only_on=("kraft",),
         ),
+        Kind(
+            ELR_POWER_LOSS,
+            "elr-last-replica with the leader's power lost instead of its JVM killed: what no "
+            "fsync made durable dropped from its disk (the disk layer)",
+            only_on=("kraft",),
+            drawn=False,
+        ),
     ),
-    meaning="clean shutdowns (SIGTERM, controlled shutdown) choreographed with a kill; stop "
-    "starts every exited node",
+    meaning="clean shutdowns (SIGTERM, controlled shutdown) choreographed with a kill or a power "
+    "loss; stop starts every exited node",
     effects=(DOWN,),
     stop_effects=(RESTARTED,),
     targets=("one", "minority"),
-    targets_note="clean-stop: the step's target; elr-last-replica: a partition's leader and "
-    "its followers",
+    targets_note="clean-stop: the step's target; elr-last-replica and elr-power-loss: a "
+    "partition's leader and its followers",
     target_kinds=(CLEAN_STOP,),
 )
 
 
-def roles(topo: Topology, hints: dict[str, Any], rng: random.Random) -> tuple[str, str, list[str]]:
+def roles(
+    topo: Topology, hints: dict[str, Any], rng: random.Random, kind: str = ELR_LAST_REPLICA
+) -> tuple[str, str, list[str]]:
     """(the partition, its leader, its two followers); NemesisError for a cluster without
     exactly three brokers beside dedicated controllers."""
     brokers = [n for n in topo.brokers if not n.is_controller]
     if len(brokers) != 3 or len(brokers) != len(topo.brokers):
         raise NemesisError(
-            f"shutdown {ELR_LAST_REPLICA} needs three brokers beside dedicated controllers "
+            f"shutdown {kind} needs three brokers beside dedicated controllers "
             "(--topology kraft): a partition's three replicas are then every broker"
         )
     found = partition_leader(topo, hints, {}, rng)
     partition = str((found.evidence or {}).get("partition", ""))
     if not partition:
-        raise NemesisError(
-            f"shutdown {ELR_LAST_REPLICA}: no partition leader hint from the workload"
-        )
+        raise NemesisError(f"shutdown {kind}: no partition leader hint from the workload")
     leader = found.targets[0]
     return partition, leader, sorted(n.name for n in brokers if n.name != leader)
 
@@ -112,7 +132,12 @@ class ShutdownNemesis:
             return self._clean_stop(ctx, step)
         with before_touching():
             self.check(step)
-            partition, leader, followers = roles(ctx.topology, ctx.hints, random.Random(step.seed))
+            partition, leader, followers = roles(
+                ctx.topology, ctx.hints, random.Random(step.seed), step.kind
+            )
+            lead = ctx.nodes[leader]
+            if step.kind == ELR_POWER_LOSS and lead.is_running():
+                check_on_layer([lead])
         self.chosen = (partition, followers)
         stopped: dict[str, float] = {}
         for name in followers:  # one after the other: the second takes the ISR below min ISR
@@ -122,23 +147,25 @@ class ShutdownNemesis:
                 node.stop(STOP_TIMEOUT_S)
                 wait_for(f"{name} to stop", lambda n=node: not n.is_running(), timeout=30)
                 stopped[name] = round(time.monotonic() - t0, 3)
-        killed = {}
-        lead = ctx.nodes[leader]
-        if lead.is_running():
-            lead.kill()
-            killed[leader] = wait_for(f"{leader} to exit", lambda: not lead.is_running(), 30)
-        return {
+        out: dict[str, Any] = {
             "kind": step.kind,
             "partition": partition,
             "leader": leader,
             "followers": followers,
             "stopped_after_s": stopped,
-            "exited_after_s": killed,
-            EFFECTS: [
-                effect(DOWN, followers, stopped, by="SIGTERM"),
-                effect(DOWN, [leader], killed, by="SIGKILL"),
-            ],
         }
+        if step.kind == ELR_POWER_LOSS:
+            lost = lose_power([lead] if lead.is_running() else [])
+            out.update(lost)
+            down = effect(DOWN, [leader], lost["exited_after_s"], by=POWER_LOSS_BY)
+        else:
+            killed = {}
+            if lead.is_running():
+                lead.kill()
+                killed[leader] = wait_for(f"{leader} to exit", lambda: not lead.is_running(), 30)
+            out["exited_after_s"] = killed
+            down = effect(DOWN, [leader], killed, by="SIGKILL")
+        return {**out, EFFECTS: [effect(DOWN, followers, stopped, by="SIGTERM"), down]}
 
     def _clean_stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         with before_touching():

@@ -16,7 +16,7 @@ from typing import Any
 
 from clusters.status import node_status, zk_mode
 from clusters.topology import Topology
-from nemesis.api import TARGETS, FaultContext
+from nemesis.api import NAMED, NAMED_PARAM, TARGETS, FaultContext
 from nemesis.errors import NemesisError
 from nemesis.grudge import majority
 
@@ -70,6 +70,23 @@ def pick_count(names: Collection[str], selector: str, rng: random.Random) -> lis
     if k < 1 or n < 1:
         raise NemesisError(f"{n} node(s) have no {selector}: it needs at least 3 nodes")
     return sorted(rng.sample(pool, k))
+
+
+def named_nodes(topology: Topology, params: dict[str, Any] | None) -> Resolved:
+    """The nodes a step's ``params["nodes"]`` names (target ``nodes``, which only a plan
+    writes); NemesisError for a list that names no node of ``topology``."""
+    names = (params or {}).get(NAMED_PARAM)
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise NemesisError(
+            f"target '{NAMED}' needs params {NAMED_PARAM}: a list of node names, not {names!r}"
+        )
+    unknown = sorted(set(names) - set(topology.names()))
+    if unknown:
+        raise NemesisError(
+            f"target '{NAMED}' names {', '.join(unknown)}: this cluster's nodes are "
+            f"{', '.join(topology.names())}"
+        )
+    return Resolved(NAMED, sorted(set(names)))
 
 
 def active_controller(topology: Topology, statuses: list[dict[str, Any]]) -> Resolved:
@@ -270,6 +287,8 @@ def resolve(
     """Names the nodes ``selector`` means right now; raises NemesisError if it cannot."""
     if selector is None:
         raise NemesisError(f"this fault needs a target: one of {', '.join(TARGETS)}")
+    if selector == NAMED:
+        return named_nodes(ctx.topology, params)
     if selector not in TARGETS:
         raise NemesisError(f"unknown target '{selector}': choose one of {', '.join(TARGETS)}")
     topo = ctx.topology

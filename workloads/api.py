@@ -6,10 +6,11 @@ from them) and refuses the combinations of them that cannot run (``check``). Bef
 states, from the run's options, its generator parameters (written into plan.json, so a replay
 uses them as they were); from those, the harness asks it what the history's header declares,
 how many process ids each worker slot owns (lanes), whether its history is flushed by time,
-and the feature levels the cluster is formatted with. During a run an instance, built from those
-parameters and the live topology, sets up what its clients need, makes one client per process
-(``workloads/client.py``), tells the nemeses what only the clients know (partition leaders), and
-at the end reads back everything it wrote, recording those reads as operations too.
+the feature levels the cluster is formatted with and the properties its nodes need. During a
+run an instance, built from those parameters and the live topology, sets up what its clients
+need, makes one client per process (``workloads/client.py``), tells the nemeses what only the
+clients know (partition leaders), and at the end reads back everything it wrote, recording
+those reads as operations too.
 
 As in Jepsen, what to do is data (the plan's generator) and the client does it; the harness
 interprets the plan and owns the history. A workload contributes no timed steps of its own: steps
@@ -146,6 +147,11 @@ class WorkloadKind(Protocol):
         """Feature levels the KRaft nodes' storage is formatted with; {}: the release's own."""
         ...
 
+    def node_properties(self, gen: dict[str, Any]) -> dict[str, str]:
+        """What every Kafka node's server.properties needs for these clients from the start
+        (the share workload's acquisition lock); {}: nothing."""
+        ...
+
     def transactional(self, values: Values) -> bool:
         """Do its clients run transactions (a transaction coordinator to aim a fault at)?"""
         ...
@@ -184,6 +190,10 @@ class KindBase:
 
     @staticmethod
     def format_features(gen: dict[str, Any]) -> dict[str, int]:
+        return {}
+
+    @staticmethod
+    def node_properties(gen: dict[str, Any]) -> dict[str, str]:
         return {}
 
     @staticmethod

@@ -58,10 +58,14 @@ class JavaError(Exception):
         return f"{self.category}: {self.message}"
 
 
-def compiled(dist: KafkaDist) -> Path:
+def compiled(dist: KafkaDist, extra: Path | None = None) -> Path:
     """The directory holding KchaosClient's classes for `dist`, compiled on first use (every
-    source in workloads/java/, one digest over all of them)."""
+    source in workloads/java/, one digest over all of them). `extra`: a folder of further
+    sources compiled with them (the share workload's, workloads/java/share/, which need a
+    release with share groups), into a directory of their own digest."""
     sources = sorted(SOURCES.glob("*.java"))
+    if extra is not None:
+        sources += sorted(extra.glob("*.java"))
     h = hashlib.sha256()
     for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
@@ -112,9 +116,12 @@ class _Call:
 class JavaHost:
     """The JVM and its protocol: blocking calls, calls answered by callback, and events."""
 
-    def __init__(self, dist: KafkaDist, log: Path | None = None) -> None:
+    def __init__(
+        self, dist: KafkaDist, log: Path | None = None, extra_sources: Path | None = None
+    ) -> None:
+        """`extra_sources`: further sources the JVM runs (``compiled``'s `extra`)."""
         self.version = dist.version
-        classes = compiled(dist)
+        classes = compiled(dist, extra_sources)
         cmd = [
             "java",
             HEAP,

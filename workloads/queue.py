@@ -26,7 +26,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from clusters.topology import Topology
 from history.format import (
@@ -45,7 +45,7 @@ from history.format import (
     UNREADABLE_FIELD,
 )
 from history.options import Option, Values
-from workloads import client_choice, pipelined
+from workloads import client_choice, durability, pipelined
 from workloads.api import KindBase, SideRecorder
 from workloads.client import Completion, Invocation
 from workloads.client_choice import (
@@ -80,9 +80,9 @@ QUEUE_MODES = ("assign", "subscribe")
 # The queue's own options apply to its runs only (history/options.py refuse_inapplicable).
 _QUEUE = ("workload", ("queue",))
 
-# The queue's run options: its shape here, then the send mode's (workloads/pipelined.py) and the
-# client's (workloads/client_choice.py). The first three were in the first plans, so every
-# spec (an admin run's too) carries them.
+# The queue's run options: its shape here, then the send mode's (workloads/pipelined.py), the
+# client's (workloads/client_choice.py) and the topic's durability (workloads/durability.py).
+# The first three were in the first plans, so every spec (an admin run's too) carries them.
 
 OPTIONS: tuple[Option, ...] = (
     Option(
@@ -106,7 +106,12 @@ OPTIONS: tuple[Option, ...] = (
     ),
     *pipelined.OPTIONS,
     *client_choice.OPTIONS,
+    *durability.OPTIONS,
 )
+
+
+class WorkloadSetupError(RuntimeError):
+    """The topic is not what the run asked for; the message is the whole story."""
 
 
 def _quiet(conf: dict[str, Any]) -> dict[str, Any]:
@@ -115,6 +120,45 @@ def _quiet(conf: dict[str, Any]) -> dict[str, Any]:
     conf["log_level"] = 0
     conf["error_cb"] = lambda err: None
     return conf
+
+
+def replication_of(gen: dict[str, Any], topology: Topology) -> tuple[int, int]:
+    """(replication factor, min.insync.replicas) as the plan asked, each at most what holds it
+    on this cluster (a stored plan may ask for 3 on fewer brokers)."""
+    replication = min(int(gen["replication"]), len(topology.brokers))
+    return replication, min(int(gen["min_insync_replicas"]), replication)
+
+
+def create_topic(
+    bootstrap: str,
+    gen: dict[str, Any],
+    topic: str,
+    partitions: int,
+    topology: Topology,
+    deadline: float,
+) -> tuple[AdminClient, int, dict[str, str]]:
+    """Creates the run's topic with the generator's replication and durability configs
+    (workloads/durability.py; replication and min.insync.replicas at most the brokers there
+    are); raises past `deadline`. Returns the admin client, the replication factor and the
+    configs asked for, which the queue checks Kafka against."""
+    replication, min_isr = replication_of(gen, topology)
+    admin = AdminClient(_quiet({"bootstrap.servers": bootstrap}))
+    configs = durability.topic_configs(gen, min_isr)
+    new = NewTopic(topic, partitions, replication, config=configs)
+    # A just-started cluster drops admin connections now and then; a retry whose first
+    # attempt did create the topic sees TOPIC_ALREADY_EXISTS, which is success.
+    while True:
+        try:
+            for fut in admin.create_topics([new], operation_timeout=30).values():
+                fut.result(timeout=60)
+            return admin, replication, configs
+        except KafkaException as exc:
+            err = kafka_error(exc)
+            if err is not None and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return admin, replication, configs
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 class LeaderMap:
@@ -145,6 +189,16 @@ class LeaderMap:
         while not self._stop.wait(1.0):
             self.refresh()
 
+    def await_all(self, partitions: int, deadline: float) -> None:
+        """Until every partition has a leader; TimeoutError past `deadline` (monotonic s)."""
+        while True:
+            self.refresh()
+            if len(self.leaders) == partitions and all(self.leaders.values()):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {self._topic} has partitions without leaders")
+            time.sleep(0.2)
+
     def stop(self) -> None:
         """Stops the refresher and destroys its client's handle here, not in a later garbage
         collection (workloads/admin.py AdminWorkload.close says why)."""
@@ -171,6 +225,7 @@ class QueueWorkload(KindBase):
     def check(values: Values) -> None:
         pipelined.check(values)
         client_choice.check_values(values)
+        durability.check(values)
 
     @staticmethod
     def transactional(values: Values) -> bool:
@@ -182,6 +237,7 @@ class QueueWorkload(KindBase):
             **cls.HISTORY_HEADER,
             **pipelined.history_header(gen),
             **client_choice.history_header(gen),
+            **durability.history_header(gen),
         }
 
     @staticmethod
@@ -197,13 +253,15 @@ class QueueWorkload(KindBase):
 
     @staticmethod
     def format_features(gen: dict[str, Any]) -> dict[str, int]:
-        # --txn-protocol: the transaction.version the storage is formatted with.
-        return client_choice.format_features(gen)
+        # --txn-protocol: the transaction.version the storage is formatted with; --elr: the
+        # eligible.leader.replicas.version.
+        return {**client_choice.format_features(gen), **durability.format_features(gen)}
 
     @staticmethod
     def generator(options: Any) -> dict[str, Any]:
         """How clients choose operations (docs/history.md); plan.json keeps it."""
         mix = {"send": 5, "poll": 4}
+        replication, min_isr = durability.replication_of(options)
         if options.txn:
             mix["txn"] = 2
         return {
@@ -218,8 +276,10 @@ class QueueWorkload(KindBase):
             "value_stride": 1_000_000,
             "transactional_id": TXN_ID_PER_SLOT,
             "topic": "kchaos-queue",
-            "replication": 3,
-            "min_insync_replicas": 2,
+            "replication": replication,
+            "min_insync_replicas": min_isr,
+            # --flush-messages, --unclean-leader-election, --elr: absent when not asked for.
+            **durability.generator_params(options),
             # Pipelined sends (--send-mode async) only: absent otherwise.
             **generator_params(options),
             # --client, --group-protocol, --txn-protocol: absent when not asked for.
@@ -258,47 +318,72 @@ class QueueWorkload(KindBase):
         self.clock: Callable[[], int] = lambda: time.monotonic_ns() - born
 
     def setup_says(self) -> str:
-        return f"workload setup: topic {self.topic} with {self.keys} partitions"
+        replication, min_isr = replication_of(self.gen, self.topology)
+        configs = durability.topic_configs(self.gen, min_isr)
+        asked = "".join(
+            f", {k} {v}" for k, v in configs.items() if k != "unclean.leader.election.enable"
+        )
+        unclean = ", unclean elections on" if self.gen.get(durability.UNCLEAN) else ""
+        return (
+            f"workload setup: topic {self.topic} with {self.keys} partitions (replication "
+            f"{replication}{asked}{unclean})"
+        )
 
     def setup(self, timeout: float = 120.0) -> None:
         """Creates the topic and waits until every partition has a leader; with the Java
         client, first starts its JVM (compiling it on a release's first use)."""
         if client_of(self.gen) == JAVA and self.java is None:
             self.java = JavaHost(client_dist(str(self.gen[CLIENT_VERSION_FIELD])))
-        replication = min(int(self.gen["replication"]), len(self.topology.brokers))
-        min_isr = min(int(self.gen["min_insync_replicas"]), replication)
-        admin = AdminClient(_quiet({"bootstrap.servers": self.bootstrap}))
-        topic = NewTopic(
-            self.topic,
-            self.keys,
-            replication,
-            config={"min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false"},
-        )
         deadline = time.monotonic() + timeout
-        # A just-started cluster drops admin connections now and then; a retry whose first
-        # attempt did create the topic sees TOPIC_ALREADY_EXISTS, which is success.
-        while True:
-            try:
-                for fut in admin.create_topics([topic], operation_timeout=30).values():
-                    fut.result(timeout=60)
-                break
-            except KafkaException as exc:
-                err = kafka_error(exc)
-                if err is not None and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                    break
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-        while True:
-            self.leaders.refresh()
-            if len(self.leaders.leaders) == self.keys and all(self.leaders.leaders.values()):
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"topic {self.topic} has partitions without leaders")
-            time.sleep(0.2)
+        admin, replication, configs = create_topic(
+            self.bootstrap, self.gen, self.topic, self.keys, self.topology, deadline
+        )
+        self.leaders.await_all(self.keys, deadline)
+        # What the run's durability rests on must be what Kafka has, not only what was sent.
+        self._verify_topic(admin, replication, configs, deadline)
         if self.gen["txn"]:
             self._await_transactions(deadline)
         self.leaders.start()
+
+    def _verify_topic(
+        self, admin: AdminClient, replication: int, configs: dict[str, str], deadline: float
+    ) -> None:
+        """Raises WorkloadSetupError when Kafka describes the topic otherwise than it was
+        created: each partition's replicas, and each config as DescribeConfigs answers it."""
+        while True:
+            try:
+                md = admin.list_topics(self.topic, timeout=10).topics[self.topic]
+                res = ConfigResource(ResourceType.TOPIC, self.topic)
+                described = admin.describe_configs([res])[res].result(timeout=30)
+            except (KafkaException, KeyError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+                continue
+            # A broker whose metadata lags the creation answers with an error or no
+            # partitions yet: asked again, as the leader wait above does.
+            if (md.error is None and len(md.partitions) == self.keys) or (
+                time.monotonic() > deadline
+            ):
+                break
+            time.sleep(0.5)
+        counts = sorted({len(p.replicas) for p in md.partitions.values()})
+        if counts != [replication]:
+            raise WorkloadSetupError(
+                f"topic {self.topic} has partitions of {'/'.join(map(str, counts))} replicas, "
+                f"not {replication} as created"
+            )
+        differ = {
+            k: (described[k].value if k in described else None)
+            for k, v in configs.items()
+            if k not in described or described[k].value != v
+        }
+        if differ:
+            said = ", ".join(f"{k}={v}" for k, v in differ.items())
+            raise WorkloadSetupError(
+                f"topic {self.topic}: Kafka describes {said}, not what it was created with "
+                f"({', '.join(f'{k}={configs[k]}' for k in differ)})"
+            )
 
     def _await_transactions(self, deadline: float) -> None:
         """Until a transactional producer initialises: the first InitProducerId creates

@@ -6,9 +6,12 @@ from history.options import Option
 from workloads.admin import AdminWorkload
 from workloads.api import WorkloadKind
 from workloads.queue import QueueWorkload
+from workloads.share import ShareWorkload
 
 # The order is the order a spec error lists them in.
-WORKLOADS: dict[str, WorkloadKind] = {w.NAME: w for w in (QueueWorkload, AdminWorkload)}
+WORKLOADS: dict[str, WorkloadKind] = {
+    w.NAME: w for w in (QueueWorkload, AdminWorkload, ShareWorkload)
+}
 
 
 def _options() -> tuple[Option, ...]:

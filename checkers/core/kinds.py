@@ -38,6 +38,7 @@ from checkers.families.elr import watermark as elr_watermark
 from checkers.families.metadata_log import applied, lease, liveness, observers, rules
 from checkers.families.metadata_log import fencing as log_fencing
 from checkers.families.queue.rules import producer_order
+from checkers.families.share import finality as share_finality
 from checkers.families.zk_controller import rules as zk_rules
 
 # Outcomes: a failure (the run is invalid), tolerated (reported, the run stays valid), unknown
@@ -81,6 +82,7 @@ PREVOTE = ("pre-vote",)
 DISK = ("disk-corruption",)
 GROUPS, FOREIGN, ACKS = ("consumer-groups",), ("foreign-records",), ("fenced-acks",)
 DURABILITY = ("durability",)
+SHARE = ("share",)
 JEPSEN_KAFKA = "jepsen.tests.kafka/"
 
 KINDS: tuple[Kind, ...] = (
@@ -491,6 +493,14 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind("read-from-other-topic", FOREIGN, foreign.RULE, "kchaos", NEVER),
     Kind("fenced-producer-ack", ACKS, fenced_acks.RULE, "KIP-98 (InitPidRequest); KIP-890", NEVER),
+    # -- share groups (checkers/families/share/) ----------------------------------------------
+    Kind(
+        "redelivered-after-final-ack",
+        SHARE,
+        share_finality.RULE,
+        "KIP-932; AcknowledgeType (ACCEPT, REJECT)",
+        NEVER,
+    ),
     # -- lease liveness (checkers/families/metadata_log/liveness.py) -------------------------------
     # -- durability (checkers/families/durability/): power losses, per-replica final logs ------
     Kind(

@@ -10,6 +10,7 @@ checkers/scan reads and checkers/core defines. checkers/registry.py adapts each 
 - groups.py: consumer-group ownership and committed offsets (KIP-848).
 - admin.py: the admin workload's topics against the brokers' final views.
 - foreign.py: records of another topic; fenced_acks.py: a fenced producer's acknowledgements.
+- share/: KIP-932's share groups, from the share workload's ops (finality.py so far).
 - data_log/, metadata_log/, zk_controller/: the collected data logs, KRaft metadata logs and
   ZooKeeper-mode controller logs.
 - Read by several: observer_samples.py (observer samples and the faults around them),

@@ -14,7 +14,7 @@ from typing import Any
 
 from checkers.core.findings import secs
 from checkers.scan.op_rows import row_value
-from history.effects import RESUMED, STOPPED, Effect, op_effects
+from history.effects import RESUMED, STOPPED, Effect, ends, op_effects
 from history.format import MIGRATION, NEMESIS, OBSERVER, UPGRADE
 
 # Faults that may legitimately erase a node's persisted Raft state.
@@ -135,10 +135,12 @@ def _freezes(
 ) -> list[Freeze]:
     """A freeze from each nemesis op that says it stopped JVMs (`stopped`), whatever its outcome
     (one that failed or timed out may have stopped some), to the first op after it that resumed
-    stopped JVMs (`resumed`, ok): a stop of a pause resumes every stopped JVM, not only its own."""
+    stopped JVMs (`resumed`, ok): a stop of a pause resumes every stopped JVM, not only its own,
+    unless it names the only ones it ended (a choreography's, history/effects.py `ends_only`)."""
     names = sorted(names)
     nemesis = [r for r in rows if r["process"] == NEMESIS and r["type"] != "invoke"]
-    effects = [op_effects(r["f"], row_value(r), names) for r in nemesis]
+    values = [row_value(r) for r in nemesis]
+    effects = [op_effects(r["f"], v, names) for r, v in zip(nemesis, values, strict=True)]
     resumes = [r["type"] == "ok" and any(e.effect == RESUMED for e in es)
                for r, es in zip(nemesis, effects, strict=True)]  # fmt: skip
     out = []
@@ -146,7 +148,15 @@ def _freezes(
         stopped = [e for e in effects[i] if e.effect == STOPPED]
         if not stopped:
             continue
-        end = next((nemesis[j]["time"] for j in range(i + 1, len(nemesis)) if resumes[j]), None)
+        frozen = _frozen_nodes(r, stopped)
+        end = next(
+            (
+                nemesis[j]["time"]
+                for j in range(i + 1, len(nemesis))
+                if resumes[j] and ends(values[j], frozen)
+            ),
+            None,
+        )
         start = invoke_time.get(r.get("invoke_index"), r["time"])
-        out.append(Freeze(r["index"], _frozen_nodes(r, stopped), start, end))
+        out.append(Freeze(r["index"], frozen, start, end))
     return out

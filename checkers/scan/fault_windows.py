@@ -39,6 +39,7 @@ from history.effects import (
     STOP,
     Effect,
     Link,
+    ends,
     op_effects,
     started,
 )
@@ -105,12 +106,7 @@ class FaultSpan:
     @property
     def nodes(self) -> frozenset[str] | None:
         """Every node an effect was aimed at; None when one names none (any node)."""
-        out: set[str] = set()
-        for e in self.effects:
-            if e.nodes is None:
-                return None
-            out |= e.nodes
-        return frozenset(out)
+        return _aimed(self.effects)
 
     @property
     def cut(self) -> frozenset[Link]:
@@ -195,6 +191,16 @@ def named(value: Any, names: Iterable[str]) -> frozenset[str] | None:
     return hit or None
 
 
+def _aimed(effects: tuple[Effect, ...]) -> frozenset[str] | None:
+    """Every node the effects were aimed at; None when one names none (any node)."""
+    out: set[str] = set()
+    for e in effects:
+        if e.nodes is None:
+            return None
+        out |= e.nodes
+    return frozenset(out)
+
+
 def _keeps_faults(effects: tuple[Effect, ...]) -> bool:
     return bool(effects) and all(e.effect in LEAVES_OTHERS for e in effects)
 
@@ -238,11 +244,17 @@ def fault_windows(
             continue
         package = started(s.f) or ""
         later = range(i + 1, len(spans))
+        on = _aimed(effects[i])
+        # A stop that names the only nodes it ended (a choreography's) ends no fault elsewhere.
         end = next(
             (
                 spans[j]
                 for j in later
-                if spans[j].process == NEMESIS and spans[j].f in (STOP + package, HEAL)
+                if spans[j].process == NEMESIS
+                and (
+                    spans[j].f == HEAL
+                    or (spans[j].f == STOP + package and ends(spans[j].value, on))
+                )
             ),
             None,
         )

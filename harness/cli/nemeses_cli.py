@@ -10,6 +10,7 @@ import click
 from clusters.topology import TOPOLOGIES
 from history import strict_json
 from nemesis.api import TARGETS
+from nemesis.choreo import CHOREO
 from nemesis.items import EXAMPLE, SYNTAX, aimed_on, targets_on
 from nemesis.registry import MENUS, catalog
 
@@ -141,7 +142,24 @@ def render(data: dict[str, Any]) -> str:
         out.append(f"  {target['target']:<{KIND_WIDTH - 2}}{target['meaning']}{reads}{where}")
     for param in data["target_params"]:
         out.append(f"  param {param['name']}: {param['meaning']}")
+    out += _choreography_lines(data["choreographies"])
     return "\n".join(out) + "\n"
+
+
+def _choreography_lines(choreographies: list[dict[str, Any]]) -> list[str]:
+    """Each choreography: what it does, and its moves by phase, as the plan draws them."""
+    out = [
+        "",
+        f"{CHOREO}: sequences of the packages' steps on roles drawn with the seed (the "
+        "minority, the node that loses power, the rest of the brokers); one a fault window, "
+        "ended within it",
+        f"  items: {CHOREO}, {CHOREO}:<name> (no target: the roles are drawn)",
+    ]
+    for c in choreographies:
+        out.append(f"    {c['choreography']:<{KIND_WIDTH}}{c['meaning']}")
+        moves = "; ".join(f"{m['phase']}: {m['step']} {m['role']}" for m in c["moves"])
+        out.append(f"    {'':<{KIND_WIDTH}}{moves}")
+    return out
 
 
 @click.command()

@@ -39,7 +39,9 @@ class FaultDriver(TimedSteps):
         self.ctx = ctx
         self.recorder = recorder
         self.hints = hints
-        self.active: dict[tuple[str, str], FaultStep] = {}
+        # A fault's start and stop steps share fault, kind, target and seed (a choreography
+        # pauses two minorities of one kind at once, each its own seed).
+        self.active: dict[tuple[str, str, str | None, int], FaultStep] = {}
         self.timeline: list[dict[str, Any]] = []
         super().__init__("nemesis")
 
@@ -70,7 +72,7 @@ class FaultDriver(TimedSteps):
             self.recorder.info(f, asdict(step), NEMESIS, error)
             self.timeline.append({"at_s": step.at_s, "f": f, "type": "info", "error": error})
             if step.action == "start":
-                self.active[(step.fault, step.kind)] = step  # it may have half-happened
+                self.active[_key(step)] = step  # it may have half-happened
             return
         self.recorder.ok(f, detail, NEMESIS)
         self.timeline.append(
@@ -83,12 +85,16 @@ class FaultDriver(TimedSteps):
             }
         )
         if step.action == "start":
-            self.active[(step.fault, step.kind)] = step
+            self.active[_key(step)] = step
         else:
-            self.active.pop((step.fault, step.kind), None)
+            self.active.pop(_key(step), None)
 
     def describe_active(self) -> list[str]:
         return [f"{s.fault}:{s.kind}" for s in self.active.values()]
+
+
+def _key(step: FaultStep) -> tuple[str, str, str | None, int]:
+    return step.fault, step.kind, step.target, step.seed
 
 
 def prepare(

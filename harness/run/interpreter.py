@@ -233,7 +233,12 @@ class Run:
         options = UpOptions(
             spec.version,
             timing=spec.timing,
-            extra_props=node_properties(self.plan.steps) or None,
+            # What the steps and the workload's clients need of every node from the start.
+            extra_props={
+                **node_properties(self.plan.steps),
+                **self.workload_kind.node_properties(self.plan.generator),
+            }
+            or None,
             # --txn-protocol: the transaction.version the storage is formatted with.
             features=self.workload_kind.format_features(self.plan.generator) or None,
             logs_on_failure=live.run_dir,

@@ -5,9 +5,9 @@ on an internal network) and their hosts.yaml. Everything after that goes over SS
 command on the SSH path runs with DOCKER_HOST pointing at a socket that does not exist, so a
 Docker call anywhere on it would fail the test. On the hosts: `cluster up|status|logs|down
 --hosts`, a 30 s queue run with partition and kill started by a one-cell campaign (checked
-VALID, both faults carried out and healed, nothing left on the hosts), a rolling upgrade from 3.9
-to 4.0, `heal --hosts` after faults left behind, and host-key verification (an unknown host and
-a changed key are refused).
+VALID, both faults carried out and healed, nothing left on the hosts), a rolling upgrade from
+3.9 to 4.0 (slow: nightly), `heal --hosts` after faults left behind, and host-key verification
+(an unknown host and a changed key are refused).
 """
 
 from __future__ import annotations
@@ -199,6 +199,9 @@ def test_a_queue_run_with_partition_and_kill_over_ssh_is_valid(hosts_yaml: Path,
         )
 
 
+# The roll itself is test_run_upgrade's on Docker; over SSH it adds the second release's SFTP
+# install, a version path for the nightly run (make nightly), not every CI run.
+@pytest.mark.slow
 def test_a_rolling_upgrade_over_ssh_rolls_every_host_and_finalizes(
     hosts_yaml: Path, tmp_path: Path
 ):

@@ -13,7 +13,8 @@
 //
 // A pipelined producer may also run here whole and record its own sends (`record`, `rstats`,
 // `rstop`, `leaders`: KchaosRecorded.java, workloads/java_recorded.py), and so may the final
-// reads (`final`, `fstats`, `fstop`: KchaosFinal.java, workloads/java_client.py).
+// reads (`final`, `fstats`, `fstop`: KchaosFinal.java, workloads/java_client.py). A command it
+// does not know goes to the share workload's KchaosShare (share/), where that was compiled in.
 //
 // When stdin closes (the harness is gone) the process exits: a client host never outlives it.
 
@@ -21,6 +22,8 @@ import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -296,11 +299,44 @@ public final class KchaosClient {
                 if (h.consumer != null) {
                     h.consumer.close(d);
                 }
+                if (extension() != null) {
+                    EXT_CLOSE.invoke(null, h.id, d);
+                }
                 return "true";
             }
-            default:
-                throw new IllegalArgumentException("unknown command " + cmd);
+            default: {
+                if (extension() == null) {
+                    throw new IllegalArgumentException("unknown command " + cmd);
+                }
+                try {
+                    return (String) EXT_RUN.invoke(null, h.id, cmd, f);
+                } catch (InvocationTargetException e) {
+                    throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+                }
+            }
         }
+    }
+
+    // The share workload's commands (share/KchaosShare.java) are compiled in only for its runs,
+    // against a release that has share groups: found by name, so this class compiles without.
+    private static volatile Method EXT_RUN;
+    private static volatile Method EXT_CLOSE;
+    private static volatile boolean extLooked;
+
+    private static synchronized Class<?> extension() {
+        if (!extLooked) {
+            extLooked = true;
+            try {
+                Class<?> k = Class.forName("KchaosShare");
+                EXT_RUN = k.getDeclaredMethod("run", int.class, String.class, String[].class);
+                EXT_CLOSE = k.getDeclaredMethod("close", int.class, Duration.class);
+                EXT_RUN.setAccessible(true);
+                EXT_CLOSE.setAccessible(true);
+            } catch (ReflectiveOperationException e) {
+                EXT_RUN = null;
+            }
+        }
+        return EXT_RUN == null ? null : EXT_RUN.getDeclaringClass();
     }
 
     private static List<TopicPartition> partitions(String topic, String list) {

@@ -11,7 +11,7 @@ from typing import Any
 
 from checkers.families.elr.replay import Replayed, replay, topic_config
 from checkers.families.metadata_log.check import MetadataLogRead
-from checkers.families.metadata_log.committed import committed_log, majority_bound
+from checkers.families.metadata_log.committed import committed_of_cluster
 
 UNCLEAN = "unclean.leader.election.enable"
 
@@ -87,13 +87,7 @@ def read_partitions(
     """None without a readable metadata log or anything proven committed."""
     if read is None or read.error is not None or not read.voters:
         return None
-    controllers = [
-        n["name"]
-        for n in cluster.get("nodes") or []
-        if "controller" in (n.get("roles") or []) and "name" in n
-    ]
-    logs = {n: log for n, log in read.voters.items() if not controllers or n in controllers}
-    committed = committed_log(logs, majority_bound(logs, len(controllers) or len(logs)))
+    committed = committed_of_cluster(read.voters, cluster)
     if not committed:
         return None
     return partitions_of(replay(committed), committed[0].offset == 0, cluster, topic, committed)

@@ -7,15 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-DURABILITY = "durability"
+from history.format import DURABILITY_DEFAULTS, DURABILITY_FIELD
+
 # What a history without the key ran with: kchaos's defaults before runs could change them.
-DEFAULTS: dict[str, Any] = {
-    "replication": 3,
-    "min_insync_replicas": 2,
-    "flush_messages": None,
-    "unclean_leader_election": False,
-    "elr": None,
-}
+DURABILITY = DURABILITY_FIELD
+DEFAULTS: dict[str, Any] = dict(DURABILITY_DEFAULTS)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from checkers.families.elr.replay import Replayed, replay, topic_config
 from checkers.families.elr.rules import elections, overlaps
 from checkers.families.elr.watermark import advanced_below_min_isr, low_stretches
 from checkers.families.metadata_log.check import MetadataLogRead
-from checkers.families.metadata_log.committed import committed_log, majority_bound
+from checkers.families.metadata_log.committed import committed_of_cluster
 from checkers.families.observer_samples import Sample
 from checkers.scan.fault_windows import WALL, fault_windows
 
@@ -80,13 +80,7 @@ def check_elr(
         )
     if read is None or read.error is not None or not read.voters:
         return out
-    controllers = [
-        n["name"]
-        for n in cluster.get("nodes") or []
-        if "controller" in (n.get("roles") or []) and "name" in n
-    ]
-    logs = {n: log for n, log in read.voters.items() if not controllers or n in controllers}
-    committed = committed_log(logs, majority_bound(logs, len(controllers) or len(logs)))
+    committed = committed_of_cluster(read.voters, cluster)
     if not committed:
         out.notes.append("ELR: nothing in the metadata logs is proven committed: not judged")
         return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from checkers.families.metadata_log.parse import MetadataLog, Record
 
@@ -84,3 +85,15 @@ def with_watermark(majority: CommittedBound, high_watermark: int | None) -> Comm
             high_watermark - 1, f"an observer sample reported high watermark {high_watermark}"
         )
     return majority
+
+
+def committed_of_cluster(voters: dict[str, MetadataLog], cluster: dict[str, Any]) -> list[Record]:
+    """The records a majority of the controllers' logs prove committed: the voters' logs of the
+    nodes the cluster file names as controllers (all of them when it names none)."""
+    controllers = [
+        n["name"]
+        for n in cluster.get("nodes") or []
+        if "controller" in (n.get("roles") or []) and "name" in n
+    ]
+    logs = {n: log for n, log in voters.items() if not controllers or n in controllers}
+    return committed_log(logs, majority_bound(logs, len(controllers) or len(logs)))

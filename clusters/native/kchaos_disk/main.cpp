@@ -4,12 +4,16 @@
 //   kchaos-disk mount --state DIR --control SOCKET [--names journal|strict] [--writeback S]
 //                     [--foreground] MOUNTPOINT
 //   kchaos-disk ctl [--control SOCKET] COMMAND [ARGS...]
+//   kchaos-disk batches [--root DIR] PATH FROM [PATH FROM ...]
 //
 // `mount` serves MOUNTPOINT from DIR/root (DIR/trash keeps unlinked files until an unlink is
 // durable, DIR/snapshots the copies `snapshot` takes) and returns once it is mounted, the layer
 // running in the background. `ctl` sends one command to the layer's control socket and prints
 // its one-line JSON answer; it exits 0 when the answer says ok, 1 when it does not, 2 when no
-// layer answers.
+// layer answers. `batches` reads Kafka segment files (kafka_batches.hpp), under DIR when given (a
+// layer's backing directory: no FUSE round trip, and there while the JVM is stopped), and
+// prints, in one JSON line, each file's record batches that end past FROM bytes: how many, and
+// their first and last offsets.
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "kafka_batches.hpp"
 #include "layer.hpp"
 
 using namespace kd;
@@ -43,7 +48,7 @@ const char* kDefaultSocket = "/run/kchaos-disk.sock";
 void usage() {
     die("usage: kchaos-disk mount --state DIR --control SOCKET [--names journal|strict] "
         "[--writeback SECONDS] [--foreground] MOUNTPOINT | kchaos-disk ctl [--control SOCKET] "
-        "COMMAND [ARGS...]");
+        "COMMAND [ARGS...] | kchaos-disk batches [--root DIR] PATH FROM [PATH FROM ...]");
 }
 
 int mkdir_p(const std::string& path) {
@@ -245,6 +250,47 @@ int do_ctl(int argc, char** argv) {
     return answer.rfind("{\"ok\":true", 0) == 0 ? 0 : 1;
 }
 
+int do_batches(int argc, char** argv) {
+    std::string root;
+    int i = 0;
+    if (argc >= 2 && std::string(argv[0]) == "--root") {
+        root = std::string(argv[1]) + "/";
+        i = 2;
+    }
+    if (i >= argc || (argc - i) % 2) usage();
+    Json j;
+    j.begin().boolean("ok", true).begin_list("files");
+    for (; i < argc; i += 2) {
+        std::string path = argv[i];
+        char* end = nullptr;
+        errno = 0;
+        unsigned long long from = strtoull(argv[i + 1], &end, 10);
+        if (!*argv[i + 1] || *end || errno || argv[i + 1][0] == '-') usage();
+        j.item_begin().str("path", path).unum("from", from);
+        int fd = open((root + path).c_str(), O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0) {
+            j.str("error", strerror(errno)).end();
+            if (fd >= 0) close(fd);
+            continue;
+        }
+        LostBatches lost = lost_batches(
+            [fd](void* buf, size_t n, uint64_t pos) -> ssize_t {
+                ssize_t r = pread(fd, buf, n, static_cast<off_t>(pos));
+                return r < 0 ? -errno : r;
+            },
+            static_cast<uint64_t>(st.st_size), from);
+        close(fd);
+        j.num("size", st.st_size).unum("batches", lost.batches).unum("lost", lost.lost);
+        if (lost.lost) j.num("first", lost.first).num("last", lost.last);
+        if (!lost.error.empty()) j.str("error", lost.error).unum("walked_to", lost.end);
+        j.end();
+    }
+    j.end_list().end();
+    printf("%s\n", j.text().c_str());
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -252,5 +298,6 @@ int main(int argc, char** argv) {
     std::string cmd = argv[1];
     if (cmd == "mount") return do_mount(argc - 2, argv + 2);
     if (cmd == "ctl") return do_ctl(argc - 2, argv + 2);
+    if (cmd == "batches") return do_batches(argc - 2, argv + 2);
     usage();
 }

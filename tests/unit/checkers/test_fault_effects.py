@@ -304,3 +304,43 @@ def test_no_checker_decides_by_a_fault_packages_name():
             if node.value in PACKAGES or node.value.startswith((START, STOP)):
                 said.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
     assert said == [], "read the op's effects (history/effects.py) instead"
+
+
+# -- a choreography's stops (nemesis/choreo.py): each ends the faults on the nodes it names ----
+
+
+def _choreographed(ends_only: bool) -> Run:
+    """n1 paused from 2 s; at 10 s n3 paused and n1 resumed by a stop naming n1 alone; n3
+    resumed at 20 s by a stop naming it."""
+    run = Run()
+    named = (lambda nodes: {"ends_only": nodes}) if ends_only else (lambda nodes: {})
+    run.fault(2.0, "start-pause", {"targets": ["n1"], "stopped_after_s": {"n1": 0.05}})
+    run.fault(10.0, "start-pause", {"targets": ["n3"], "stopped_after_s": {"n3": 0.05}})
+    run.fault(10.2, "stop-pause", {"signal": "SIGCONT", "resumed": ["n1"], **named(["n1"])})
+    run.fault(20.0, "stop-pause", {"signal": "SIGCONT", "resumed": ["n3"], **named(["n3"])})
+    return run
+
+
+def test_a_stop_that_names_its_nodes_ends_only_their_fault_spans():
+    first, second = fault_windows(_choreographed(True).rows(), ["n1", "n2", "n3"]).spans
+    assert first.nodes == {"n1"} and first.end is not None
+    assert first.end.value["resumed"] == ["n1"]
+    assert second.nodes == {"n3"} and second.end is not None
+    assert second.end.value["resumed"] == ["n3"]
+    assert second.outer[1] - second.outer[0] > 9.5
+    # Read as every stop before it (each ends every fault of its package), n3's pause would
+    # end at n1's resume, 0.2 s after it began, and nothing after that would be excused by it.
+    _, cut_short = fault_windows(_choreographed(False).rows(), ["n1", "n2", "n3"]).spans
+    assert cut_short.end is not None and cut_short.end.value["resumed"] == ["n1"]
+
+
+def test_a_freeze_ends_at_the_resume_that_names_its_node():
+    h = H().observe("n1").observe("n3")
+    h.nemesis("start-pause", {"targets": ["n1"], "stopped_after_s": {"n1": 0.1}})
+    h.nemesis("start-pause", {"targets": ["n3"], "stopped_after_s": {"n3": 0.1}})
+    h.nemesis("stop-pause", {"resumed": ["n1"], "ends_only": ["n1"]})
+    h.observe("n1")
+    h.nemesis("stop-pause", {"resumed": ["n3"], "ends_only": ["n3"]})
+    (a, b) = freezes(h)
+    assert a[1] == {"n1"} and b[1] == {"n3"}
+    assert a[3] < b[3], "the second pause lasts until its own resume"

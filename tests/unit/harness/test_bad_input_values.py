@@ -341,12 +341,22 @@ def test_accepted_numbers_make_a_strict_json_plan(data):
     # --disk-writeback applies only with a disk layer.
     values: dict[str, Any] = {"send_mode": "async", "nemesis": "partition", "disk_layer": "journal"}
     for o in NUMERIC:
-        if o.name in ("zookeepers", "seed", "pollers"):
+        if o.name in ("zookeepers", "seed", "pollers", "replication", "min_insync_replicas"):
             continue
+        applies = o.applies_with
+        if applies is not None and applies[0] == "workload" and "queue" not in applies[1]:
+            continue  # another workload's (the plan is a queue run's)
         values[o.name] = data.draw(good_numbers(o), label=o.name)
     # Pollers leave at least one producer slot (a combination, workloads/pipelined.py check).
     values["pollers"] = data.draw(st.integers(0, values["concurrency"] - 1), label="pollers")
-    windows = values["time_limit"] / (2 * values["nemesis_interval"])
+    # The topic's replicas fit its brokers, and its min ISR its replicas (workloads/durability.py).
+    values["replication"] = data.draw(st.integers(1, values["controllers"]), label="replication")
+    values["min_insync_replicas"] = data.draw(
+        st.integers(1, values["replication"]), label="min_insync_replicas"
+    )
+    quiet = values.get("nemesis_quiet")
+    interval = values["nemesis_interval"]
+    windows = values["time_limit"] / (interval + (interval if quiet is None else quiet))
     if windows > MAX_FAULT_WINDOWS:
         with pytest.raises(SpecError, match="fault windows: at most"):
             spec_from_dict(values)

@@ -53,6 +53,26 @@ def _cases() -> dict[str, tuple[dict[str, Any], int]]:
             12,
         ),
         "migration-zk3-s13": ({"topology": "migration", "zookeepers": 3, "time_limit": 300.0}, 13),
+        # The share workload (issue 31): its generator, on 4.4 and on 4.1 (formatted with
+        # share.version, no renew), and its options as asked.
+        "share-default-s1": ({"workload": "share", "version": "4.4"}, 1),
+        "share-41-s2": ({"workload": "share", "version": "4.1"}, 2),
+        "share-options-kill-s9": (
+            {
+                "workload": "share",
+                "version": "4.4",
+                "concurrency": 6,
+                "share_consumers": 3,
+                "share_ack_mode": "explicit",
+                "share_acks": "accept=5,release=2,renew=1,none=1",
+                "share_lock_ms": 1500,
+                "share_delivery_limit": 3,
+                "share_partitions": 6,
+                "nemesis": ["kill"],
+                **BUSY,
+            },
+            9,
+        ),
     }
     for topology in TOPOLOGIES:
         cases[f"{topology}-none-s2"] = ({"topology": topology}, 2)
@@ -66,6 +86,32 @@ def _cases() -> dict[str, tuple[dict[str, Any], int]]:
                 {"topology": topology, "nemesis": list(PACKAGES), **BUSY},
                 seed,
             )
+    # Choreographies (nemesis/choreo.py): other packages' steps on seeded roles.
+    cases["choreo-pause-s23"] = ({"nemesis": ["choreo:last-replica-pause"], **BUSY}, 23)
+    cases["choreo-partition-kraft-s24"] = (
+        {"topology": "kraft", "nemesis": ["choreo:last-replica-partition"], **BUSY},
+        24,
+    )
+    cases["choreo-five-mixed-s25"] = (
+        {"controllers": 5, "nemesis": ["choreo", "pause", "disk"], **BUSY},
+        25,
+    )
+    # Rotation with quiet periods of their own (--nemesis-quiet).
+    cases["rotate-quiet-s26"] = (
+        {
+            "nemesis": [
+                "choreo:last-replica-pause",
+                "choreo:last-replica-partition",
+                "pause",
+                "partition",
+                "disk",
+            ],
+            "time_limit": 600.0,
+            "nemesis_interval": 20.0,
+            "nemesis_quiet": 30.0,
+        },
+        26,
+    )
     cases["zk3-all-s21"] = (
         {"topology": "zk", "zookeepers": 3, "nemesis": list(reversed(PACKAGES)), **BUSY},
         21,

@@ -88,3 +88,18 @@ def test_json_says_which_targets_each_kind_takes_on_each_topology():
         parse_items(["jvm:controller-stall@partition-leader"], "kraft")
     zk_leader = next(t for t in data["targets"] if t["target"] == "zk-leader")
     assert zk_leader["only_on"] == ["zk", "migration"]
+
+
+def test_the_choreographies_are_listed_with_their_moves():
+    from nemesis.choreo import CHOREOGRAPHIES
+
+    data = json.loads(CliRunner().invoke(main, ["nemeses", "--json"]).output)
+    listed = {c["choreography"]: c for c in data["choreographies"]}
+    assert sorted(listed) == sorted(CHOREOGRAPHIES)
+    pause = listed["last-replica-pause"]
+    assert pause["packages"] == ["pause", "disk"]
+    assert [m["step"] for m in pause["moves"]][-1] == "stop-pause"
+    out = CliRunner().invoke(main, ["nemeses"]).output
+    for name, c in CHOREOGRAPHIES.items():
+        assert f"    {name} " in out and c.meaning in out
+    assert "items: choreo, choreo:<name>" in out

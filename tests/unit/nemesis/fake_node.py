@@ -22,9 +22,10 @@ class FakeNode:
         self.netem = True  # False: a kernel without CONFIG_NET_SCH_NETEM
         self.qdisc: list[str] = []
         # The disk layer's state (clusters/disk_layer.py) when the node runs on it: whether it
-        # has power, each file's bytes no fsync made durable, and optionally `files` (path under
-        # the mountpoint -> bytearray, what the backing directory holds), `failing` (fail
-        # rules) and `snapshots`.
+        # has power, each file's bytes no fsync made durable (``pending``), and optionally
+        # ``files`` (path under the mountpoint -> bytearray, what the backing directory holds),
+        # ``failing`` (fail rules), ``snapshots``, and ``batches``, what `kchaos-disk batches`
+        # answers of a segment (path -> its entry).
         self.disk: dict | None = None
         # The process's output, one line a list item (Logs.logs); kept across restarts.
         self.log_lines: list[str] = []
@@ -96,6 +97,13 @@ class FakeNode:
                 return ok
             case [program, "ctl", "--control", _, *words] if program.endswith("/kchaos-disk"):
                 return self._disk(words)
+            case [program, "batches", "--root", _, *pairs] if program.endswith("/kchaos-disk"):
+                known = (self.disk or {}).get("batches", {})
+                walked = [
+                    {"path": p, "from": int(f), **known.get(p, {"error": "No such file"})}
+                    for p, f in zip(pairs[::2], pairs[1::2], strict=True)
+                ]
+                return ExecResult(0, json.dumps({"ok": True, "files": walked}), "")
             case ["find", _root, "-type", "f", "-printf", _]:
                 files = (self.disk or {}).get("files", {})
                 lines = [f"{p}\t{len(b)}\t{(len(b) + 511) // 512}" for p, b in files.items()]
@@ -123,10 +131,12 @@ class FakeNode:
             case ["ping"]:
                 line = {"ok": True}
             case ["status"]:
+                # Nothing of a pending file is durable here: it was never fsynced.
+                listed = [{**f, "size": f["bytes"], "durable_size": 0} for f in files]
                 line = {
                     "ok": True,
                     "powered": self.disk["powered"],
-                    "files": files,
+                    "files": listed,
                     "failing": self.disk.get("failing", []),
                 }
             case ["drop"] if self.disk["powered"]:

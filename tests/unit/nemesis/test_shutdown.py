@@ -12,7 +12,7 @@ from history.effects import DOWN, RESTARTED, op_effects
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError
 from nemesis.registry import build
-from nemesis.shutdown import CLEAN_STOP, ELR_LAST_REPLICA, roles
+from nemesis.shutdown import CLEAN_STOP, ELR_LAST_REPLICA, ELR_POWER_LOSS, roles
 from tests.unit.nemesis.fake_node import FakeNode
 
 TOPO = build_topology("kraft", cluster="x")  # c1-c3 (ids 1-3), b1-b3 (ids 4-6)
@@ -100,3 +100,76 @@ def test_a_clean_stop_of_one_node_and_its_restart():
     assert not ctx.nodes[name].running
     done = nem.stop(ctx, step("stop", CLEAN_STOP, "one"))
     assert done["restarted"] == [name] and ctx.nodes[name].running
+
+
+SEGMENT = "data/kchaos-queue-0/00000000000000000000.log"
+
+
+def _on_layer(ctx: FaultContext) -> FaultContext:
+    for node in ctx.nodes.values():
+        node.disk = {"powered": True, "pending": {SEGMENT: 700}}
+    ctx.nodes["b2"].disk["batches"] = {
+        SEGMENT: {"size": 700, "batches": 9, "lost": 9, "first": 0, "last": 40}
+    }
+    return ctx
+
+
+def test_elr_power_loss_stops_the_followers_cleanly_then_the_leader_loses_power(monkeypatch):
+    from nemesis.disk import BY
+
+    ctx = _on_layer(context())
+    nem = build(["shutdown"])["shutdown"]
+    got = nem.start(ctx, step("start", ELR_POWER_LOSS))
+    assert (got["partition"], got["leader"], got["followers"]) == (
+        "kchaos-queue-0",
+        "b2",
+        ["b1", "b3"],
+    )
+    assert not any(ctx.nodes[n].running for n in ("b1", "b2", "b3"))
+    # The followers were stopped, not powered off: their layers never dropped.
+    assert ctx.nodes["b1"].disk["powered"] and ctx.nodes["b3"].disk["powered"]
+    assert not ctx.nodes["b2"].disk["powered"]
+    # A power loss's record (docs/history.md): what the drop took, with the offsets.
+    assert got["dropped"]["b2"]["lost_offsets"] == {"kchaos-queue-0": [0, 40]}
+    assert got["dropped"]["b2"]["files"] == {SEGMENT: 700}
+    assert set(got["exited_after_s"]) == {"b2"}
+    effects = op_effects("start-shutdown", got, list(ctx.nodes))
+    assert [(e.effect, e.by, sorted(e.nodes)) for e in effects] == [
+        (DOWN, "SIGTERM", ["b1", "b3"]),
+        (DOWN, BY, ["b2"]),
+    ]
+    monkeypatch.setattr(shutdown, "describe_partitions", lambda ip, port, t: [])
+    monkeypatch.setattr(shutdown, "LEAD_TIMEOUT_S", 0.01)
+    done = nem.stop(ctx, step("stop", ELR_POWER_LOSS))
+    assert done["elected"] is None and done["restarted"] == ["b1", "b2", "b3"]
+    assert ctx.nodes["b2"].disk["powered"]  # mounted again on what its disk kept
+
+
+def test_elr_power_loss_refuses_a_leader_off_the_layer_before_touching_anything():
+    from nemesis.errors import NotApplied
+
+    ctx = context()  # no node on the layer
+    with pytest.raises(NotApplied, match="b2 is not on the disk layer"):
+        build(["shutdown"])["shutdown"].start(ctx, step("start", ELR_POWER_LOSS))
+    assert all(n.running and not n.stopped for n in ctx.nodes.values())
+    combined = build_topology("kraft-combined", cluster="x")
+    with pytest.raises(NemesisError, match="shutdown elr-power-loss needs three brokers"):
+        import random
+
+        roles(combined, HINTS, random.Random(1), ELR_POWER_LOSS)
+
+
+def test_a_run_naming_elr_power_loss_runs_on_the_layer_and_a_bare_shutdown_never_draws_it():
+    import random
+
+    from harness.spec import OPTIONS
+    from history.options import with_fresh
+    from nemesis.shutdown import MENU
+
+    for items in (["shutdown:elr-power-loss"], ["kill", "shutdown:elr-power-loss"]):
+        assert with_fresh(OPTIONS, {"nemesis": items})["disk_layer"] == "journal"
+    for items in (["shutdown"], ["shutdown:elr-last-replica"], ["shutdown@one"]):
+        assert with_fresh(OPTIONS, {"nemesis": items}).get("disk_layer") is None
+    rng = random.Random(3)
+    drawn = {MENU.draw(rng, "kraft", 10.0, 0.0, None)[0].kind for _ in range(200)}
+    assert drawn == {CLEAN_STOP, ELR_LAST_REPLICA}
