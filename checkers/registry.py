@@ -2,7 +2,7 @@
 
 Each class adapts one family of pure checks (their own modules: queue/, cycles.py, metadata.py,
 migration.py, admin.py, data_log/, metadata_log/, zk_controller/, quorum_membership.py,
-groups.py, foreign.py, fenced_acks.py, elr/, prevote.py, durability/) to the
+groups.py, foreign.py, fenced_acks.py, elr/, prevote.py, durability/, disk/) to the
 Checker protocol (checkers/core/checker.py): it declares its Needs and turns the family's answer
 into a CheckerResult.
 The order of REGISTRY is the order of findings and notes in results.json, and a checker that
@@ -12,6 +12,7 @@ reads another's result comes after it:
   queue -> metadata-logs   queue failures corroborate sends of fenced brokers (lease-violation)
   queue, data-logs -> durability   lost writes (and what follows from them), judged against
                                    Kafka's durability model
+  queue -> disk-corruption queue findings on a partition a disk corrupt step damaged
 
 The data logs are read once (RunInputs.data_logs) for both checkers that use them.
 """
@@ -35,6 +36,8 @@ from checkers.core.inputs import (
 from checkers.families.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.families.cycles import find_cycles
 from checkers.families.data_log.check import check_data_logs
+from checkers.families.disk.corruption import DISK_FS, READ_FS, telling_reads
+from checkers.families.disk.corruption import judge as judge_disk
 from checkers.families.durability.check import RunView, check_durability
 from checkers.families.durability.partitions import read_partitions
 from checkers.families.durability.power import disk_faults
@@ -511,6 +514,36 @@ class DurabilityChecker:
         return CheckerResult(r.findings, notes + r.notes, r.checked, stats, replaces=r.replaces)
 
 
+class DiskCorruptionChecker:
+    """What Kafka did with a file a disk corrupt step damaged: detected it, or served it
+    (checkers/families/disk/); reads the queue checker's findings, and replaces those a damage
+    served (CheckerResult.replaces)."""
+
+    name = "disk-corruption"
+
+    def _fs(self, inputs: RunInputs) -> tuple[str, ...]:
+        # The reads' unreadable records and errors, where op fields exist: the same rows the
+        # foreign-records and group checks read whole.
+        return DISK_FS + (READ_FS if inputs.has_op_fields() else ())
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs(frozenset({HISTORY, PLAN}), fs=self._fs(inputs), after=("queue",))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        fs = self._fs(inputs)
+        reads = OpRows(telling_reads(inputs.op_table(fs=READ_FS))) if READ_FS[0] in fs else ()
+        judged = judge_disk(
+            inputs.op_rows(fs=DISK_FS),
+            inputs.result("queue").findings,
+            reads,
+            (inputs.generator or {}).get("topic"),
+            inputs.header.get("client"),
+        )
+        return CheckerResult(
+            judged.findings, judged.notes, judged.checked, judged.stats, replaces=judged.replaces
+        )
+
+
 class ShareChecker:
     """KIP-932's share groups (checkers/families/share/), from the share workload's ops: a
     record accepted or rejected with success is never acquired again."""
@@ -546,4 +579,5 @@ REGISTRY: tuple[Checker, ...] = (
     FencedAcksChecker(),
     DurabilityChecker(),
     ShareChecker(),
+    DiskCorruptionChecker(),
 )

@@ -64,6 +64,11 @@ class DiskLayerError(ClusterError):
     """The layer cannot be built, or a node's layer did not do what it was asked; one line."""
 
 
+class NoAnswer(DiskLayerError):
+    """Nothing came back from the control command (seen once under load: the command ran, its
+    output did not arrive), so whether the layer did it is unknown."""
+
+
 def digest() -> str:
     """One digest over every source, header and the flags: a change to any rebuilds."""
     h = hashlib.sha256()
@@ -199,7 +204,7 @@ def answer(stdout: str, node: str = "node") -> dict[str, Any]:
         value = None
     if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
         shown = line[:200] if line else "nothing"
-        raise DiskLayerError(f"{node}: the disk layer gave no answer (it printed {shown!r})")
+        raise NoAnswer(f"{node}: the disk layer gave no answer (it printed {shown!r})")
     if not value["ok"]:
         raise DiskLayerError(f"{node}: disk layer: {value.get('error', 'failed, no reason')}")
     return value
@@ -209,13 +214,10 @@ def ask(node: Exec, *words: str, timeout: float = 60.0) -> dict[str, Any]:
     """Sends a control command to the node's layer and returns its answer (raises
     DiskLayerError when the layer refuses or is not there)."""
     result = node.exec(control(*words), timeout=timeout)
-    if not (result.stdout or result.stderr).strip():
-        # No answer and no error line: the command itself did not run to its end.
-        raise DiskLayerError(
-            f"{node.name}: the disk layer gave no answer (nothing printed, exit code "
-            f"{result.exit_code})"
-        )
-    return answer(result.stdout or result.stderr, node.name)
+    try:
+        return answer(result.stdout or result.stderr, node.name)
+    except NoAnswer as exc:
+        raise NoAnswer(f"{exc} (exit code {result.exit_code})") from None
 
 
 def batches(

@@ -141,7 +141,11 @@ REBALANCE_FIELD = "rebalance"  # [[event, [keys], time], ...] in the listener's 
 COMMIT_FIELD = "commit"  # {"<key>": next offset to read} a synchronous commit stored
 COMMIT_ERROR_FIELD = "commit_error"  # what the client saw when its commit failed
 FOREIGN_FIELD = "foreign"  # [[topic, partition, offset, value], ...] of another topic
-OP_FIELDS = (REBALANCE_FIELD, COMMIT_FIELD, COMMIT_ERROR_FIELD, FOREIGN_FIELD)
+# [[partition, offset, what], ...]: records of the run's topic a read was handed that are not
+# one of the run's values (`what`: "value b'...'", the bytes as read) or that the client
+# reported as an error in place of a record ("error: ..."): what a damaged file can serve.
+UNREADABLE_FIELD = "unreadable"
+OP_FIELDS = (REBALANCE_FIELD, COMMIT_FIELD, COMMIT_ERROR_FIELD, FOREIGN_FIELD, UNREADABLE_FIELD)
 # A rebalance event: given to the member, taken back in an orderly rebalance, or lost (the
 # member was fenced or its assignment is gone: another may have had the partitions already).
 ASSIGNED, REVOKED, LOST = "assigned", "revoked", "lost"

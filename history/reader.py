@@ -32,6 +32,7 @@ from history.format import (
     TIME_FROM,
     TIME_FROM_INDEX,
     TIME_FROM_REASON,
+    UNREADABLE_FIELD,
     is_int64,
 )
 from history.names import Names
@@ -342,6 +343,19 @@ def _check_group_fields(p: str | Path, lineno: int, op: dict[str, Any]) -> None:
                 or not (rec[2] is None or is_int64(rec[2]))
             ):
                 raise bad(FOREIGN_FIELD, rec, "[topic, partition, offset, value]")
+    unreadable = op.get(UNREADABLE_FIELD)
+    if unreadable is not None:
+        if not isinstance(unreadable, list):
+            raise bad(UNREADABLE_FIELD, unreadable, "a list of [partition, offset, what]")
+        for rec in unreadable:
+            if (
+                not isinstance(rec, list)
+                or len(rec) != 3
+                or not is_int64(rec[0])
+                or not (rec[1] is None or is_int64(rec[1]))
+                or not isinstance(rec[2], str)
+            ):
+                raise bad(UNREADABLE_FIELD, rec, "[partition, offset, what]")
 
 
 def _pair(

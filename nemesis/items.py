@@ -117,8 +117,13 @@ class _Checker:
         """The selectors a spec may name for a step of ``kind`` on this topology."""
         if not menu.takes_target(kind):
             return []
+        refused = menu.kind(kind).refuses
         return [
-            t for t in TARGETS if _aimed_on(t, self.topology) and _reaches(menu, kind, t, self.topo)
+            t
+            for t in TARGETS
+            if t not in refused
+            and _aimed_on(t, self.topology)
+            and _reaches(menu, kind, t, self.topo)
         ]
 
     def kind(self, menu: Menu, kind: str, item: str) -> str:
@@ -152,6 +157,8 @@ class _Checker:
             why = f"'{target}' is no target"
         elif not _aimed_on(target, self.topology):
             why = f"target '{target}' is only for {', '.join(AIMED_ONLY_ON[target])}"
+        elif all(target in menu.kind(k).refuses for k in takers):
+            why = f"{menu.fault} {'/'.join(takers)} refuses target '{target}'"
         else:
             why = f"target '{target}' names no node {menu.fault} {'/'.join(takers)} acts on"
         whose = f"{menu.fault}:{kinds[0]}" if len(kinds) == 1 else menu.fault

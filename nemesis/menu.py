@@ -62,7 +62,7 @@ class Pick:
         return rng.choice(self.values)
 
     def describe(self) -> str:
-        return "one of " + ", ".join(f"{v:g}" for v in self.values)
+        return "one of " + ", ".join(v if isinstance(v, str) else f"{v:g}" for v in self.values)
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,9 @@ class Kind:
     drawn: bool = True
     # What its start does (history/effects.py names); empty: the menu's ``effects``.
     effects: tuple[str, ...] = ()
+    # Target selectors a step of this kind refuses (disk corrupt: majority and all); the plan
+    # draws its target among the menu's others.
+    refuses: tuple[str, ...] = ()
     # Kinds of the same menu that do the same on fewer nodes or links, which `kchaos shrink`
     # may put in its place (docs/shrink.md); each reads no parameter this one does not.
     simpler: tuple[str, ...] = ()
@@ -181,7 +184,7 @@ class Menu:
         if target is None and self.kind_is_target:
             target = kind.name
         elif target is None and self.targets:
-            target = rng.choice(self.targets)
+            target = rng.choice([t for t in self.targets if t not in kind.refuses])
         seed = rng.getrandbits(32)
         params = {d.param: d.draw(rng, interval) for d in kind.draws}
         steps = [FaultStep(start_s, "start", self.fault, kind.name, target, seed, params)]

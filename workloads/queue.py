@@ -42,6 +42,7 @@ from history.format import (
     REWIND,
     SEND_RECORDER_FIELD,
     TXN_ID_PER_SLOT,
+    UNREADABLE_FIELD,
 )
 from history.options import Option, Values
 from workloads import client_choice, durability, pipelined
@@ -499,6 +500,13 @@ def _parse_value(raw: bytes | None) -> int | None:
         return None
 
 
+def unreadable(partition: int, offset: int, raw: bytes | None) -> list[Any]:
+    """A record of the run's topic whose value is not one of the run's integers, as the
+    history's `unreadable` field keeps it (a damaged segment can serve one: docs/disk.md)."""
+    shown = "no value" if raw is None else f"value {raw[:64]!r}" + ("..." if len(raw) > 64 else "")
+    return [partition, offset, shown]
+
+
 def commit_fields(answered: list[TopicPartition], topic: str) -> dict[str, Any]:
     """The op fields of a synchronous commit that did not raise, from its answer: `commit`
     {"<key>": offset} for each partition of `topic` it stored, and `commit_error` naming each
@@ -556,6 +564,7 @@ class QueueClient:
         # and records of another topic; each completion takes them (`_finish`).
         self._rebalance: list[list[Any]] = []
         self._foreign: list[list[Any]] = []
+        self._unreadable: list[list[Any]] = []
         self.setup_op = self.ops.assignment()
 
     def open(self, op: Invocation) -> Completion:
@@ -598,6 +607,8 @@ class QueueClient:
         extra.update(fields or {})
         if self._foreign:
             extra[FOREIGN_FIELD], self._foreign = self._foreign, []
+        if self._unreadable:
+            extra[UNREADABLE_FIELD], self._unreadable = self._unreadable, []
         if extra:
             done.extra = {**(done.extra or {}), **extra}
         return done
@@ -680,6 +691,8 @@ class QueueClient:
                 continue
             if value is not None:
                 read[str(msg.partition())].append([msg.offset(), value])
+            else:
+                self._unreadable.append(unreadable(msg.partition(), msg.offset(), msg.value()))
         return dict(read), None
 
     def _poll_op(self, op: Invocation) -> tuple[Completion, dict[str, Any]]:
@@ -853,6 +866,7 @@ def final_reads(
             record("invoke", "poll", [["poll"]], process)
             read: dict[int, list[list[int]]] = {}
             values: dict[int, list[int]] = {}
+            odd: list[list[Any]] = []
             try:
                 msgs = consumer.consume(batch, 0.5)
             except KafkaException as exc:
@@ -860,12 +874,18 @@ def final_reads(
                 process = new_process()  # as any process that saw an indefinite outcome
                 continue
             for msg in msgs:
-                if msg.error() is not None:
+                err = msg.error()
+                if err is not None:
+                    if err.code() != err._PARTITION_EOF:  # what the client got in a record's place
+                        # An error of no partition or offset is at -1.
+                        where = [-1 if x is None else x for x in (msg.partition(), msg.offset())]
+                        odd.append([*where, f"error: {err.str()}"[:200]])
                     continue
                 try:  # _parse_value inline: this loop runs once per record read back
                     value = int(msg.value())
                 except (TypeError, ValueError):
-                    continue  # no value, or not one of the run's
+                    odd.append(unreadable(msg.partition(), msg.offset(), msg.value()))
+                    continue
                 p = msg.partition()
                 got = read.get(p)
                 if got is None:
@@ -873,7 +893,8 @@ def final_reads(
                     values[p] = []
                 got.append([msg.offset(), value])
                 values[p].append(value)
-            record("ok", "poll", [["poll", {str(p): got for p, got in read.items()}]], process)
+            polled = [["poll", {str(p): got for p, got in read.items()}]]
+            record("ok", "poll", polled, process, extra={UNREADABLE_FIELD: odd} if odd else None)
             polls += 1
             if read:
                 deadline.progressed(time.monotonic())

@@ -30,6 +30,7 @@ from checkers.families import (
 from checkers.families.data_log import acks as data_acks
 from checkers.families.data_log import fencing as data_fencing
 from checkers.families.data_log import resent as data_resent
+from checkers.families.disk import corruption as disk_corruption
 from checkers.families.durability import lost as durability_lost
 from checkers.families.durability import replicas as durability_replicas
 from checkers.families.elr import rules as elr_rules
@@ -78,6 +79,7 @@ FEATURES = ("feature-levels",)
 QUORUM = ("quorum-membership",)
 ELR = ("eligible-leaders",)
 PREVOTE = ("pre-vote",)
+DISK = ("disk-corruption",)
 GROUPS, FOREIGN, ACKS = ("consumer-groups",), ("foreign-records",), ("fenced-acks",)
 DURABILITY = ("durability",)
 SHARE = ("share",)
@@ -558,6 +560,25 @@ KINDS: tuple[Kind, ...] = (
             "failure; metadata_log/liveness.py SPURIOUS_TOLERATED",
         ),
     ),
+    # -- disk corruption (checkers/families/disk/) ------------------------------------------------
+    Kind(
+        "corruption-served",
+        DISK,
+        disk_corruption.SERVED_RULE,
+        "Kafka's consumer configs, check.crcs; librdkafka CONFIGURATION.md, check.crcs "
+        "(default false); kchaos",
+        Tolerance(
+            DEPENDS,
+            DEPENDS,
+            DEPENDS,
+            "a failure when the reader checked CRCs (header client java: Kafka's consumer, "
+            "check.crcs true by default) unless only offsets differ (a base offset, outside the "
+            "CRC), tolerated when it was librdkafka (check.crcs false by default); "
+            "disk/corruption.py UNCHECKED_CRCS, UNCOVERED_HEADER",
+        ),
+    ),
+    Kind("corruption-detected", DISK, disk_corruption.DETECTED_RULE, "kchaos", ALWAYS),
+    Kind("unreadable-record", DISK, disk_corruption.UNREADABLE_RULE, "kchaos", NEVER),
 )
 
 BY_NAME = {k.name: k for k in KINDS}

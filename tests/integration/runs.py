@@ -32,10 +32,13 @@ def quiet_run(
     seed: int,
     results: Path,
     inspect: Callable[[DockerCluster], Any] | None = None,
+    plan_edit: Callable[[Plan], None] | None = None,
     **fields: Any,
 ) -> Finished:
     """Runs the spec (defaults: queue, 4 clients, nemesis every 8 s, fast timing) on the cluster
-    `name`; `fields` may also hold `nemeses`, in-tree nemesis objects replacing the packages."""
+    `name`; `fields` may also hold `nemeses`, in-tree nemesis objects replacing the packages.
+    `plan_edit` changes the drawn plan before it runs (a step's parameters, say), as editing a
+    stored plan.json and replaying it would."""
     nemeses = fields.pop("nemeses", None)
     base: dict[str, Any] = {
         "workload": "queue",
@@ -50,6 +53,8 @@ def quiet_run(
         )
     )
     plan = build_plan(spec, seed)
+    if plan_edit is not None:
+        plan_edit(plan)
     extra = {"nemeses": nemeses} if nemeses is not None else {}
     dc = DockerCluster(docker_client, name)
     dc.remove()  # leftovers of an interrupted earlier test run

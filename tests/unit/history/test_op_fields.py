@@ -1,6 +1,6 @@
-"""The consumer-group and foreign-record op fields (docs/history.md): checked by the reader,
-carried into the columnar form's `fields_json`, and absent from older Parquet files without
-harm."""
+"""The consumer-group, foreign-record and unreadable-record op fields (docs/history.md):
+checked by the reader, carried into the columnar form's `fields_json`, and absent from older
+Parquet files without harm."""
 
 import json
 
@@ -22,6 +22,7 @@ FIELDS = {
     "rebalance": [["assigned", [1, 2], 6], ["revoked", ["2"], 7]],
     "commit": {"1": 5},
     "foreign": [["other", 0, 3, "x"]],
+    "unreadable": [[1, 5, "value b'12#4'"], [-1, -1, "error: Local: Bad message format"]],
 }
 
 
@@ -74,6 +75,9 @@ def test_a_parquet_file_from_before_the_column_reads_as_one_without_fields(tmp_p
         ({"commit_error": 3}, "'commit_error'"),
         ({"foreign": [["other", 0, 3]]}, "'foreign'"),
         ({"foreign": [[1, 0, 3, 4]]}, "'foreign'"),
+        ({"unreadable": [[1, 5]]}, "'unreadable'"),
+        ({"unreadable": [["1", 5, "value b'x'"]]}, "'unreadable'"),
+        ({"unreadable": [[1, 5, 7]]}, "'unreadable'"),
     ],
 )
 def test_malformed_fields_name_the_line(tmp_path, extra, fragment):

@@ -22,9 +22,13 @@ class FakeNode:
         self.netem = True  # False: a kernel without CONFIG_NET_SCH_NETEM
         self.qdisc: list[str] = []
         # The disk layer's state (clusters/disk_layer.py) when the node runs on it: whether it
-        # has power, and each file's bytes no fsync made durable (``pending``); optionally
-        # ``batches``, what `kchaos-disk batches` answers of a segment (path -> its entry).
+        # has power, each file's bytes no fsync made durable (``pending``), and optionally
+        # ``files`` (path under the mountpoint -> bytearray, what the backing directory holds),
+        # ``failing`` (fail rules), ``snapshots``, and ``batches``, what `kchaos-disk batches`
+        # answers of a segment (path -> its entry).
         self.disk: dict | None = None
+        # The process's output, one line a list item (Logs.logs); kept across restarts.
+        self.log_lines: list[str] = []
 
     name = property(lambda self: self.spec.name)
     ip = property(lambda self: self.spec.ip)
@@ -100,6 +104,20 @@ class FakeNode:
                     for p, f in zip(pairs[::2], pairs[1::2], strict=True)
                 ]
                 return ExecResult(0, json.dumps({"ok": True, "files": walked}), "")
+            case ["find", _root, "-type", "f", "-printf", _]:
+                files = (self.disk or {}).get("files", {})
+                lines = [f"{p}\t{len(b)}\t{(len(b) + 511) // 512}" for p, b in files.items()]
+                return ExecResult(0, "".join(f"{line}\n" for line in lines), "")
+            case ["sync", _]:
+                return ok
+            case ["od", "-An", "-tu1", "-j", offset, "-N", "1", path]:
+                data = (self.disk or {}).get("files", {})[path.split("/root/", 1)[1]]
+                return ExecResult(0, f"  {data[int(offset)]}\n", "")
+            case ["cmp", "-s", a, b]:
+                disk = self.disk or {}
+                now = disk.get("files", {}).get(a.split("/root/", 1)[1])
+                copy = disk.get("snapshots", {}).get(b.rsplit("/", 1)[1])
+                return ok if now == copy else ExecResult(1, "", "")
         raise AssertionError(f"unexpected command {cmd}")
 
     def _disk(self, words: list[str]) -> ExecResult:
@@ -115,9 +133,14 @@ class FakeNode:
             case ["status"]:
                 # Nothing of a pending file is durable here: it was never fsynced.
                 listed = [{**f, "size": f["bytes"], "durable_size": 0} for f in files]
-                line = {"ok": True, "powered": self.disk["powered"], "files": listed}
+                line = {
+                    "ok": True,
+                    "powered": self.disk["powered"],
+                    "files": listed,
+                    "failing": self.disk.get("failing", []),
+                }
             case ["drop"] if self.disk["powered"]:
-                self.disk = {"powered": False, "pending": {}}
+                self.disk = {**self.disk, "powered": False, "pending": {}}
                 total = sum(pending.values())
                 line = {
                     "ok": True,
@@ -128,8 +151,46 @@ class FakeNode:
                     "errors": 0,
                 }
             case _:
-                line = {"ok": False, "error": f"cannot {' '.join(words)}"}
+                line = self._medium(words)
+        # The command ran and its output was lost, `lose_answers[verb]` more times.
+        lose = self.disk.get("lose_answers", {})
+        if lose.get(words[0]):
+            lose[words[0]] -= 1
+            return ExecResult(0, "", "")
         return ExecResult(0 if line["ok"] else 1, json.dumps(line), "")
+
+    def _medium(self, words: list[str]) -> dict:
+        """Fail rules, corruption, snapshots and rollbacks, as the layer answers them."""
+        assert self.disk is not None
+        files: dict[str, bytearray] = self.disk.setdefault("files", {})
+        failing: list[dict] = self.disk.setdefault("failing", [])
+        snapshots: dict[str, bytearray] = self.disk.setdefault("snapshots", {})
+        match words:
+            case ["fail", classes, errno, *prefix]:
+                failing.append({"classes": classes, "errno": errno, "prefix": "".join(prefix)})
+                return {"ok": True, "failing": failing}
+            case ["heal"]:
+                cleared, failing[:] = len(failing), []
+                return {"ok": True, "cleared": cleared}
+            case ["corrupt", "flip", path, offset, mask] if path in files:
+                before = files[path][int(offset)]
+                files[path][int(offset)] ^= int(mask)
+                return {"ok": True, "before": before, "after": files[path][int(offset)]}
+            case ["corrupt", "truncate", path, size] if path in files:
+                before = len(files[path])
+                del files[path][int(size) :]
+                return {"ok": True, "size_before": before, "size_after": int(size)}
+            case ["snapshot", path, name] if path in files:
+                snapshots[name] = bytearray(files[path])
+                return {"ok": True, "size": len(files[path])}
+            case ["rollback", path, name] if path in files and name in snapshots:
+                before = len(files[path])
+                files[path] = bytearray(snapshots[name])
+                return {"ok": True, "size_before": before, "size_after": len(files[path])}
+        return {"ok": False, "error": f"cannot {' '.join(words)}"}
+
+    def logs(self, tail: int | None = None) -> str:
+        return "\n".join(self.log_lines[-tail:] if tail else self.log_lines)
 
     def is_running(self) -> bool:
         return self.running
@@ -142,10 +203,16 @@ class FakeNode:
         # sources the faketime env file, if there is one, into the JVM's environment.
         self.running, self.stopped, self.chains, self.input_jumps = True, False, {}, []
         if self.disk is not None:
-            self.disk = {"powered": True, "pending": {}}  # mounted again on what was kept
+            # Mounted again on what was kept: no fail rule, nothing pending.
+            kept = {k: self.disk[k] for k in ("files", "snapshots") if k in self.disk}
+            self.disk = {"powered": True, "pending": {}, **kept}
         env = self.files.get("/etc/kafka/faketime.env", "")
         self.environ = [line.removeprefix("export ") for line in env.splitlines()]
         self.restarts += 1
+        self.log_lines.append(
+            f"[2026-01-01 00:00:00,000] INFO [KafkaRaftServer nodeId={self.spec.node_id}] "
+            "Kafka Server started (kafka.server.KafkaRaftServer)"
+        )
 
     def stop(self, timeout: float = 30) -> None:
         self.running = False

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from clusters.topology import TOPOLOGIES
+from nemesis.errors import NemesisError
 from nemesis.registry import FAULT_KINDS, MENUS, NEMESES, build
 
 
@@ -60,7 +61,12 @@ def test_a_named_kind_and_target_are_drawn_as_named_and_pass_the_check(name, top
     menu, nemesis = MENUS[name], build([name])[name]
     rng = random.Random(f"menus/named/{name}/{topology}")
     for kind in menu.kinds_for(topology):
-        targets = [None] if menu.kind_is_target or not menu.takes_target(kind.name) else TARGETS
+        aimed = menu.kind_is_target or not menu.takes_target(kind.name)
+        targets = [None] if aimed else [t for t in TARGETS if t not in kind.refuses]
+        for target in kind.refuses:  # a kind's check refuses what its menu says it refuses
+            start, _ = menu.draw(rng, topology, 5.0, 1.0, 2.0, (kind.name,), target)
+            with pytest.raises(NemesisError, match=f"not '{target}'"):
+                nemesis.check(start)
         for target in targets:
             start, stop = menu.draw(rng, topology, 5.0, 1.0, 2.0, (kind.name,), target)
             assert start.kind == stop.kind == kind.name
@@ -69,6 +75,7 @@ def test_a_named_kind_and_target_are_drawn_as_named_and_pass_the_check(name, top
                 assert start.target == kind.name
             elif target is None:  # drawn as without a name: one of the menu's, or none
                 assert start.target in (menu.targets or (None,))
+                assert start.target not in kind.refuses
             else:
                 assert start.target == target
             nemesis.check(start)

@@ -214,8 +214,9 @@ class _Consumer:
 
 def test_librdkafkas_final_reads_record_a_line_per_poll_and_tally_what_they_read(monkeypatch):
     """With a stand-in consumer (no broker): one invoke/ok pair per poll, records by key in the
-    order read (values that are not the run's left out), and the reads stop once every
-    acknowledged send was read and every position reached its end."""
+    order read, and the reads stop once every
+    acknowledged send was read and every position reached its end; values that are not the
+    run's are kept in the poll's `unreadable` field."""
     monkeypatch.setattr(queue, "Consumer", _Consumer)
     acked = AckedSends()
     for k, v in [(0, 11), (0, 12), (1, 13)]:
@@ -223,10 +224,21 @@ def test_librdkafkas_final_reads_record_a_line_per_poll_and_tally_what_they_read
     wl = SimpleNamespace(consumer_conf=lambda group: {}, topic="t", keys=2, run_id="r", acked=acked)
     lines: list[tuple] = []
     ids = iter(range(7, 100))
-    out = queue.final_reads(wl, lambda: next(ids), lambda *a, **kw: lines.append(a), 60.0)
+
+    def record(*a, extra=None, **kw):
+        lines.append((*a, extra) if extra else a)
+
+    out = queue.final_reads(wl, lambda: next(ids), record, 60.0)
     assert lines == [
         ("invoke", "poll", [["poll"]], 7),
-        ("ok", "poll", [["poll", {"0": [[0, 11]]}]], 7),
+        # What is not one of the run's values is kept beside the poll (docs/history.md).
+        (
+            "ok",
+            "poll",
+            [["poll", {"0": [[0, 11]]}]],
+            7,
+            {"unreadable": [[0, 1, "value b'x'"], [1, 0, "no value"]]},
+        ),
         ("invoke", "poll", [["poll"]], 7),
         ("ok", "poll", [["poll", {"1": [[1, 13]], "0": [[2, 12], [2, 12]]}]], 7),
         ("invoke", "poll", [["poll"]], 7),
