@@ -45,7 +45,7 @@ from checkers.families.durability.reads import FinalReads, heal_end
 from checkers.families.durability.settings import SettingsError, settings_of
 from checkers.families.elr.check import check_elr
 from checkers.families.features import features_and_notes
-from checkers.families.fenced_acks import ACK_FS, fenced_acks
+from checkers.families.fenced_acks import ACK_FS, HIJACK_F, fenced_acks, hijacked_acks
 from checkers.families.foreign import FOREIGN_FS, foreign_reads
 from checkers.families.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
 from checkers.families.metadata import check_metadata
@@ -450,8 +450,14 @@ class FencedAcksChecker:
         slots, _ = generator_slots(inputs.generator)
         if slots is None:
             return CheckerResult()
-        found, n = fenced_acks(OpRows(inputs.op_table(fs=ACK_FS)), slots)
-        return CheckerResult(found, checked=n > 0, stats={"transactional_acks": n})
+        rows = OpRows(inputs.op_table(fs=ACK_FS))
+        found, n = fenced_acks(rows, slots)
+        # Only runs with a client hijack (nemesis/client.py) are read a second time.
+        hijacked, hijacks = (
+            hijacked_acks(rows, slots) if inputs.op_table(fs=(HIJACK_F,)).num_rows else ([], 0)
+        )
+        stats = {"transactional_acks": n, **({"hijacks": hijacks} if hijacks else {})}
+        return CheckerResult(found + hijacked, checked=n > 0, stats=stats)
 
 
 class DurabilityChecker:
