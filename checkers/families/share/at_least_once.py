@@ -83,14 +83,16 @@ def check_at_least_once(run: ShareRun) -> tuple[list[Finding], dict[str, int]]:
     for key, offset in sorted(run.sent):
         if (key, offset) in settled:
             continue
-        if key not in drained:
-            groups[(UNSETTLED_KIND, key)].append(offset)
-        elif (key, offset) in delivered:
-            groups[(ARCHIVED_EARLY_KIND, key)].append(offset)
-        elif unknown_polls:
-            groups[(UNSETTLED_KIND, key)].append(offset)
-        else:
-            groups[(NEVER_DELIVERED_KIND, key)].append(offset)
+        kind = (
+            UNSETTLED_KIND
+            if key not in drained
+            else ARCHIVED_EARLY_KIND
+            if (key, offset) in delivered
+            else UNSETTLED_KIND
+            if unknown_polls
+            else NEVER_DELIVERED_KIND
+        )
+        groups[(kind, key)].append(offset)
     findings = [
         _finding(kind, key, offsets, run, drain_index, key in drained)
         for (kind, key), offsets in sorted(groups.items())

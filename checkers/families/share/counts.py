@@ -46,12 +46,10 @@ def check_counts(run: ShareRun) -> tuple[list[Finding], dict[str, int]]:
     findings: list[Finding] = []
     counted = [d for d in run.share.deliveries if d.count is not None]
     for d in sorted(counted, key=lambda d: (d.index, d.key, d.offset)):
-        if d.count < 1:
-            why, kind = "below 1", INVALID_KIND
-        elif run.limit is not None and d.count > run.limit:
-            why, kind = f"above the delivery count limit {run.limit}", ABOVE_LIMIT_KIND
-        else:
+        if d.count >= 1 and (run.limit is None or d.count <= run.limit):
             continue
+        kind = INVALID_KIND if d.count < 1 else ABOVE_LIMIT_KIND
+        why = "below 1" if d.count < 1 else f"above the delivery count limit {run.limit}"
         findings.append(
             Finding(
                 kind,
