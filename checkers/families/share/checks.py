@@ -15,13 +15,13 @@ from checkers.families.share.counts import check_counts
 from checkers.families.share.finality import SHARE_OP_FS, redelivered_after_final
 from checkers.families.share.locks import check_locks
 from checkers.families.share.ordering import check_ordering
-from checkers.families.share.run import NEMESIS, OTHER_FS, ShareRun, read_run
+from checkers.families.share.run import FAULT_PROCESSES, OTHER_FS, ShareRun, read_run
 from checkers.families.share.start_offsets import check_start_offsets
 
 # The ops the checks read: the share ops, the sends, transactions and final log read, and the
-# nemesis's (by process).
+# faults' and steps' (by process).
 FS = tuple(sorted({*SHARE_OP_FS, *OTHER_FS}))
-PROCESSES = (NEMESIS,)
+PROCESSES = FAULT_PROCESSES
 
 CHECKS: tuple[Callable[[ShareRun], tuple[list[Finding], dict[str, int]]], ...] = (
     lambda run: redelivered_after_final(run.share),

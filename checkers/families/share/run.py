@@ -3,9 +3,9 @@ wrote the share topic, the transactions, the final log read, the faults, and the
 (docs/history.md, "The share workload").
 
 Times are the history's clock (ns). A fault window is where the share-partition leaders and the
-share coordinator may have moved or been cut off: from a nemesis `start-*` invocation to the
-completion of the `stop-*` (or `heal`) that ends it, plus FAULT_TAIL_NS; a nemesis op of any
-other name is a window from its invocation to its completion plus the tail. KafkaShareConsumer's
+share coordinator may have moved or been cut off: a fault's outer span (scan/fault_windows.py:
+from its start's invocation to the completion of the stop or heal that ended it) and every other
+nemesis, upgrade or migration op, each plus FAULT_TAIL_NS. KafkaShareConsumer's
 javadoc: "If the leadership of the partition for a record being delivered changes or the
 application's connection to the leader broker is disconnected, the current delivery attempt
 ends", and KIP-932: the delivery count "cannot be relied upon to be precise in all situations",
@@ -15,11 +15,14 @@ windows out.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from checkers.scan.fault_windows import FAULT_PROCESSES as SCAN_FAULT_PROCESSES
+from checkers.scan.fault_windows import TIME, fault_windows
 from history.errors import HistoryError
 from history.format import INVOKE, OK
 from history.share import (
@@ -38,7 +41,9 @@ from history.share import (
     read_share,
 )
 
-NEMESIS = "nemesis"
+# The processes whose ops are faults or steps (scan/fault_windows.py reads them).
+FAULT_PROCESSES = SCAN_FAULT_PROCESSES
+END_NS = 2**63 - 1
 # The other ops a share check reads beside the share ops: the sends (and transactions) that
 # wrote the topic, and the final log read (`poll` ops: in a share run only the final reads').
 SEND, TXN, POLL = "send", "txn", "poll"
@@ -121,7 +126,6 @@ def read_run(
         spec.get(ISOLATION_FIELD),
     )
     invoked: dict[Any, Mapping[str, Any]] = {}
-    nemesis: list[tuple[Mapping[str, Any] | None, Mapping[str, Any]]] = []
     for op in ops:
         p = op["process"]
         if op["type"] == INVOKE:
@@ -131,8 +135,7 @@ def read_run(
                     run.invoked_at.setdefault(v, op["time"])
             continue
         inv = invoked.pop(p, None)
-        if p == NEMESIS:
-            nemesis.append((inv, op))
+        if p in FAULT_PROCESSES:
             continue
         run.last_op[p] = op["time"]
         f = op["f"]
@@ -156,29 +159,22 @@ def read_run(
             if o is not None:
                 at = inv["time"] if inv is not None else op["time"]
                 run.offsets.append(Offsets(o.index, p, at, o.time, o.start, o.lag))
-    run.faults = fault_windows(nemesis)
+    run.faults = windows(r for r in rows if r["process"] in FAULT_PROCESSES)
     return run
 
 
-def fault_windows(
-    nemesis: Iterable[tuple[Mapping[str, Any] | None, Mapping[str, Any]]],
-) -> list[tuple[int, int]]:
-    """The fault windows of the nemesis ops' (invocation, completion) pairs, in order."""
-    windows, pending = [], {}
-    for inv, op in nemesis:
-        f = op["f"]
-        start = inv["time"] if inv is not None else op["time"]
-        if f.startswith("start-"):
-            pending.setdefault(f[len("start-") :], start)
-        elif f.startswith("stop-") and f[len("stop-") :] in pending:
-            windows.append((pending.pop(f[len("stop-") :]), op["time"] + FAULT_TAIL_NS))
-        elif f == "heal" and pending:
-            windows += [(began, op["time"] + FAULT_TAIL_NS) for began in pending.values()]
-            pending.clear()
-        else:
-            windows.append((start, op["time"] + FAULT_TAIL_NS))
-    # A fault never stopped lasts to the end of the history.
-    return windows + [(began, 2**63 - 1) for began in pending.values()]
+def windows(rows: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """The fault windows (ns) of the nemesis, upgrade and migration op rows, as
+    scan/fault_windows.py reads them: each fault's outer span (from its start's invocation to
+    the completion of the stop or heal that ended it), and every other op of theirs from its
+    invocation to its completion, each with FAULT_TAIL_NS after it."""
+    faults = fault_windows([dict(r) for r in rows], (), TIME)
+    spans = [s.outer for s in faults.spans] + [(o.start, o.end) for o, _ in faults.others]
+    return [(int(a * 1e9), _ns(b) + FAULT_TAIL_NS) for a, b in spans]
+
+
+def _ns(seconds: float) -> int:
+    return END_NS if math.isinf(seconds) else int(seconds * 1e9)
 
 
 def _values(value: Any) -> list[int]:
