@@ -221,21 +221,36 @@ def test_the_registry_runs_every_share_rule(tmp_path):
             st.sampled_from(["accept", "reject", "release", None]),
             st.booleans(),  # answered ok (else refused: the lock was gone)
             st.integers(0, 3),  # tenths of a lock waited before
+            st.booleans(),  # the start offsets asked after this step
         ),
         max_size=30,
     ),
     st.booleans(),  # a stale copy handed to another consumer after the lock, refused
+    st.booleans(),  # read_committed, the records sent by committed transactions
 )
-def test_a_share_group_that_keeps_its_states_fails_no_rule(steps, stale):
+def test_a_share_group_that_keeps_its_states_fails_no_rule(steps, stale, txn):
     """One partition, four records sent at the start; each step, a consumer acquires a record
     that is available (its count up by one, within the limit), then acknowledges it or lets its
     lock expire (the clock moves past it); the drain then accepts whatever is left."""
-    h = R().sent(0, 0).sent(0, 1).sent(0, 2).sent(0, 3)
+    h = R(isolation_level="read_committed") if txn else R()
+    if txn:
+        h.txn(
+            0, [["send", 0, 100], ["send", 0, 101]], [["send", 0, [0, 100]], ["send", 0, [1, 101]]]
+        )
+        h.txn(
+            0, [["send", 0, 102], ["send", 0, 103]], [["send", 0, [2, 102]], ["send", 0, [3, 103]]]
+        )
+        h.txn(1, [["send", 0, 104]], [["send", 0, 104]], "fail")  # aborted: never delivered
+    else:
+        h.sent(0, 0).sent(0, 1).sent(0, 2).sent(0, 3)
     for p in (2, 3, 4):
         h.subscribe(p)
     count = {o: 0 for o in range(4)}
     done: set[int] = set()
-    for consumer, offset, kind, ok, waited in steps:
+    for consumer, offset, kind, ok, waited, ask in steps:
+        if ask:  # the start offset: the first record still in delivery
+            first = min((o for o in range(4) if o not in done and count[o] < 5), default=4)
+            h.offsets(8, {0: first}, {0: 4 - first})
         h.wait(waited * 0.2)
         if offset in done or count[offset] == 5:
             continue
