@@ -85,7 +85,7 @@ def check_locks(run: ShareRun) -> tuple[list[Finding], dict[str, int]]:
             ends[(a.process, a.key, a.offset)].append(a.index)
     inv_time = {a.index: a.invoked for a in run.share.acks}
     findings: list[Finding] = []
-    excused = 0
+    excused = judged = 0
     for (key, offset), ds in by_record.items():
         sent = run.sent.get((key, offset))
         if sent is None:
@@ -104,14 +104,17 @@ def check_locks(run: ShareRun) -> tuple[list[Finding], dict[str, int]]:
             for b in ds:
                 if b.process == a.process or b.count is None or b.count <= a.count:
                     continue
+                judged += 1
                 if b.completed >= end:
                     continue
                 if run.disturbed(sent.invoked, b.completed):
                     excused += 1
                     continue
                 findings.append(_overlap(a, b, sent.invoked, lock, end))
-    ack_findings, ack_excused = _acks_after(run, by_record)
+    ack_findings, ack_excused, acks = _acks_after(run, by_record)
     return findings + ack_findings, {
+        "share_lock_pairs": judged,
+        "share_acks_ok_judged": acks,
         "share_lock_pairs_excused_by_faults": excused + ack_excused,
     }
 
@@ -140,12 +143,13 @@ def _overlap(a: Delivery, b: Delivery, sent: int, lock: int, end: int) -> Findin
 
 def _acks_after(
     run: ShareRun, by_record: dict[tuple[int, int], list[Delivery]]
-) -> tuple[list[Finding], int]:
+) -> tuple[list[Finding], int, int]:
     findings: list[Finding] = []
-    excused = 0
+    excused = judged = 0
     for an in answered(run.share):
         if not an.ok or an.delivery is None or an.delivery.count is None:
             continue
+        judged += 1
         a, mine = an.ack, an.delivery
         heard = min(o.time for o in an.outcomes if o.outcome == "ok")
         ds = by_record.get((a.key, a.offset), [])
@@ -193,4 +197,4 @@ def _acks_after(
                     },
                 )
             )
-    return findings, excused
+    return findings, excused, judged
