@@ -59,6 +59,7 @@ from steps.registry import FAMILIES, STEP_OPTIONS
 from workloads.pipelined import ASYNC
 from workloads.queue_ops import FINAL_READ_RATE
 from workloads.registry import WORKLOAD_OPTIONS, WORKLOADS
+from workloads.share import NAME as SHARE_WORKLOAD
 
 TIMINGS = ("fast", "default")
 AVAILABILITY = ("report", "fail")  # the first is what a run without the option does
@@ -629,5 +630,11 @@ def check_named_targets(spec: RunSpec) -> RunSpec:
         raise SpecError(
             "target txn-coordinator needs transactions: add --txn (queue workload), or aim "
             "at partition-leader or busiest-leader"
+        )
+    share = sorted(named_selectors(spec.nemesis) & {"share-leader", "share-coordinator"})
+    if share and spec.workload != SHARE_WORKLOAD:
+        raise SpecError(
+            f"target {' and '.join(share)} needs a share group: add --workload share, or aim "
+            "at partition-leader"
         )
     return spec

@@ -483,7 +483,12 @@ class ShareWorkload(KindBase):
         return base + len(self.acked) / FINAL_READ_RATE[JAVA]
 
     def hints(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition_leaders": dict(self.leaders.leaders)}
+        # share_group: for the share-leader and share-coordinator targets (nemesis/targets.py).
+        return {
+            "topic": self.topic,
+            "partition_leaders": dict(self.leaders.leaders),
+            "share_group": self.group,
+        }
 
     def client(self, process: int, rng: random.Random) -> ShareProducer | ShareConsumer:
         assert self.java is not None, "setup() starts the JVM"
