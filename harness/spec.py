@@ -169,7 +169,8 @@ class RunSpec:
     # sends, the sends' (workers.py): the pollers beside them are not paced.
     rate: float = option(
         50.0,
-        fresh=lambda v: 0.0 if v["send_mode"] == ASYNC else 50.0,
+        # A share run's pipelined producers stay paced: its consumers must keep up.
+        fresh=lambda v: 0.0 if v["send_mode"] == ASYNC and v["workload"] == "queue" else 50.0,
         help="Operations per second, all clients together, with --send-mode sync (default "
         "50); with async, sends per second of all producers together (default 0), the "
         "pollers unpaced. 0: unlimited (pipelined sends: as many as --in-flight lets).",
