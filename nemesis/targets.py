@@ -8,6 +8,7 @@ choice from those answers is a pure function, tested without Docker.
 
 from __future__ import annotations
 
+import base64
 import random
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
@@ -298,6 +299,13 @@ def share_state_partition(group: str, topic_id: str, partition: int, partitions:
     return txn_partition(share_coordinator_key(group, topic_id, partition), partitions)
 
 
+def kafka_uuid(msb: int, lsb: int) -> str:
+    """Kafka's Uuid.toString: the 16 bytes, URL-safe base64 without padding (confluent_kafka's
+    Uuid prints the standard alphabet, '+' and '/', which would hash to another partition)."""
+    raw = (msb & (2**64 - 1)).to_bytes(8, "big") + (lsb & (2**64 - 1)).to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
 @dataclass(frozen=True)
 class ShareState:
     """What the share-coordinator target reads of the cluster's metadata at fault time."""
@@ -324,8 +332,9 @@ def share_state_metadata(topology: Topology, topic: str) -> ShareState:
     if state is None or state.error is not None:
         why = state.error if state else "no topic"
         raise NemesisError(f"cannot read {SHARE_STATE_TOPIC} metadata: {why}")
+    uuid = described.topic_id
     return ShareState(
-        str(described.topic_id),
+        kafka_uuid(uuid.get_most_significant_bits(), uuid.get_least_significant_bits()),
         len(described.partitions),
         {p: pm.leader for p, pm in state.partitions.items()},
     )

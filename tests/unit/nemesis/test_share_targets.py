@@ -111,3 +111,28 @@ def test_resolve_dispatches_the_share_selectors():
     with pytest.raises(NemesisError, match="needs a share group"):
         t.resolve(queue, "share-coordinator", random.Random(0))
     assert t.could_name("share-coordinator", COMBINED) == [n.name for n in COMBINED.brokers]
+
+
+def test_the_topic_id_is_written_as_kafkas_uuid_to_string_not_confluents():
+    # Uuid(-0x0102030405060708, -5): confluent_kafka prints "/v38+/r5+Pj/////////+w"; Kafka's
+    # Uuid.toString (Base64.getUrlEncoder().withoutPadding()) the URL-safe alphabet.
+    assert t.kafka_uuid(-0x0102030405060708, -5) == "_v38-_r5-Pj_________-w"
+    assert t.kafka_uuid(0x0102030405060708, 0x090A0B0C0D0E0F10) == TOPIC_ID
+
+
+# Where Kafka 4.4.0 put each share-partition's state in a real run (seed 3101): the
+# __share_group_state partition whose log holds its ShareSnapshot/ShareUpdate records, as
+# `kafka-dump-log --share-group-state-decoder` printed them (5 state partitions).
+RUN = "kchaos-share-20261128T134947-3101-share"
+PLACED = [
+    (RUN, "xGh6D7k_SZ6aakzZbV3t3w", 0, 1),
+    (RUN, "xGh6D7k_SZ6aakzZbV3t3w", 1, 2),
+    (RUN, "xGh6D7k_SZ6aakzZbV3t3w", 2, 3),
+    (RUN, "xGh6D7k_SZ6aakzZbV3t3w", 3, 4),
+    (f"{RUN}-warmup", "pc_1a2e0SQiH4sZ_GhRcNQ", 0, 4),
+]
+
+
+@pytest.mark.parametrize(("group", "topic_id", "part", "state_part"), PLACED)
+def test_the_state_partition_is_where_kafka_wrote_the_state(group, topic_id, part, state_part):
+    assert t.share_state_partition(group, topic_id, part, 5) == state_part
