@@ -97,13 +97,18 @@ def _scan(parquet: str | Path) -> _Arrays:
     return out
 
 
+def _list(value: dict[str, Any], name: str) -> list[Any]:
+    got = value.get(name)
+    return got if isinstance(got, list) else []
+
+
 def _one(out: _Arrays, type_: str, f: str, process: Any, time: int, value: Any) -> None:
     if not isinstance(value, dict):
         return
     p = out.proc(process)
     if type_ == INVOKE and f in (SHARE_POLL, SHARE_ACK):
-        for a in value.get("acks") or []:
-            if isinstance(a, list) and len(a) == 3 and a[2] in ACK_TYPES:
+        for a in _list(value, "acks"):
+            if isinstance(a, list) and len(a) == 3 and _ints(a[:2]) and a[2] in ACK_TYPES:
                 out.a_rec.append(_rec(a[0], a[1]))
                 out.a_type.append(ACK_TYPES.index(a[2]))
                 out.a_time.append(time)
@@ -112,23 +117,39 @@ def _one(out: _Arrays, type_: str, f: str, process: Any, time: int, value: Any) 
     if type_ != OK:
         return
     if f == SHARE_POLL:
-        for r in value.get("records") or []:
+        for r in _list(value, "records"):
+            # The checks refuse a malformed record (history/share.py); the report skips it.
+            if not (isinstance(r, list) and len(r) == 4 and _ints(r[:2]) and _int_or_none(r[3])):
+                continue
             out.d_rec.append(_rec(r[0], r[1]))
             out.d_count.append(-1 if r[3] is None else int(r[3]))
             out.d_time.append(time)
             out.d_proc.append(p)
     if f == SHARE_ACK:
-        out.held += len(value.get("held") or [])
-        commit = value.get("commit") or {}
-        for a in value.get("acks") or []:
-            said = commit.get(str(a[0]))
+        out.held += len(_list(value, "held"))
+        commit = value.get("commit") if isinstance(value.get("commit"), dict) else {}
+        for a in _list(value, "acks"):
+            said = commit.get(str(a[0])) if isinstance(a, list) and a else None
             if isinstance(said, str):
                 _heard(out, p, said)
     if f in (SHARE_POLL, SHARE_ACK):
-        for heard in value.get("acked") or []:
-            if isinstance(heard, list) and len(heard) == 3 and isinstance(heard[2], str):
+        for heard in _list(value, "acked"):
+            if (
+                isinstance(heard, list)
+                and len(heard) == 3
+                and isinstance(heard[1], list)
+                and isinstance(heard[2], str)
+            ):
                 for _ in heard[1]:
                     _heard(out, p, heard[2])
+
+
+def _ints(xs: list[Any]) -> bool:
+    return all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in xs)
+
+
+def _int_or_none(x: Any) -> bool:
+    return x is None or (isinstance(x, int) and not isinstance(x, bool))
 
 
 def _heard(out: _Arrays, p: int, said: str) -> None:

@@ -140,3 +140,11 @@ def test_generated_runs_add_up(tmp_path_factory, events):
     assert 0 <= n["archived_at_limit"] <= n["reached_limit"]
     assert n["reached_limit"] == sum(1 for v in count.values() if v >= 3)
     assert sum(c["deliveries"] for c in n["consumers"]) == len(events)
+
+
+def test_malformed_share_values_are_skipped_not_a_traceback(tmp_path):
+    h = S().subscribe(2)
+    h.deliver(2, [[0, 1, 101, 1], "junk", [0, "x", 1, 1], [0, 2, 102]])
+    h.op(2, "share-ack", {"acks": [[0, 1, "accept"], "junk"]}, "ok", {"acks": [], "acked": 3})
+    n = load_share(h.write(tmp_path), 5.0).numbers  # type: ignore[union-attr]
+    assert n["deliveries"] == 1 and n["records"] == 1
