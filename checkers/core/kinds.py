@@ -578,6 +578,7 @@ KINDS: tuple[Kind, ...] = (
         ),
     ),
     Kind("corruption-detected", DISK, disk_corruption.DETECTED_RULE, "kchaos", ALWAYS),
+    Kind("corruption-refused-start", DISK, disk_corruption.REFUSED_RULE, "kchaos", ALWAYS),
     Kind("unreadable-record", DISK, disk_corruption.UNREADABLE_RULE, "kchaos", NEVER),
 )
 

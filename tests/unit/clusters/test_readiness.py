@@ -86,3 +86,25 @@ def test_a_migrating_clusters_zookeeper_controller_broker_is_not_a_second_active
     # Two KRaft controllers active is still a problem.
     controllers[1]["jmx"]["active_controller_count"] = 1
     assert "active controllers: ['c1', 'c2']" in problems(status_of(controllers + brokers))
+
+
+def test_a_node_kept_down_is_left_out_of_the_quorum_and_broker_states():
+    nodes = [kafka_node("n1", 1, active=1), kafka_node("n2", 2), kafka_node("n3", 3)]
+    nodes[2]["process"] = "exited"
+    nodes[2]["jmx"] = {"raft": None, "broker_state": None, "active_controller_count": None}
+    status = status_of(nodes)
+    assert "n3: process exited" in problems(status)
+    assert problems(status, down={"n3"}) == []
+    # What remains must still be ready: a leaderless rest is not.
+    nodes[0]["jmx"]["raft"]["leader"] = -1
+    nodes[1]["jmx"]["raft"]["leader"] = -1
+    assert problems(status_of(nodes), down={"n3"})
+
+
+def test_zk_mode_without_a_kept_down_broker_wants_the_others_registered():
+    brokers = [kafka_node(f"b{i}", i, roles=("broker",)) for i in (1, 2, 3)]
+    brokers[2]["process"] = "exited"
+    zk = {"controller": {"brokerid": 1}, "controller_epoch": 1, "broker_ids": [1, 2]}
+    assert problems({"nodes": brokers, "zookeeper": zk}, down={"b3"}) == []
+    zk["broker_ids"] = [1, 2, 3]  # its registration not yet expired: wait for it
+    assert problems({"nodes": brokers, "zookeeper": zk}, down={"b3"})
