@@ -34,6 +34,7 @@ from checkers.core.inputs import (
     RunInputs,
 )
 from checkers.families.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
+from checkers.families.collection import collection_failures
 from checkers.families.cycles import find_cycles
 from checkers.families.data_log.check import check_data_logs
 from checkers.families.disk.corruption import DISK_FS, READ_FS, telling_reads
@@ -70,6 +71,7 @@ from checkers.families.quorum_membership import check_membership, membership_inp
 from checkers.families.share.finality import SHARE_OP_FS, check_share
 from checkers.families.zk_controller.check import check_zk_logs, zk_brokers
 from checkers.scan.op_stream import OpRows, with_fields
+from history.collection import read_failures
 from history.format import (
     DATA_LOGS_DIR,
     METADATA_DIR,
@@ -561,7 +563,22 @@ class ShareChecker:
         return CheckerResult(found, checked=True, stats=stats)
 
 
+class CollectionChecker:
+    """What the run's final collection could not collect (collection.json): a note each, and an
+    unknown finding naming the checks that needed it (checkers/families/collection.py)."""
+
+    name = "collection"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs()
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        findings, notes = collection_failures(read_failures(inputs.run_dir))
+        return CheckerResult(findings, notes)
+
+
 REGISTRY: tuple[Checker, ...] = (
+    CollectionChecker(),
     QueueChecker(),
     CyclesChecker(),
     KraftMetadataChecker(),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from checkers.families import (
     admin,
+    collection,
     features,
     fenced_acks,
     foreign,
@@ -580,6 +581,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("corruption-detected", DISK, disk_corruption.DETECTED_RULE, "kchaos", ALWAYS),
     Kind("corruption-refused-start", DISK, disk_corruption.REFUSED_RULE, "kchaos", ALWAYS),
     Kind("unreadable-record", DISK, disk_corruption.UNREADABLE_RULE, "kchaos", NEVER),
+    Kind("evidence-not-collected", ("collection",), collection.RULE, "kchaos", CANNOT_TELL),
 )
 
 BY_NAME = {k.name: k for k in KINDS}

@@ -449,7 +449,8 @@ def _refused(d: Damage, said: dict[str, list[str]]) -> Finding:
     kept = _detection_lines({d.node: own})
     # Without a detection label, the error lines it logged say why as well as Kafka put it.
     logged = [str(e[1]) for e in own.get("lines") or [] if isinstance(e, list) and len(e) == 2]
-    lines = kept.get(d.node) or said.get(d.node) or logged
+    # Each restart logs the same refusal: quoted once.
+    lines = list(dict.fromkeys(kept.get(d.node) or said.get(d.node) or logged))
     others = {n: got for n, got in said.items() if n != d.node}
     words = " | ".join(lines[:QUOTED]) if lines else "nothing matching a detection pattern"
     more = "".join(f"; {n} logged: " + " | ".join(got[:QUOTED]) for n, got in others.items())
