@@ -31,6 +31,12 @@ from checkers.families.durability.lost import (
     with_consequences,
 )
 from checkers.families.durability.partitions import Partitions, brokers_of
+from checkers.families.durability.polled import (
+    Polled,
+    held_by_key,
+    polled_then_gone,
+    whole_logs_why,
+)
 from checkers.families.durability.power import DiskFault
 from checkers.families.durability.reads import FinalReads
 from checkers.families.durability.replicas import compare_replicas, read_checkpoints
@@ -64,6 +70,9 @@ class RunView:
     data: DataLogRead | None
     data_dir: Path | None
     reads: FinalReads | None
+    # Without a power loss: every record a poll returned, and every value a send wrote.
+    polled: Polled | None = None
+    sent: np.ndarray | None = None
 
 
 def check_durability(run: RunView) -> DurabilityResult:
@@ -72,6 +81,8 @@ def check_durability(run: RunView) -> DurabilityResult:
     powers = [f for f in run.faults if f.power]
     if powers:
         _lost_writes(run, logs, out)
+    elif run.polled is not None and run.sent is not None:
+        _polled_then_gone(run, logs, out)
     if logs and run.data_dir is not None:
         marks = read_checkpoints(run.data_dir, run.topic)
         compared = compare_replicas(logs, marks, run.partitions, run.reads, run.topic)
@@ -80,6 +91,24 @@ def check_durability(run: RunView) -> DurabilityResult:
         out.checked |= compared.judged > 0
         out.stats["replica_partitions_compared"] = compared.judged
     return out
+
+
+def _polled_then_gone(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) -> None:
+    """Records polled during a run without a power loss, looked for in every final log
+    (polled.py)."""
+    assert run.polled is not None and run.sent is not None
+    if not len(run.polled.value):
+        return
+    why = whole_logs_why(logs, brokers_of(run.cluster))
+    if why:
+        out.notes.append(f"durability: records polled during the run not looked for: {why}")
+        return
+    unclean = run.settings.unclean_leader_election or bool(
+        run.partitions is not None and run.partitions.unclean
+    )
+    out.findings += polled_then_gone(run.polled, held_by_key(logs), run.reads, run.sent, unclean)
+    out.checked = True
+    out.stats["polled_records_looked_for"] = len(run.polled.value)
 
 
 def _lost_writes(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) -> None:

@@ -363,3 +363,72 @@ def test_a_documented_loss_and_the_unseen_writes_that_remain_on_one_key(tmp_path
     doc, unseen = sorted(_found(v), key=lambda f: f.kind)
     assert doc.data["values"] == [1, 4] and unseen.data["values"] == [2, 3]
     assert {c["kind"] for c in doc.data["consequences"]} >= {"inconsistent-offsets"}
+
+
+# -- records polled and then gone, without a power loss (polled.py) ---------------------------
+
+GONE = "lost-committed-record"
+
+
+def _polled_then(tmp_path, logs, reads, info=(), **header):
+    """Values 5 and 6 acknowledged at offsets 0 and 1 and `info` (timed out); a consumer polls
+    every one of them during the run; a heal; the final reads return `reads`."""
+    h = history(**header)
+    h.send(0, 0, 5, 0).send(0, 0, 6, 1)
+    for v in info:
+        h.send(1, 0, v, None, "info")
+    h.poll(2, {0: [(0, 5), (1, 6), *((2 + i, v) for i, v in enumerate(info))]})
+    heal(h).poll(9, {0: reads})
+    return check(write_run(tmp_path, h, logs, {"n1": len(reads)}), write=False)
+
+
+def test_a_record_polled_and_then_in_no_final_log_is_a_lost_committed_record(tmp_path):
+    logs = {n: [data(5)] for n in NODES}
+    v = _polled_then(tmp_path, logs, [(0, 5)])
+    assert v.status == INVALID
+    (f,) = [f for f in _found(v) if f.kind == GONE]
+    assert f.key == 0 and f.data["values"] == [6] and f.data["offsets"] == [1]
+    assert f.ops == (5,) and f.tolerated is None  # the poll that was given it
+    assert "Only committed messages are ever given out to the consumer" in f.explanation
+
+
+def test_a_timed_out_send_a_consumer_read_was_committed_too(tmp_path):
+    logs = {n: [data(5, 6)] for n in NODES}
+    v = _polled_then(tmp_path, logs, [(0, 5), (1, 6)], info=(7,))
+    (f,) = [f for f in _found(v) if f.kind == GONE]
+    assert f.data["values"] == [7] and v.status == INVALID
+
+
+def test_a_polled_record_one_replica_still_holds_is_not_lost(tmp_path):
+    # Held by a replica outside the ISR only, and not served by the final reads: that the
+    # final reads skipped it is judged elsewhere; it is not gone.
+    logs = {"n1": [data(5)], "n2": [data(5, 6)], "n3": [data(5)]}
+    v = _polled_then(tmp_path, logs, [(0, 5)])
+    assert GONE not in _kinds(v)
+
+
+def test_with_unclean_elections_allowed_the_loss_is_documented(tmp_path):
+    logs = {n: [data(5)] for n in NODES}
+    durability = {"replication": 3, "min_insync_replicas": 2, "flush_messages": None,
+                  "unclean_leader_election": True, "elr": None}  # fmt: skip
+    v = _polled_then(tmp_path, logs, [(0, 5)], durability=durability)
+    (f,) = [f for f in _found(v) if f.kind == GONE]
+    assert f.tolerated.startswith("unclean leader elections were allowed")
+
+
+def test_without_every_brokers_log_nothing_is_looked_for(tmp_path):
+    logs = {"n1": [data(5)], "n2": [data(5)]}
+    v = _polled_then(tmp_path, logs, [(0, 5)])
+    assert GONE not in _kinds(v)
+    assert "durability: records polled during the run not looked for: no data log of n3" in (
+        v.notes
+    )
+
+
+def test_a_power_loss_run_keeps_the_lost_write_judgement(tmp_path):
+    h = history()
+    h.send(0, 0, 5, 0).send(0, 0, 6, 1).poll(2, {0: [(0, 5), (1, 6)]})
+    power_loss(h, NODES)
+    heal(h).poll(9, {0: [(0, 5)]})
+    v = check(write_run(tmp_path, h, {n: [data(5)] for n in NODES}, {"n1": 1}), write=False)
+    assert GONE not in _kinds(v) and DOC in _kinds(v)
