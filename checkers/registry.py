@@ -511,8 +511,9 @@ class DurabilityChecker:
             FinalReads.from_parquet(inputs.parquet, healed)
             if data is not None and healed is not None
             else None,
-            # Without a power loss: the records polled, looked for in every final log.
-            Polled.from_parquet(inputs.parquet) if data is not None and not power else None,
+            # The records polled: with a power loss, when each lost write was first seen lost;
+            # without one, looked for in every final log.
+            Polled.from_parquet(inputs.parquet) if data is not None or power else None,
             inputs.sends.value if data is not None and not power else None,
         )
         r = check_durability(run)

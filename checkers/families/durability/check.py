@@ -40,6 +40,7 @@ from checkers.families.durability.polled import (
 from checkers.families.durability.power import DiskFault
 from checkers.families.durability.reads import FinalReads
 from checkers.families.durability.replicas import compare_replicas, read_checkpoints
+from checkers.families.durability.seen import FirstSeen
 from checkers.families.durability.settings import Settings
 from checkers.scan.op_arrays import OpArrays
 
@@ -70,7 +71,8 @@ class RunView:
     data: DataLogRead | None
     data_dir: Path | None
     reads: FinalReads | None
-    # Without a power loss: every record a poll returned, and every value a send wrote.
+    # Every record a poll returned (with a power loss: when each lost write was first seen
+    # lost); without a power loss, every value a send wrote.
     polled: Polled | None = None
     sent: np.ndarray | None = None
 
@@ -256,6 +258,7 @@ def _gather(run: RunView, served: _Served) -> tuple[Writes, bool]:
 
     seen: list[int] = []
     unseen = False
+    first = FirstSeen(run.polled, ops) if run.polled is not None else None
     for i, f in enumerate(run.queue):
         if f.kind == LOST_WRITE and f.key is not None and len(f.ops) == 2:
             v = f.data.get("value")
@@ -268,8 +271,13 @@ def _gather(run: RunView, served: _Served) -> tuple[Writes, bool]:
                 # given again after a loss, which is the earlier write's (reused_offsets).
                 continue
             o = f.data.get("offset")
-            add(f.key, v, -1 if o is None else o, f.ops[0], math.inf if end < 0 else end,
-                LOST_WRITE, i)  # fmt: skip
+            missed = math.inf if end < 0 else end
+            if first is not None and isinstance(o, int) and w >= 0:
+                # An earlier poll may have seen it gone already (seen.py): a power loss after
+                # that cannot explain it.
+                acked = int(ops.complete_time[w]) if ops.typ[w] == _ok(ops) else -1
+                missed = min(missed, first.seen(f.key, o, v, acked))
+            add(f.key, v, -1 if o is None else o, f.ops[0], missed, LOST_WRITE, i)
             seen.append(v)
         elif f.kind == UNSEEN and f.key is not None:
             unseen = True
@@ -310,6 +318,10 @@ def _gather(run: RunView, served: _Served) -> tuple[Writes, bool]:
         ),
         unseen,
     )
+
+
+def _ok(ops: OpArrays) -> int:
+    return ops.type_names.index("ok") if "ok" in ops.type_names else -1
 
 
 def _rows_of(ops: OpArrays, index: np.ndarray) -> np.ndarray:

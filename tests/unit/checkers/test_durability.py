@@ -432,3 +432,41 @@ def test_a_power_loss_run_keeps_the_lost_write_judgement(tmp_path):
     heal(h).poll(9, {0: [(0, 5)]})
     v = check(write_run(tmp_path, h, {n: [data(5)] for n in NODES}, {"n1": 1}), write=False)
     assert GONE not in _kinds(v) and DOC in _kinds(v)
+
+
+# -- a lost write first seen lost before the power loss (seen.py) ------------------------------
+
+
+def _seen_then_lost(tmp_path, first_poll):
+    """Values 1, 2, 3 acknowledged at offsets 0, 1, 2; a poll returns `first_poll`; every node
+    loses power; value 4 is acknowledged at offset 3 and the final reads return 1, 3 and 4 (so
+    the queue's lost-write of value 2 cites the final read, after the power loss)."""
+    h = history()
+    h.send(0, 0, 1, 0).send(0, 0, 2, 1).send(0, 0, 3, 2).poll(1, {0: first_poll})
+    power_loss(h, NODES)
+    h.send(0, 0, 4, 3)
+    heal(h).poll(9, {0: [(0, 1), (2, 3), (3, 4)]})
+    return check(write_run(tmp_path, h), write=False)
+
+
+def test_a_write_a_poll_read_across_before_the_power_loss_is_not_the_power_losss(tmp_path):
+    # The poll read offsets 0 and 2 one after the other, after value 2 was acknowledged at 1:
+    # it was gone before any power loss, which cannot explain it (KIP-966's loss happens at
+    # the unclean shutdown).
+    v = _seen_then_lost(tmp_path, [(0, 1), (2, 3)])
+    (f,) = [f for f in _found(v) if f.kind in (DOC, FSYNC, FEW)]
+    assert f.kind == FEW and f.data["values"] == [2]
+    assert "no power loss came after it was sent and before it was missed" in f.explanation
+    assert v.status == INVALID
+
+
+def test_another_record_at_its_offset_before_the_power_loss_is_seen_too(tmp_path):
+    v = _seen_then_lost(tmp_path, [(0, 1), (1, 3)])
+    assert FEW in _kinds(v) and DOC not in _kinds(v)
+
+
+def test_a_poll_that_only_returned_a_higher_offset_proves_nothing_before_the_power_loss(tmp_path):
+    # The consumer may have been past offset 1 already: the power loss stays the explanation.
+    v = _seen_then_lost(tmp_path, [(2, 3)])
+    (f,) = [f for f in _found(v) if f.kind in (DOC, FSYNC, FEW)]
+    assert f.kind == DOC and f.data["values"] == [2]
