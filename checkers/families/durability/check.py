@@ -39,7 +39,11 @@ from checkers.families.durability.polled import (
 )
 from checkers.families.durability.power import DiskFault
 from checkers.families.durability.reads import FinalReads
-from checkers.families.durability.replicas import compare_replicas, read_checkpoints
+from checkers.families.durability.replicas import (
+    compare_own_bounds,
+    compare_replicas,
+    read_checkpoints,
+)
 from checkers.families.durability.seen import FirstSeen
 from checkers.families.durability.settings import Settings
 from checkers.scan.op_arrays import OpArrays
@@ -87,7 +91,10 @@ def check_durability(run: RunView) -> DurabilityResult:
         _polled_then_gone(run, logs, out)
     if logs and run.data_dir is not None:
         marks = read_checkpoints(run.data_dir, run.topic)
-        compared = compare_replicas(logs, marks, run.partitions, run.reads, run.topic)
+        if run.partitions is None and run.cluster.get("topology") == "zk":
+            compared = compare_own_bounds(logs, marks, run.reads, run.topic)
+        else:
+            compared = compare_replicas(logs, marks, run.partitions, run.reads, run.topic)
         out.findings += compared.findings
         out.notes += compared.notes
         out.checked |= compared.judged > 0

@@ -23,6 +23,11 @@ copied holds everything below H, as it did when the checkpoint was written.
 - `committed-record-not-served`: an in-sync replica holds, below H, a non-transactional record
   the final reads read past (they returned a later offset of its partition, reading it from the
   beginning) and never returned.
+
+Without a committed ISR (ZooKeeper mode keeps the ISR in ZooKeeper, which a run does not
+collect), `compare_own_bounds` holds each replica only to what its own checkpoint claimed: two
+replicas below the lower of their two checkpoints, each replica's records below its own (and
+below where the final reads reached) against the final reads.
 """
 
 from __future__ import annotations
@@ -201,6 +206,80 @@ def compare_replicas(
         f"durability: {out.judged} partitions' in-sync replicas compared below their committed "
         f"bound ({sum(len(v) for v in checkpoints.values())} checkpointed high watermarks)"
     )
+    return out
+
+
+def compare_own_bounds(
+    logs: dict[str, DataLog],
+    checkpoints: dict[str, dict[int, int]],
+    reads: FinalReads | None,
+    topic: str,
+) -> ReplicaResult:
+    """The same three rules where the history holds no ISR (ZooKeeper mode: the ISR lives in
+    ZooKeeper, which the run does not collect): each replica is held only to what its own
+    high-watermark checkpoint claimed committed. Two replicas must hold the same records below
+    the lower of their two checkpoints, and neither may lack there what the other holds; a
+    replica's records below its own checkpoint and below where the final reads reached must
+    have been served. A replica without a checkpoint of the partition owes nothing."""
+    out = ReplicaResult()
+    ids = sorted({p for b, marks in checkpoints.items() if b in logs for p in marks})
+    skipped = []
+    for p in ids:
+        owners = sorted(b for b in logs if p in checkpoints.get(b, {}) and checkpoints[b][p] > 0)
+        if not owners:
+            continue
+        if _cut(logs, owners, topic, p):
+            skipped.append(p)
+            continue
+        out.judged += 1
+        held = {b: held_of(logs[b], p) for b in owners}
+        for i, b in enumerate(owners):
+            for c in owners[i + 1 :]:
+                hb, hc = checkpoints[b][p], checkpoints[c][p]
+                bound = min(hb, hc)
+                why = (
+                    f"committed below offset {bound} ({b}'s high-watermark checkpoint {hb}, "
+                    f"{c}'s {hc}); no committed ISR in the history (ZooKeeper mode): each "
+                    "replica is held to what its own checkpoint claimed committed"
+                )
+                pair = {b: held[b], c: held[c]}
+                out.findings += _missing(pair, bound, p, topic, why)
+                out.findings += _diverged(pair, bound, p, topic, why)
+        if reads is None:
+            continue
+        for b in owners:
+            why = (
+                f"committed below offset {checkpoints[b][p]} ({b}'s high-watermark checkpoint); "
+                "no committed ISR in the history (ZooKeeper mode)"
+            )
+            out.findings += _not_served({b: held[b]}, checkpoints[b][p], p, topic, why, reads)
+    out.findings = _once(out.findings)
+    if skipped:
+        out.notes.append(
+            f"durability: partitions {skipped} not compared: a replica's log could not be read "
+            "whole (the data-log notes say where)"
+        )
+    out.notes.append(
+        f"durability: {out.judged} partitions' replicas compared below their own checkpointed "
+        "high watermarks (no committed ISR in the history: ZooKeeper mode)"
+    )
+    return out
+
+
+def _once(found: list[Finding]) -> list[Finding]:
+    """A replica compared pair by pair is reported once per kind: its first finding (the lowest
+    bound's offsets are in every higher one's) stands; a record not served, once per value."""
+    out, seen = [], set()
+    for f in found:
+        who = f.data.get("broker") or tuple(f.data.get("brokers", ()))
+        key = (
+            (f.kind, f.key, who)
+            if f.kind != NOT_SERVED
+            else (f.kind, f.key, tuple(f.data["values"]))
+        )
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
     return out
 
 

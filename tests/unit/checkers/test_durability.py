@@ -470,3 +470,58 @@ def test_a_poll_that_only_returned_a_higher_offset_proves_nothing_before_the_pow
     v = _seen_then_lost(tmp_path, [(2, 3)])
     (f,) = [f for f in _found(v) if f.kind in (DOC, FSYNC, FEW)]
     assert f.kind == DOC and f.data["values"] == [2]
+
+
+# -- ZooKeeper mode: each replica held to its own checkpoint (replicas.compare_own_bounds) -----
+
+ZK_CLUSTER = {
+    "topology": "zk",
+    "nodes": [{"name": f"n{i}", "roles": ["broker"], "node_id": i} for i in (1, 2, 3)]
+    + [{"name": "zk1", "roles": ["zookeeper"], "node_id": 0}],
+}
+
+
+def _zk_final(tmp_path, logs, checkpoints, reads, acked=(5, 6), info=()):
+    import json
+
+    h = history()
+    for o, v in enumerate(acked):
+        h.send(0, 0, v, o)
+    for v in info:
+        h.send(1, 0, v, None, "info")
+    heal(h).poll(9, {0: reads})
+    run = write_run(tmp_path, h, logs, checkpoints)
+    (run / "cluster.json").write_text(json.dumps(ZK_CLUSTER))
+    return check(run, write=False)
+
+
+def test_zk_mode_replicas_agreeing_below_their_own_checkpoints_raise_nothing(tmp_path):
+    # n3 lags (its checkpoint 1): it owes nothing above it, and n1's tail above 2 is not judged.
+    logs = {"n1": [data(5, 6, 7)], "n2": [data(5, 6)], "n3": [data(5)]}
+    v = _zk_final(tmp_path, logs, {"n1": 2, "n2": 2, "n3": 1}, [(0, 5), (1, 6)], info=(7,))
+    # (The ZooKeeper controller check has no broker logs here to read: its own unknown.)
+    assert [f for f in _found(v) if f.kind != "zk-controller-epochs-unknown"] == []
+    assert any("1 partitions' replicas compared below their own" in n for n in v.notes)
+
+
+def test_zk_mode_replicas_differing_below_both_checkpoints_diverge(tmp_path):
+    logs = {"n1": [data(5, 6)], "n2": [data(5, 9)], "n3": [data(5, 6)]}
+    v = _zk_final(tmp_path, logs, {"n1": 2, "n2": 2, "n3": 2}, [(0, 5), (1, 6)], info=(9,))
+    assert v.status == INVALID
+    pairs = sorted(tuple(f.data["brokers"]) for f in _found(v) if f.kind == DIVERGED)
+    assert pairs == [("n1", "n2"), ("n2", "n3")]
+    assert "ZooKeeper mode" in next(f for f in _found(v) if f.kind == DIVERGED).explanation
+
+
+def test_zk_mode_a_replica_lacking_what_its_own_checkpoint_claims_is_missing_records(tmp_path):
+    logs = {"n1": [data(5, 6, 7)], "n2": [data(5)], "n3": [data(5, 6, 7)]}
+    v = _zk_final(tmp_path, logs, {"n1": 3, "n2": 3, "n3": 3}, [(0, 5), (1, 6), (2, 7)], info=(7,))
+    (f,) = [f for f in _found(v) if f.kind == MISSING]
+    assert f.data["broker"] == "n2" and f.data["offsets"] == [1, 2]
+
+
+def test_zk_mode_a_committed_record_the_final_reads_skipped_is_not_served(tmp_path):
+    logs = {n: [data(5, 6), data(9), data(7)] for n in ("n1", "n2", "n3")}
+    v = _zk_final(tmp_path, logs, {"n1": 4, "n2": 4}, [(0, 5), (1, 6), (3, 7)], info=(9, 7))
+    (f,) = [f for f in _found(v) if f.kind == NOT_SERVED]
+    assert f.data["values"] == [9] and f.data["offsets"] == [2]

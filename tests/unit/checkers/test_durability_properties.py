@@ -28,6 +28,7 @@ from checkers.families.durability.replicas import (
     DIVERGED,
     MISSING,
     NOT_SERVED,
+    compare_own_bounds,
     compare_replicas,
 )
 from checkers.families.durability.settings import Settings
@@ -291,3 +292,38 @@ def test_polled_records_every_final_log_and_read_lost_are_each_found(run, draw):
     assert _polled_then_gone(logs, polled, final) == {
         (k, tuple(sorted(vs))) for k, vs in expected.items()
     }
+
+
+@st.composite
+def zk_final_state(draw):
+    """Kafka's correct state in ZooKeeper mode, as the checkpoints show it: a leader's log and
+    its high watermark; each follower a prefix of it (and, out of sync, a tail of its own),
+    its checkpoint at most the leader's and at most what it shares with the leader."""
+    n = draw(st.integers(0, 12))
+    leader_log = list(range(100, 100 + n))
+    hw = draw(st.integers(0, n))
+    logs = {"n1": leader_log}
+    marks = {"n1": hw}
+    for b in ("n2", "n3"):
+        k = draw(st.integers(0, n))
+        logs[b] = leader_log[:k] + draw(st.lists(st.integers(900, 999), max_size=3))
+        marks[b] = draw(st.integers(0, min(hw, k)))
+    top = draw(st.integers(0, hw))
+    return logs, marks, leader_log[:top]
+
+
+@settings(max_examples=150, deadline=None)
+@given(zk_final_state())
+def test_kafkas_correct_zk_final_states_raise_nothing(state):
+    logs, marks, read = state
+    parsed = {b: parse_data_log(dump({0: [B(1, 0, values=tuple(v), txn=False)] if v else []},
+                                     topic=TOPIC), b) for b, v in logs.items()}  # fmt: skip
+    reads = FinalReads(
+        0,
+        np.zeros(len(read), np.int64),
+        np.arange(len(read), dtype=np.int64),
+        np.array(read, np.int64),
+        np.full(len(read), 7, np.int64),
+    )
+    result = compare_own_bounds(parsed, {b: {0: h} for b, h in marks.items()}, reads, TOPIC)
+    assert result.findings == []
