@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from history import strict_json
+
 COLLECTION_JSON = "collection.json"
 # What a failure names: the nodes' output and configuration (logs/), the decoded metadata logs
 # (metadata/), the brokers' decoded partition logs (data/), or the collection as a whole (it
@@ -36,7 +38,7 @@ def record_failures(run_dir: Path, failed: list[dict[str, Any]]) -> None:
         return
     path = run_dir / COLLECTION_JSON
     kept = read_failures(run_dir)
-    path.write_text(json.dumps({"failed": kept + failed}, indent=1) + "\n")
+    path.write_text(strict_json.dumps({"failed": kept + failed}, indent=1) + "\n")
 
 
 def read_failures(run_dir: Path) -> list[dict[str, Any]]:
