@@ -267,20 +267,18 @@ def compare_own_bounds(
 
 
 def _once(found: list[Finding]) -> list[Finding]:
-    """A replica compared pair by pair is reported once per kind: its first finding (the lowest
-    bound's offsets are in every higher one's) stands; a record not served, once per value."""
-    out, seen = [], set()
+    """A replica compared pair by pair is reported once per kind and partition: of its
+    `replica-missing-committed-records` findings, the one lacking most (each names the replica
+    it was compared with); a record not served, once per set of values."""
+    out: dict[tuple, Finding] = {}
     for f in found:
-        who = f.data.get("broker") or tuple(f.data.get("brokers", ()))
-        key = (
-            (f.kind, f.key, who)
-            if f.kind != NOT_SERVED
-            else (f.kind, f.key, tuple(f.data["values"]))
-        )
-        if key not in seen:
-            seen.add(key)
-            out.append(f)
-    return out
+        if f.kind == NOT_SERVED:
+            key: tuple = (f.kind, f.key, tuple(f.data["values"]))
+        else:
+            key = (f.kind, f.key, f.data.get("broker") or tuple(f.data.get("brokers", ())))
+        if key not in out or f.data.get("count", 0) > out[key].data.get("count", 0):
+            out[key] = f
+    return list(out.values())
 
 
 def _cut(logs: dict[str, DataLog], members: list[str], topic: str, p: int) -> bool:
