@@ -41,7 +41,6 @@ from checkers.families.disk.corruption import DISK_FS, READ_FS, telling_reads
 from checkers.families.disk.corruption import judge as judge_disk
 from checkers.families.durability.check import RunView, check_durability
 from checkers.families.durability.partitions import read_partitions
-from checkers.families.durability.polled import Polled
 from checkers.families.durability.power import disk_faults
 from checkers.families.durability.reads import FinalReads, heal_end
 from checkers.families.durability.settings import SettingsError, settings_of
@@ -513,7 +512,7 @@ class DurabilityChecker:
             else None,
             # The records polled: with a power loss, when each lost write was first seen lost;
             # without one, looked for in every final log.
-            Polled.from_parquet(inputs.parquet) if data is not None or power else None,
+            inputs.parquet if data is not None or power else None,
             inputs.sends.value if data is not None and not power else None,
         )
         r = check_durability(run)

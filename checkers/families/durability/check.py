@@ -34,6 +34,7 @@ from checkers.families.durability.partitions import Partitions, brokers_of
 from checkers.families.durability.polled import (
     Polled,
     held_by_key,
+    not_held,
     polled_then_gone,
     whole_logs_why,
 )
@@ -75,9 +76,10 @@ class RunView:
     data: DataLogRead | None
     data_dir: Path | None
     reads: FinalReads | None
-    # Every record a poll returned (with a power loss: when each lost write was first seen
-    # lost); without a power loss, every value a send wrote.
-    polled: Polled | None = None
+    # The history whose poll records are read (with a power loss: when each lost write was
+    # first seen lost; without one: looked for in every final log); and every value a send
+    # wrote (without a power loss).
+    polls_from: Path | None = None
     sent: np.ndarray | None = None
 
 
@@ -87,7 +89,7 @@ def check_durability(run: RunView) -> DurabilityResult:
     powers = [f for f in run.faults if f.power]
     if powers:
         _lost_writes(run, logs, out)
-    elif run.polled is not None and run.sent is not None:
+    elif run.polls_from is not None and run.sent is not None:
         _polled_then_gone(run, logs, out)
     if logs and run.data_dir is not None:
         marks = read_checkpoints(run.data_dir, run.topic)
@@ -105,19 +107,22 @@ def check_durability(run: RunView) -> DurabilityResult:
 def _polled_then_gone(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) -> None:
     """Records polled during a run without a power loss, looked for in every final log
     (polled.py)."""
-    assert run.polled is not None and run.sent is not None
-    if not len(run.polled.value):
-        return
+    assert run.polls_from is not None and run.sent is not None
     why = whole_logs_why(logs, brokers_of(run.cluster))
     if why:
         out.notes.append(f"durability: records polled during the run not looked for: {why}")
         return
+    held = held_by_key(logs)
+    # Only the records no final log holds are kept as the history is read.
+    polled = Polled.from_parquet(run.polls_from, not_held(held))
+    if not polled.read:
+        return
     unclean = run.settings.unclean_leader_election or bool(
         run.partitions is not None and run.partitions.unclean
     )
-    out.findings += polled_then_gone(run.polled, held_by_key(logs), run.reads, run.sent, unclean)
+    out.findings += polled_then_gone(polled, held, run.reads, run.sent, unclean)
     out.checked = True
-    out.stats["polled_records_looked_for"] = len(run.polled.value)
+    out.stats["polled_records_looked_for"] = polled.read
 
 
 def _lost_writes(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) -> None:
@@ -265,7 +270,12 @@ def _gather(run: RunView, served: _Served) -> tuple[Writes, bool]:
 
     seen: list[int] = []
     unseen = False
-    first = FirstSeen(run.polled, ops) if run.polled is not None else None
+    first = None
+    keys = [f.key for f in run.queue if f.kind == LOST_WRITE and f.key is not None]
+    if run.polls_from is not None and keys:
+        wanted = np.unique(np.array(keys, np.int64))
+        polled = Polled.from_parquet(run.polls_from, lambda k, _v: np.isin(k, wanted))
+        first = FirstSeen(polled, ops)
     for i, f in enumerate(run.queue):
         if f.kind == LOST_WRITE and f.key is not None and len(f.ops) == 2:
             v = f.data.get("value")

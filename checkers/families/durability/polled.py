@@ -22,6 +22,7 @@ Kafka's words.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,33 +58,59 @@ SHOWN = 8
 
 @dataclass
 class Polled:
-    """Every record a poll returned (ok or not: a poll's records were delivered), as arrays."""
+    """Records polls returned (ok or not: a poll's records were delivered), as arrays; `read`:
+    how many poll records the history holds, of which `keep` chose these."""
 
     key: np.ndarray
     offset: np.ndarray
     value: np.ndarray
     op: np.ndarray
+    read: int = 0
 
     @classmethod
-    def from_parquet(cls, path: str | Path) -> Polled:
+    def from_parquet(cls, path: str | Path, keep: Keep | None = None) -> Polled:
+        """A row group at a time; `keep(key, value)` says which records to hold (all: None),
+        so that what is held is what a rule needs, never every poll of a long history."""
         parts = []
+        read = 0
         for i in element_row_groups(path):
             rg = read_element_row_group(path, i, ["kind", "key", "offset", "value", "index"])
-            keep = pc.and_(
+            valid = pc.and_(
                 pc.equal(rg.column("kind"), "poll"),
                 pc.and_(pc.is_valid(rg.column("offset")), pc.is_valid(rg.column("value"))),
             )
-            rg = rg.filter(pc.fill_null(keep, False))
-            if rg.num_rows:
-                parts.append(
-                    [np.asarray(rg.column(c).to_numpy(), np.int64)
-                     for c in ("key", "offset", "value", "index")]
-                )  # fmt: skip
+            rg = rg.filter(pc.fill_null(valid, False))
+            if not rg.num_rows:
+                continue
+            read += rg.num_rows
+            cols = [np.asarray(rg.column(c).to_numpy(), np.int64)
+                    for c in ("key", "offset", "value", "index")]  # fmt: skip
+            if keep is not None:
+                m = keep(cols[0], cols[2])
+                cols = [c[m] for c in cols]
+            if len(cols[0]):
+                parts.append(cols)
         if not parts:
             empty = np.zeros(0, np.int64)
-            return cls(empty, empty, empty, empty)
+            return cls(empty, empty, empty, empty, read)
         key, offset, value, op = (np.concatenate(c) for c in zip(*parts, strict=True))
-        return cls(key, offset, value, op)
+        return cls(key, offset, value, op, read)
+
+
+Keep = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def not_held(held: dict[int, np.ndarray]) -> Keep:
+    """A `keep` for records no final log holds (`held`: held_by_key's)."""
+
+    def keep(key: np.ndarray, value: np.ndarray) -> np.ndarray:
+        m = np.ones(len(key), bool)
+        for k in np.unique(key).tolist():
+            at = key == k
+            m[at] = ~np.isin(value[at], held.get(k, np.zeros(0, np.int64)))
+        return m
+
+    return keep
 
 
 def whole_logs_why(logs: dict[str, DataLog], brokers: list[str]) -> str:
