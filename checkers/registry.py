@@ -34,6 +34,7 @@ from checkers.core.inputs import (
     RunInputs,
 )
 from checkers.families.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
+from checkers.families.collection import collection_failures
 from checkers.families.cycles import find_cycles
 from checkers.families.data_log.check import check_data_logs
 from checkers.families.disk.corruption import DISK_FS, READ_FS, telling_reads
@@ -73,6 +74,7 @@ from checkers.families.share.checks import check_share_run
 from checkers.families.share.finality import SHARE_OP_FS
 from checkers.families.zk_controller.check import check_zk_logs, zk_brokers
 from checkers.scan.op_stream import OpRows, with_fields
+from history.collection import read_failures
 from history.format import (
     DATA_LOGS_DIR,
     METADATA_DIR,
@@ -517,6 +519,10 @@ class DurabilityChecker:
             FinalReads.from_parquet(inputs.parquet, healed)
             if data is not None and healed is not None
             else None,
+            # The records polled: with a power loss, when each lost write was first seen lost;
+            # without one, looked for in every final log.
+            inputs.parquet if data is not None or power else None,
+            inputs.sends.value if data is not None and not power else None,
         )
         r = check_durability(run)
         stats = {"durability": r.stats} if r.stats else {}
@@ -580,7 +586,22 @@ class ShareChecker:
         return CheckerResult(found, checked=True, stats=stats)
 
 
+class CollectionChecker:
+    """What the run's final collection could not collect (collection.json): a note each, and an
+    unknown finding naming the checks that needed it (checkers/families/collection.py)."""
+
+    name = "collection"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        return Needs()
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        findings, notes = collection_failures(read_failures(inputs.run_dir))
+        return CheckerResult(findings, notes)
+
+
 REGISTRY: tuple[Checker, ...] = (
+    CollectionChecker(),
     QueueChecker(),
     CyclesChecker(),
     KraftMetadataChecker(),

@@ -18,6 +18,7 @@ from clusters.cluster import Cluster, ClusterInfo
 from clusters.data_logs import collect_data_logs, dump_grouped
 from clusters.errors import ClusterError
 from history import strict_json
+from history.collection import DATA_LOGS, METADATA_LOGS, NODE_LOGS, failure, record_failures
 from history.format import CLUSTER_JSON, LOGS_DIR, METADATA_DIR, NODE_LOG, OBSERVERS_DIR
 
 METADATA_PARTITION = "__cluster_metadata-0"
@@ -52,6 +53,11 @@ def collect_cluster(
     Needs ``Files`` and ``Logs`` of every node: a cluster with a node lacking either is refused
     before anything is written, since a run directory missing one node's metadata log would
     let the checkers judge without that node's evidence.
+
+    Each part is collected whatever became of the one before (a decoder that failed on the
+    metadata logs still leaves the data logs to collect), and what failed, for which nodes and
+    why, goes into ``collection.json`` (history/collection.py), which the checks read: a check
+    whose evidence was not collected says so instead of judging without it.
     """
     info = cluster.info()
     handles = cluster.nodes(info)
@@ -73,11 +79,26 @@ def collect_cluster(
             indent=2,
         )
     )
+    failed: list[dict] = []
     for name, node in handles.items():
-        _write_node_log(name, node.logs(), node, dest, say)
+        try:
+            _write_node_log(name, node.logs(), node, dest, say)
+        except ClusterError as exc:
+            say(f"warning: {name}: no log collected: {exc}")
+            failed.append(failure(NODE_LOGS, [name], exc))
+    # A part's failure of any kind (a decoder's JVM, a copy, a disk) must not cost the next part.
     if info.topology.kraft:
-        _collect_metadata_logs(cluster, dest, say)
-    collect_data_logs(cluster, info, dest, say)
+        try:
+            _collect_metadata_logs(cluster, dest, say, failed)
+        except Exception as exc:
+            say(f"warning: metadata logs not collected: {exc}")
+            failed.append(failure(METADATA_LOGS, None, exc))
+    try:
+        failed += collect_data_logs(cluster, info, dest, say)
+    except Exception as exc:
+        say(f"warning: data partition logs not collected: {exc}")
+        failed.append(failure(DATA_LOGS, None, exc))
+    record_failures(dest, failed)
     # ZooKeeper mode has no KRaft controllers, hence no metadata log to decode.
     what = "logs and metadata logs" if (dest / METADATA_DIR).is_dir() else "logs"
     say(f"collected {what} into {dest}")
@@ -120,10 +141,11 @@ def _write_node_log(
 
 
 def _collect_metadata_logs(
-    cluster: Cluster[Collectable], dest: Path, say: Callable[[str], None]
+    cluster: Cluster[Collectable], dest: Path, say: Callable[[str], None], failed: list[dict]
 ) -> None:
     """Every KRaft node's metadata log copied out, then decoded in one JVM (clusters/data_logs.py
-    dump_grouped), each node's text as its own decoding would give it."""
+    dump_grouped), each node's text as its own decoding would give it; a node whose log could
+    not be copied is added to ``failed``."""
     info = cluster.info()
     nodes = [n for n in cluster.nodes(info).values() if not n.spec.is_zookeeper]
     dist = cluster.dist(info)
@@ -139,6 +161,7 @@ def _collect_metadata_logs(
                 )
             except ClusterError as exc:
                 say(f"warning: {exc}")
+                failed.append(failure(METADATA_LOGS, [node.name], exc))
                 continue
             base = f"{node.name}/{METADATA_PARTITION}"
             segments = sorted(p.name for p in (Path(tmp) / base).glob("*.log"))
@@ -147,7 +170,11 @@ def _collect_metadata_logs(
         for node in nodes:
             if node.name not in groups:
                 continue
+            if isinstance(decoded[node.name], ClusterError):
+                say(f"warning: {node.name}'s metadata log not decoded: {decoded[node.name]}")
+                failed.append(failure(METADATA_LOGS, [node.name], decoded[node.name]))
+                continue
             out = dest / METADATA_DIR / ("" if node.spec.is_controller else OBSERVERS_DIR)
             out.mkdir(parents=True, exist_ok=True)
-            (out / f"{node.name}.txt").write_text(decoded[node.name])
+            (out / f"{node.name}.txt").write_text(str(decoded[node.name]))
             keep_raw_files(Path(tmp) / groups[node.name][0], out / f"{node.name}-raw")

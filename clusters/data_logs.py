@@ -19,12 +19,14 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from clusters.capabilities import Files, layout_of, require
 from clusters.cluster import Cluster, ClusterInfo
 from clusters.errors import ClusterError
 from clusters.java_tool import compiled_tool, tool_classpath
 from clusters.kafka_dist import ClassArchive, KafkaDist, quiet_logging
+from history.collection import DATA_LOGS, failure
 from history.format import DATA_LOGS_DIR, HW_CHECKPOINT
 
 PLAN_JSON = "plan.json"
@@ -71,13 +73,13 @@ def run_dump_log(dist: KafkaDist, args: list[str], cwd: Path) -> str:
 
 def dump_grouped(
     dist: KafkaDist, flags: list[str], groups: dict[str, tuple[str, list[str]]], root: Path
-) -> dict[str, str]:
+) -> dict[str, str | ClusterError]:
     """DumpLogSegments over many nodes' segments in one JVM (each JVM start costs about half a
     CPU-second; a run decoded up to nine). ``groups``: owner -> (its directory under ``root``,
     its segments relative to that directory). Each owner's text is what one JVM of its own run
     in its directory prints: the same `Dumping` lines, naming its segments the same way. If the
     one JVM fails (a segment it cannot read), each owner is decoded alone, so one bad node
-    costs only its own text."""
+    costs only its own text: its entry is then the ClusterError that says why."""
     files = [f"{base}/{seg}" for base, segs in groups.values() for seg in segs]
     if not files:
         return {owner: "" for owner in groups}
@@ -85,9 +87,7 @@ def dump_grouped(
         text = run_dump_log(dist, [*flags, "--files", ",".join(files)], root)
     except (ClusterError, subprocess.TimeoutExpired):
         return {
-            owner: run_dump_log(dist, [*flags, "--files", ",".join(segs)], root / base)
-            if segs
-            else ""
+            owner: _dump_alone(dist, flags, root / base, segs)
             for owner, (base, segs) in groups.items()
         }
     prefixes = sorted(((f"{base}/", owner) for owner, (base, _) in groups.items()), reverse=True)
@@ -103,6 +103,19 @@ def dump_grouped(
         if current is not None:
             parts[current].append(line)
     return {owner: "".join(lines) for owner, lines in parts.items()}
+
+
+def _dump_alone(
+    dist: KafkaDist, flags: list[str], base: Path, segs: list[str]
+) -> str | ClusterError:
+    if not segs:
+        return ""
+    try:
+        return run_dump_log(dist, [*flags, "--files", ",".join(segs)], base)
+    except subprocess.TimeoutExpired as exc:
+        return ClusterError(f"DumpLogSegments in {base} timed out after {exc.timeout:.0f} s")
+    except ClusterError as exc:
+        return exc
 
 
 def _is_segment(name: str) -> bool:
@@ -193,15 +206,16 @@ def _copy_checkpoint(node: Files, raw: Path) -> None:
 
 def collect_data_logs(
     cluster: Cluster[Files], info: ClusterInfo, dest: Path, say: Callable[[str], None] = print
-) -> None:
+) -> list[dict[str, Any]]:
     """Copies each broker's high-watermark checkpoint into `data/<broker>-raw/`, then its
     queue-topic segments into `data/<broker>-raw/<topic>-<p>/`, and decodes them
     (decode_segments); a broker the decoder could not read gets `data/<broker>.txt` from
     DumpLogSegments instead. Refuses a cluster with a broker that
-    cannot copy files out (no ``Files``) before copying any."""
+    cannot copy files out (no ``Files``) before copying any. Returns what failed
+    (history/collection.py entries): the brokers whose logs were not decoded, and why."""
     partitions = queue_partitions(dest)
     if not partitions:
-        return
+        return []
     handles = cluster.nodes(info)
     brokers = [n for n in handles.values() if n.spec.is_broker]
     require(brokers, (Files,), "collecting data partition logs")
@@ -227,10 +241,13 @@ def collect_data_logs(
     except (ClusterError, OSError, subprocess.TimeoutExpired) as exc:
         say(f"warning: data logs not decoded by KchaosSegments ({exc}): DumpLogSegments instead")
         failed = list(raws)
+    lost = []
     for name in failed:
         try:
             dump_to_file(dist, raws[name], out / f"{name}.txt")
         except (ClusterError, OSError, subprocess.TimeoutExpired) as exc:
             (out / f"{name}.txt").unlink(missing_ok=True)
             say(f"warning: {name}'s data logs not decoded: {exc}")
+            lost.append(failure(DATA_LOGS, [name], exc))
     say(f"collected data partition logs into {out}")
+    return lost

@@ -192,7 +192,9 @@ class DockerNode(ListenerRules):
             reader = io.BufferedReader(_ChunkReader(stdout), _ARCHIVE_CHUNK)
             out = extract_wanted(reader, wanted, dest, _ARCHIVE_CHUNK)
             code = api.exec_inspect(exec_id).get("ExitCode")
-        except (docker.errors.APIError, tarfile.TarError):
+        # ValueError: docker-py lost the exec's frame headers ("76 is not a valid stream", seen
+        # under load), which cost a run its metadata logs: the directories are streamed instead.
+        except (docker.errors.APIError, tarfile.TarError, ValueError):
             return None
         return out if code == 0 and out else None
 

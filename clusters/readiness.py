@@ -2,36 +2,47 @@
 unfenced (or, in ZooKeeper mode, a live controller broker and every broker registered).
 
 Readiness is observed, never assumed after a sleep: ``wait_ready`` polls until ``problems`` is
-empty, and a node that dies or never becomes ready is reported with its last log lines.
+empty, and a node that dies or never becomes ready is reported with its last log lines. A caller
+may excuse nodes that are allowed to stay down (``may_stay_down``: a lasting fault, such as a
+corrupted file Kafka refuses to start on, keeps them down): once such a node has exited, the rest
+of the cluster is judged without it.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Collection
 from typing import Any
 
 from clusters.capabilities import Logs, Process
 from clusters.cluster import Cluster, ClusterInfo
 from clusters.errors import ClusterError
-from clusters.status import cluster_status
+from clusters.status import cluster_status, quorum_view
+
+DEAD = ("exited", "missing")
+# Where the status wait_ready returns names the excused nodes that stayed down.
+KEPT_DOWN = "kept_down"
 
 POLL_INTERVAL_S = 0.25
 LOG_LINES_ON_FAILURE = 15
 
 
-def problems(status: dict[str, Any]) -> list[str]:
-    """Why a cluster status is not ready yet; empty when it is."""
+def problems(status: dict[str, Any], down: Collection[str] = ()) -> list[str]:
+    """Why a cluster status is not ready yet; empty when it is. ``down``: nodes excused from
+    it (kept down by a lasting fault): the quorum is judged on the other controllers' views and
+    ZooKeeper's registrations on the other brokers."""
     found = []
-    for n in status["nodes"]:
+    nodes = [n for n in status["nodes"] if n["name"] not in down]
+    for n in nodes:
         if n["process"] != "running":
             found.append(f"{n['name']}: process {n['process']}")
-    brokers = [n for n in status["nodes"] if "broker" in n["roles"]]
+    brokers = [n for n in nodes if "broker" in n["roles"]]
     for b in brokers:
         state = (b.get("jmx") or {}).get("broker_state")
         if state != "RUNNING":
             found.append(f"{b['name']}: broker state {state or 'unknown'}")
     if "quorum" in status:
-        q = status["quorum"]
+        q = quorum_view(nodes) if down else status["quorum"]
         if not q["agreed"]:
             views = ", ".join(
                 f"{name}: " + (f"leader {v['leader']} epoch {v['epoch']}" if v else "no answer")
@@ -54,21 +65,36 @@ def problems(status: dict[str, Any]) -> list[str]:
 
 
 def wait_ready(
-    cluster: Cluster[Process], info: ClusterInfo, timeout: float, on_poll=None
+    cluster: Cluster[Process],
+    info: ClusterInfo,
+    timeout: float,
+    on_poll=None,
+    may_stay_down: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
     """Polls the cluster until it is ready; returns that ready status. Needs ``Process`` of
     every node (refused at the first poll otherwise); the failure shows each named node's last
-    log lines where it has ``Logs``, and says it has none where it has not."""
+    log lines where it has ``Logs``, and says it has none where it has not.
+
+    A dead node ``may_stay_down`` excuses is not the end of the wait: it is left out of what
+    the cluster must show from then on, and the status returned lists it under ``kept_down``
+    (sorted). Any other dead node ends the wait as before."""
     deadline = time.monotonic() + timeout
     last: list[str] = []
+    down: set[str] = set()
     while True:
         status = cluster_status(cluster, info, check_paused=False)
-        last = problems(status)
+        if may_stay_down is not None:
+            down |= {
+                n["name"]
+                for n in status["nodes"]
+                if n["process"] in DEAD and may_stay_down(n["name"])
+            }
+        last = problems(status, down)
         if on_poll:
             on_poll(status, last)
         if not last:
-            return status
-        dead = [n for n in status["nodes"] if n["process"] in ("exited", "missing")]
+            return {**status, KEPT_DOWN: sorted(down)} if down else status
+        dead = [n for n in status["nodes"] if n["process"] in DEAD and n["name"] not in down]
         if dead or time.monotonic() > deadline:
             names = [n["name"] for n in dead] or _unready_nodes(status, last)
             if dead:

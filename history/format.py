@@ -69,6 +69,9 @@ QUEUE_FS = frozenset({"send", "poll", "txn"})
 ASSIGN_FS = frozenset({"assign", "subscribe"})
 
 NEMESIS = "nemesis"
+# A nemesis op the harness records when a node stays dead after the heal because a lasting
+# fault keeps it down (docs/history.md, "Nodes kept down"): its value says which and why.
+KEPT_DOWN = "kept-down"
 OBSERVER = "observer"
 # The ZooKeeper-to-KRaft migration's steps (steps/migration.py), one at a time.
 MIGRATION = "migration"

@@ -122,3 +122,19 @@ class Preparable(Protocol):
     def prepare(self, ctx: FaultContext) -> list[str]:
         """Sets every running node up; says what it did (empty: nothing was needed)."""
         ...
+
+
+@runtime_checkable
+class Lasting(Protocol):
+    """A package whose fault may outlast every heal: a corrupted file Kafka refuses to start on
+    keeps its node down (Jepsen's corruption faults are lasting too).
+
+    Optional: the harness asks it, when a node stays dead after the heal, whether a fault of
+    this package explains that; the node is then left down, and the answer recorded as a
+    ``kept-down`` operation (docs/history.md), rather than ending the run unjudged.
+    """
+
+    def kept_down(self, ctx: FaultContext, node: str) -> dict[str, Any] | None:
+        """What this package did to ``node`` that may keep it from starting (the fault's record
+        for the history), or None when it did nothing of the kind."""
+        ...

@@ -232,6 +232,9 @@ class DiskNemesis:
         # kind and seed), for its stop: the stop of a step is carried out by the instance that
         # started it.
         self._started: dict[tuple[str, int], tuple[list[str], dict[str, int], tuple[str, ...]]] = {}
+        # Per node, the last corrupt step that damaged a file of it and killed its JVM: the
+        # damage may keep it from starting for good (``kept_down``).
+        self._lasting: dict[str, dict[str, Any]] = {}
 
     def check(self, step: FaultStep) -> dict[str, Any]:
         self.menu.check_keys(step)
@@ -255,6 +258,18 @@ class DiskNemesis:
             # under the log directory).
             paths = {c["path"].removeprefix("data/") for c in out.get(CORRUPTED, {}).values()}
             self._started[(step.kind, step.seed)] = (found.targets, marks, tuple(sorted(paths)))
+            if params["restart"]:
+                for node, hit in out.get(CORRUPTED, {}).items():
+                    self._lasting[node] = {
+                        "fault": self.fault,
+                        "kind": CORRUPT,
+                        "seed": step.seed,
+                        "at_s": step.at_s,
+                        "file": hit["path"],
+                        "file_class": params["file_class"],
+                        "how": params["how"],
+                        "mark": marks.get(node, 0),
+                    }
         elif step.kind == DISK_FULL:
             out = _fill(running)
         else:
@@ -281,6 +296,19 @@ class DiskNemesis:
                 out["after_restart"] = kafka_said.wait_started(started, marks, START_WAIT_S)
             out[KAFKA_SAID] = kafka_said.said(_kafka_nodes(ctx), marks, names)
         return {**out, EFFECTS: [effect(RESTARTED, restarted)]}
+
+    def kept_down(self, ctx: FaultContext, node: str) -> dict[str, Any] | None:
+        """The corrupt step whose damage, with its JVM killed after it, may keep ``node`` from
+        starting (nemesis/api.py ``Lasting``): its file and what Kafka logged since the damage
+        (``kafka_said``, the lines that say why it would not start); None when no such step
+        damaged the node."""
+        lasting = self._lasting.get(node)
+        if lasting is None:
+            return None
+        rec = {k: v for k, v in lasting.items() if k != "mark"}
+        name = lasting["file"].removeprefix("data/")
+        said = kafka_said.said([ctx.nodes[node]], {node: lasting["mark"]}, (name,))
+        return {**rec, KAFKA_SAID: said.get(node, {})}
 
     def heal_all(self, ctx: FaultContext) -> list[str]:
         """A node whose layer lost power but whose JVM still runs (a power loss cut short) is

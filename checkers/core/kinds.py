@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from checkers.families import (
     admin,
+    collection,
     features,
     fenced_acks,
     foreign,
@@ -32,6 +33,7 @@ from checkers.families.data_log import fencing as data_fencing
 from checkers.families.data_log import resent as data_resent
 from checkers.families.disk import corruption as disk_corruption
 from checkers.families.durability import lost as durability_lost
+from checkers.families.durability import polled as durability_polled
 from checkers.families.durability import replicas as durability_replicas
 from checkers.families.elr import rules as elr_rules
 from checkers.families.elr import watermark as elr_watermark
@@ -613,6 +615,19 @@ KINDS: tuple[Kind, ...] = (
         "Kafka's design (Replication)",
         NEVER,
     ),
+    Kind(
+        "lost-committed-record",
+        DURABILITY,
+        durability_polled.RULE,
+        "Kafka's design (Replication); unclean.leader.election.enable",
+        Tolerance(
+            DEPENDS,
+            DEPENDS,
+            DEPENDS,
+            "tolerated when unclean leader elections were allowed (the header or a committed "
+            "ConfigRecord), a failure otherwise; durability/polled.py",
+        ),
+    ),
     Kind("dead-broker-not-fenced", LOGS, liveness.DEAD_RULE, "KIP-631", NEVER),
     Kind(
         "spurious-fence",
@@ -646,7 +661,9 @@ KINDS: tuple[Kind, ...] = (
         ),
     ),
     Kind("corruption-detected", DISK, disk_corruption.DETECTED_RULE, "kchaos", ALWAYS),
+    Kind("corruption-refused-start", DISK, disk_corruption.REFUSED_RULE, "kchaos", ALWAYS),
     Kind("unreadable-record", DISK, disk_corruption.UNREADABLE_RULE, "kchaos", NEVER),
+    Kind("evidence-not-collected", ("collection",), collection.RULE, "kchaos", CANNOT_TELL),
 )
 
 BY_NAME = {k.name: k for k in KINDS}

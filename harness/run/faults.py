@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from history.format import NEMESIS
-from nemesis.api import FaultContext, FaultStep, Nemesis, Preparable
+from history.effects import DOWN, EFFECTS, effect
+from history.format import KEPT_DOWN, NEMESIS
+from nemesis.api import FaultContext, FaultStep, Lasting, Nemesis, Preparable
 from nemesis.errors import NotApplied
 from nemesis.heal import heal_cluster
 from nemesis.registry import NEMESES
@@ -152,3 +153,35 @@ def heal(
             one(name, lambda nem=nem: nem.heal_all(ctx))
     one("heal_cluster", lambda: heal_cluster(cluster))
     return done
+
+
+KEPT_BY = "a lasting fault: the node could not start again after the heal"
+
+
+def lasting_of(nemeses: dict[str, Nemesis], ctx: FaultContext) -> Callable[[str], Any] | None:
+    """What may keep a node down, asked of every package that has lasting faults (nemesis/api.py
+    ``Lasting``): the first record one gives; None when no package of the run has any."""
+    lasting = [n for n in nemeses.values() if isinstance(n, Lasting)]
+    if not lasting:
+        return None
+
+    def ask(node: str) -> dict[str, Any] | None:
+        for nem in lasting:
+            record = nem.kept_down(ctx, node)
+            if record is not None:
+                return record
+        return None
+
+    return ask
+
+
+def record_kept_down(recorder: Any, kept: dict[str, dict[str, Any]]) -> None:
+    """One ``kept-down`` operation (docs/history.md): the nodes a lasting fault keeps down after
+    the heal, each with its fault's record, and the ``down`` effect on them."""
+    nodes = sorted(kept)
+    recorder.invoke(KEPT_DOWN, {"nodes": nodes}, NEMESIS)
+    value = {
+        "nodes": {n: kept[n] for n in nodes},
+        EFFECTS: [effect(DOWN, nodes, nodes, by=KEPT_BY)],
+    }
+    recorder.ok(KEPT_DOWN, value, NEMESIS)

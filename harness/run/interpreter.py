@@ -31,11 +31,11 @@ from clusters.kafka_dist import KafkaDist, ensure_dist, parse_version
 from clusters.topology import build_topology
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT, INTERRUPTED_EXIT
 from harness.plan import PLAN_NAME, Plan
-from harness.run.faults import FaultDriver, heal, prepare
+from harness.run.faults import FaultDriver, heal, lasting_of, prepare, record_kept_down
 from harness.run.outcome import RunResult
 from harness.run.phases import Phases
 from harness.run.progress import wait_out
-from harness.run.readiness import wait_observed_ready
+from harness.run.readiness import Lasting, wait_observed_ready
 from harness.run.recorder import Recorder
 from harness.run.rundir import make_run_dir, point_latest, write_json
 from harness.run.supervisor import run_supervised
@@ -353,7 +353,13 @@ class Run:
         self.phases.mark("heal")
         self._heal(live)
         self.phases.mark("ready after heal")
-        self._wait_ready(live.cluster, up.info, "after healing", QUIESCE_TIMEOUT_S)
+        # A node a lasting fault keeps down (a file Kafka refuses to start on) is left down and
+        # recorded; the final reads and the checks go on with the nodes that are up.
+        lasting = lasting_of(self.nemeses, up.ctx)
+        kept = self._wait_ready(live.cluster, up.info, "after healing", QUIESCE_TIMEOUT_S, lasting)
+        if kept:
+            record_kept_down(up.recorder, kept)
+            self.summary["kept_down"] = sorted(kept)
         for family in FAMILIES:
             if family.key in live.steps:
                 self.summary.update(family.after_heal(live.steps[family.key], self.spec.values()))
@@ -366,8 +372,15 @@ class Run:
         observer.stop()
         self.summary["observer_samples"] = observer.samples
 
-    def _wait_ready(self, dc: ClusterHandle, info: ClusterInfo, why: str, timeout: float) -> None:
-        wait_observed_ready(dc, info, why, timeout, self.say)
+    def _wait_ready(
+        self,
+        dc: ClusterHandle,
+        info: ClusterInfo,
+        why: str,
+        timeout: float,
+        lasting: Lasting | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        return wait_observed_ready(dc, info, why, timeout, self.say, lasting)
 
     # Ending, on every path -----------------------------------------------------------------------
     def _stop_steps(self, live: Live) -> None:

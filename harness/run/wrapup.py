@@ -15,6 +15,7 @@ from clusters.cluster import ClusterHandle
 from harness.run.recorder import Recorder
 from harness.run.rundir import write_json
 from history.build import built, describe, finish_run, sides_pending
+from history.collection import WHOLE, failure, record_failures
 from history.errors import HistoryError
 from history.format import JSONL_NAME, PARQUET_NAME
 from history.stream import Summary, convert, summary_of
@@ -86,6 +87,8 @@ def collect_and_tear_down(
             dc.down(collect=run_dir, say=say)
     except Exception as exc:
         say(f"warning: collecting or tearing down failed: {exc}")
+        # The checks read it: what they needed and did not get makes them unknown, not valid.
+        record_failures(run_dir, [failure(WHOLE, None, exc)])
         if not keep:
             dc.remove()
 

@@ -24,6 +24,11 @@ log directory or of the metadata log).
   and only their offsets differ (OFFSET_ONLY: a damaged base offset, which the CRC does not
   cover); and is tolerated when it was librdkafka (``check.crcs`` false by default, and kchaos
   leaves it so): Kafka promised that reader nothing.
+- ``corruption-refused-start`` (information, never a failure): the node whose file was damaged,
+  its JVM killed after it, could not start again: the harness found it dead after the heal and
+  recorded a ``kept-down`` op naming this damage (docs/history.md, "Nodes kept down"). Kafka
+  refusing a file it cannot read is detection, not an anomaly; the finding quotes the lines it
+  logged (why it would not start) from that op and the step's stop.
 - ``unreadable-record``: a record of the run's topic in an ``unreadable`` field that no damage
   explains (on a partition no corrupt step had touched yet): a failure, since no send of the
   run wrote such a value.
@@ -37,7 +42,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -55,9 +60,9 @@ from history.disk_faults import (
     START_DISK,
     STOP_DISK,
 )
-from history.format import INVOKE, UNREADABLE_FIELD
+from history.format import INVOKE, KEPT_DOWN, UNREADABLE_FIELD
 
-DISK_FS = (START_DISK, STOP_DISK)
+DISK_FS = (START_DISK, STOP_DISK, KEPT_DOWN)
 READ_FS = ("poll", "txn")
 # Queue kinds (checkers/families/queue/) that say a read returned what no send wrote there.
 SERVED_KINDS = (
@@ -83,6 +88,11 @@ SERVED_RULE = (
 DETECTED_RULE = (
     "information: Kafka noticed a file a disk corrupt step damaged (its log, or a reader's CRC "
     "check), which is what it is meant to do"
+)
+REFUSED_RULE = (
+    "information: Kafka refused to start on a file a disk corrupt step damaged (the node stays "
+    "down until a person repairs or removes the file) rather than serve what it could not "
+    "read, which is detection, not an anomaly"
 )
 UNREADABLE_RULE = (
     "a read of the run's topic returns only values some send wrote: a record whose value is "
@@ -118,6 +128,9 @@ class Damage:
     keys: frozenset[int] | None  # the run's partitions whose file it was; None: every one
     stop_op: int | None = None
     said: dict[str, Any] = field(default_factory=dict)  # the stop's kafka_said
+    # The kept-down op that says the node could not start again, and its record of the node.
+    kept_op: int | None = None
+    kept: dict[str, Any] = field(default_factory=dict)
 
     def touches(self, key: int | None) -> bool:
         return self.keys is None or (key is not None and key in self.keys)
@@ -174,6 +187,9 @@ def damages(rows: Iterable[dict[str, Any]], topic: str | None) -> list[Damage]:
             invoked = int(r["index"])
             continue
         value = row_value(r)
+        if r["f"] == KEPT_DOWN and r["type"] != INVOKE and isinstance(value, dict):
+            _kept_down(out, int(r["index"]), value.get("nodes"))
+            continue
         if r["type"] == INVOKE or not isinstance(value, dict) or value.get("kind") != CORRUPT:
             continue
         if r["f"] == STOP_DISK:
@@ -199,7 +215,19 @@ def damages(rows: Iterable[dict[str, Any]], topic: str | None) -> list[Damage]:
 
 
 def _with_stop(d: Damage, stop_op: int, said: dict[str, Any]) -> Damage:
-    return Damage(d.invoke, d.op, d.time, d.node, d.what, d.params, d.keys, stop_op, said)
+    return replace(d, stop_op=stop_op, said=said)
+
+
+def _kept_down(found: list[Damage], op: int, nodes: Any) -> None:
+    """A kept-down op's nodes, each on the last damage of that node that killed its JVM."""
+    if not isinstance(nodes, dict):
+        return
+    for node, record in nodes.items():
+        if not isinstance(record, dict) or record.get("kind") != CORRUPT:
+            continue  # kept down by a lasting fault of another kind
+        hit = [i for i, d in enumerate(found) if d.node == node and d.params.get("restart")]
+        if hit:
+            found[hit[-1]] = replace(found[hit[-1]], kept_op=op, kept=record)
 
 
 def latest(
@@ -298,13 +326,17 @@ def judge(
     for i, d in enumerate(found):
         said = _detection_lines(d.said)
         errors = [r for r, dd in client_errors if dd is d]
-        if said or errors:
+        if d.kept_op is not None:
+            detected += 1
+            out.append(_refused(d, said))
+        elif said or errors:
             detected += 1
             out.append(_detected(d, said, errors))
         elif i not in served:
             notes.append(_unnoticed(d))
     notes += _disk_full_notes(rows)
     stats = {"disk_damages": len(found), "disk_damages_detected": detected}
+    stats["disk_nodes_kept_down"] = sum(1 for d in found if d.kept_op is not None)
     stats["unreadable_records"] = n_unreadable
     # A run without damages or unreadable records says nothing (results.json keeps its shape).
     kept = {k: v for k, v in stats.items() if v or (k == "disk_damages" and found)}
@@ -407,6 +439,31 @@ def _detected(d: Damage, said: dict[str, list[str]], errors: list[dict[str, Any]
         {"damage": d.op, "node": d.node, "file": d.what.get("path"), "kafka_said": said,
          "client_errors": [int(r["index"]) for r in errors], "rule": DETECTED_RULE},
         tolerated="Kafka detected the damage: information, not a failure",
+    )  # fmt: skip
+
+
+def _refused(d: Damage, said: dict[str, list[str]]) -> Finding:
+    """The node could not start on the damaged file: Kafka's lines from the kept-down op (its
+    output since the damage, the latest start's included) and the step's stop."""
+    own = d.kept.get(KAFKA_SAID) or {}
+    kept = _detection_lines({d.node: own})
+    # Without a detection label, the error lines it logged say why as well as Kafka put it.
+    logged = [str(e[1]) for e in own.get("lines") or [] if isinstance(e, list) and len(e) == 2]
+    # Each restart logs the same refusal: quoted once.
+    lines = list(dict.fromkeys(kept.get(d.node) or said.get(d.node) or logged))
+    others = {n: got for n, got in said.items() if n != d.node}
+    words = " | ".join(lines[:QUOTED]) if lines else "nothing matching a detection pattern"
+    more = "".join(f"; {n} logged: " + " | ".join(got[:QUOTED]) for n, got in others.items())
+    ops = (d.op, *((d.stop_op,) if d.stop_op is not None else ()), d.kept_op)
+    return Finding(
+        "corruption-refused-start",
+        min(d.keys) if d.keys else None,
+        tuple(o for o in ops if o is not None),
+        f"after {d.describe()}, {d.node} could not start again (op {d.kept_op}: kept down "
+        f"after the heal); Kafka said: {words}{more}. {REFUSED_RULE}",
+        {"damage": d.op, "node": d.node, "file": d.what.get("path"), "kept_down": d.kept_op,
+         "kafka_said": {d.node: lines, **others}, "rule": REFUSED_RULE},
+        tolerated="Kafka refused to start on the damaged file: detection, not a failure",
     )  # fmt: skip
 
 

@@ -31,9 +31,21 @@ from checkers.families.durability.lost import (
     with_consequences,
 )
 from checkers.families.durability.partitions import Partitions, brokers_of
+from checkers.families.durability.polled import (
+    Polled,
+    held_by_key,
+    not_held,
+    polled_then_gone,
+    whole_logs_why,
+)
 from checkers.families.durability.power import DiskFault
 from checkers.families.durability.reads import FinalReads
-from checkers.families.durability.replicas import compare_replicas, read_checkpoints
+from checkers.families.durability.replicas import (
+    compare_own_bounds,
+    compare_replicas,
+    read_checkpoints,
+)
+from checkers.families.durability.seen import FirstSeen
 from checkers.families.durability.settings import Settings
 from checkers.scan.op_arrays import OpArrays
 
@@ -64,6 +76,11 @@ class RunView:
     data: DataLogRead | None
     data_dir: Path | None
     reads: FinalReads | None
+    # The history whose poll records are read (with a power loss: when each lost write was
+    # first seen lost; without one: looked for in every final log); and every value a send
+    # wrote (without a power loss).
+    polls_from: Path | None = None
+    sent: np.ndarray | None = None
 
 
 def check_durability(run: RunView) -> DurabilityResult:
@@ -72,14 +89,40 @@ def check_durability(run: RunView) -> DurabilityResult:
     powers = [f for f in run.faults if f.power]
     if powers:
         _lost_writes(run, logs, out)
+    elif run.polls_from is not None and run.sent is not None:
+        _polled_then_gone(run, logs, out)
     if logs and run.data_dir is not None:
         marks = read_checkpoints(run.data_dir, run.topic)
-        compared = compare_replicas(logs, marks, run.partitions, run.reads, run.topic)
+        if run.partitions is None and run.cluster.get("topology") == "zk":
+            compared = compare_own_bounds(logs, marks, run.reads, run.topic)
+        else:
+            compared = compare_replicas(logs, marks, run.partitions, run.reads, run.topic)
         out.findings += compared.findings
         out.notes += compared.notes
         out.checked |= compared.judged > 0
         out.stats["replica_partitions_compared"] = compared.judged
     return out
+
+
+def _polled_then_gone(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) -> None:
+    """Records polled during a run without a power loss, looked for in every final log
+    (polled.py)."""
+    assert run.polls_from is not None and run.sent is not None
+    why = whole_logs_why(logs, brokers_of(run.cluster))
+    if why:
+        out.notes.append(f"durability: records polled during the run not looked for: {why}")
+        return
+    held = held_by_key(logs)
+    # Only the records no final log holds are kept as the history is read.
+    polled = Polled.from_parquet(run.polls_from, not_held(held))
+    if not polled.read:
+        return
+    unclean = run.settings.unclean_leader_election or bool(
+        run.partitions is not None and run.partitions.unclean
+    )
+    out.findings += polled_then_gone(polled, held, run.reads, run.sent, unclean)
+    out.checked = True
+    out.stats["polled_records_looked_for"] = polled.read
 
 
 def _lost_writes(run: RunView, logs: dict[str, DataLog], out: DurabilityResult) -> None:
@@ -227,6 +270,12 @@ def _gather(run: RunView, served: _Served) -> tuple[Writes, bool]:
 
     seen: list[int] = []
     unseen = False
+    first = None
+    keys = [f.key for f in run.queue if f.kind == LOST_WRITE and f.key is not None]
+    if run.polls_from is not None and keys:
+        wanted = np.unique(np.array(keys, np.int64))
+        polled = Polled.from_parquet(run.polls_from, lambda k, _v: np.isin(k, wanted))
+        first = FirstSeen(polled, ops)
     for i, f in enumerate(run.queue):
         if f.kind == LOST_WRITE and f.key is not None and len(f.ops) == 2:
             v = f.data.get("value")
@@ -239,8 +288,13 @@ def _gather(run: RunView, served: _Served) -> tuple[Writes, bool]:
                 # given again after a loss, which is the earlier write's (reused_offsets).
                 continue
             o = f.data.get("offset")
-            add(f.key, v, -1 if o is None else o, f.ops[0], math.inf if end < 0 else end,
-                LOST_WRITE, i)  # fmt: skip
+            missed = math.inf if end < 0 else end
+            if first is not None and isinstance(o, int) and w >= 0:
+                # An earlier poll may have seen it gone already (seen.py): a power loss after
+                # that cannot explain it.
+                acked = int(ops.complete_time[w]) if ops.typ[w] == _ok(ops) else -1
+                missed = min(missed, first.seen(f.key, o, v, acked))
+            add(f.key, v, -1 if o is None else o, f.ops[0], missed, LOST_WRITE, i)
             seen.append(v)
         elif f.kind == UNSEEN and f.key is not None:
             unseen = True
@@ -281,6 +335,10 @@ def _gather(run: RunView, served: _Served) -> tuple[Writes, bool]:
         ),
         unseen,
     )
+
+
+def _ok(ops: OpArrays) -> int:
+    return ops.type_names.index("ok") if "ok" in ops.type_names else -1
 
 
 def _rows_of(ops: OpArrays, index: np.ndarray) -> np.ndarray:

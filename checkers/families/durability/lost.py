@@ -11,8 +11,9 @@ Which power losses could have taken it. A power loss drops, on each node it hits
 made durable. It can take a write it dropped after the write was appended, so a power loss
 counts for a write when its drop (between its op's invocation and completion) ends after the
 send's invocation (the ack may reach the client after the drop: the leader answered first)
-and begins before the loss was seen: the completion of the poll that read past the write
-(the queue's `lost-write`), else the end of the run (a write in no final log).
+and begins before the loss was seen: the completion of the first poll that proves the record
+gone (seen.py), else of the poll that read past the write (the queue's `lost-write`), else the
+end of the run (a write in no final log).
 
 The rules, in order (the quotes are in RULES and docs/checkers.md):
 1. unclean leader elections allowed (the header, or a committed ConfigRecord): documented;

@@ -23,6 +23,11 @@ copied holds everything below H, as it did when the checkpoint was written.
 - `committed-record-not-served`: an in-sync replica holds, below H, a non-transactional record
   the final reads read past (they returned a later offset of its partition, reading it from the
   beginning) and never returned.
+
+Without a committed ISR (ZooKeeper mode keeps the ISR in ZooKeeper, which a run does not
+collect), `compare_own_bounds` holds each replica only to what its own checkpoint claimed: two
+replicas below the lower of their two checkpoints, each replica's records below its own (and
+below where the final reads reached) against the final reads.
 """
 
 from __future__ import annotations
@@ -202,6 +207,78 @@ def compare_replicas(
         f"bound ({sum(len(v) for v in checkpoints.values())} checkpointed high watermarks)"
     )
     return out
+
+
+def compare_own_bounds(
+    logs: dict[str, DataLog],
+    checkpoints: dict[str, dict[int, int]],
+    reads: FinalReads | None,
+    topic: str,
+) -> ReplicaResult:
+    """The same three rules where the history holds no ISR (ZooKeeper mode: the ISR lives in
+    ZooKeeper, which the run does not collect): each replica is held only to what its own
+    high-watermark checkpoint claimed committed. Two replicas must hold the same records below
+    the lower of their two checkpoints, and neither may lack there what the other holds; a
+    replica's records below its own checkpoint and below where the final reads reached must
+    have been served. A replica without a checkpoint of the partition owes nothing."""
+    out = ReplicaResult()
+    ids = sorted({p for b, marks in checkpoints.items() if b in logs for p in marks})
+    skipped = []
+    for p in ids:
+        owners = sorted(b for b in logs if p in checkpoints.get(b, {}) and checkpoints[b][p] > 0)
+        if not owners:
+            continue
+        if _cut(logs, owners, topic, p):
+            skipped.append(p)
+            continue
+        out.judged += 1
+        held = {b: held_of(logs[b], p) for b in owners}
+        for i, b in enumerate(owners):
+            for c in owners[i + 1 :]:
+                hb, hc = checkpoints[b][p], checkpoints[c][p]
+                bound = min(hb, hc)
+                why = (
+                    f"committed below offset {bound} ({b}'s high-watermark checkpoint {hb}, "
+                    f"{c}'s {hc}); no committed ISR in the history (ZooKeeper mode): each "
+                    "replica is held to what its own checkpoint claimed committed"
+                )
+                pair = {b: held[b], c: held[c]}
+                out.findings += _missing(pair, bound, p, topic, why)
+                out.findings += _diverged(pair, bound, p, topic, why)
+        if reads is None:
+            continue
+        for b in owners:
+            why = (
+                f"committed below offset {checkpoints[b][p]} ({b}'s high-watermark checkpoint); "
+                "no committed ISR in the history (ZooKeeper mode)"
+            )
+            out.findings += _not_served({b: held[b]}, checkpoints[b][p], p, topic, why, reads)
+    out.findings = _once(out.findings)
+    if skipped:
+        out.notes.append(
+            f"durability: partitions {skipped} not compared: a replica's log could not be read "
+            "whole (the data-log notes say where)"
+        )
+    out.notes.append(
+        f"durability: {out.judged} partitions' replicas compared below their own checkpointed "
+        "high watermarks (no committed ISR in the history: ZooKeeper mode)"
+    )
+    return out
+
+
+def _once(found: list[Finding]) -> list[Finding]:
+    """A replica compared pair by pair is reported once per kind and partition: of its
+    `replica-missing-committed-records` findings, the one lacking most (each names the replica
+    it was compared with); a record not served, once per set of values."""
+    out: dict[tuple, Finding] = {}
+    for f in found:
+        if f.kind == NOT_SERVED:
+            key: tuple = (f.kind, f.key, tuple(f.data["values"]))
+        else:
+            key = (f.kind, f.key, f.data.get("broker") or tuple(f.data.get("brokers", ())))
+        if key not in out or f.data.get("count", 0) > out[key].data.get("count", 0):
+            out[key] = f
+    return list(out.values())
 
 
 def _cut(logs: dict[str, DataLog], members: list[str], topic: str, p: int) -> bool:

@@ -204,3 +204,52 @@ def test_a_flipped_value_digit_is_one_damage_not_a_lost_write_and_a_garbage_read
     assert (
         "the record acknowledged at offset 1 of key 1 (value 11) was read back" in lost.explanation
     )
+
+
+QUORUM_STATE = {"path": "data/__cluster_metadata-0/quorum-state", "size": 153,
+                "among": 1, "preferred": "any", "offset": 56, "mask": 16, "before": 44,
+                "after": 60}  # fmt: skip
+REFUSED = [
+    [["fatal", "names-file"], "[2026-11-28 10:09:48,512] ERROR Encountered fatal fault: Error "
+     "while reading the Quorum status from the file /var/lib/kafka/data/__cluster_metadata-0/"
+     "quorum-state (org.apache.kafka.server.fault.ProcessTerminatingFaultHandler)"],
+    [["error"], "com.fasterxml.jackson.core.JsonParseException: Unexpected character ('<')"],
+]  # fmt: skip
+
+
+def kept_down(record: dict) -> dict:
+    return {"nodes": {"n1": record},
+            "effects": [{"effect": "down", "nodes": ["n1"], "done": ["n1"]}]}  # fmt: skip
+
+
+def test_a_node_that_could_not_start_on_its_damaged_file_is_detection_with_kafkas_words(
+    tmp_path,
+):
+    h = H().send(0, 0, 10, 0)
+    h.nemesis("start-disk", start(QUORUM_STATE, restart=True, file_class="quorum-state"))
+    h.nemesis("stop-disk", stop({"n1": {"lines": REFUSED[:1], "count": 1, "labels": ["fatal"]}}))
+    said = {"lines": REFUSED + REFUSED, "count": 4, "labels": ["error", "fatal"]}
+    record = {"fault": "disk", "kind": "corrupt", "file": QUORUM_STATE["path"], "kafka_said": said}
+    h.nemesis("kept-down", kept_down(record))
+    h.poll(2, {0: [(0, 10)]})
+    verdict = check(run(h, tmp_path), write=False)
+    # One finding for the damage, of the kind that says what happened: not also "detected".
+    assert kinds(verdict) == [("corruption-refused-start", False)]
+    (f,) = verdict.findings
+    assert f.ops == (3, 5, 7) and f.data["kept_down"] == 7 and f.key is None
+    assert "Error while reading the Quorum status from the file" in f.explanation
+    assert "n1 could not start again (op 7" in f.explanation
+    assert f.data["kafka_said"] == {"n1": [REFUSED[0][1]]}  # each restart's refusal quoted once
+    assert verdict.status == "valid" and verdict.stats["disk_nodes_kept_down"] == 1
+
+
+def test_a_node_kept_down_by_another_lasting_fault_leaves_a_damage_that_restarted_alone(
+    tmp_path,
+):
+    h = H().send(0, 0, 10, 0)
+    h.nemesis("start-disk", start(QUORUM_STATE, restart=True, file_class="quorum-state"))
+    h.nemesis("stop-disk", stop({"n1": {"lines": REFUSED[:1], "count": 1, "labels": ["fatal"]}}))
+    h.nemesis("kept-down", kept_down({"fault": "other", "kind": "something-else"}))
+    verdict = check(run(h, tmp_path), write=False)
+    assert kinds(verdict) == [("corruption-detected", False)]
+    assert "disk_nodes_kept_down" not in verdict.stats

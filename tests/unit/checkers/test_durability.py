@@ -363,3 +363,165 @@ def test_a_documented_loss_and_the_unseen_writes_that_remain_on_one_key(tmp_path
     doc, unseen = sorted(_found(v), key=lambda f: f.kind)
     assert doc.data["values"] == [1, 4] and unseen.data["values"] == [2, 3]
     assert {c["kind"] for c in doc.data["consequences"]} >= {"inconsistent-offsets"}
+
+
+# -- records polled and then gone, without a power loss (polled.py) ---------------------------
+
+GONE = "lost-committed-record"
+
+
+def _polled_then(tmp_path, logs, reads, info=(), **header):
+    """Values 5 and 6 acknowledged at offsets 0 and 1 and `info` (timed out); a consumer polls
+    every one of them during the run; a heal; the final reads return `reads`."""
+    h = history(**header)
+    h.send(0, 0, 5, 0).send(0, 0, 6, 1)
+    for v in info:
+        h.send(1, 0, v, None, "info")
+    h.poll(2, {0: [(0, 5), (1, 6), *((2 + i, v) for i, v in enumerate(info))]})
+    heal(h).poll(9, {0: reads})
+    return check(write_run(tmp_path, h, logs, {"n1": len(reads)}), write=False)
+
+
+def test_a_record_polled_and_then_in_no_final_log_is_a_lost_committed_record(tmp_path):
+    logs = {n: [data(5)] for n in NODES}
+    v = _polled_then(tmp_path, logs, [(0, 5)])
+    assert v.status == INVALID
+    (f,) = [f for f in _found(v) if f.kind == GONE]
+    assert f.key == 0 and f.data["values"] == [6] and f.data["offsets"] == [1]
+    assert f.ops == (5,) and f.tolerated is None  # the poll that was given it
+    assert "Only committed messages are ever given out to the consumer" in f.explanation
+
+
+def test_a_timed_out_send_a_consumer_read_was_committed_too(tmp_path):
+    logs = {n: [data(5, 6)] for n in NODES}
+    v = _polled_then(tmp_path, logs, [(0, 5), (1, 6)], info=(7,))
+    (f,) = [f for f in _found(v) if f.kind == GONE]
+    assert f.data["values"] == [7] and v.status == INVALID
+
+
+def test_a_polled_record_one_replica_still_holds_is_not_lost(tmp_path):
+    # Held by a replica outside the ISR only, and not served by the final reads: that the
+    # final reads skipped it is judged elsewhere; it is not gone.
+    logs = {"n1": [data(5)], "n2": [data(5, 6)], "n3": [data(5)]}
+    v = _polled_then(tmp_path, logs, [(0, 5)])
+    assert GONE not in _kinds(v)
+
+
+def test_with_unclean_elections_allowed_the_loss_is_documented(tmp_path):
+    logs = {n: [data(5)] for n in NODES}
+    durability = {"replication": 3, "min_insync_replicas": 2, "flush_messages": None,
+                  "unclean_leader_election": True, "elr": None}  # fmt: skip
+    v = _polled_then(tmp_path, logs, [(0, 5)], durability=durability)
+    (f,) = [f for f in _found(v) if f.kind == GONE]
+    assert f.tolerated.startswith("unclean leader elections were allowed")
+
+
+def test_without_every_brokers_log_nothing_is_looked_for(tmp_path):
+    logs = {"n1": [data(5)], "n2": [data(5)]}
+    v = _polled_then(tmp_path, logs, [(0, 5)])
+    assert GONE not in _kinds(v)
+    assert "durability: records polled during the run not looked for: no data log of n3" in (
+        v.notes
+    )
+
+
+def test_a_power_loss_run_keeps_the_lost_write_judgement(tmp_path):
+    h = history()
+    h.send(0, 0, 5, 0).send(0, 0, 6, 1).poll(2, {0: [(0, 5), (1, 6)]})
+    power_loss(h, NODES)
+    heal(h).poll(9, {0: [(0, 5)]})
+    v = check(write_run(tmp_path, h, {n: [data(5)] for n in NODES}, {"n1": 1}), write=False)
+    assert GONE not in _kinds(v) and DOC in _kinds(v)
+
+
+# -- a lost write first seen lost before the power loss (seen.py) ------------------------------
+
+
+def _seen_then_lost(tmp_path, first_poll):
+    """Values 1, 2, 3 acknowledged at offsets 0, 1, 2; a poll returns `first_poll`; every node
+    loses power; value 4 is acknowledged at offset 3 and the final reads return 1, 3 and 4 (so
+    the queue's lost-write of value 2 cites the final read, after the power loss)."""
+    h = history()
+    h.send(0, 0, 1, 0).send(0, 0, 2, 1).send(0, 0, 3, 2).poll(1, {0: first_poll})
+    power_loss(h, NODES)
+    h.send(0, 0, 4, 3)
+    heal(h).poll(9, {0: [(0, 1), (2, 3), (3, 4)]})
+    return check(write_run(tmp_path, h), write=False)
+
+
+def test_a_write_a_poll_read_across_before_the_power_loss_is_not_the_power_losss(tmp_path):
+    # The poll read offsets 0 and 2 one after the other, after value 2 was acknowledged at 1:
+    # it was gone before any power loss, which cannot explain it (KIP-966's loss happens at
+    # the unclean shutdown).
+    v = _seen_then_lost(tmp_path, [(0, 1), (2, 3)])
+    (f,) = [f for f in _found(v) if f.kind in (DOC, FSYNC, FEW)]
+    assert f.kind == FEW and f.data["values"] == [2]
+    assert "no power loss came after it was sent and before it was missed" in f.explanation
+    assert v.status == INVALID
+
+
+def test_another_record_at_its_offset_before_the_power_loss_is_seen_too(tmp_path):
+    v = _seen_then_lost(tmp_path, [(0, 1), (1, 3)])
+    assert FEW in _kinds(v) and DOC not in _kinds(v)
+
+
+def test_a_poll_that_only_returned_a_higher_offset_proves_nothing_before_the_power_loss(tmp_path):
+    # The consumer may have been past offset 1 already: the power loss stays the explanation.
+    v = _seen_then_lost(tmp_path, [(2, 3)])
+    (f,) = [f for f in _found(v) if f.kind in (DOC, FSYNC, FEW)]
+    assert f.kind == DOC and f.data["values"] == [2]
+
+
+# -- ZooKeeper mode: each replica held to its own checkpoint (replicas.compare_own_bounds) -----
+
+ZK_CLUSTER = {
+    "topology": "zk",
+    "nodes": [{"name": f"n{i}", "roles": ["broker"], "node_id": i} for i in (1, 2, 3)]
+    + [{"name": "zk1", "roles": ["zookeeper"], "node_id": 0}],
+}
+
+
+def _zk_final(tmp_path, logs, checkpoints, reads, acked=(5, 6), info=()):
+    import json
+
+    h = history()
+    for o, v in enumerate(acked):
+        h.send(0, 0, v, o)
+    for v in info:
+        h.send(1, 0, v, None, "info")
+    heal(h).poll(9, {0: reads})
+    run = write_run(tmp_path, h, logs, checkpoints)
+    (run / "cluster.json").write_text(json.dumps(ZK_CLUSTER))
+    return check(run, write=False)
+
+
+def test_zk_mode_replicas_agreeing_below_their_own_checkpoints_raise_nothing(tmp_path):
+    # n3 lags (its checkpoint 1): it owes nothing above it, and n1's tail above 2 is not judged.
+    logs = {"n1": [data(5, 6, 7)], "n2": [data(5, 6)], "n3": [data(5)]}
+    v = _zk_final(tmp_path, logs, {"n1": 2, "n2": 2, "n3": 1}, [(0, 5), (1, 6)], info=(7,))
+    # (The ZooKeeper controller check has no broker logs here to read: its own unknown.)
+    assert [f for f in _found(v) if f.kind != "zk-controller-epochs-unknown"] == []
+    assert any("1 partitions' replicas compared below their own" in n for n in v.notes)
+
+
+def test_zk_mode_replicas_differing_below_both_checkpoints_diverge(tmp_path):
+    logs = {"n1": [data(5, 6)], "n2": [data(5, 9)], "n3": [data(5, 6)]}
+    v = _zk_final(tmp_path, logs, {"n1": 2, "n2": 2, "n3": 2}, [(0, 5), (1, 6)], info=(9,))
+    assert v.status == INVALID
+    pairs = sorted(tuple(f.data["brokers"]) for f in _found(v) if f.kind == DIVERGED)
+    assert pairs == [("n1", "n2"), ("n2", "n3")]
+    assert "ZooKeeper mode" in next(f for f in _found(v) if f.kind == DIVERGED).explanation
+
+
+def test_zk_mode_a_replica_lacking_what_its_own_checkpoint_claims_is_missing_records(tmp_path):
+    logs = {"n1": [data(5, 6, 7)], "n2": [data(5)], "n3": [data(5, 6, 7)]}
+    v = _zk_final(tmp_path, logs, {"n1": 3, "n2": 3, "n3": 3}, [(0, 5), (1, 6), (2, 7)], info=(7,))
+    (f,) = [f for f in _found(v) if f.kind == MISSING]
+    assert f.data["broker"] == "n2" and f.data["offsets"] == [1, 2]
+
+
+def test_zk_mode_a_committed_record_the_final_reads_skipped_is_not_served(tmp_path):
+    logs = {n: [data(5, 6), data(9), data(7)] for n in ("n1", "n2", "n3")}
+    v = _zk_final(tmp_path, logs, {"n1": 4, "n2": 4}, [(0, 5), (1, 6), (3, 7)], info=(9, 7))
+    (f,) = [f for f in _found(v) if f.kind == NOT_SERVED]
+    assert f.data["values"] == [9] and f.data["offsets"] == [2]

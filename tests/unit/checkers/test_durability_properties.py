@@ -21,12 +21,14 @@ from checkers.families.durability.lost import (
     judge_writes,
 )
 from checkers.families.durability.partitions import Partitions, State
+from checkers.families.durability.polled import Polled, held_by_key, polled_then_gone
 from checkers.families.durability.power import DiskFault
 from checkers.families.durability.reads import FinalReads
 from checkers.families.durability.replicas import (
     DIVERGED,
     MISSING,
     NOT_SERVED,
+    compare_own_bounds,
     compare_replicas,
 )
 from checkers.families.durability.settings import Settings
@@ -220,3 +222,108 @@ def test_broken_final_states_are_found_as_the_rules_say(state, draw):
     found = _run(logs, isr, marks, read)
     assert found == reference(logs, isr, marks, read)
     assert found
+
+
+# -- records polled and then gone (polled.py) ---------------------------------------------------
+
+
+@st.composite
+def polled_run(draw):
+    """Kafka's correct state for records polled during a run without a power loss: per key, a
+    leader's log, a high watermark, followers holding any prefix; polls given records below the
+    high watermark (any of them, any number of times); the final reads a prefix of it."""
+    keys = draw(st.integers(1, 3))
+    logs: dict[str, dict[int, list[int]]] = {b: {} for b in NODES}
+    polled: list[tuple[int, int, int]] = []  # (key, offset, value)
+    final: list[tuple[int, int, int]] = []
+    for k in range(keys):
+        n = draw(st.integers(0, 8))
+        leader = list(range(1000 * (k + 1), 1000 * (k + 1) + n))
+        hw = draw(st.integers(0, n))
+        logs["n1"][k] = leader
+        for b in ("n2", "n3"):
+            logs[b][k] = leader[: draw(st.integers(0, n))]
+        if hw:
+            for o in draw(st.lists(st.integers(0, hw - 1), max_size=10)):
+                polled.append((k, o, leader[o]))
+        final += [(k, o, leader[o]) for o in range(draw(st.integers(0, hw)))]
+    return logs, polled, final
+
+
+def _polled_then_gone(logs, polled, final):
+    parsed = {
+        b: parse_data_log(dump({k: [B(1, 0, values=tuple(v), txn=False)] if v else []
+                                for k, v in per_key.items()}, topic=TOPIC), b)
+        for b, per_key in logs.items()
+    }  # fmt: skip
+
+    def arrays(rows):
+        cols = list(zip(*rows, strict=True)) if rows else [(), (), ()]
+        return [np.array(c, np.int64) for c in cols]
+
+    key, offset, value = arrays(polled)
+    got = Polled(key, offset, value, np.arange(len(polled), dtype=np.int64) + 100)
+    fk, fo, fv = arrays(final)
+    reads = FinalReads(0, fk, fo, fv, np.full(len(final), 7, np.int64))
+    sent = np.unique(np.concatenate([value, fv, np.arange(1000, 4000, dtype=np.int64)]))
+    found = polled_then_gone(got, held_by_key(parsed), reads, sent, unclean=False)
+    return {(f.key, tuple(sorted(f.data["values"]))) for f in found}
+
+
+@settings(max_examples=150, deadline=None)
+@given(polled_run())
+def test_records_polled_in_a_correct_run_are_all_found_again(run):
+    assert _polled_then_gone(*run) == set()
+
+
+@settings(max_examples=150, deadline=None)
+@given(polled_run(), st.data())
+def test_polled_records_every_final_log_and_read_lost_are_each_found(run, draw):
+    logs, polled, final = run
+    assume(polled)
+    lost = set(draw.draw(st.lists(st.sampled_from(polled), min_size=1, max_size=3)))
+    gone = {v for _, _, v in lost}
+    logs = {b: {k: [v for v in vs if v not in gone] for k, vs in per_key.items()}
+            for b, per_key in logs.items()}  # fmt: skip
+    final = [r for r in final if r[2] not in gone]
+    expected: dict[int, set[int]] = {}
+    for k, _, v in lost:
+        expected.setdefault(k, set()).add(v)
+    assert _polled_then_gone(logs, polled, final) == {
+        (k, tuple(sorted(vs))) for k, vs in expected.items()
+    }
+
+
+@st.composite
+def zk_final_state(draw):
+    """Kafka's correct state in ZooKeeper mode, as the checkpoints show it: a leader's log and
+    its high watermark; each follower a prefix of it (and, out of sync, a tail of its own),
+    its checkpoint at most the leader's and at most what it shares with the leader."""
+    n = draw(st.integers(0, 12))
+    leader_log = list(range(100, 100 + n))
+    hw = draw(st.integers(0, n))
+    logs = {"n1": leader_log}
+    marks = {"n1": hw}
+    for b in ("n2", "n3"):
+        k = draw(st.integers(0, n))
+        logs[b] = leader_log[:k] + draw(st.lists(st.integers(900, 999), max_size=3))
+        marks[b] = draw(st.integers(0, min(hw, k)))
+    top = draw(st.integers(0, hw))
+    return logs, marks, leader_log[:top]
+
+
+@settings(max_examples=150, deadline=None)
+@given(zk_final_state())
+def test_kafkas_correct_zk_final_states_raise_nothing(state):
+    logs, marks, read = state
+    parsed = {b: parse_data_log(dump({0: [B(1, 0, values=tuple(v), txn=False)] if v else []},
+                                     topic=TOPIC), b) for b, v in logs.items()}  # fmt: skip
+    reads = FinalReads(
+        0,
+        np.zeros(len(read), np.int64),
+        np.arange(len(read), dtype=np.int64),
+        np.array(read, np.int64),
+        np.full(len(read), 7, np.int64),
+    )
+    result = compare_own_bounds(parsed, {b: {0: h} for b, h in marks.items()}, reads, TOPIC)
+    assert result.findings == []

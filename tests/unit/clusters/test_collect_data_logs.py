@@ -129,3 +129,46 @@ def test_without_a_decoder_every_broker_gets_text_and_a_warning(tmp_path, monkey
     assert sorted(p.name for p in data.glob("*.txt")) == ["n1.txt", "n2.txt", "n3.txt"]
     assert "needs javac" in said[0] and "DumpLogSegments instead" in said[0]
     assert [list(log.values) for log in read_data_logs(data).values()] == [[1, 2, 3]] * 3
+
+
+@needs_jdk
+def test_a_broker_whose_logs_nothing_decodes_is_returned_as_a_failure(tmp_path, monkeypatch):
+    def no_jdk(dist, raws, out, timeout=60):
+        raise data_logs.ClusterError("KchaosSegments needs javac (a JDK 17) on the PATH")
+
+    dump = data_logs.dump_to_file
+
+    def fails_for_n2(dist, raw, text):
+        if raw.name == "n2-raw":
+            raise data_logs.ClusterError("DumpLogSegments failed in n2-raw: boom")
+        dump(dist, raw, text)
+
+    monkeypatch.setattr(data_logs, "decode_segments", no_jdk)
+    monkeypatch.setattr(data_logs, "dump_to_file", fails_for_n2)
+    got = collect_data_logs(_cluster(tmp_path, _dist()), INFO, tmp_path / "run", lambda _: None)  # type: ignore[arg-type]
+    assert got == [
+        {"what": "data-logs", "nodes": ["n2"],
+         "why": "ClusterError: DumpLogSegments failed in n2-raw: boom"}
+    ]  # fmt: skip
+
+
+@needs_jdk
+def test_metadata_logs_that_fail_to_collect_leave_the_data_logs_and_a_record(tmp_path, monkeypatch):
+    from clusters import collect
+    from history.collection import read_failures
+
+    def decoder_died(*args, **kwargs):
+        raise RuntimeError("the decoder's JVM died")
+
+    monkeypatch.setattr(collect, "_collect_metadata_logs", decoder_died)
+    cluster = _cluster(tmp_path, _dist())
+    said: list[str] = []
+    collect.collect_cluster(cluster, tmp_path / "run", said.append)  # type: ignore[arg-type]
+    run = tmp_path / "run"
+    assert sorted(p.name for p in (run / "data").glob("*.decoded.json")) == [
+        "n1.decoded.json", "n2.decoded.json", "n3.decoded.json"
+    ]  # fmt: skip
+    assert read_failures(run) == [
+        {"what": "metadata-logs", "nodes": None, "why": "RuntimeError: the decoder's JVM died"}
+    ]
+    assert "warning: metadata logs not collected: the decoder's JVM died" in said

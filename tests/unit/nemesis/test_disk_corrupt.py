@@ -421,3 +421,28 @@ def test_an_empty_listing_is_asked_again_and_then_refused():
     (name,) = got["targets"]
     assert "nothing listed (exit code 0)" in got["failed"][name]["error"]
     assert sum(c[0] == "find" for c in ctx.nodes[name].commands) == 3
+
+
+def test_kept_down_names_the_damage_that_killed_a_node_with_what_it_logged_since():
+    ctx = context()
+    nemesis = DiskNemesis()
+    got = nemesis.start(ctx, corrupt("quorum-state", "truncate", seed=5)[0])
+    (name,) = got["targets"]
+    ctx.nodes[name].log_lines.append(
+        "java.io.UncheckedIOException: Error while reading the Quorum status from the file "
+        "/var/lib/kafka/data/__cluster_metadata-0/quorum-state"
+    )
+    record = nemesis.kept_down(ctx, name)
+    assert record is not None
+    assert {k: record[k] for k in ("fault", "kind", "seed", "file", "file_class", "how")} == {
+        "fault": "disk", "kind": "corrupt", "seed": 5,
+        "file": "data/__cluster_metadata-0/quorum-state", "file_class": "quorum-state",
+        "how": "truncate",
+    }  # fmt: skip
+    assert record["kafka_said"]["labels"] == ["names-file"]
+    json.dumps(record)
+    # Another node, and a damage its node ran on through (restart 0), keep nothing down.
+    assert nemesis.kept_down(ctx, next(n for n in NAMES if n != name)) is None
+    running_on = DiskNemesis()
+    (quiet,) = running_on.start(ctx, corrupt("log", "flip", restart=0, seed=11)[0])["targets"]
+    assert running_on.kept_down(ctx, quiet) is None
