@@ -6,11 +6,16 @@ and the shrink goes on. The try is a normal run directory, ``<shrink dir>/<candi
 <seed>/`` (``--results-dir`` the shrink's folder, ``--name`` the candidate's id), on the cluster
 and subnet the shrink was given. Ctrl-C is passed on to the run, which heals and keeps its
 history as it always does, and then stops the shrink.
+
+With a ``lock`` file (``kchaos shrink --lock``, ``KCHAOS_LOCK``) each try holds an exclusive
+flock(2) on it for its run only, the lock ``flock FILE CMD`` takes: a long search on a machine
+whose Docker is shared lets others' jobs in between its tries instead of holding it for hours.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -69,12 +74,14 @@ class ReplayRunner:
         subnet: str | None,
         cli: list[str] | None = None,
         log: Any = None,
+        lock: Path | None = None,
     ) -> None:
         self.directory = directory
         self.cluster = cluster
         self.subnet = subnet
         self.cli = cli or [sys.executable, "-m", "harness.cli"]
         self.log = log
+        self.lock = lock
 
     def __call__(self, plan: Plan, folder: Path | None) -> Attempt:
         assert folder is not None and (folder / "plan.json").is_file()
@@ -96,10 +103,10 @@ class ReplayRunner:
         if self.subnet is not None:
             command += ["--subnet", self.subnet]
         limit = float(plan.spec.get("time_limit") or 30.0)
-        started = time.monotonic()
         n = len(list(folder.glob("try-*.log"))) + 1
         why = None
-        with open(folder / f"try-{n}.log", "wb") as log:
+        with _held(self.lock), open(folder / f"try-{n}.log", "wb") as log:
+            started = time.monotonic()  # the run's own time, not the wait for the lock
             proc = subprocess.Popen(
                 command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
@@ -123,6 +130,21 @@ class ReplayRunner:
             seconds=seconds,
             summaries=summaries(results),
         )
+
+
+@contextlib.contextmanager
+def _held(lock: Path | None) -> Any:
+    """An exclusive flock(2) on ``lock`` while the block runs (none without one); waiting for it
+    can be interrupted (Ctrl-C)."""
+    if lock is None:
+        yield
+        return
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _run_dirs(folder: Path) -> list[Path]:
