@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ STATUS_OF_EXIT = {0: "valid", 1: "invalid", 2: "unknown", CRASHED_RUN_EXIT: "cra
 STOP_GRACE_S = 180.0
 # Beyond a run's own time limit: bring-up, final reads, collection and the check.
 OVERHEAD_S = 900.0
+LOCK_POLL_S = 0.5
 
 
 def failing_kinds(results: dict[str, Any]) -> list[str]:
@@ -134,13 +136,23 @@ class ReplayRunner:
 
 @contextlib.contextmanager
 def _held(lock: Path | None) -> Any:
-    """An exclusive flock(2) on ``lock`` while the block runs (none without one); waiting for it
-    can be interrupted (Ctrl-C)."""
+    """An exclusive flock(2) on ``lock`` while the block runs (none without one). Taken by a
+    blocking flock, in line with the other waiters, but in a thread of its own: a Ctrl-C the
+    kernel hands to another thread does not interrupt a blocked flock(2), and the shrink must
+    stop while it waits (the abandoned thread's lock, if it gets it, goes with the file)."""
     if lock is None:
         yield
         return
     with open(lock, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        taken = threading.Event()
+
+        def take() -> None:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            taken.set()
+
+        threading.Thread(target=take, name="shrink-lock", daemon=True).start()
+        while not taken.wait(LOCK_POLL_S):
+            pass
         try:
             yield
         finally:

@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from functools import partial
@@ -92,6 +93,31 @@ def test_with_a_lock_file_each_try_holds_it_and_the_search_between_tries_does_no
     assert len(held) > 3 and all(held)
     with open(lock) as f:  # released after the last try
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_ctrl_c_stops_a_shrink_waiting_for_the_lock_someone_else_holds(tmp_path):
+    lock = tmp_path / "docker.lock"
+    waits = (
+        "import sys, threading, time\n"
+        "from pathlib import Path\n"
+        "from harness.shrink.replay import _held\n"
+        # Threads, as a shrink has: the kernel may hand SIGINT to any of them.
+        "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "print('waiting', flush=True)\n"
+        "with _held(Path(sys.argv[1])):\n"
+        "    print('taken', flush=True)\n"
+    )
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", waits, str(lock)],
+            cwd=Path(__file__).parents[3], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        assert proc.stdout.readline() == "waiting\n"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err and "taken" not in out
 
 
 def test_resume_of_a_finished_shrink_runs_nothing_again(tmp_path, fake_runs):
