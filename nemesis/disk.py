@@ -85,7 +85,7 @@ MENU = Menu(
             "short, or rolled back to its copy of age_s earlier; with restart the JVM is killed "
             "after the damage and the stop starts it, so that Kafka reads the file; the damage "
             "stays (docs/disk.md)",
-            reads=("file_class", "how", "restart", "age_s"),
+            reads=("file_class", "how", "restart", "age_s", "flip_byte", "flip_bit"),
             draws=(
                 Pick("file_class", disk_files.CLASS_NAMES),
                 Pick("how", HOWS),
@@ -124,6 +124,17 @@ MENU = Menu(
             "corrupt rollback: seconds between the snapshot and its rollback",
             f"1 to {MAX_AGE_S:g}",
             DEFAULT_AGE_S,
+        ),
+        Param(
+            "flip_byte",
+            "corrupt flip: the byte flipped (modulo the file's extent), instead of a drawn one; "
+            "never drawn, set in a stored plan to aim a flip",
+            "0 or more",
+        ),
+        Param(
+            "flip_bit",
+            "corrupt flip: the bit of flip_byte flipped (0 the lowest), with flip_byte",
+            "0 to 7",
         ),
     ),
     targets=("one", "minority", "majority", "all"),
@@ -220,7 +231,19 @@ def corrupt_params(step: FaultStep) -> dict[str, Any]:
     age_s = number(step.params, "age_s", DEFAULT_AGE_S)
     if not 1 <= age_s <= MAX_AGE_S:  # also refuses NaN
         raise NemesisError(f"disk corrupt age_s must be 1 to {MAX_AGE_S:g} s, got {age_s:g}")
-    return {"file_class": file_class, "how": how, "restart": bool(restart), "age_s": age_s}
+    out = {"file_class": file_class, "how": how, "restart": bool(restart), "age_s": age_s}
+    aim = {k: step.params[k] for k in ("flip_byte", "flip_bit") if k in step.params}
+    if aim:
+        # A pinned flip (a bit outside a batch's CRC, say): every replay hits the same field.
+        byte, bit = aim.get("flip_byte"), aim.get("flip_bit")
+        if how != FLIP or len(aim) != 2:
+            raise NemesisError("disk corrupt flip_byte and flip_bit go together, with how flip")
+        if not isinstance(byte, int) or isinstance(byte, bool) or byte < 0:
+            raise NemesisError(f"disk corrupt flip_byte must be an integer >= 0, got {byte!r}")
+        if bit not in range(8) or isinstance(bit, (bool, float)):
+            raise NemesisError(f"disk corrupt flip_bit must be 0 to 7, got {bit!r}")
+        out.update(aim)
+    return out
 
 
 class DiskNemesis:
@@ -468,7 +491,7 @@ def _corrupt_one(
             # only when written back, which could undo the damage afterwards.
             node.exec(["sync", f"{mount_of(node.spec).mountpoint}/{path}"], timeout=30)
             got["synced_first"] = True
-        got.update(_damage(node, how, path, chosen, files, rng, snapshot))
+        got.update(_damage(node, params, path, chosen, files, rng, snapshot))
     except (DiskLayerError, NemesisError) as exc:
         got.update(outcome="failed", error=str(exc))
     else:
@@ -481,7 +504,7 @@ def _corrupt_one(
 
 def _damage(
     node: Controllable,
-    how: str,
+    params: dict[str, Any],
     path: str,
     chosen: disk_files.Chosen,
     files: list[disk_files.Listed],
@@ -489,10 +512,13 @@ def _damage(
     snapshot: str,
 ) -> dict[str, Any]:
     """The layer's command and its answer (the bytes it changed)."""
+    how = params["how"]
     span = disk_files.extent(chosen.file, files)
     backing = f"{mount_of(node.spec).state_dir}/root/{path}"
     if how == FLIP:
         offset, mask = disk_files.flip_at(rng, span)
+        if "flip_byte" in params:
+            offset, mask = params["flip_byte"] % span, 1 << params["flip_bit"]
         try:
             answer = ask(node, "corrupt", "flip", path, str(offset), str(mask))
         except NoAnswer as exc:

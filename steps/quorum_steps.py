@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from clusters.capabilities import Controllable
@@ -68,8 +68,10 @@ from clusters.quorum import (
 )
 from clusters.topology import Topology, build_topology
 from history.format import UPGRADE
+from steps.family import by_time
 from steps.recorded import (
     STOP_TIMEOUT_S,
+    PlannedStep,
     StepFailed,
     StepUnsure,
     broker_running,
@@ -130,6 +132,33 @@ def quorum_schedule(
         steps.append(UpgradeStep(at, REPROVISION, controller))
     steps.append(UpgradeStep(at, AWAIT_JOIN if quorum == AUTO_JOIN else ADD, controller))
     return steps
+
+
+def membership_units(steps: Sequence[PlannedStep]) -> list[list[int]]:
+    """``by_time``'s units (steps/family.py), but a controller's removal and the steps that
+    bring it back (re-provisioning, the addition or the wait for its own join) one unit: an
+    addition without its removal fails, and a removal without its addition leaves the quorum a
+    voter short for the rest of the run, neither of them what the plan played."""
+    units = by_time(steps)
+    back = (REPROVISION, ADD, AWAIT_JOIN)
+    merged: list[list[int]] = []
+    taken: set[int] = set()
+    for n, unit in enumerate(units):
+        if n in taken:
+            continue
+        removed = {steps[i].node for i in unit if steps[i].step == REMOVE}
+        unit = list(unit)
+        for m in range(n + 1, len(units)):
+            if (
+                removed
+                and m not in taken
+                and any(steps[i].step in back and steps[i].node in removed for i in units[m])
+            ):
+                taken.add(m)
+                unit += units[m]
+                removed -= {steps[i].node for i in units[m] if steps[i].step in back}
+        merged.append(sorted(unit))
+    return merged
 
 
 class QuorumSteps:

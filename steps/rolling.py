@@ -15,7 +15,7 @@ from clusters.quorum import STATIC
 from clusters.upgrade_paths import check_downgrade, check_upgrade
 from history.format import MIGRATION, UPGRADE
 from history.options import AS_ASKED, Option, OptionError
-from steps.family import Family, Stage, by_time
+from steps.family import Family, Stage
 from steps.feature_steps import (
     RELEASE_VERSION,
     RELEASE_VERSION_FROM,
@@ -23,7 +23,7 @@ from steps.feature_steps import (
     FeatureSpecError,
     feature_items,
 )
-from steps.quorum_steps import QuorumSteps, final_observation, quorum_schedule
+from steps.quorum_steps import QuorumSteps, final_observation, membership_units, quorum_schedule
 from steps.recorded import PlannedStep, RecordedSteps
 from steps.upgrade import UpgradeDriver, UpgradeStep, load_steps, node_properties, upgrade_schedule
 
@@ -178,7 +178,7 @@ FAMILY = Family(
     options=OPTIONS,
     check=check,
     releases=releases,
-    # A roll, a finalization, a feature step or a membership change, each planned for one
-    # moment, may be dropped whole by a shrink; what is left keeps its order.
-    drop_units=by_time,
+    # A roll, a finalization, a feature step, or a controller's removal with its addition back,
+    # may be dropped whole by a shrink; what is left keeps its order.
+    drop_units=membership_units,
 )

@@ -114,6 +114,14 @@ def _original(run_dir: Path) -> tuple[Plan, dict[str, Any]]:
 @click.option("--cluster", type=NAME, default=None, help="Docker cluster of the replays "
               "(default: the run's).")  # fmt: skip
 @click.option("--subnet", default=None, help="Its Docker network (default: the run's).")
+@click.option(
+    "--lock",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="KCHAOS_LOCK",
+    default=None,
+    help="A file each replay holds an exclusive flock on for its run only (as `flock FILE "
+    "kchaos run ...`), so that others sharing Docker run between the tries [env KCHAOS_LOCK].",
+)
 @click.option("--no-progress", is_flag=True, help="No progress bar (logs, CI).")
 @click.pass_context
 def shrink(
@@ -127,6 +135,7 @@ def shrink(
     resume: Path | None,
     cluster: str | None,
     subnet: str | None,
+    lock: Path | None,
     no_progress: bool,
 ) -> None:
     """Shrinks a failing run's plan to a smaller one that still fails the same way.
@@ -176,7 +185,7 @@ def shrink(
         record["subnet"] = subnet or record.get("subnet") or original.spec.get("subnet")
     if resume is None:  # once nothing is left to refuse
         directory = new_dir(directory.parent, directory.name)
-    runner = ReplayRunner(directory, record["cluster"], record["subnet"])
+    runner = ReplayRunner(directory, record["cluster"], record["subnet"], lock=lock)
     found = summaries(results, limit=8)
     say(
         f"shrinking {run_dir} ({size(original)}) for {', '.join(record['kinds'])}: "

@@ -6,16 +6,22 @@ and the shrink goes on. The try is a normal run directory, ``<shrink dir>/<candi
 <seed>/`` (``--results-dir`` the shrink's folder, ``--name`` the candidate's id), on the cluster
 and subnet the shrink was given. Ctrl-C is passed on to the run, which heals and keeps its
 history as it always does, and then stops the shrink.
+
+With a ``lock`` file (``kchaos shrink --lock``, ``KCHAOS_LOCK``) each try holds an exclusive
+flock(2) on it for its run only, the lock ``flock FILE CMD`` takes: a long search on a machine
+whose Docker is shared lets others' jobs in between its tries instead of holding it for hours.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +36,7 @@ STATUS_OF_EXIT = {0: "valid", 1: "invalid", 2: "unknown", CRASHED_RUN_EXIT: "cra
 STOP_GRACE_S = 180.0
 # Beyond a run's own time limit: bring-up, final reads, collection and the check.
 OVERHEAD_S = 900.0
+LOCK_POLL_S = 0.5
 
 
 def failing_kinds(results: dict[str, Any]) -> list[str]:
@@ -69,12 +76,14 @@ class ReplayRunner:
         subnet: str | None,
         cli: list[str] | None = None,
         log: Any = None,
+        lock: Path | None = None,
     ) -> None:
         self.directory = directory
         self.cluster = cluster
         self.subnet = subnet
         self.cli = cli or [sys.executable, "-m", "harness.cli"]
         self.log = log
+        self.lock = lock
 
     def __call__(self, plan: Plan, folder: Path | None) -> Attempt:
         assert folder is not None and (folder / "plan.json").is_file()
@@ -96,10 +105,10 @@ class ReplayRunner:
         if self.subnet is not None:
             command += ["--subnet", self.subnet]
         limit = float(plan.spec.get("time_limit") or 30.0)
-        started = time.monotonic()
         n = len(list(folder.glob("try-*.log"))) + 1
         why = None
-        with open(folder / f"try-{n}.log", "wb") as log:
+        with _held(self.lock), open(folder / f"try-{n}.log", "wb") as log:
+            started = time.monotonic()  # the run's own time, not the wait for the lock
             proc = subprocess.Popen(
                 command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
@@ -123,6 +132,31 @@ class ReplayRunner:
             seconds=seconds,
             summaries=summaries(results),
         )
+
+
+@contextlib.contextmanager
+def _held(lock: Path | None) -> Any:
+    """An exclusive flock(2) on ``lock`` while the block runs (none without one). Taken by a
+    blocking flock, in line with the other waiters, but in a thread of its own: a Ctrl-C the
+    kernel hands to another thread does not interrupt a blocked flock(2), and the shrink must
+    stop while it waits (the abandoned thread's lock, if it gets it, goes with the file)."""
+    if lock is None:
+        yield
+        return
+    with open(lock, "a") as f:
+        taken = threading.Event()
+
+        def take() -> None:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            taken.set()
+
+        threading.Thread(target=take, name="shrink-lock", daemon=True).start()
+        while not taken.wait(LOCK_POLL_S):
+            pass
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _run_dirs(folder: Path) -> list[Path]:

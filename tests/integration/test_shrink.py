@@ -1,10 +1,9 @@
 """`kchaos shrink`'s real path: each try a `kchaos run --replay` process of the plan the shrink
 wrote into its candidate's folder, on a real cluster of the shrink's name and subnet.
 
-This is not yet issue 32's "shrinks a real failing run" (that needs a failure kchaos detects
-reliably within a minute or two, wrapped in eight other fault steps: docs/shrink.md, what is
-left): the run's finding here is written by hand, so the replay does not reproduce it, and the
-shrink must say so (exit 2) after one real, checked replay that left no cluster behind."""
+The run's finding here is written by hand, so the replay does not reproduce it, and the shrink
+must say so (exit 2) after one real, checked replay that left no cluster behind; the shrink of
+a real failure is test_shrink_real.py's."""
 
 from __future__ import annotations
 

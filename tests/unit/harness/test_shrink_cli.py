@@ -5,9 +5,11 @@ line each kind of bad input gets."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from functools import partial
@@ -76,6 +78,46 @@ def test_a_failing_run_shrinks_to_its_one_kill_through_real_replay_processes(tmp
     assert "it reproduced in 2 of 2 --confirm runs" in result.output
     page = (directory / "shrink.html").read_text()
     assert "Minimal plan" in page and page.count("<rect") >= 2
+
+
+def test_with_a_lock_file_each_try_holds_it_and_the_search_between_tries_does_not(
+    tmp_path, fake_runs, monkeypatch
+):
+    lock = tmp_path / "docker.lock"
+    monkeypatch.setenv("KCHAOS_LOCK", str(lock))  # as --lock; the fake run reads it too
+    run_dir = _failing_run(tmp_path)
+    result = _shrink(str(run_dir), "--no-progress", "--tries", "1", "--confirm", "1")
+    assert result.exit_code == 0, result.output
+    (directory,) = run_dir.parent.glob("shrink-*")
+    held = [json.loads(p.read_text())["lock_held"] for p in directory.glob("*/*/run.json")]
+    assert len(held) > 3 and all(held)
+    with open(lock) as f:  # released after the last try
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_ctrl_c_stops_a_shrink_waiting_for_the_lock_someone_else_holds(tmp_path):
+    lock = tmp_path / "docker.lock"
+    waits = (
+        "import sys, threading, time\n"
+        "from pathlib import Path\n"
+        "from harness.shrink.replay import _held\n"
+        # Threads, as a shrink has: the kernel may hand SIGINT to any of them.
+        "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "print('waiting', flush=True)\n"
+        "with _held(Path(sys.argv[1])):\n"
+        "    print('taken', flush=True)\n"
+    )
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", waits, str(lock)],
+            cwd=Path(__file__).parents[3], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        assert proc.stdout.readline() == "waiting\n"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err and "taken" not in out
 
 
 def test_resume_of_a_finished_shrink_runs_nothing_again(tmp_path, fake_runs):

@@ -126,6 +126,26 @@ def test_the_same_seed_picks_the_same_file_offset_and_mask_and_the_record_says_s
     assert len(picked) > 1  # the seed is what chooses
 
 
+def test_a_pinned_flip_hits_its_byte_and_bit_on_whichever_file_the_seed_picks():
+    # A batch's base offset (bytes 0-7, outside its CRC): bit 6 of byte 5 adds 4,194,304.
+    for seed in range(6):
+        ctx = context()
+        start, _ = corrupt("log", "flip", restart=0, seed=seed)
+        start.params.update(flip_byte=5, flip_bit=6)
+        got = DiskNemesis().start(ctx, start)
+        (name,) = got["targets"]
+        hit = got["corrupted"][name]
+        assert (hit["offset"], hit["mask"]) == (5, 64)
+        assert ctx.nodes[name].disk["files"][hit["path"]][5] == hit["after"] == hit["before"] ^ 64
+        assert (got["flip_byte"], got["flip_bit"]) == (5, 6)
+    # Past the file's extent it wraps: still a byte of the file.
+    start, _ = corrupt("log", "flip", restart=0)
+    start.params.update(flip_byte=10**9, flip_bit=0)
+    got = DiskNemesis().start(context(), start)
+    (hit,) = got["corrupted"].values()
+    assert hit["offset"] == 10**9 % hit["size"] and hit["mask"] == 1
+
+
 def test_a_segment_of_a_partition_the_target_leads_is_preferred():
     ctx = context(leaders={0: "n1", 1: "n2", 2: "n2", 3: "n3"})
     for seed in range(10):
@@ -215,6 +235,10 @@ def test_corrupt_refuses_a_majority_at_check_and_plan_time():
         ({"file_class": "log", "how": "flip", "restart": 2}, "restart must be 0 or 1"),
         ({"file_class": "log", "how": "flip", "age_s": 0}, "age_s must be 1 to 3600"),
         ({"file_class": "log", "how": "flip", "mask": 3}, "does not read mask"),
+        ({"file_class": "log", "how": "flip", "flip_byte": 5}, "go together, with how flip"),
+        ({"file_class": "log", "how": "truncate", "flip_byte": 5, "flip_bit": 6}, "with how flip"),
+        ({"file_class": "log", "how": "flip", "flip_byte": -1, "flip_bit": 6}, "integer >= 0"),
+        ({"file_class": "log", "how": "flip", "flip_byte": 5, "flip_bit": 8}, "must be 0 to 7"),
     ],
 )
 def test_a_corrupt_step_with_bad_parameters_is_refused_in_one_line(params, said):

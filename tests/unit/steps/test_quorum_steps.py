@@ -26,6 +26,7 @@ from steps.quorum_steps import (
     REPROVISION,
     QuorumSteps,
     final_observation,
+    membership_units,
     quorum_schedule,
 )
 from steps.upgrade import FEATURES, UpgradeDriver, UpgradeStep
@@ -57,6 +58,28 @@ def test_dedicated_controllers_are_removed_reprovisioned_and_added_back():
 def test_combined_nodes_are_removed_and_added_back_without_a_wipe():
     steps = quorum_schedule("kraft-combined", 150, 3, "dynamic")
     assert [s.step for s in steps] == [REMOVE, ADD] and steps[0].node.startswith("n")
+
+
+@pytest.mark.parametrize(
+    ("topology", "quorum"),
+    [
+        ("kraft", "dynamic"),
+        ("kraft-combined", "dynamic"),
+        ("kraft", "static-to-dynamic"),
+        ("kraft", "dynamic-auto-join"),
+    ],
+)
+def test_a_shrink_drops_a_removal_with_its_addition_back_never_one_alone(topology, quorum):
+    feature = UpgradeStep(1.0, FEATURES, "b1", {"action": "upgrade", "feature": "x", "level": 1})
+    steps = [feature, *quorum_schedule(topology, 150, 3, quorum)]
+    units = membership_units(steps)
+    assert sorted(i for u in units for i in u) == list(range(len(steps)))  # each step once
+    (membership,) = [u for u in units if any(steps[i].step == REMOVE for i in u)]
+    # The removal's moment and the addition's: one unit (an addition alone would fail).
+    assert {steps[i].step for i in membership} >= {REMOVE} | (
+        {"await-auto-join"} if quorum == "dynamic-auto-join" else {ADD}
+    )
+    assert len({steps[i].at_s for i in membership}) == 2 and [0] in units
 
 
 def test_from_static_kraft_version_goes_to_1_and_every_node_is_reconfigured_first():
