@@ -534,8 +534,8 @@ def _drop(node: Controllable) -> dict[str, Any]:
     before: dict[str, Any] | None = None
     error = None
     try:
-        before = ask(node, "status", timeout=60)
-        walked = batches(node, pending_segments(before))
+        before = _again_if_lost(node, "status")
+        walked = _walk(node, pending_segments(before))
     except DiskLayerError as exc:
         error = str(exc)
     read_s = round(time.monotonic() - t0, 3)
@@ -556,6 +556,17 @@ def _drop(node: Controllable) -> dict[str, Any]:
         "offsets_read_s": read_s,
         **({"offsets_error": error} if error else {}),
     }
+
+
+def _walk(node: Controllable, segments: dict[str, int]) -> list[dict[str, Any]]:
+    """``batches`` of the segments, asked again when Docker loses the exec's output (it reads
+    only, from files the stopped JVM does not change)."""
+    for _ in range(2):
+        try:
+            return batches(node, segments)
+        except NoAnswer:
+            continue
+    return batches(node, segments)
 
 
 def _drop_answer_lost(

@@ -154,3 +154,12 @@ def test_a_drop_whose_command_never_reached_the_layer_is_asked_once_more():
     assert "answer_lost" not in got["dropped"]["n1"]
     assert got["dropped"]["n1"]["files"] == {S0: 400, "data/meta.properties": 5}
     assert node.disk["powered"] is False
+
+
+def test_a_status_or_walk_whose_output_docker_lost_is_read_again():
+    # Seen in 3.9.2 runs of power-loss@majority and @all: "gave no answer (it printed 'nothing')".
+    ctx = _context()
+    ctx.nodes["n1"].disk["lose_answers"] = {"status": 1, "batches": 2}
+    got = DiskNemesis().start(ctx, FaultStep(0, "start", "disk", POWER_LOSS, "all", 7, {}))
+    assert "offsets_unread" not in got
+    assert got["dropped"]["n1"][LOST_OFFSETS] == {"kchaos-queue-5": [0, 11]}
