@@ -29,5 +29,5 @@ NAMES_FILE = "names-file"  # a warning or error naming the file the fault touche
 ERROR = "error"  # context only: an error line that matches none of the above
 # Lines with any of these say Kafka noticed a damaged file or a failed disk.
 DETECTION = frozenset(
-    {CORRUPT_RECORD, INVALID_MESSAGES, DAMAGED, CHECKPOINT, STORAGE, FATAL, NAMES_FILE}
+    {CORRUPT_RECORD, INVALID_MESSAGES, DAMAGED, CHECKPOINT, STORAGE, FATAL, STRAY, NAMES_FILE}
 )

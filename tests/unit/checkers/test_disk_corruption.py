@@ -253,3 +253,24 @@ def test_a_node_kept_down_by_another_lasting_fault_leaves_a_damage_that_restarte
     verdict = check(run(h, tmp_path), write=False)
     assert kinds(verdict) == [("corruption-detected", False)]
     assert "disk_nodes_kept_down" not in verdict.stats
+
+
+def test_a_log_kafka_set_aside_as_stray_is_kafka_noticing_the_damage(tmp_path):
+    # A 3.9.2 run: a bit of partition.metadata's topic id flipped, the node restarted.
+    meta = {"path": f"data/{TOPIC}-2/partition.metadata", "size": 43, "among": 13,
+            "topic": TOPIC, "partition": 2, "offset": 27, "mask": 32, "before": 99,
+            "after": 67}  # fmt: skip
+    stray = [
+        [["stray"], "[2026-11-28 14:43:14,207] INFO Found stray log dir Log(dir=/var/lib/kafka/"
+         f"data/{TOPIC}-2, topicId=kCy-02CZQeC1KNY2ixPwAA, topic={TOPIC}, partition=2): the "
+         "topicId kCy-02CZQeC1KNY2ixPwAA does not exist in the metadata image"],
+        [["stray"], f"[2026-11-28 14:43:14,222] WARN Log in /var/lib/kafka/data/{TOPIC}-2 marked "
+         f"stray and renamed to /var/lib/kafka/data/{TOPIC}-2.0febfc74-stray"],
+    ]  # fmt: skip
+    h = H().send(0, 2, 10, 0)
+    h.nemesis("start-disk", start(meta, restart=True, file_class="partition.metadata"))
+    h.nemesis("stop-disk", stop({"n1": {"lines": stray, "count": 2, "labels": ["stray"]}}))
+    h.poll(2, {2: [(0, 10)]})
+    verdict = check(run(h, tmp_path), write=False)
+    assert kinds(verdict) == [("corruption-detected", False)]
+    assert not [n for n in verdict.notes if n.startswith("disk: Kafka logged nothing")]

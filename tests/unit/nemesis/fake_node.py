@@ -99,6 +99,10 @@ class FakeNode:
                 return self._disk(words)
             case [program, "batches", "--root", _, *pairs] if program.endswith("/kchaos-disk"):
                 known = (self.disk or {}).get("batches", {})
+                lose = (self.disk or {}).get("lose_answers", {})
+                if lose.get("batches"):  # read, and its output lost
+                    lose["batches"] -= 1
+                    return ExecResult(0, "", "")
                 walked = [
                     {"path": p, "from": int(f), **known.get(p, {"error": "No such file"})}
                     for p, f in zip(pairs[::2], pairs[1::2], strict=True)

@@ -116,3 +116,50 @@ def test_a_walk_that_cannot_be_made_leaves_the_drop_and_says_so():
     assert got["dropped"]["n2"]["files"] == {S0: 400, "data/meta.properties": 5}
     assert got["dropped"]["n2"][LOST_OFFSETS] == {"kchaos-queue-5": [None, None]}
     assert not node.running
+
+
+def test_a_drop_whose_answer_docker_lost_is_recorded_from_the_status_before_it():
+    # Seen in a 3.9.2 run: the layer dropped (ctl exited 0) and the exec printed nothing.
+    ctx = _context()
+    ctx.nodes["n1"].disk["lose_answers"] = {"drop": 1}
+    got = DiskNemesis().start(ctx, FaultStep(0, "start", "disk", POWER_LOSS, "all", 7, {}))
+    n1 = got["dropped"]["n1"]
+    assert "drop_failed" not in got
+    assert "gave no answer" in n1["answer_lost"]
+    assert n1["files"] == {S0: 400, "data/meta.properties": 5}
+    assert n1["bytes"] == 405
+    assert n1[LOST_OFFSETS] == {"kchaos-queue-5": [0, 11]}
+    # Dropped once: the status after it said the power was off, so the drop was not asked again.
+    verbs = [c[4] for c in ctx.nodes["n1"].commands if c[1] == "ctl"]
+    assert verbs == ["ping", "status", "drop", "status"]
+    assert not ctx.nodes["n1"].running
+
+
+def test_a_drop_whose_command_never_reached_the_layer_is_asked_once_more():
+    ctx = _context()
+    node = ctx.nodes["n1"]
+    real = node.exec
+    swallowed = []
+
+    def lose_first_drop(cmd, timeout=None):
+        if cmd[1] == "ctl" and cmd[4] == "drop" and not swallowed:
+            from clusters.capabilities import ExecResult
+
+            swallowed.append(cmd)
+            return ExecResult(0, "", "")  # nothing done, nothing printed
+        return real(cmd, timeout)
+
+    node.exec = lose_first_drop  # type: ignore[method-assign]
+    got = DiskNemesis().start(ctx, FaultStep(0, "start", "disk", POWER_LOSS, "all", 7, {}))
+    assert "answer_lost" not in got["dropped"]["n1"]
+    assert got["dropped"]["n1"]["files"] == {S0: 400, "data/meta.properties": 5}
+    assert node.disk["powered"] is False
+
+
+def test_a_status_or_walk_whose_output_docker_lost_is_read_again():
+    # Seen in 3.9.2 runs of power-loss@majority and @all: "gave no answer (it printed 'nothing')".
+    ctx = _context()
+    ctx.nodes["n1"].disk["lose_answers"] = {"status": 1, "batches": 2}
+    got = DiskNemesis().start(ctx, FaultStep(0, "start", "disk", POWER_LOSS, "all", 7, {}))
+    assert "offsets_unread" not in got
+    assert got["dropped"]["n1"][LOST_OFFSETS] == {"kchaos-queue-5": [0, 11]}
