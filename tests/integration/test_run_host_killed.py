@@ -4,7 +4,10 @@ lost power. Nothing of the run heals anything; `kchaos heal` must. Beside the no
 powered off, the test leaves the other states a death mid-fault can leave: a node stopped with
 its layer dropped but not yet killed (a power loss cut short), and a layer failing writes
 (a full disk). After `kchaos heal` every node runs on a powered layer with no fail rule and
-none is stopped; after `cluster down` nothing of the cluster or its layer is on the host."""
+none is stopped; after `cluster down` nothing of the cluster or its layer is on the host.
+
+Slow (the nightly's, about a minute): `make test` keeps test_run_crash.py's client host killed
+mid-fault; this one adds the disk layer's states."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from clusters.disk_layer import DiskLayerError, ask
 from clusters.docker_lifecycle import DockerCluster
@@ -58,6 +63,7 @@ def _layer_answers(node) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_the_client_host_killed_mid_power_loss_is_healed_and_torn_down_without_a_trace(
     docker_client, tmp_path
 ):
