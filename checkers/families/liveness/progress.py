@@ -1,0 +1,272 @@
+"""No progress while a majority is healthy, and the recovery time after the last heal: from the
+clients' own ops, per operation type (`f`), in the history's clock (`time`, seconds since the
+run began).
+
+`no-progress`. For each type, the time between one ok completion and the next in which the
+clients kept asking (from the first moment an op of that type was in flight, not merely since
+the last ok: a type asked rarely is not stuck between asks) is a stall. A stall is a finding
+when it holds a healthy stretch (health.py) longer than `Bounds.progress_s`: a connected
+majority of brokers and controllers was up, unfaulted and given time to recover, and no op of
+the type succeeded. Sends and transactions need a healthy stretch for writes.
+
+`recovery-time` (always reported, in results.json's liveness block): for each type, from the
+completion of the last op that ended a fault (a stop or the heal) to the first ok completion of
+that type after it. With a bound (the run option `--recovery-bound`), a type asked after the
+heal that took longer, or never succeeded while asked for longer, is a `slow-recovery` finding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from checkers.core.findings import Finding
+from checkers.families.liveness.health import Stretch, healthy_within
+from checkers.scan.fault_windows import Faults
+from history.effects import HEAL, STOP
+
+PROGRESS_RULE = (
+    "KIP-500: a majority of the controller quorum elects a leader and serves metadata, and "
+    "Kafka's replication design keeps a partition writable while min.insync.replicas of its "
+    "replicas are alive; so while a connected majority of brokers and controllers is up and "
+    "unfaulted, and has had time to recover, clients that keep asking make progress"
+)
+RECOVERY_RULE = (
+    "after every fault is healed, each operation type the clients still ask succeeds again "
+    "within the run's recovery bound (--recovery-bound): Kafka promises no time, so the bound "
+    "is the run's"
+)
+# Ops a client runs once to set itself up, or records without asking Kafka: not progress.
+ONE_OFF_FS = frozenset({"assign", "subscribe", "crash", "debug-topic-partitions"})
+WRITE_FS = frozenset({"send", "txn"})
+OP_COLUMNS = ["index", "invoke_index", "type", "f", "process"]
+
+
+@dataclass
+class TypeOps:
+    """One op type's client ops, in invocation order: times in seconds (`done` inf: never
+    completed), indices for citing."""
+
+    f: str
+    invoked: np.ndarray
+    done: np.ndarray
+    ok: np.ndarray  # bool
+    invoke_index: np.ndarray
+    index: np.ndarray  # the completion's index, or the invocation's
+
+    @property
+    def ok_times(self) -> np.ndarray:
+        return np.sort(self.done[self.ok])
+
+
+def _is_client(process: str | None) -> bool:
+    return process is not None and (process.isdigit() or process == "nil")
+
+
+class ClientOpsBuilder:
+    """Client op rows arriving a row group at a time (history.columnar.op_row_groups, columns
+    OP_COLUMNS + time): only times, types and indices are kept."""
+
+    def __init__(self) -> None:
+        self._inv: dict[str, list[np.ndarray]] = {}
+        self._cmp: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, part: pa.Table) -> None:
+        if part.num_rows == 0:
+            return
+        proc = np.array([_is_client(p) for p in part.column("process").to_pylist()], bool)
+        if not proc.any():
+            return
+        part = part.filter(pa.array(proc))
+        typ = np.array(part.column("type").to_pylist(), dtype=object)
+        f = np.array(part.column("f").to_pylist(), dtype=object)
+        index = part.column("index").to_numpy(zero_copy_only=False).astype(np.int64)
+        time = part.column("time").to_numpy(zero_copy_only=False).astype(np.float64) / 1e9
+        inv = part.column("invoke_index").to_numpy(zero_copy_only=False)
+        is_inv = typ == "invoke"
+        for name in set(f[is_inv].tolist()):
+            m = is_inv & (f == name)
+            self._inv.setdefault(name, []).append(np.stack([index[m], time[m]]))
+        c = ~is_inv
+        self._cmp.append((inv[c].astype(np.int64), time[c], typ[c] == "ok", index[c]))
+
+    def finish(self) -> dict[str, TypeOps]:
+        if self._cmp:
+            c_inv = np.concatenate([x[0] for x in self._cmp])
+            c_time = np.concatenate([x[1] for x in self._cmp])
+            c_ok = np.concatenate([x[2] for x in self._cmp])
+            c_index = np.concatenate([x[3] for x in self._cmp])
+        else:
+            c_inv = c_time = c_index = np.array([], np.int64)
+            c_ok = np.array([], bool)
+        order = np.argsort(c_inv, kind="stable")
+        c_inv, c_time, c_ok, c_index = c_inv[order], c_time[order], c_ok[order], c_index[order]
+        out = {}
+        for f, parts in sorted(self._inv.items()):
+            if f in ONE_OFF_FS:
+                continue
+            both = np.concatenate(parts, axis=1)
+            idx, invoked = both[0].astype(np.int64), both[1]
+            at = np.searchsorted(c_inv, idx)
+            at = np.minimum(at, max(len(c_inv) - 1, 0))
+            has = (len(c_inv) > 0) & (c_inv[at] == idx) if len(c_inv) else np.zeros(len(idx), bool)
+            done = np.where(has, c_time[at] if len(c_inv) else 0.0, math.inf)
+            ok = has & (c_ok[at] if len(c_inv) else False)
+            index = np.where(has, c_index[at] if len(c_inv) else idx, idx)
+            order = np.argsort(invoked, kind="stable")
+            out[f] = TypeOps(f, invoked[order], done[order], ok[order], idx[order], index[order])
+        return out
+
+
+def client_ops(parts: Iterable[pa.Table]) -> dict[str, TypeOps]:
+    build = ClientOpsBuilder()
+    for part in parts:
+        build.add(part)
+    return build.finish()
+
+
+@dataclass(frozen=True)
+class Stall:
+    f: str
+    start: float  # the first moment an op was in flight with no ok since `after`
+    end: float  # the next ok completion, or the last moment one was asked
+    after: int | None  # the ok op before it (its completion index); None: none yet
+    next: int | None  # the ok op that ended it; None: none did
+    asked: int  # ops of the type invoked within it
+
+
+def stalls(ops: TypeOps, longer_than: float) -> list[Stall]:
+    """Stalls longer than `longer_than`, each from the first moment an op was in flight after an
+    ok completion (or after the first invocation) to the next ok completion."""
+    n = len(ops.invoked)
+    if n == 0:
+        return []
+    # For each op in invocation order, the latest completion among it and those before it: an op
+    # was in flight at t if one invoked before t completes after t.
+    reach = np.maximum.accumulate(np.where(np.isinf(ops.done), ops.invoked, ops.done))
+    oks = np.flatnonzero(ops.ok)
+    oks = oks[np.argsort(ops.done[oks], kind="stable")]
+    ok_times = ops.done[oks]
+    ends_at = [*ok_times.tolist(), float(np.max(reach))]
+    out = []
+    prev_t, prev_i = -math.inf, None
+    for j, end in enumerate(ends_at):
+        nxt = int(ops.index[oks[j]]) if j < len(oks) else None
+        if end - prev_t > longer_than:
+            k = int(np.searchsorted(ops.invoked, prev_t, side="right"))
+            # In flight at prev_t: one invoked before it that completes (or is pending) after it.
+            busy = k > 0 and reach[k - 1] > prev_t and math.isfinite(prev_t)
+            start = prev_t if busy else (float(ops.invoked[k]) if k < n else math.inf)
+            hi = int(np.searchsorted(ops.invoked, end, side="right"))
+            if end - start > longer_than:
+                out.append(Stall(ops.f, start, end, prev_i, nxt, hi - k))
+        prev_t, prev_i = end, nxt
+    return out
+
+
+def no_progress(
+    ops: dict[str, TypeOps], spans: list[Stretch], bound: float, bounds_say: str
+) -> list[Finding]:
+    out = []
+    for f, typed in ops.items():
+        writes = f in WRITE_FS
+        for s in stalls(typed, bound):
+            healthy = healthy_within(spans, s.start, s.end, writes)
+            if healthy is None or healthy[1] - healthy[0] <= bound:
+                continue
+            out.append(_no_progress(s, healthy, bound, writes, bounds_say))
+    return out
+
+
+def _no_progress(
+    s: Stall, healthy: tuple[float, float], bound: float, writes: bool, bounds_say: str
+) -> Finding:
+    before = f"the ok op {s.after}" if s.after is not None else "the first one was invoked"
+    ended = f"until the ok op {s.next}" if s.next is not None else "and none did to the end"
+    need = "for writes (enough brokers for min.insync.replicas) " if writes else ""
+    a, b = healthy
+    return Finding(
+        "no-progress",
+        None,
+        tuple(i for i in (s.after, s.next) if i is not None),
+        f"no {s.f} op succeeded from {s.start:.3f} s (after {before}) to {s.end:.3f} s "
+        f"({ended}), while clients invoked {s.asked} {s.f} op(s); from {a:.3f} s to {b:.3f} s "
+        f"({b - a:.1f} s) a connected majority of brokers and controllers was healthy {need}"
+        f"and had been given its recovery time after every fault, longer than the "
+        f"{bound:g} s bound ({bounds_say}). Rule: {PROGRESS_RULE}",
+        {
+            "rule": PROGRESS_RULE,
+            "f": s.f,
+            "stall_s": [round(s.start, 3), round(s.end, 3)],
+            "healthy_s": [round(a, 3), round(b, 3)],
+            "bound_s": bound,
+        },
+    )
+
+
+def last_heal(faults: Faults) -> tuple[float, int] | None:
+    """The completion (time, index) of the last op that ended a fault: a stop or the heal."""
+    ends = [
+        (op.end, op.index)
+        for op, _ in faults.others
+        if (op.f == HEAL or op.f.startswith(STOP)) and math.isfinite(op.end)
+    ]
+    ends += [
+        (span.end.end, span.end.index)
+        for span in faults.spans
+        if span.end is not None and math.isfinite(span.end.end)
+    ]
+    return max(ends) if ends else None
+
+
+def recovery(ops: dict[str, TypeOps], healed: tuple[float, int] | None) -> dict[str, Any]:
+    """Per type: seconds from the last heal to its first ok after it; None when asked but never
+    ok; types not asked after the heal are left out."""
+    if healed is None:
+        return {}
+    t = healed[0]
+    out: dict[str, Any] = {}
+    for f, typed in ops.items():
+        later = typed.done[typed.ok & (typed.done > t)]
+        asked = bool(np.any(typed.invoked > t) | np.any(typed.done > t))
+        if len(later):
+            out[f] = round(float(later.min()) - t, 3)
+        elif asked:
+            out[f] = None
+    return out
+
+
+def slow_recovery(
+    ops: dict[str, TypeOps], healed: tuple[float, int] | None, bound: float | None
+) -> list[Finding]:
+    if healed is None or bound is None:
+        return []
+    t, heal_index = healed
+    out = []
+    for f, took in recovery(ops, healed).items():
+        typed = ops[f]
+        if took is None:
+            last = float(np.max(np.where(np.isinf(typed.done), typed.invoked, typed.done)))
+            if last - t <= bound:
+                continue
+            said = f"no {f} op succeeded after it, though clients asked until {last:.3f} s"
+        elif took <= bound:
+            continue
+        else:
+            said = f"the first ok {f} op completed {took:.3f} s after it"
+        out.append(
+            Finding(
+                "slow-recovery",
+                None,
+                (heal_index,),
+                f"the last fault ended at {t:.3f} s (op {heal_index}); {said}, beyond the "
+                f"run's recovery bound of {bound:g} s. Rule: {RECOVERY_RULE}",
+                {"rule": RECOVERY_RULE, "f": f, "recovery_s": took, "bound_s": bound},
+            )
+        )
+    return out
