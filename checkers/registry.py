@@ -48,9 +48,12 @@ from checkers.families.features import features_and_notes
 from checkers.families.fenced_acks import ACK_FS, fenced_acks
 from checkers.families.foreign import FOREIGN_FS, foreign_reads
 from checkers.families.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
+from checkers.families.liveness.check import LivenessInputs, check_liveness, read_options
+from checkers.families.liveness.progress import OP_COLUMNS, client_ops
 from checkers.families.metadata import check_metadata
 from checkers.families.metadata_log.applied import unjudged_note
 from checkers.families.metadata_log.check import check_read_metadata
+from checkers.families.metadata_log.committed import committed_of_cluster
 from checkers.families.metadata_log.liveness import LivenessInput, logged_fences, read_availability
 from checkers.families.migration import migration_note
 from checkers.families.observer_samples import MetadataInput
@@ -70,6 +73,7 @@ from checkers.families.quorum_membership import check_membership, membership_inp
 from checkers.families.share.finality import SHARE_OP_FS, check_share
 from checkers.families.zk_controller.check import check_zk_logs, zk_brokers
 from checkers.scan.op_stream import OpRows, with_fields
+from history.columnar import op_row_groups
 from history.format import (
     DATA_LOGS_DIR,
     METADATA_DIR,
@@ -561,6 +565,43 @@ class ShareChecker:
         return CheckerResult(found, checked=True, stats=stats)
 
 
+class LivenessChecker:
+    """Liveness verdicts (checkers/families/liveness/): progress while a majority is healthy,
+    recovery after the last heal, brokers and controllers back after it, leaderless partitions
+    with a live ISR member, fatal log lines. A result class of its own: its findings are
+    tolerated unless the run option --liveness fail says otherwise, it judges nothing of the
+    safety verdict (`checked` stays False), and `outputs["liveness"]` is results.json's
+    liveness block (checkers/api.py)."""
+
+    name = "liveness"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        reads = {HISTORY, CLUSTER, PLAN, BROKER_LOGS}
+        if inputs.has_dir(METADATA_DIR):
+            reads.add(METADATA_LOGS)
+        return Needs(frozenset(reads), processes=LIVENESS_PROCESSES)
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        # Every client op, a row group at a time, only its times, type and indices: a
+        # pipelined run's millions of sends are held as a few numpy columns.
+        ops = client_ops(op_row_groups(inputs.parquet, [*OP_COLUMNS, "time"]))
+        committed = None
+        read = inputs.metadata_logs if inputs.has_dir(METADATA_DIR) else None
+        if read is not None and read.error is None and read.voters:
+            committed = committed_of_cluster(read.voters, inputs.cluster)
+        given = LivenessInputs(
+            inputs.cluster,
+            inputs.header,
+            inputs.op_rows(processes=LIVENESS_PROCESSES),
+            ops,
+            committed,
+            inputs.run_dir,
+            read_options(inputs.run_dir),
+        )
+        result = check_liveness(given)
+        return CheckerResult(result.findings, result.notes, outputs={"liveness": result.block})
+
+
 REGISTRY: tuple[Checker, ...] = (
     QueueChecker(),
     CyclesChecker(),
@@ -580,4 +621,5 @@ REGISTRY: tuple[Checker, ...] = (
     DurabilityChecker(),
     ShareChecker(),
     DiskCorruptionChecker(),
+    LivenessChecker(),
 )
