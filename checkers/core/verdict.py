@@ -36,6 +36,10 @@ class Verdict:
     history: str = ""
     engine: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+    # The liveness verdict, a result class of its own (checkers/families/liveness/check.py):
+    # status live, hang or not judged, whether it fails the run, recovery times, bounds. None:
+    # not checked (a history checked without its run directory's checkers).
+    liveness: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -64,6 +68,7 @@ class Verdict:
             "tolerated": dict(sorted(tolerated.items())),
             "notes": self.notes,
             "stats": self.stats,
+            **({"liveness": self.liveness} if self.liveness is not None else {}),
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -79,6 +84,8 @@ class Verdict:
                 lines.append(f"  - [{kind}] {f.explanation}")
             if fs[0].tolerated and not failing:
                 lines.append(f"    tolerated: {fs[0].tolerated}")
+        if self.liveness is not None:
+            lines.append(liveness_line(self.liveness))
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
@@ -88,6 +95,21 @@ class Verdict:
         path.write_text(strict_json.dumps(self.to_dict(), indent=1) + "\n")
         (d / SUMMARY_NAME).write_text(self.summary())
         return path
+
+
+def liveness_line(block: dict[str, Any]) -> str:
+    """The liveness verdict in one line, for summary.txt and the console."""
+    status = str(block.get("status", "not judged")).upper()
+    counts = block.get("counts") or {}
+    kinds = ", ".join(f"{k} {n}" for k, n in counts.items())
+    how = "fails the run" if block.get("fails_run") else "reported (--liveness fail fails the run)"
+    rec = (block.get("recovery") or {}).get("by_type_s") or {}
+    took = ", ".join(f"{f} {'never' if s is None else f'{s:g} s'}" for f, s in rec.items())
+    return (
+        f"LIVENESS: {status}"
+        + (f" ({kinds}; {how})" if kinds else "")
+        + (f"; recovery after the last heal: {took}" if took else "")
+    )
 
 
 def decide(findings: list[Finding], checked_anything: bool) -> str:
