@@ -62,6 +62,8 @@ from workloads.registry import WORKLOAD_OPTIONS, WORKLOADS
 
 TIMINGS = ("fast", "default")
 AVAILABILITY = ("report", "fail")  # the first is what a run without the option does
+# checkers/families/liveness/check.py LIVENESS_OPTIONS, the first the default
+LIVENESS = ("report", "fail")
 
 
 class SpecError(Exception):
@@ -264,6 +266,29 @@ class RunSpec:
         help="What a spurious fence of a healthy broker does to the verdict: report it, "
         "tolerated (the default), or fail the run (docs/checkers.md, lease liveness).",
     )
+    # What a liveness finding does to the verdict (checkers/families/liveness/): reported in
+    # results.json's liveness block, tolerated (None, "report"), or a failure ("fail").
+    liveness: str | None = option(
+        kind=str,
+        choices=LIVENESS,
+        stored=AS_ASKED,
+        quiet=(LIVENESS[0],),
+        help="What a liveness finding (no progress while a majority is healthy, a broker or "
+        "controller not back after the heal, ...) does to the verdict: report it, tolerated "
+        "(the default), or fail the run (docs/checkers.md, Liveness).",
+    )
+    # A bound on the time from the last heal to each operation type's first ok
+    # (checkers/families/liveness/progress.py); None: the times are reported, never judged.
+    recovery_bound: float | None = option(
+        kind=float,
+        stored=AS_ASKED,
+        minimum=0.1,
+        maximum=MAX_TIME_LIMIT,
+        unit="seconds",
+        help="Seconds each operation type has after the last heal to succeed again; beyond "
+        "it, a slow-recovery liveness finding (default: the recovery times are only "
+        "reported).",
+    )
     # An SSH inventory (clusters/inventory.py, docs/ssh.md): the run's cluster is brought up on
     # its hosts instead of Docker, and takes their name and topology. None: Docker.
     hosts: str | None = option(
@@ -462,7 +487,7 @@ def _validate(spec: RunSpec) -> RunSpec:
             "--controllers: upgrade, downgrade and controller membership steps plan for three "
             f"controllers, not {spec.controllers}"
         )
-    _refuse(spec, "availability")
+    _refuse(spec, "availability", "liveness", "recovery_bound")
     # The workload options: each one's own refusals, then each kind's of their combinations.
     try:
         refuse_each(WORKLOAD_OPTIONS, values)

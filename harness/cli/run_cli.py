@@ -124,7 +124,17 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             *(o.name for o in WORKLOAD_OPTIONS),
         ),
     ),
-    ("Faults", ("nemesis", "nemesis_interval", "nemesis_quiet", "availability")),
+    (
+        "Faults",
+        (
+            "nemesis",
+            "nemesis_interval",
+            "nemesis_quiet",
+            "availability",
+            "liveness",
+            "recovery_bound",
+        ),
+    ),
     ("Steps", tuple(o.name for o in STEP_OPTIONS)),
     ("Output", ("name", "results_dir", "keep_cluster", "force")),
 )
