@@ -68,6 +68,25 @@ def _is_client(process: str | None) -> bool:
     return process is not None and (process.isdigit() or process == "nil")
 
 
+def _decoded(col: pa.ChunkedArray, fn: Any) -> np.ndarray:
+    """A dictionary-encoded string column mapped through `fn` value by value: `fn` runs once
+    per distinct value, not once per row (a pipelined history has millions of rows)."""
+    parts = []
+    for chunk in col.chunks:
+        if pa.types.is_dictionary(chunk.type):
+            table = np.array([fn(v) for v in chunk.dictionary.to_pylist()] + [fn(None)], object)
+            idx = chunk.indices.fill_null(len(chunk.dictionary)).to_numpy(zero_copy_only=False)
+            parts.append(table[idx])
+        else:
+            parts.append(np.array([fn(v) for v in chunk.to_pylist()], object))
+    out = np.concatenate(parts) if parts else np.array([], object)
+    return out.astype(bool) if out.size and isinstance(out[0], bool) else out
+
+
+def _ints(col: pa.ChunkedArray, null: int = 0) -> np.ndarray:
+    return col.fill_null(null).to_numpy().astype(np.int64)
+
+
 class ClientOpsBuilder:
     """Client op rows arriving a row group at a time (history.columnar.op_row_groups, columns
     OP_COLUMNS + time): only times, types and indices are kept."""
@@ -79,21 +98,20 @@ class ClientOpsBuilder:
     def add(self, part: pa.Table) -> None:
         if part.num_rows == 0:
             return
-        proc = np.array([_is_client(p) for p in part.column("process").to_pylist()], bool)
+        proc = _decoded(part.column("process"), _is_client)
         if not proc.any():
             return
-        part = part.filter(pa.array(proc))
-        typ = np.array(part.column("type").to_pylist(), dtype=object)
-        f = np.array(part.column("f").to_pylist(), dtype=object)
-        index = part.column("index").to_numpy(zero_copy_only=False).astype(np.int64)
-        time = part.column("time").to_numpy(zero_copy_only=False).astype(np.float64) / 1e9
-        inv = part.column("invoke_index").to_numpy(zero_copy_only=False)
+        typ = _decoded(part.column("type"), lambda t: t)[proc]
+        f = _decoded(part.column("f"), lambda t: t)[proc]
+        index = _ints(part.column("index"))[proc]
+        time = _ints(part.column("time"))[proc].astype(np.float64) / 1e9
+        inv = _ints(part.column("invoke_index"), -1)[proc]
         is_inv = typ == "invoke"
         for name in set(f[is_inv].tolist()):
             m = is_inv & (f == name)
             self._inv.setdefault(name, []).append(np.stack([index[m], time[m]]))
         c = ~is_inv
-        self._cmp.append((inv[c].astype(np.int64), time[c], typ[c] == "ok", index[c]))
+        self._cmp.append((inv[c], time[c], typ[c] == "ok", index[c]))
 
     def finish(self) -> dict[str, TypeOps]:
         if self._cmp:
