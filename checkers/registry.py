@@ -579,7 +579,8 @@ class LivenessChecker:
         reads = {HISTORY, CLUSTER, PLAN, BROKER_LOGS}
         if inputs.has_dir(METADATA_DIR):
             reads.add(METADATA_LOGS)
-        return Needs(frozenset(reads), processes=LIVENESS_PROCESSES)
+        fs = GROUP_FS if inputs.has_op_fields() else ()
+        return Needs(frozenset(reads), fs=fs, processes=LIVENESS_PROCESSES)
 
     def check(self, inputs: RunInputs) -> CheckerResult:
         # Every client op, a row group at a time, only its times, type and indices: a
@@ -597,6 +598,7 @@ class LivenessChecker:
             committed,
             inputs.run_dir,
             read_options(inputs.run_dir),
+            OpRows(inputs.op_table(fs=GROUP_FS)) if inputs.has_op_fields() else None,
         )
         result = check_liveness(given)
         return CheckerResult(result.findings, result.notes, outputs={"liveness": result.block})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from checkers.core.findings import Finding
+from checkers.families.liveness.assignment import unassigned_groups
 from checkers.families.liveness.bounds import Bounds
 from checkers.families.liveness.fatal import fatal_findings, fatal_lines
 from checkers.families.liveness.health import Roles, disruptions, stretches
@@ -86,6 +88,9 @@ class LivenessInputs:
     committed: list[Record] | None = None
     run_dir: Path | None = None
     options: Options = field(default_factory=Options)
+    # Op rows (every column) of the subscribe, poll and txn ops, for the group rule; None: the
+    # history records no op fields (no rebalance events to read).
+    group_rows: Iterable[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -115,6 +120,11 @@ def check_liveness(given: LivenessInputs) -> LivenessResult:
         out.findings += slow_recovery(given.ops, healed, given.options.recovery_bound)
         if healed is not None:
             out.judged.append("recovery")
+        if given.group_rows is not None:
+            found, judged = unassigned_groups(given.group_rows, spans, bounds.group_s)
+            out.findings += found
+            if judged:
+                out.judged.append("group-assignment")
     elif given.ops and not roles.brokers:
         out.notes.append("liveness: cluster.json names no brokers: progress not judged")
     walled = fault_windows(given.fault_rows, names, WALL)
