@@ -5,7 +5,10 @@ again after every cell, so a campaign killed in the night still leaves a valid r
 ran. junit.xml follows the JUnit schema CI servers read (Jenkins xunit's junit-10.xsd): one
 testsuite per scenario with the run directories as its properties, one testcase per run
 (classname = the scenario), ``failure`` for an invalid run with the findings' one-line
-summaries, ``error`` for a run that could not be judged (unknown, crashed, timed out).
+summaries, ``error`` for a run that could not be judged (unknown, crashed, timed out). The
+liveness verdict (docs/checkers.md, Liveness) is an outcome of its own: a run whose liveness
+is ``hang`` gets a ``failure`` of type ``liveness`` when its run asked ``--liveness fail``, and
+a ``system-err`` line saying so when it only reports it.
 """
 
 from __future__ import annotations
@@ -105,9 +108,11 @@ def junit_xml(record: dict[str, Any]) -> str:
                 name=f"seed {cell['seed']} ({cell['id']})",
                 time=f"{cell.get('seconds') or 0:.1f}",
             )
-            _outcome(case, cell)
+            hung = _outcome(case, cell)
             if cell.get("run_dir"):
                 ET.SubElement(case, "system-out").text = f"run directory: {cell['run_dir']}\n"
+            if hung:  # junit-10.xsd: system-err comes last
+                ET.SubElement(case, "system-err").text = hung
         totals.update(tests=len(cells), failures=failures, errors=errors)
     root.set("tests", str(totals["tests"]))
     root.set("failures", str(totals["failures"]))
@@ -116,11 +121,26 @@ def junit_xml(record: dict[str, Any]) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _outcome(case: ET.Element, cell: dict[str, Any]) -> None:
+HANG = "hang"
+
+
+def _outcome(case: ET.Element, cell: dict[str, Any]) -> str | None:
+    """Adds the case's failure, error or skipped element; returns the liveness line for its
+    system-err, if it has one."""
     status = cell["status"]
     lines = cell.get("summaries") or []
     rate = cell.get("reproduced")
     prefix = f"[seen in {rate} runs of this seed] " if rate else ""
+    said = None
+    if cell.get("liveness") == HANG:
+        hung = cell.get("liveness_summaries") or []
+        message = prefix + "liveness hang: " + ("; ".join(hung[:3]) or "see results.json")
+        only = set(cell.get("findings") or []) <= set(cell.get("liveness_kinds") or [])
+        if cell.get("liveness_fails_run") and status == INVALID and only:
+            # Invalid for its liveness alone: one failure, of its own type.
+            ET.SubElement(case, "failure", type="liveness", message=message).text = "\n".join(hung)
+            return None
+        said = message + ("\n" if cell.get("liveness_fails_run") else " (reported, not failing)\n")
     if status == INVALID:
         message = prefix + ("; ".join(lines[:3]) or "invalid")
         ET.SubElement(case, "failure", type="invalid", message=message).text = "\n".join(lines)
@@ -131,6 +151,7 @@ def _outcome(case: ET.Element, cell: dict[str, Any]) -> None:
         )
     elif status not in FINAL:
         ET.SubElement(case, "skipped", message=f"not run ({status})")
+    return said
 
 
 def summary_text(record: dict[str, Any]) -> str:

@@ -1,0 +1,43 @@
+"""A campaign's reports carry the liveness verdict as an outcome of its own
+(docs/checkers.md, Liveness): junit.xml's failure of type liveness, or a system-err line."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from harness.campaign.report import junit_xml
+from tests.unit.harness.test_campaign import _cell, _schema_errors
+
+HUNG = ["[no-progress] no send op succeeded from 5.000 s ..."]
+
+
+def _record(*cells: dict) -> dict:
+    return {"campaign": "nightly", "started": "2026-11-28T01:00:00+00:00", "cells": list(cells)}
+
+
+def test_a_hang_that_fails_its_run_is_a_liveness_failure_and_a_reported_one_a_note():
+    failing = {
+        **_cell("invalid"),
+        "id": "001-a",
+        "findings": ["no-progress"],
+        "summaries": HUNG,
+        "liveness": "hang",
+        "liveness_fails_run": True,
+        "liveness_kinds": ["no-progress"],
+        "liveness_summaries": HUNG,
+    }
+    reported = {**failing, "id": "002-b", "status": "valid", "findings": [], "summaries": []}
+    reported["liveness_fails_run"] = False
+    unsafe = {**failing, "id": "003-c", "findings": ["lost-write", "no-progress"]}
+    live = {**_cell("valid"), "id": "004-d", "liveness": "live", "run_dir": "runs/4"}
+    root = ET.fromstring(junit_xml(_record(failing, reported, unsafe, live)))
+    assert _schema_errors(root) == []
+    cases = root.findall("testsuite/testcase")
+    [only] = cases[0].findall("failure")
+    assert only.get("type") == "liveness" and "no-progress" in only.get("message", "")
+    assert cases[1].find("failure") is None
+    assert "reported, not failing" in (cases[1].findtext("system-err") or "")
+    assert [f.get("type") for f in cases[2].findall("failure")] == ["invalid"]
+    assert "liveness hang" in (cases[2].findtext("system-err") or "")
+    assert cases[3].find("system-err") is None and cases[3].find("failure") is None
+    assert root.get("failures") == "2"
