@@ -170,20 +170,21 @@ def stalls(ops: TypeOps, longer_than: float) -> list[Stall]:
     oks = np.flatnonzero(ops.ok)
     oks = oks[np.argsort(ops.done[oks], kind="stable")]
     ok_times = ops.done[oks]
-    ends_at = [*ok_times.tolist(), float(np.max(reach))]
+    ends_at = np.append(ok_times, float(np.max(reach)))
+    starts_at = np.insert(ends_at[:-1], 0, -math.inf)
     out = []
-    prev_t, prev_i = -math.inf, None
-    for j, end in enumerate(ends_at):
+    # Only the gaps longer than the bound can hold a stall longer than it.
+    for j in np.flatnonzero(ends_at - starts_at > longer_than).tolist():
+        prev_t, end = float(starts_at[j]), float(ends_at[j])
+        prev_i = int(ops.index[oks[j - 1]]) if j > 0 else None
         nxt = int(ops.index[oks[j]]) if j < len(oks) else None
-        if end - prev_t > longer_than:
-            k = int(np.searchsorted(ops.invoked, prev_t, side="right"))
-            # In flight at prev_t: one invoked before it that completes (or is pending) after it.
-            busy = k > 0 and reach[k - 1] > prev_t and math.isfinite(prev_t)
-            start = prev_t if busy else (float(ops.invoked[k]) if k < n else math.inf)
-            hi = int(np.searchsorted(ops.invoked, end, side="right"))
-            if end - start > longer_than:
-                out.append(Stall(ops.f, start, end, prev_i, nxt, hi - k))
-        prev_t, prev_i = end, nxt
+        k = int(np.searchsorted(ops.invoked, prev_t, side="right"))
+        # In flight at prev_t: one invoked before it that completes (or is pending) after it.
+        busy = k > 0 and reach[k - 1] > prev_t and math.isfinite(prev_t)
+        start = prev_t if busy else (float(ops.invoked[k]) if k < n else math.inf)
+        hi = int(np.searchsorted(ops.invoked, end, side="right"))
+        if end - start > longer_than:
+            out.append(Stall(ops.f, start, end, prev_i, nxt, hi - k))
     return out
 
 
