@@ -58,6 +58,7 @@ class TypeOps:
     ok: np.ndarray  # bool
     invoke_index: np.ndarray
     index: np.ndarray  # the completion's index, or the invocation's
+    failed: np.ndarray | None = None  # bool: completed fail (None: not read)
 
     @property
     def ok_times(self) -> np.ndarray:
@@ -93,7 +94,7 @@ class ClientOpsBuilder:
 
     def __init__(self) -> None:
         self._inv: dict[str, list[np.ndarray]] = {}
-        self._cmp: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._cmp: list[tuple[np.ndarray, ...]] = []
 
     def add(self, part: pa.Table) -> None:
         if part.num_rows == 0:
@@ -111,7 +112,7 @@ class ClientOpsBuilder:
             m = is_inv & (f == name)
             self._inv.setdefault(name, []).append(np.stack([index[m], time[m]]))
         c = ~is_inv
-        self._cmp.append((inv[c], time[c], typ[c] == "ok", index[c]))
+        self._cmp.append((inv[c], time[c], typ[c] == "ok", index[c], typ[c] == "fail"))
 
     def finish(self) -> dict[str, TypeOps]:
         if self._cmp:
@@ -119,11 +120,13 @@ class ClientOpsBuilder:
             c_time = np.concatenate([x[1] for x in self._cmp])
             c_ok = np.concatenate([x[2] for x in self._cmp])
             c_index = np.concatenate([x[3] for x in self._cmp])
+            c_fail = np.concatenate([x[4] for x in self._cmp])
         else:
             c_inv = c_time = c_index = np.array([], np.int64)
-            c_ok = np.array([], bool)
+            c_ok = c_fail = np.array([], bool)
         order = np.argsort(c_inv, kind="stable")
         c_inv, c_time, c_ok, c_index = c_inv[order], c_time[order], c_ok[order], c_index[order]
+        c_fail = c_fail[order]
         out = {}
         for f, parts in sorted(self._inv.items()):
             if f in ONE_OFF_FS:
@@ -135,9 +138,12 @@ class ClientOpsBuilder:
             has = (len(c_inv) > 0) & (c_inv[at] == idx) if len(c_inv) else np.zeros(len(idx), bool)
             done = np.where(has, c_time[at] if len(c_inv) else 0.0, math.inf)
             ok = has & (c_ok[at] if len(c_inv) else False)
+            failed = has & (c_fail[at] if len(c_inv) else False)
             index = np.where(has, c_index[at] if len(c_inv) else idx, idx)
             order = np.argsort(invoked, kind="stable")
-            out[f] = TypeOps(f, invoked[order], done[order], ok[order], idx[order], index[order])
+            out[f] = TypeOps(
+                f, invoked[order], done[order], ok[order], idx[order], index[order], failed[order]
+            )
         return out
 
 
