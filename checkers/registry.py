@@ -34,6 +34,7 @@ from checkers.core.inputs import (
     RunInputs,
 )
 from checkers.families.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
+from checkers.families.coverage.count import count_states, is_fencing_error
 from checkers.families.cycles import find_cycles
 from checkers.families.data_log.check import check_data_logs
 from checkers.families.disk.corruption import DISK_FS, READ_FS, telling_reads
@@ -601,7 +602,42 @@ class LivenessChecker:
             OpRows(inputs.op_table(fs=GROUP_FS)) if inputs.has_op_fields() else None,
         )
         result = check_liveness(given)
-        return CheckerResult(result.findings, result.notes, outputs={"liveness": result.block})
+        # The client ops and committed records go on to the coverage counts (read once).
+        outputs = {"liveness": result.block, "ops": ops, "committed": committed}
+        return CheckerResult(result.findings, result.notes, outputs=outputs)
+
+
+class CoverageChecker:
+    """Coverage (checkers/families/coverage/, the table checkers/core/states.py): the
+    interesting states the run reached and how often, for results.json's `coverage` block. It
+    finds nothing and judges nothing; it reads the liveness checker's client ops and committed
+    records, and the clients' errors (one narrow column) for fencing."""
+
+    name = "coverage"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        fs = GROUP_FS if inputs.has_op_fields() else ()
+        reads = frozenset({HISTORY, CLUSTER})
+        return Needs(reads, fs=fs, processes=LIVENESS_PROCESSES, after=("liveness",))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        live = inputs.result("liveness").outputs
+        fenced = sum(
+            sum(is_fencing_error(e) for e in part.column("error").to_pylist() if e)
+            for part in op_row_groups(inputs.parquet, ["error"])
+        )
+        names = [n["name"] for n in inputs.cluster.get("nodes") or [] if "name" in n]
+        started = inputs.header.get("started_wall")
+        coverage = count_states(
+            inputs.op_rows(processes=LIVENESS_PROCESSES),
+            names,
+            live.get("ops") or {},
+            fenced,
+            OpRows(inputs.op_table(fs=GROUP_FS)) if inputs.has_op_fields() else None,
+            live.get("committed"),
+            float(started) if isinstance(started, (int, float)) else None,
+        )
+        return CheckerResult(outputs={"coverage": coverage.to_dict()})
 
 
 REGISTRY: tuple[Checker, ...] = (
@@ -624,4 +660,5 @@ REGISTRY: tuple[Checker, ...] = (
     ShareChecker(),
     DiskCorruptionChecker(),
     LivenessChecker(),
+    CoverageChecker(),
 )
