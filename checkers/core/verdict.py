@@ -40,6 +40,9 @@ class Verdict:
     # status live, hang or not judged, whether it fails the run, recovery times, bounds. None:
     # not checked (a history checked without its run directory's checkers).
     liveness: dict[str, Any] | None = None
+    # The interesting states the run reached (checkers/families/coverage/, the table
+    # checkers/core/states.py); None: not counted.
+    coverage: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -69,6 +72,7 @@ class Verdict:
             "notes": self.notes,
             "stats": self.stats,
             **({"liveness": self.liveness} if self.liveness is not None else {}),
+            **({"coverage": self.coverage} if self.coverage is not None else {}),
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -86,6 +90,8 @@ class Verdict:
                 lines.append(f"    tolerated: {fs[0].tolerated}")
         if self.liveness is not None:
             lines.append(liveness_line(self.liveness))
+        if self.coverage is not None:
+            lines.append(coverage_line(self.coverage))
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
@@ -109,6 +115,18 @@ def liveness_line(block: dict[str, Any]) -> str:
         f"LIVENESS: {status}"
         + (f" ({kinds}; {how})" if kinds else "")
         + (f"; recovery after the last heal: {took}" if took else "")
+    )
+
+
+def coverage_line(block: dict[str, Any]) -> str:
+    """The states the run reached, in one line, for summary.txt."""
+    states = block.get("states") or {}
+    reached = [f"{s} {n}" for s, n in states.items() if n]
+    unmeasured = len(block.get("unmeasured") or {})
+    return (
+        f"COVERAGE: reached {len(reached)} of {len(states)} measured states"
+        + (f": {', '.join(reached)}" if reached else "")
+        + (f" ({unmeasured} not measured)" if unmeasured else "")
     )
 
 
