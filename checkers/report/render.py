@@ -62,6 +62,13 @@ periods · engine {{ engine }}</p>
 <td>{{ "never" if s is none else s }}</td></tr>{% endfor %}</table>{% endif %}
 <p>Bounds (seconds): {% for k, v in liveness.bounds.items() %}{{ k }} {{ v }}{{ "; " if not
 loop.last }}{% endfor %}.</p>{% endif %}
+{% if coverage %}<h2>Coverage</h2>
+<p>The interesting states this run reached (checkers/core/states.py; docs/checkers.md,
+Coverage):</p>
+<table><tr><th>state</th><th>times</th></tr>
+{% for s, n in coverage.states.items() %}<tr><td>{{ s }}</td><td>{{ n }}</td></tr>{% endfor %}
+{% for s, why in coverage.unmeasured.items() %}<tr><td>{{ s }}</td><td>not measured: {{ why
+}}</td></tr>{% endfor %}</table>{% endif %}
 <h2>Timeline</h2><img alt="timeline" src="data:image/png;base64,{{ timeline }}">
 <p>{{ "Aggregated: each cell is the worst outcome of the ops that ended in it." if binned
 else "One line per operation, from invocation to completion." }}</p>
@@ -224,6 +231,7 @@ def write_report(out_dir: str | Path, parquet: str | Path, verdict: Verdict) -> 
         ops=_cited_ops(Path(parquet), shown),
         elr=_elr(verdict.stats),
         liveness=verdict.liveness,
+        coverage=verdict.coverage,
     )
     path = Path(out_dir) / REPORT_NAME
     path.write_text(html, encoding="utf-8")
