@@ -131,7 +131,14 @@ class Ops:
                 continue
             i, t = opened.pop(line["process"])
             by_f.setdefault(line["f"], []).append(
-                (t, line["time"] / 1e9, line["type"] == "ok", i, line["index"])
+                (
+                    t,
+                    line["time"] / 1e9,
+                    line["type"] == "ok",
+                    i,
+                    line["index"],
+                    line["type"] == "fail",
+                )
             )
         return {
             f: TypeOps(f, *(np.array(col) for col in zip(*sorted(xs), strict=True)))
