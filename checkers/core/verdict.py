@@ -103,18 +103,23 @@ class Verdict:
         return path
 
 
+def _seconds(recovered: dict[str, Any]) -> str:
+    s = recovered.get("seconds")
+    return "never" if s is None else f"{s:g} s"
+
+
 def liveness_line(block: dict[str, Any]) -> str:
     """The liveness verdict in one line, for summary.txt and the console."""
     status = str(block.get("status", "not judged")).upper()
     counts = block.get("counts") or {}
     kinds = ", ".join(f"{k} {n}" for k, n in counts.items())
     how = "fails the run" if block.get("fails_run") else "reported (--liveness fail fails the run)"
-    rec = (block.get("recovery") or {}).get("by_type_s") or {}
-    took = ", ".join(f"{f} {'never' if s is None else f'{s:g} s'}" for f, s in rec.items())
+    rec = (block.get("recovery") or {}).get("by_type") or {}
+    took = ", ".join(f"{f} {_seconds(r)}" for f, r in rec.items() if isinstance(r, dict))
     return (
         f"LIVENESS: {status}"
         + (f" ({kinds}; {how})" if kinds else "")
-        + (f"; recovery after the last heal: {took}" if took else "")
+        + (f"; recovery after the last heal the clients saw: {took}" if took else "")
     )
 
 

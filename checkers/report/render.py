@@ -55,11 +55,12 @@ periods · engine {{ engine }}</p>
 {% if liveness.counts %}<table><tr><th>kind</th><th>findings</th></tr>
 {% for kind, n in liveness.counts.items() %}<tr><td><a href="#{{ kind }}">{{ kind }}</a></td>
 <td>{{ n }}</td></tr>{% endfor %}</table>{% endif %}
-{% if liveness.recovery.last_heal_s is not none %}<p>Recovery after the last heal (op
-{{ liveness.recovery.last_heal_op }}, {{ liveness.recovery.last_heal_s }} s into the run):</p>
-<table><tr><th>operation</th><th>seconds to its first ok</th></tr>
-{% for f, s in liveness.recovery.by_type_s.items() %}<tr><td>{{ f }}</td>
-<td>{{ "never" if s is none else s }}</td></tr>{% endfor %}</table>{% endif %}
+{% if liveness.recovery.by_type %}<p>Recovery: for each operation type, from the last op that
+ended a fault while the type was asked to its first ok after it:</p>
+<table><tr><th>operation</th><th>after op</th><th>at (s)</th><th>seconds to its first ok</th></tr>
+{% for f, r in liveness.recovery.by_type.items() %}<tr><td>{{ f }}</td><td>{{ r.after_op }}</td>
+<td>{{ r.after_s }}</td><td>{{ "never" if r.seconds is none else r.seconds }}</td></tr>
+{% endfor %}</table>{% endif %}
 <p>Bounds (seconds): {% for k, v in liveness.bounds.items() %}{{ k }} {{ v }}{{ "; " if not
 loop.last }}{% endfor %}.</p>{% endif %}
 {% if coverage %}<h2>Coverage</h2>

@@ -116,9 +116,9 @@ def check_liveness(given: LivenessInputs) -> LivenessResult:
         spans = stretches(disruptions(timed, roles, bounds.recovery_s), roles, 0.0, hi)
         out.findings += no_progress(given.ops, spans, bounds.progress_s, bounds.says())
         out.judged.append("no-progress")
-        recovered = recovery(given.ops, healed)
-        out.findings += slow_recovery(given.ops, healed, given.options.recovery_bound)
-        if healed is not None:
+        recovered = recovery(given.ops, timed)
+        out.findings += slow_recovery(given.ops, timed, given.options.recovery_bound)
+        if recovered:
             out.judged.append("recovery")
         if given.group_rows is not None:
             found, judged = unassigned_groups(given.group_rows, spans, bounds.group_s)
@@ -183,7 +183,7 @@ def _block(
         "recovery": {
             "last_heal_s": round(healed[0], 3) if healed is not None else None,
             "last_heal_op": healed[1] if healed is not None else None,
-            "by_type_s": recovered,
+            "by_type": recovered,
             "bound_s": options.recovery_bound,
         },
         "bounds": bounds.to_dict(),

@@ -234,8 +234,9 @@ def _no_progress(
     )
 
 
-def last_heal(faults: Faults) -> tuple[float, int] | None:
-    """The completion (time, index) of the last op that ended a fault: a stop or the heal."""
+def heals(faults: Faults) -> list[tuple[float, int]]:
+    """The completions (time, index) of the ops that ended a fault (a stop or the heal), in
+    time order."""
     ends = [
         (op.end, op.index)
         for op, _ in faults.others
@@ -246,52 +247,74 @@ def last_heal(faults: Faults) -> tuple[float, int] | None:
         for span in faults.spans
         if span.end is not None and math.isfinite(span.end.end)
     ]
-    return max(ends) if ends else None
+    return sorted(set(ends))
 
 
-def recovery(ops: dict[str, TypeOps], healed: tuple[float, int] | None) -> dict[str, Any]:
-    """Per type: seconds from the last heal to its first ok after it; None when asked but never
-    ok; types not asked after the heal are left out."""
-    if healed is None:
-        return {}
-    t = healed[0]
-    out: dict[str, Any] = {}
+def last_heal(faults: Faults) -> tuple[float, int] | None:
+    """The completion (time, index) of the last op that ended a fault: a stop or the heal."""
+    ended = heals(faults)
+    return ended[-1] if ended else None
+
+
+@dataclass(frozen=True)
+class Recovered:
+    f: str
+    heal: tuple[float, int]  # the last fault-ending op before the type's last invocation
+    seconds: float | None  # to the first ok after it; None: asked, never ok
+    asked_until: float
+
+
+def recoveries(ops: dict[str, TypeOps], faults: Faults) -> dict[str, Recovered]:
+    """Per type: from the last op that ended a fault while the type was still being asked
+    (completed before its last invocation: kchaos's clients stop at the time limit, before the
+    final heal, whose recovery the final reads then show) to its first ok after it."""
+    ended = heals(faults)
+    out: dict[str, Recovered] = {}
     for f, typed in ops.items():
+        if not len(typed.invoked):
+            continue
+        asked_until = float(np.max(np.where(np.isinf(typed.done), typed.invoked, typed.done)))
+        last_ask = float(typed.invoked[-1])
+        before = [h for h in ended if h[0] <= last_ask]
+        if not before:
+            continue
+        t = before[-1][0]
         later = typed.done[typed.ok & (typed.done > t)]
-        asked = bool(np.any(typed.invoked > t) | np.any(typed.done > t))
-        if len(later):
-            out[f] = round(float(later.min()) - t, 3)
-        elif asked:
-            out[f] = None
+        took = round(float(later.min()) - t, 3) if len(later) else None
+        out[f] = Recovered(f, before[-1], took, asked_until)
     return out
 
 
-def slow_recovery(
-    ops: dict[str, TypeOps], healed: tuple[float, int] | None, bound: float | None
-) -> list[Finding]:
-    if healed is None or bound is None:
+def recovery(ops: dict[str, TypeOps], faults: Faults) -> dict[str, Any]:
+    """results.json's per-type recovery: seconds (None: asked, never ok) and the heal op."""
+    return {
+        f: {"seconds": r.seconds, "after_s": round(r.heal[0], 3), "after_op": r.heal[1]}
+        for f, r in recoveries(ops, faults).items()
+    }
+
+
+def slow_recovery(ops: dict[str, TypeOps], faults: Faults, bound: float | None) -> list[Finding]:
+    if bound is None:
         return []
-    t, heal_index = healed
     out = []
-    for f, took in recovery(ops, healed).items():
-        typed = ops[f]
-        if took is None:
-            last = float(np.max(np.where(np.isinf(typed.done), typed.invoked, typed.done)))
-            if last - t <= bound:
+    for f, r in recoveries(ops, faults).items():
+        t, heal_index = r.heal
+        if r.seconds is None:
+            if r.asked_until - t <= bound:
                 continue
-            said = f"no {f} op succeeded after it, though clients asked until {last:.3f} s"
-        elif took <= bound:
+            said = f"no {f} op succeeded after it, though clients asked until {r.asked_until:.3f} s"
+        elif r.seconds <= bound:
             continue
         else:
-            said = f"the first ok {f} op completed {took:.3f} s after it"
+            said = f"the first ok {f} op completed {r.seconds:.3f} s after it"
         out.append(
             Finding(
                 "slow-recovery",
                 None,
                 (heal_index,),
-                f"the last fault ended at {t:.3f} s (op {heal_index}); {said}, beyond the "
-                f"run's recovery bound of {bound:g} s. Rule: {RECOVERY_RULE}",
-                {"rule": RECOVERY_RULE, "f": f, "recovery_s": took, "bound_s": bound},
+                f"the last fault ended while {f} ops were asked at {t:.3f} s (op {heal_index}); "
+                f"{said}, beyond the run's recovery bound of {bound:g} s. Rule: {RECOVERY_RULE}",
+                {"rule": RECOVERY_RULE, "f": f, "recovery_s": r.seconds, "bound_s": bound},
             )
         )
     return out

@@ -273,8 +273,18 @@ def test_a_healthy_run_is_live_with_its_recovery_time(tmp_path):
     h = Ops().sends(0, 5).kill(["n2"], 5, 10).heal(12).sends(12.5, 20)
     v = check(h.write(tmp_path / "r"), write=False)
     assert v.liveness["status"] == "live" and v.status != "invalid"
-    assert v.liveness["recovery"]["by_type_s"]["send"] < 1.0
-    assert "recovery after the last heal: send" in liveness_line(v.liveness)
+    send = v.liveness["recovery"]["by_type"]["send"]
+    assert send["seconds"] < 1.0 and send["after_s"] > 12.0
+    assert "recovery after the last heal the clients saw: send" in liveness_line(v.liveness)
+
+
+def test_recovery_is_measured_from_the_last_heal_the_clients_saw(tmp_path):
+    # The final heal comes after the clients stopped: sends are measured from the kill's stop.
+    h = Ops().sends(0, 5).kill(["n2"], 5, 8).sends(9.5, 20).heal(25)
+    v = check(h.write(tmp_path / "r"), write=False)
+    send = v.liveness["recovery"]["by_type"]["send"]
+    assert 8.0 < send["after_s"] < 9.0 and 1.0 < send["seconds"] < 2.0
+    assert v.liveness["recovery"]["last_heal_s"] > 25.0
 
 
 def test_a_recovery_beyond_the_run_bound_is_slow_recovery(tmp_path):
