@@ -236,10 +236,43 @@ def campaign_html(record: dict[str, Any]) -> str:
             report = c.get("report")
             body = f"<a href='{esc(report)}'>{esc(label)}</a>" if report else esc(label)
             secs = f"<br><small>{c['seconds']:.0f} s</small>" if c.get("seconds") else ""
+            if c.get("liveness") == HANG:
+                secs += "<br><small><b>liveness hang</b></small>"
             out.append(
                 f"<td class='v' style='background:{COLOURS.get(c['status'], '#fff')}' "
                 f"title='{esc(title)}'>{body}{secs}{_shrunk(c)}</td>"
             )
         out.append("</tr>")
-    out.append("</table></body></html>")
+    out.append("</table>")
+    out += _coverage_table(rows)
+    out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _coverage_table(rows: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
+    """Per scenario, each interesting state (checkers/core/states.py): how many of its runs
+    reached it and how often in all (docs/checkers.md, Coverage)."""
+    reached: dict[str, dict[str, tuple[int, int]]] = {}
+    states: list[str] = []
+    for scenario, by_seed in rows.items():
+        for c in by_seed.values():
+            for state, n in (c.get("coverage") or {}).items():
+                if state not in states:
+                    states.append(state)
+                runs, total = reached.setdefault(scenario, {}).get(state, (0, 0))
+                reached[scenario][state] = (runs + (n > 0), total + n)
+    if not states:
+        return []
+    esc = html.escape
+    out = [
+        "<h2>Coverage</h2><p>Per scenario, the runs that reached each state / the times in all"
+        " (docs/checkers.md, Coverage); empty: no run measured it.</p>",
+        "<table><tr><th>scenario</th>" + "".join(f"<th>{esc(s)}</th>" for s in states) + "</tr>",
+    ]
+    for scenario, got in reached.items():
+        cells = "".join(
+            f"<td>{got[s][0]} / {got[s][1]}</td>" if s in got else "<td></td>" for s in states
+        )
+        out.append(f"<tr><td>{esc(scenario)}</td>{cells}</tr>")
+    out.append("</table>")
+    return out

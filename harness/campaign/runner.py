@@ -489,6 +489,9 @@ def _outcome(code: int | None, run_dir: Path | None, why: str | None) -> dict[st
             for f in results.get("findings", [])
             if f.get("kind") in kinds
         ][:10]
+    coverage = results.get("coverage")
+    if isinstance(coverage, dict) and isinstance(coverage.get("states"), dict):
+        out["coverage"] = coverage["states"]
     return out
 
 

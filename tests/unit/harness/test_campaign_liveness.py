@@ -41,3 +41,13 @@ def test_a_hang_that_fails_its_run_is_a_liveness_failure_and_a_reported_one_a_no
     assert "liveness hang" in (cases[2].findtext("system-err") or "")
     assert cases[3].find("system-err") is None and cases[3].find("failure") is None
     assert root.get("failures") == "2"
+
+
+def test_campaign_html_marks_hangs_and_sums_coverage_per_scenario():
+    from harness.campaign.report import campaign_html
+
+    a = {**_cell("valid"), "id": "001-a", "seed": 1, "liveness": "hang", "coverage": {"x": 2}}
+    b = {**_cell("valid"), "id": "002-b", "seed": 2, "coverage": {"x": 0, "y": 1}}
+    page = campaign_html(_record(a, b))
+    assert "liveness hang" in page
+    assert "<h2>Coverage</h2>" in page and "<td>1 / 2</td><td>1 / 1</td>" in page
