@@ -113,6 +113,13 @@ def _brokers(
         state, record = states.at(broker, end)
         if state == UNFENCED:
             continue
+        if state is None and records[0].offset != 0:
+            # The log begins after a snapshot: its registration may be in the snapshot.
+            notes.append(
+                f"liveness: broker {broker} ({node}) has no record in the committed log, which "
+                f"begins at offset {records[0].offset} (a snapshot took its start): not judged"
+            )
+            continue
         since = max(healed, record.create_ms / 1000 if record is not None else -math.inf)
         if end - since <= bound:
             continue
@@ -175,6 +182,8 @@ def _controllers(
             )
             continue
         started = max(starts)
+        if started * 1000 < records[0].create_ms and records[0].offset != 0:
+            continue  # started before the log's first record: its registration may be snapshotted
         since = max(healed, started)
         if end - since <= bound:
             continue

@@ -353,6 +353,13 @@ def test_a_restarted_controller_that_never_registers_again_is_a_finding():
     assert steps.findings == []
 
 
+def test_a_broker_absent_from_a_log_that_begins_after_a_snapshot_is_not_judged():
+    records = [r for r in _registered(80) if 'brokerId": 2' not in r.text][3:]
+    samples = _samples("n2", 0, 80, int(T0 * 1000) - 1000)
+    r = after_heal(records, Nodes.of(CLUSTER), samples, T0 + 10, T0 + 80, 35.0, False)
+    assert r.findings == [] and any("snapshot" in n for n in r.notes)
+
+
 def test_after_the_heal_is_not_judged_when_the_log_ends_within_the_bound():
     r = after_heal(_registered(30), Nodes.of(CLUSTER), [], T0 + 10, T0 + 30, 35.0, False)
     assert not r.judged and r.findings == [] and "within the 35 s bound" in r.notes[0]
