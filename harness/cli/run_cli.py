@@ -234,7 +234,8 @@ def run(
         )
     console.print(
         f"run {result.run_dir}: seed {result.seed}, ops {result.summary.get('ops', {})}, "
-        f"{ending}, check: {check.get('status', 'not checked')}",
+        f"{ending}, check: {check.get('status', 'not checked')}"
+        + (f", liveness: {check['liveness']}" if check.get("liveness") else ""),
         highlight=False,
     )
     sys.exit(result.exit_code)
