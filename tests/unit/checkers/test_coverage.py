@@ -57,3 +57,17 @@ def test_results_json_holds_the_coverage_block(tmp_path):
     block = json.loads((tmp_path / "r" / "results.json").read_text())["coverage"]
     assert block["states"]["node-killed"] == 1 and "node-killed" in block["reached"]
     assert "COVERAGE: reached" in (tmp_path / "r" / "summary.txt").read_text()
+
+
+def test_analyze_sums_hangs_and_reached_states_per_scenario(tmp_path):
+    from checkers.analyze.report import _coverage
+    from checkers.analyze.runs import RunInfo
+
+    def run(name: str, liveness: str, coverage: dict[str, int]) -> RunInfo:
+        return RunInfo(tmp_path / name, "queue", "kill", "3.9.2", None, "valid",
+                       scenario="queue / kill", liveness=liveness, coverage=coverage)  # fmt: skip
+
+    page = _coverage([run("a", "hang", {"node-killed": 2}), run("b", "live", {"node-killed": 0})])
+    assert "liveness hang" in page and "node-killed" in page
+    assert "<td>queue / kill</td>" in page and "<td>2</td>" in page  # two runs
+    assert "No run" in _coverage([run("c", "", {})])
