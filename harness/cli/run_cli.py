@@ -133,6 +133,7 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "availability",
             "liveness",
             "recovery_bound",
+            "must_reach",
         ),
     ),
     ("Steps", tuple(o.name for o in STEP_OPTIONS)),
