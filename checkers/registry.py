@@ -34,7 +34,7 @@ from checkers.core.inputs import (
     RunInputs,
 )
 from checkers.families.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
-from checkers.families.coverage.count import count_states, is_fencing_error
+from checkers.families.coverage.count import count_states, is_fencing_error, read_must_reach
 from checkers.families.cycles import find_cycles
 from checkers.families.data_log.check import check_data_logs
 from checkers.families.disk.corruption import DISK_FS, READ_FS, telling_reads
@@ -617,7 +617,7 @@ class CoverageChecker:
 
     def needs(self, inputs: RunInputs) -> Needs:
         fs = GROUP_FS if inputs.has_op_fields() else ()
-        reads = frozenset({HISTORY, CLUSTER})
+        reads = frozenset({HISTORY, CLUSTER, PLAN})
         return Needs(reads, fs=fs, processes=LIVENESS_PROCESSES, after=("liveness",))
 
     def check(self, inputs: RunInputs) -> CheckerResult:
@@ -636,8 +636,15 @@ class CoverageChecker:
             OpRows(inputs.op_table(fs=GROUP_FS)) if inputs.has_op_fields() else None,
             live.get("committed"),
             float(started) if isinstance(started, (int, float)) else None,
+            read_must_reach(inputs.run_dir),
         )
-        return CheckerResult(outputs={"coverage": coverage.to_dict()})
+        notes = (
+            [f"coverage: the run did not reach {', '.join(coverage.missing)} (--must-reach): it "
+             "did not exercise its scenario"]
+            if coverage.missing
+            else []
+        )  # fmt: skip
+        return CheckerResult(notes=notes, outputs={"coverage": coverage.to_dict()})
 
 
 REGISTRY: tuple[Checker, ...] = (

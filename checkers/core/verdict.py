@@ -132,6 +132,11 @@ def coverage_line(block: dict[str, Any]) -> str:
         f"COVERAGE: reached {len(reached)} of {len(states)} measured states"
         + (f": {', '.join(reached)}" if reached else "")
         + (f" ({unmeasured} not measured)" if unmeasured else "")
+        + (
+            f"; NOT EXERCISED, missing {', '.join(block['missing'])}"
+            if block.get("missing")
+            else ""
+        )
     )
 
 

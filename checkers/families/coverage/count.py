@@ -5,9 +5,11 @@ clock) is listed under `unmeasured` with why, never counted as 0.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,7 +22,7 @@ from checkers.families.metadata_log.liveness import is_fence
 from checkers.families.metadata_log.parse import Record
 from checkers.scan.fault_windows import TIME, WALL, fault_windows
 from history.effects import CUT, DEGRADED, DOWN, SKEWED, STALLED, STOPPED
-from history.format import MIGRATION, UPGRADE
+from history.format import MIGRATION, PLAN_JSON, UPGRADE
 
 EFFECT_STATES = {
     DOWN: "node-killed",
@@ -37,14 +39,38 @@ FENCING_ERRORS = ("fenced", "producer_fenced", "invalidproducerepoch", "invalid_
 class Coverage:
     states: dict[str, int] = field(default_factory=dict)
     unmeasured: dict[str, str] = field(default_factory=dict)
+    must_reach: tuple[str, ...] = ()  # the run's --must-reach
+
+    @property
+    def missing(self) -> list[str]:
+        """Required states the run did not reach (or could not show it reached)."""
+        return [s for s in self.must_reach if self.states.get(s, 0) == 0]
 
     def to_dict(self) -> dict[str, Any]:
         reached = sorted(s for s, n in self.states.items() if n > 0)
-        return {
+        out: dict[str, Any] = {
             "states": dict(self.states),
             "reached": reached,
             "unmeasured": dict(self.unmeasured),
         }
+        if self.must_reach:
+            out["must_reach"] = list(self.must_reach)
+            out["missing"] = self.missing
+            out["exercised"] = not self.missing
+        return out
+
+
+def read_must_reach(run_dir: str | Path) -> tuple[str, ...]:
+    """plan.json's spec `must_reach` (comma-separated state names; harness/spec.py checks them)."""
+    try:
+        plan = json.loads((Path(run_dir) / PLAN_JSON).read_text())
+    except (OSError, ValueError):
+        return ()
+    spec = plan.get("spec") if isinstance(plan, dict) else None
+    value = spec.get("must_reach") if isinstance(spec, dict) else None
+    if not isinstance(value, str):
+        return ()
+    return tuple(n.strip() for n in value.split(",") if n.strip())
 
 
 def is_fencing_error(error: str | None) -> bool:
@@ -59,8 +85,9 @@ def count_states(
     group_rows: Iterable[dict[str, Any]] | None,
     committed: list[Record] | None,
     started_wall: float | None,
+    must_reach: tuple[str, ...] = (),
 ) -> Coverage:
-    out = Coverage({s.name: 0 for s in STATES})
+    out = Coverage({s.name: 0 for s in STATES}, must_reach=must_reach)
     names = sorted(names)
     timed = fault_windows(fault_rows, names, TIME)
     for span in timed.spans:

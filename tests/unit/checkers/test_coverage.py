@@ -71,3 +71,12 @@ def test_analyze_sums_hangs_and_reached_states_per_scenario(tmp_path):
     assert "liveness hang" in page and "node-killed" in page
     assert "<td>queue / kill</td>" in page and "<td>2</td>" in page  # two runs
     assert "No run" in _coverage([run("c", "", {})])
+
+
+def test_a_run_missing_a_required_state_did_not_exercise_its_scenario(tmp_path):
+    h = Ops().sends(0, 5).kill(["n2"], 2, 3)
+    v = check(h.write(tmp_path / "r", {"must_reach": "node-killed,broker-fenced"}), write=False)
+    assert v.coverage["missing"] == ["broker-fenced"] and v.coverage["exercised"] is False
+    assert any("did not exercise its scenario" in n for n in v.notes)
+    assert "NOT EXERCISED, missing broker-fenced" in v.summary()
+    assert v.status != "invalid"  # coverage judges nothing
