@@ -151,6 +151,9 @@ def _outcome(case: ET.Element, cell: dict[str, Any]) -> str | None:
         )
     elif status not in FINAL:
         ET.SubElement(case, "skipped", message=f"not run ({status})")
+    if cell.get("not_exercised"):
+        missing = ", ".join(cell["not_exercised"])
+        said = (said or "") + f"not exercised: the run did not reach {missing} (--must-reach)\n"
     return said
 
 
@@ -238,6 +241,8 @@ def campaign_html(record: dict[str, Any]) -> str:
             secs = f"<br><small>{c['seconds']:.0f} s</small>" if c.get("seconds") else ""
             if c.get("liveness") == HANG:
                 secs += "<br><small><b>liveness hang</b></small>"
+            if c.get("not_exercised"):
+                secs += "<br><small><i>not exercised</i></small>"
             out.append(
                 f"<td class='v' style='background:{COLOURS.get(c['status'], '#fff')}' "
                 f"title='{esc(title)}'>{body}{secs}{_shrunk(c)}</td>"

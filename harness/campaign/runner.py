@@ -492,6 +492,8 @@ def _outcome(code: int | None, run_dir: Path | None, why: str | None) -> dict[st
     coverage = results.get("coverage")
     if isinstance(coverage, dict) and isinstance(coverage.get("states"), dict):
         out["coverage"] = coverage["states"]
+        if coverage.get("missing"):
+            out["not_exercised"] = list(coverage["missing"])
     return out
 
 

@@ -51,3 +51,13 @@ def test_campaign_html_marks_hangs_and_sums_coverage_per_scenario():
     page = campaign_html(_record(a, b))
     assert "liveness hang" in page
     assert "<h2>Coverage</h2>" in page and "<td>1 / 2</td><td>1 / 1</td>" in page
+
+
+def test_a_run_that_missed_its_required_states_is_marked_not_exercised():
+    from harness.campaign.report import campaign_html
+
+    cell = {**_cell("valid"), "id": "001-a", "not_exercised": ["broker-fenced"]}
+    root = ET.fromstring(junit_xml(_record(cell)))
+    assert _schema_errors(root) == []
+    assert "did not reach broker-fenced" in (root.findtext("testsuite/testcase/system-err") or "")
+    assert "not exercised" in campaign_html(_record(cell))
