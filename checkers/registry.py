@@ -46,7 +46,7 @@ from checkers.families.durability.reads import FinalReads, heal_end
 from checkers.families.durability.settings import SettingsError, settings_of
 from checkers.families.elr.check import check_elr
 from checkers.families.features import features_and_notes
-from checkers.families.fenced_acks import ACK_FS, fenced_acks
+from checkers.families.fenced_acks import ACK_FS, HIJACK_F, fenced_acks, hijacked_acks
 from checkers.families.foreign import FOREIGN_FS, foreign_reads
 from checkers.families.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
 from checkers.families.liveness.check import LivenessInputs, check_liveness, read_options
@@ -71,7 +71,10 @@ from checkers.families.queue.rules.fencing import generator_slots, run_slots
 from checkers.families.queue.source import ElementSource
 from checkers.families.queue.spill import SpilledElements
 from checkers.families.quorum_membership import check_membership, membership_input
-from checkers.families.share.finality import SHARE_OP_FS, check_share
+from checkers.families.share.checks import FS as SHARE_FS
+from checkers.families.share.checks import PROCESSES as SHARE_PROCESSES
+from checkers.families.share.checks import check_share_run
+from checkers.families.share.finality import SHARE_OP_FS
 from checkers.families.zk_controller.check import check_zk_logs, zk_brokers
 from checkers.scan.op_stream import OpRows, with_fields
 from history.columnar import op_row_groups
@@ -84,6 +87,7 @@ from history.format import (
     UPGRADE,
     idempotent_producers,
 )
+from history.share import SHARE_FIELD
 
 # The lease liveness rules' ops (metadata_log/liveness.py): faults, steps and observer samples.
 LIVENESS_PROCESSES = (NEMESIS, OBSERVER, UPGRADE, MIGRATION)
@@ -455,8 +459,14 @@ class FencedAcksChecker:
         slots, _ = generator_slots(inputs.generator)
         if slots is None:
             return CheckerResult()
-        found, n = fenced_acks(OpRows(inputs.op_table(fs=ACK_FS)), slots)
-        return CheckerResult(found, checked=n > 0, stats={"transactional_acks": n})
+        rows = OpRows(inputs.op_table(fs=ACK_FS))
+        found, n = fenced_acks(rows, slots)
+        # Only runs with a client hijack (nemesis/client.py) are read a second time.
+        hijacked, hijacks = (
+            hijacked_acks(rows, slots) if inputs.op_table(fs=(HIJACK_F,)).num_rows else ([], 0)
+        )
+        stats = {"transactional_acks": n, **({"hijacks": hijacks} if hijacks else {})}
+        return CheckerResult(found + hijacked, checked=n > 0, stats=stats)
 
 
 class DurabilityChecker:
@@ -550,19 +560,29 @@ class DiskCorruptionChecker:
 
 
 class ShareChecker:
-    """KIP-932's share groups (checkers/families/share/), from the share workload's ops: a
-    record accepted or rejected with success is never acquired again."""
+    """KIP-932's share groups (checkers/families/share/), from the share workload's ops, the
+    sends, transactions and final log read of a share run (header `share`), and the nemesis's
+    ops: finality, at-least-once against the drain, lock exclusivity, delivery counts, one
+    poll's order, read_committed, start offsets."""
 
     name = "share"
 
     def needs(self, inputs: RunInputs) -> Needs:
-        return Needs(frozenset({HISTORY}), fs=SHARE_OP_FS)
+        # Only a share run's sends and nemesis ops are read whole: a queue run's may be many.
+        if SHARE_FIELD not in inputs.header:
+            return Needs(frozenset({HISTORY}), fs=SHARE_OP_FS)
+        return Needs(frozenset({HISTORY}), fs=SHARE_FS, processes=SHARE_PROCESSES)
 
     def check(self, inputs: RunInputs) -> CheckerResult:
-        rows = inputs.op_rows(fs=SHARE_OP_FS)
-        if not rows:
+        if SHARE_FIELD not in inputs.header:
+            rows = inputs.op_rows(fs=SHARE_OP_FS)
+        else:
+            rows = inputs.op_rows(fs=SHARE_FS) + [
+                r for r in inputs.op_rows(processes=SHARE_PROCESSES) if r["f"] not in SHARE_FS
+            ]
+        if not any(r["f"] in SHARE_OP_FS for r in rows):
             return CheckerResult()
-        found, stats = check_share(rows, str(inputs.parquet))
+        found, stats = check_share_run(rows, inputs.header, str(inputs.parquet))
         return CheckerResult(found, checked=True, stats=stats)
 
 

@@ -186,11 +186,13 @@ _FILE_RECORDS = (
 # Only QuorumController's own event classes: the KafkaEventQueue under them serves brokers too.
 HOOKS: dict[str, tuple[Hook, ...]] = {
     "controller-stall": tuple(
-        Hook(role, ((_QC + cls, "run"),))
-        for role, cls in (
-            ("write-event", "ControllerWriteEvent"),
-            ("read-event", "ControllerReadEvent"),
-            ("control-event", "ControllerEvent"),
+        Hook(role, tuple((_QC + cls, "run") for cls in classes))
+        for role, classes in (
+            ("write-event", ("ControllerWriteEvent",)),
+            ("read-event", ("ControllerReadEvent",)),
+            # 3.3 names the class of events that are neither reads nor writes ControlEvent;
+            # 3.4 renamed it ControllerEvent.
+            ("control-event", ("ControllerEvent", "ControlEvent")),
         )
     ),
     "heartbeat-delay": (

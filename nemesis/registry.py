@@ -6,6 +6,7 @@ from typing import Any
 
 from nemesis import choreo
 from nemesis.api import TARGET_MEANINGS, Nemesis
+from nemesis.client import ClientNemesis
 from nemesis.clock import ClockNemesis
 from nemesis.disk import DiskNemesis
 from nemesis.errors import NemesisError
@@ -25,12 +26,13 @@ NEMESES: dict[str, type] = {
     "jvm": JvmNemesis,
     "disk": DiskNemesis,
     "shutdown": ShutdownNemesis,
+    "client": ClientNemesis,
 }
 # The order healing undoes faults in: a stopped or exited JVM first (later steps exec in nodes
 # and restart them; a stopped JVM's rule listener cannot answer; a JVM on a disk that lost
 # power is killed before the exited are started), the clock last, since removing libfaketime
-# restarts the node.
-HEAL_ORDER = ("pause", "disk", "kill", "shutdown", "jvm", "partition", "packet", "clock")
+# restarts the node. The client package touches no node: its hijacker lives in this process.
+HEAL_ORDER = ("client", "pause", "disk", "kill", "shutdown", "jvm", "partition", "packet", "clock")
 
 # What each package offers a plan; every package class carries its module's menu.
 MENUS: dict[str, Menu] = {name: cls.menu for name, cls in NEMESES.items()}

@@ -43,7 +43,13 @@ from checkers.families.liveness import registration as live_registration
 from checkers.families.metadata_log import applied, lease, liveness, observers, rules
 from checkers.families.metadata_log import fencing as log_fencing
 from checkers.families.queue.rules import producer_order
+from checkers.families.share import at_least_once as share_alo
+from checkers.families.share import committed as share_committed
+from checkers.families.share import counts as share_counts
 from checkers.families.share import finality as share_finality
+from checkers.families.share import locks as share_locks
+from checkers.families.share import ordering as share_ordering
+from checkers.families.share import start_offsets as share_start
 from checkers.families.zk_controller import rules as zk_rules
 
 # Outcomes: a failure (the run is invalid), tolerated (reported, the run stays valid), unknown
@@ -508,6 +514,7 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind("read-from-other-topic", FOREIGN, foreign.RULE, "kchaos", NEVER),
     Kind("fenced-producer-ack", ACKS, fenced_acks.RULE, "KIP-98 (InitPidRequest); KIP-890", NEVER),
+    Kind("hijacked-producer-ack", ACKS, fenced_acks.HIJACK_RULE, "KIP-98 (InitPidRequest)", NEVER),
     # -- share groups (checkers/families/share/) ----------------------------------------------
     Kind(
         "redelivered-after-final-ack",
@@ -516,6 +523,67 @@ KINDS: tuple[Kind, ...] = (
         "KIP-932; AcknowledgeType (ACCEPT, REJECT)",
         NEVER,
     ),
+    Kind(
+        "share-never-delivered", SHARE, share_alo.RULES["share-never-delivered"], "KIP-932", NEVER
+    ),
+    Kind(
+        "share-archived-before-limit",
+        SHARE,
+        share_alo.RULES["share-archived-before-limit"],
+        "KIP-932 (delivery count)",
+        ALWAYS,
+    ),
+    Kind("share-unsettled", SHARE, share_alo.RULES["share-unsettled"], "KIP-932", CANNOT_TELL),
+    Kind(
+        "share-lock-overlap",
+        SHARE,
+        share_locks.RULES["share-lock-overlap"],
+        "KafkaShareConsumer (acquisition lock); KIP-932",
+        NEVER,
+    ),
+    Kind(
+        "share-ack-after-reacquired",
+        SHARE,
+        share_locks.RULES["share-ack-after-reacquired"],
+        "KIP-932 (InvalidRecordStateException)",
+        NEVER,
+    ),
+    Kind(
+        "share-delivery-count-above-limit",
+        SHARE,
+        share_counts.RULES["share-delivery-count-above-limit"],
+        "KIP-932; group.share.delivery.count.limit",
+        NEVER,
+    ),
+    Kind(
+        "share-delivery-count-invalid",
+        SHARE,
+        share_counts.RULES["share-delivery-count-invalid"],
+        "KIP-932",
+        NEVER,
+    ),
+    Kind(
+        "share-poll-offsets-not-increasing",
+        SHARE,
+        share_ordering.RULE,
+        "KafkaShareConsumer (ConsumerRecords order)",
+        NEVER,
+    ),
+    Kind(
+        "share-aborted-read",
+        SHARE,
+        share_committed.RULES["share-aborted-read"],
+        "KafkaShareConsumer (read_committed); KIP-932",
+        NEVER,
+    ),
+    Kind(
+        "share-open-transaction-read",
+        SHARE,
+        share_committed.RULES["share-open-transaction-read"],
+        "KafkaShareConsumer (read_committed); KIP-932",
+        NEVER,
+    ),
+    Kind("share-start-offset-regressed", SHARE, share_start.RULE, "KIP-932 (SPSO)", NEVER),
     # -- lease liveness (checkers/families/metadata_log/liveness.py) -------------------------------
     # -- durability (checkers/families/durability/): power losses, per-replica final logs ------
     Kind(

@@ -18,6 +18,15 @@ requests (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH): an ok `send` or `txn` of p h
 completed after p''s first such commit completed, is an acknowledgement Kafka must not give.
 One finding per such op, naming it and p''s commit.
 
+The same holds for a hijack (nemesis/client.py): the harness's own producer calls
+InitProducerId with slot s's transactional id, recorded as an ok `start-client` op of kind
+`hijack` naming the slot. A process p of slot s that had an op acknowledged before the hijack
+was invoked had called InitProducerId before it, so the hijack fenced p: an ok `send` or `txn` of
+p holding a send, *invoked* after the hijack completed, is `hijacked-producer-ack` (an op
+invoked earlier may have committed before the hijack reached the coordinator, and is not
+judged; a process whose first acknowledgement came later may have called InitProducerId after
+the hijacker and fenced it in turn, and is not judged either).
+
 Not judged, and why: ops that hold no send (a transaction of polls alone may commit without
 the coordinator: nothing was added to it), `fail` and `info` ops (nothing acknowledged),
 acknowledgements at the very time of the fence or before it, processes that are not clients,
@@ -40,8 +49,17 @@ from checkers.families.data_log.fencing import RULE as FENCING_RULE
 from checkers.scan.op_rows import client_process, row_value
 from history.format import OK
 
-# The ops that write: read whole when the plan names per-slot transactional ids.
-ACK_FS = ("send", "txn")
+# The ops that write, and the hijacks (nemesis/client.py): read whole when the plan names
+# per-slot transactional ids.
+HIJACK_F = "start-client"
+ACK_FS = ("send", "txn", HIJACK_F)
+
+HIJACK_RULE = (
+    "a producer whose transactional.id another producer has initialized since (InitProducerId "
+    "bumps the epoch: KIP-98, 'so that any previous zombie instance of the producer is fenced "
+    "off and cannot move forward with its transaction') is fenced: no send or commit it begins "
+    "afterwards is acknowledged"
+)
 
 RULE = (
     "once a later process of a slot has committed a transaction under the slot's "
@@ -120,5 +138,80 @@ def fenced_producer_ack(a: Ack, fence: Ack, slots: int) -> Finding:
             "fenced_at": fence.time,
             "slot": slot,
             "rule": RULE,
+        },
+    )
+
+
+@dataclass(frozen=True)
+class Hijack:
+    index: int
+    slot: int
+    invoked: int
+    done: int
+    victim: str
+
+
+def hijacked_acks(rows: Iterable[dict[str, Any]], slots: int) -> tuple[list[Finding], int]:
+    """(findings, hijacks judged) of op rows with f in ACK_FS, invocations included."""
+    hijacks: list[Hijack] = []
+    invoked_at: dict[Any, int] = {}  # process -> time of its open invocation
+    acked: list[tuple[Ack, int]] = []  # (ack, its invocation's time)
+    for r in rows:  # in index order, as the history is
+        if r.get("time") is None:
+            continue
+        if r["type"] == "invoke":
+            invoked_at[r["process"]] = int(r["time"])
+            continue
+        began = invoked_at.pop(r["process"], None)
+        if r["f"] == HIJACK_F:
+            value = row_value(r)
+            if (
+                r["type"] == OK
+                and began is not None
+                and isinstance(value, dict)
+                and value.get("kind") == "hijack"
+                and isinstance(value.get("slot"), int)
+            ):
+                victim = str(value.get("victim"))
+                hijacks.append(
+                    Hijack(int(r["index"]), value["slot"], began, int(r["time"]), victim)
+                )
+            continue
+        for a in acks([r]):
+            acked.append((a, began if began is not None else a.time))
+    found = []
+    for h in hijacks:
+        mine = [(a, b) for a, b in acked if a.process % slots == h.slot]
+        initialized = {a.process for a, _ in mine if a.time < h.invoked}
+        found.extend(
+            hijacked_producer_ack(a, began, h, slots)
+            for a, began in mine
+            if a.process in initialized and began > h.done
+        )
+    return found, len(hijacks)
+
+
+def hijacked_producer_ack(a: Ack, began: int, h: Hijack, slots: int) -> Finding:
+    return Finding(
+        "hijacked-producer-ack",
+        None,
+        (min(a.index, h.index), max(a.index, h.index)),
+        f"op {a.index} ({a.f}) of process {a.process}, invoked at {secs(began)}, was "
+        f"acknowledged (ok) at {secs(a.time)}, after the harness's producer took its "
+        f"transactional.id {h.victim} over (op {h.index}: InitProducerId done at "
+        f"{secs(h.done)}). Process {a.process} ran on worker slot {h.slot} (process mod "
+        f"{slots}) and had an op acknowledged before the hijack began, so its own "
+        f"InitProducerId came first and the hijack fenced it: a zombie's send or commit was "
+        f"acknowledged. Rule: {HIJACK_RULE}",
+        {
+            "op": a.index,
+            "process": a.process,
+            "invoked_at": began,
+            "acknowledged_at": a.time,
+            "hijack": h.index,
+            "hijacked_at": h.done,
+            "transactional_id": h.victim,
+            "slot": h.slot,
+            "rule": HIJACK_RULE,
         },
     )

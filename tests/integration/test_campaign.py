@@ -1,6 +1,7 @@
-"""The example campaign (examples/campaigns/example.yaml, 4 cells) run short for real: stopped
-with Ctrl-C while its second cell runs, then finished with --resume. Its junit.xml, campaign.json
-and campaign.html say what every cell did, each linked to its run directory."""
+"""The example campaign (examples/campaigns/example.yaml) run short for real, narrowed to its two
+workload cells (one fault set) so that CI runs three runs, not five: stopped with Ctrl-C while its
+second cell runs, then finished with --resume. Its junit.xml, campaign.json and campaign.html say
+what every cell did, each linked to its run directory."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import yaml
 
 from clusters.docker_lifecycle import DockerCluster
 from harness.exit_codes import INTERRUPTED_EXIT
@@ -34,10 +37,15 @@ def test_the_example_campaign_stopped_mid_cell_and_resumed_finishes_every_cell(
     docker_client, tmp_path
 ):
     DockerCluster(docker_client, CLUSTER).remove()
+    spec = yaml.safe_load(EXAMPLE.read_text())
+    spec["axes"]["nemesis"] = spec["axes"]["nemesis"][:1]
+    narrowed = tmp_path / "spec" / "example.yaml"
+    narrowed.parent.mkdir()
+    narrowed.write_text(yaml.safe_dump(spec))
     # About stopping and resuming a campaign, not the send mode: sync sends, as before.
     short = ["--set", "time_limit=12", "--set", "send_mode=sync", "--results-dir", str(tmp_path)]
     first = subprocess.Popen(
-        _campaign(str(EXAMPLE), *short),
+        _campaign(str(narrowed), *short),
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -69,13 +77,13 @@ def test_the_example_campaign_stopped_mid_cell_and_resumed_finishes_every_cell(
     stopped = json.loads((directory / "campaign.json").read_text())
     statuses = [c["status"] for c in stopped["cells"]]
     # The second cell ended as a run ends on Ctrl-C; no cell started after it.
-    assert statuses[1:] == ["interrupted", "pending", "pending"], statuses
+    assert statuses[1:] == ["interrupted"], statuses
     assert statuses[0] in ("valid", "invalid", "unknown"), statuses
     assert stopped["finished"] is None
-    assert ET.parse(directory / "junit.xml").getroot().get("tests") == "4"
+    assert ET.parse(directory / "junit.xml").getroot().get("tests") == "2"
 
     resumed = subprocess.run(
-        _campaign(str(EXAMPLE), *short, "--resume", str(directory)),
+        _campaign(str(narrowed), *short, "--resume", str(directory)),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -92,14 +100,14 @@ def test_the_example_campaign_stopped_mid_cell_and_resumed_finishes_every_cell(
     attempts = [
         len(list((directory / "runs" / c["id"]).glob("attempt-*.json"))) for c in record["cells"]
     ]
-    assert attempts == [1, 2, 1, 1], attempts
+    assert attempts == [1, 2], attempts
     for cell in record["cells"]:
         run_dir = directory / cell["run_dir"]
         assert (run_dir / "run.json").is_file() and (run_dir / "results.json").is_file()
         assert cell["overhead_s"] > 0 and cell["kafka_version"].startswith("3.9.")
     root = ET.parse(directory / "junit.xml").getroot()
     cases = root.findall("testsuite/testcase")
-    assert len(cases) == 4
+    assert len(cases) == 2
     html = (directory / "campaign.html").read_text()
     assert all(cell["report"] in html for cell in record["cells"])
     assert not DockerCluster(docker_client, CLUSTER).containers()

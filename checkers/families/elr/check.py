@@ -111,7 +111,7 @@ def _levels_note(replayed: Replayed) -> str:
     if not replayed.elr_levels:
         return (
             "ELR: no committed eligible.leader.replicas.version record: the controllers kept no "
-            "ELR (Kafka before 4.0, or 4.0 without the feature)"
+            "ELR (a release before 4.0, or the feature left off when the storage was formatted)"
         )
     said = ", ".join(f"{lv} at offset {o}" for o, lv in replayed.elr_levels)
     return f"ELR: eligible.leader.replicas.version committed as {said}"

@@ -1,4 +1,5 @@
 """KIP-932's share groups: the share workload's deliveries and acknowledgements
-(docs/history.md, "The share workload"), read by history/share.py into rows; finality.py: a
-record accepted or rejected with success is never acquired again.
+(docs/history.md, "The share workload"), read by history/share.py into rows and with the rest of
+a share run by run.py; one module per rule (finality, at_least_once, locks, counts, ordering,
+committed, start_offsets), all run by checks.py.
 """

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.api import check
-from checkers.families.fenced_acks import ACK_FS, fenced_acks
+from checkers.families.fenced_acks import ACK_FS, fenced_acks, hijacked_acks
 from history.columnar import op_rows, to_table
 from history.format import TXN_ID_PER_SLOT
 from tests.unit.checkers.histories import H
@@ -113,3 +113,84 @@ def test_slots_run_one_process_at_a_time_so_nothing_is_found(ops):
         if outcome == "info":
             current[slot] += SLOTS
     assert fenced_acks(rows(h), SLOTS)[0] == []
+
+
+# Hijacks (nemesis/client.py): the harness's producer takes a slot's transactional id over.
+
+
+def hijack(h: H, slot: int = 1) -> H:
+    value = {"kind": "hijack", "victim": f"kchaos-r-slot{slot}", "slot": slot, "effects": []}
+    return h.op("nemesis", "start-client", {"kind": "hijack"}, "ok", value)
+
+
+def test_a_zombies_commit_begun_after_the_hijack_is_found():
+    # Process 1 (slot 1) had a send acknowledged before the hijack: its InitProducerId came
+    # first. Its transaction begun after the hijack completed was acknowledged.
+    h = hijack(H().send(1, 0, 10, 0)).op(1, "txn", send_inv(0, 11), "ok", send_ok(0, 1, 11))
+    [f], hijacks = hijacked_acks(rows(h), SLOTS)
+    assert hijacks == 1 and f.kind == "hijacked-producer-ack"
+    assert f.ops == (3, 5)
+    assert f.explanation.startswith(
+        "op 5 (txn) of process 1, invoked at 0.500 s, was acknowledged (ok) at 0.600 s, after "
+        "the harness's producer took its transactional.id kchaos-r-slot1 over (op 3: "
+        "InitProducerId done at 0.400 s)."
+    )
+    assert "KIP-98" in f.explanation
+    assert (f.data["slot"], f.data["transactional_id"]) == (1, "kchaos-r-slot1")
+
+
+def test_what_a_hijack_does_not_make_a_zombie_ack():
+    # Invoked before the hijack completed: its commit may have reached the coordinator first.
+    h = H().send(1, 0, 10, 0).invoke(1, "txn", send_inv(0, 11))
+    h = hijack(h).complete(1, "txn", "ok", send_ok(0, 1, 11))
+    assert hijacked_acks(rows(h), SLOTS) == ([], 1)
+    # The zombie's transaction failed or is unknown: nothing acknowledged.
+    for outcome in ("fail", "info"):
+        h = hijack(H().send(1, 0, 10, 0)).op(1, "txn", send_inv(0, 11), outcome, send_inv(0, 11))
+        assert hijacked_acks(rows(h), SLOTS) == ([], 1)
+    # Process 5 replaced the zombie after the hijack: its own InitProducerId fenced the hijacker.
+    h = hijack(H().send(1, 0, 10, 0)).send(5, 0, 12, 2)
+    assert hijacked_acks(rows(h), SLOTS) == ([], 1)
+    # A process of another slot is not the victim.
+    h = hijack(H().send(2, 0, 10, 0)).send(2, 0, 12, 2)
+    assert hijacked_acks(rows(h), SLOTS) == ([], 1)
+    # A failed hijack (InitProducerId not done) fences nobody the history can show.
+    h = H().send(1, 0, 10, 0).op("nemesis", "start-client", {}, "fail", {"kind": "hijack"})
+    assert hijacked_acks(rows(h.send(1, 0, 11, 1)), SLOTS) == ([], 0)
+
+
+def test_the_registry_judges_a_hijacked_run(tmp_path):
+    h = hijack(H().send(1, 0, 10, 0)).send(1, 0, 11, 1).poll(9, {0: [(0, 10), (1, 11)]})
+    verdict = _run(tmp_path / "a", h, concurrency=SLOTS)
+    assert [f.kind for f in verdict.failures] == ["hijacked-producer-ack"]
+    assert verdict.stats["hijacks"] == 1
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.booleans(), st.sampled_from(["ok", "info", "hijack"])),
+        max_size=30,
+    )
+)
+def test_a_harness_that_retires_fenced_processes_is_never_flagged(ops):
+    """As kchaos's workers do: after a hijack of its slot, the slot's process gets an
+    error (info) on its next op and retires; its replacement re-initializes. Nothing is late."""
+    h, current, fenced = H(), list(range(SLOTS)), set()
+    for i, (slot, txn, outcome) in enumerate(ops):
+        if outcome == "hijack":
+            hijack(h, slot)
+            fenced.add(slot)
+            continue
+        p, v = current[slot], 100 + i
+        if slot in fenced:
+            outcome = "info"  # Kafka refuses the fenced producer
+            fenced.discard(slot)
+        if txn:
+            out = send_ok(slot, i, v) if outcome == "ok" else send_inv(slot, v)
+            h.op(p, "txn", send_inv(slot, v), outcome, out)
+        else:
+            h.send(p, slot, v, i if outcome == "ok" else None, outcome)
+        if outcome == "info":
+            current[slot] += SLOTS
+    assert hijacked_acks(rows(h), SLOTS)[0] == []

@@ -244,7 +244,11 @@ def test_the_items_packages_are_what_a_run_builds():
             "kraft",
             "names no node jvm controller-stall acts on",
         ),
-        ("flood", "kraft", "unknown nemesis 'flood': valid nemeses are clock, disk, jvm, kill"),
+        (
+            "flood",
+            "kraft",
+            "unknown nemesis 'flood': valid nemeses are client, clock, disk, jvm, kill",
+        ),
         ("partition:", "kraft", "is not package, package:kind, package:kind@target"),
         ("kill,kill", "kraft", "names kill twice"),
         ("kill:one,kill@one", "kraft", "names kill@one twice (as kill:one and kill@one)"),

@@ -243,6 +243,45 @@ def test_4_4_0_has_every_hook_where_4_3_1_has_it():
         assert [h.jar for h in new] == [h.jar.replace("4.3.1", "4.4.0") for h in old]
 
 
+@pytest.mark.slow  # fetches five releases from Maven Central on a fresh machine
+@pytest.mark.parametrize("version", ["3.3.2", "3.4.1", "3.5.2", "3.6.2", "3.7.2"])
+def test_every_release_before_3_8_has_every_hook(version):
+    for kind in jvm.HOOKS:
+        assert [h.role for h in jvm.hooks_for(kind, cached(version))] == [
+            h.role for h in jvm.HOOKS[kind]
+        ]
+    stall = jvm.hooks_for("controller-stall", version)
+    control = "ControlEvent" if version == "3.3.2" else "ControllerEvent"
+    assert stall[-1].cls == f"org.apache.kafka.controller.QuorumController${control}"
+
+
+def test_3_3s_control_events_are_hooked_under_their_old_name(tmp_path):
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    jar = libs / "kafka-metadata-3.3.2.jar"
+    real = kafka_libs("3.9.2") / "kafka-metadata-3.9.2.jar"
+    qc = "org/apache/kafka/controller/QuorumController$"
+    with zipfile.ZipFile(real) as src, zipfile.ZipFile(jar, "w") as dst:
+        for name in ("ControllerWriteEvent", "ControllerReadEvent"):
+            dst.writestr(f"{qc}{name}.class", src.read(f"{qc}{name}.class"))
+        # The 3.3 class had the 3.4 class's shape: an Event whose run() handles it.
+        dst.writestr(f"{qc}ControlEvent.class", _renamed(src.read(f"{qc}ControllerEvent.class")))
+    hooks = jvm.find_hooks("controller-stall", libs, "3.3.2")
+    assert [(h.role, h.cls.rsplit("$", 1)[1], h.method) for h in hooks] == [
+        ("write-event", "ControllerWriteEvent", "run"),
+        ("read-event", "ControllerReadEvent", "run"),
+        ("control-event", "ControlEvent", "run"),
+    ]
+
+
+def _renamed(class_file: bytes) -> bytes:
+    """The class file with ControllerEvent's own name changed to ControlEvent in its constant
+    pool (a UTF8 entry: 2-byte length, then the bytes)."""
+    old = b"org/apache/kafka/controller/QuorumController$ControllerEvent"
+    new = b"org/apache/kafka/controller/QuorumController$ControlEvent"
+    return class_file.replace(len(old).to_bytes(2, "big") + old, len(new).to_bytes(2, "big") + new)
+
+
 def test_a_version_without_the_hooked_method_cannot_take_the_kind(tmp_path):
     libs = tmp_path / "libs"
     libs.mkdir()
