@@ -46,7 +46,7 @@ from checkers.families.durability.reads import FinalReads, heal_end
 from checkers.families.durability.settings import SettingsError, settings_of
 from checkers.families.elr.check import check_elr
 from checkers.families.features import features_and_notes
-from checkers.families.fenced_acks import ACK_FS, HIJACK_F, fenced_acks, hijacked_acks
+from checkers.families.fenced_acks import ACK_FS, fenced_acks, hijacked_acks, hijacks_of
 from checkers.families.foreign import FOREIGN_FS, foreign_reads
 from checkers.families.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
 from checkers.families.liveness.check import LivenessInputs, check_liveness, read_options
@@ -451,7 +451,7 @@ class FencedAcksChecker:
         slots, _ = generator_slots(inputs.generator)
         if slots is None:
             return Needs(frozenset({PLAN}))
-        return Needs(frozenset({HISTORY, PLAN}), fs=ACK_FS)
+        return Needs(frozenset({HISTORY, PLAN}), fs=ACK_FS, processes=("nemesis",))
 
     def check(self, inputs: RunInputs) -> CheckerResult:
         # Why a run is not judged is the queue checker's note (fenced-producer-read): the same
@@ -461,11 +461,10 @@ class FencedAcksChecker:
             return CheckerResult()
         rows = OpRows(inputs.op_table(fs=ACK_FS))
         found, n = fenced_acks(rows, slots)
-        # Only runs with a client hijack (nemesis/client.py) are read a second time.
-        hijacked, hijacks = (
-            hijacked_acks(rows, slots) if inputs.op_table(fs=(HIJACK_F,)).num_rows else ([], 0)
-        )
-        stats = {"transactional_acks": n, **({"hijacks": hijacks} if hijacks else {})}
+        # The ack rows are read a second time only in runs with a hijack (nemesis/client.py).
+        hijacks = hijacks_of(OpRows(inputs.op_table(processes=("nemesis",))))
+        hijacked = hijacked_acks(rows, hijacks, slots)
+        stats = {"transactional_acks": n, **({"hijacks": len(hijacks)} if hijacks else {})}
         return CheckerResult(found + hijacked, checked=n > 0, stats=stats)
 
 

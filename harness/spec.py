@@ -60,6 +60,7 @@ from steps.registry import FAMILIES, STEP_OPTIONS
 from workloads.pipelined import ASYNC
 from workloads.queue_ops import FINAL_READ_RATE
 from workloads.registry import WORKLOAD_OPTIONS, WORKLOADS
+from workloads.share import NAME as SHARE_WORKLOAD
 
 TIMINGS = ("fast", "default")
 AVAILABILITY = ("report", "fail")  # the first is what a run without the option does
@@ -180,7 +181,8 @@ class RunSpec:
     # sends, the sends' (workers.py): the pollers beside them are not paced.
     rate: float = option(
         50.0,
-        fresh=lambda v: 0.0 if v["send_mode"] == ASYNC else 50.0,
+        # A share run's pipelined producers stay paced: its consumers must keep up.
+        fresh=lambda v: 0.0 if v["send_mode"] == ASYNC and v["workload"] == "queue" else 50.0,
         help="Operations per second, all clients together, with --send-mode sync (default "
         "50); with async, sends per second of all producers together (default 0), the "
         "pollers unpaced. 0: unlimited (pipelined sends: as many as --in-flight lets).",
@@ -676,5 +678,11 @@ def check_named_targets(spec: RunSpec) -> RunSpec:
         raise SpecError(
             "target txn-coordinator needs transactions: add --txn (queue workload), or aim "
             "at partition-leader or busiest-leader"
+        )
+    share = sorted(named_selectors(spec.nemesis) & {"share-leader", "share-coordinator"})
+    if share and spec.workload != SHARE_WORKLOAD:
+        raise SpecError(
+            f"target {' and '.join(share)} needs a share group: add --workload share, or aim "
+            "at partition-leader"
         )
     return spec

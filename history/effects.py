@@ -37,12 +37,15 @@ SKEWED = "skewed"  # the nodes' wall clocks are offset (or set back: a jump all 
 STALLED = "stalled"  # a code path inside the JVM waits or fails; `side` says whose code
 RESTARTED = "restarted"  # the node's JVM was started again (after it exited, or to reload it)
 RESUMED = "resumed"  # the node's stopped JVM was sent SIGCONT
-KNOWN = (DOWN, STOPPED, CUT, DEGRADED, SKEWED, STALLED, RESTARTED, RESUMED)
+# A client's transactional producer fenced by another producer's InitProducerId (a hijack of its
+# transactional.id): no node is touched (`nodes` empty); the op's value names the worker `slot`.
+FENCED = "fenced"
+KNOWN = (DOWN, STOPPED, CUT, DEGRADED, SKEWED, STALLED, RESTARTED, RESUMED, FENCED)
 
 # A start with only these effects leaves every earlier fault in place: none starts a stopped or
 # exited JVM or removes another fault's rules. Any other effect (a clock fault restarts the JVM
 # it first skews, a JVM fault may halt it, a word not known here) may undo one.
-LEAVES_OTHERS = frozenset({DOWN, STOPPED, CUT, DEGRADED})
+LEAVES_OTHERS = frozenset({DOWN, STOPPED, CUT, DEGRADED, FENCED})
 
 # `side` of a STALLED effect: only that role's code paths are slowed, the node's other role runs.
 CONTROLLER, BROKER = "controller", "broker"

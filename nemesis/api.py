@@ -41,11 +41,21 @@ TARGET_MEANINGS: dict[str, str] = {
         "the broker leading the __transaction_state partition of one of the run's "
         "transactional ids (--txn), drawn with the step's seed"
     ),
+    "share-leader": (
+        "the broker leading a partition of the share topic (--workload share): the "
+        "share-partition leader, which holds its records' acquisition locks; the partition "
+        "drawn with the step's seed"
+    ),
+    "share-coordinator": (
+        "the broker leading the __share_group_state partition that holds the state of one of "
+        "the share group's share-partitions (Kafka's group:topicId:partition key), drawn with "
+        "the step's seed (--workload share)"
+    ),
 }
 TARGETS = tuple(TARGET_MEANINGS)
 # Selectors a plan aims only where a spec names them: they read facts only some workloads give
 # (nemesis/targets.py), and plans drawn before they existed must stay the same.
-NAMED_ONLY_TARGETS = ("busiest-leader", "txn-coordinator")
+NAMED_ONLY_TARGETS = ("busiest-leader", "txn-coordinator", "share-leader", "share-coordinator")
 # A target only a plan writes: the nodes the step's ``params["nodes"]`` names, chosen when the
 # plan was drawn. A choreography (nemesis/choreo.py) keeps its roles (which minority is paused,
 # which node loses power) the same across its steps with it. Not in TARGETS: no spec names it

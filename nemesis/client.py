@@ -13,7 +13,8 @@ turn, which is how a real deployment recovers.
 
 The hijacker holds the id until the step's stop (it begins no transaction); stop and heal drop
 it. It lives only in the harness process, so nothing on any node needs undoing, and a harness
-that dies takes it along. No node is touched: the start's effects are empty.
+that dies takes it along. No node is touched: the start's one effect, ``fenced``, names no node,
+and its value names the worker slot whose producer it fenced.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import random
 import time
 from typing import Any
 
-from history.effects import EFFECTS
+from history.effects import EFFECTS, FENCED, effect
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, NotApplied
 from nemesis.menu import Kind, Menu
@@ -44,6 +45,7 @@ MENU = Menu(
         ),
     ),
     targets_note="the kind says who: one of the run's transactional ids, by the step's seed",
+    effects=(FENCED,),
 )
 
 
@@ -96,7 +98,7 @@ class ClientNemesis:
             "victim": victim,
             "slot": slot,
             "init_s": round(time.monotonic() - began, 3),
-            EFFECTS: [],
+            EFFECTS: [effect(FENCED, (), by=f"InitProducerId of {victim}")],
         }
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:

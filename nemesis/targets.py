@@ -8,6 +8,7 @@ choice from those answers is a pure function, tested without Docker.
 
 from __future__ import annotations
 
+import base64
 import random
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
@@ -49,7 +50,13 @@ COUNTING = tuple(_COUNTS)
 def could_name(selector: str, topo: Topology) -> list[str]:
     """The nodes ``selector`` may name on ``topo``: those ``resolve`` chooses among (what a
     spec's ``--nemesis`` items are checked against, nemesis/items.py)."""
-    if selector in ("partition-leader", "busiest-leader", "txn-coordinator"):
+    if selector in (
+        "partition-leader",
+        "busiest-leader",
+        "txn-coordinator",
+        "share-leader",
+        "share-coordinator",
+    ):
         return [n.name for n in topo.brokers]
     if selector == "zk-leader" or (selector == "quorum-leader" and not topo.kraft):
         return [n.name for n in topo.zookeepers]
@@ -246,6 +253,128 @@ def txn_coordinator(
     )
 
 
+# The share workload's hint (workloads/share.py hints): its group's id; absent: no share group.
+SHARE_GROUP_HINT = "share_group"
+SHARE_STATE_TOPIC = "__share_group_state"
+
+
+def _share_group(hints: dict[str, Any], selector: str) -> tuple[str, str]:
+    group, topic = hints.get(SHARE_GROUP_HINT), hints.get("topic")
+    if not group or not topic:
+        raise NemesisError(
+            f"target {selector} needs a share group (--workload share): this workload gives none"
+        )
+    return str(group), str(topic)
+
+
+def share_leader(
+    topology: Topology, hints: dict[str, Any], params: dict[str, Any], rng: random.Random
+) -> Resolved:
+    """The leader of one partition of the share topic (the step's seed picks which, among the
+    partitions whose leader the workload knows): the share-partition leader, which holds the
+    acquisition locks of the group's records there."""
+    group, topic = _share_group(hints, "share-leader")
+    leaders = {p: n for p, n in (hints.get("partition_leaders") or {}).items() if n is not None}
+    if not leaders:
+        raise NemesisError(f"target share-leader: no partition of {topic} has a known leader now")
+    part = rng.choice(sorted(leaders))
+    name = _node_name(topology, leaders[part])
+    return Resolved(
+        "share-leader",
+        [name],
+        {"group": group, "share_partition": f"{topic}-{part}", "leader": name},
+    )
+
+
+def share_coordinator_key(group: str, topic_id: str, partition: int) -> str:
+    """Kafka's SharePartitionKey.asCoordinatorKey: "%s:%s:%d" of the group, the topic's id
+    (Uuid.toString, URL-safe base64 without padding) and the partition."""
+    return f"{group}:{topic_id}:{partition}"
+
+
+def share_state_partition(group: str, topic_id: str, partition: int, partitions: int) -> int:
+    """Kafka's ShareCoordinatorService.partitionFor(SharePartitionKey): Utils.abs(key.
+    asCoordinatorKey().hashCode()) % share.coordinator.state.topic.num.partitions (the same
+    in 4.1 to 4.4's jars). Each share-partition has its own coordinator, not the group."""
+    return txn_partition(share_coordinator_key(group, topic_id, partition), partitions)
+
+
+def kafka_uuid(msb: int, lsb: int) -> str:
+    """Kafka's Uuid.toString: the 16 bytes, URL-safe base64 without padding (confluent_kafka's
+    Uuid prints the standard alphabet, '+' and '/', which would hash to another partition)."""
+    raw = (msb & (2**64 - 1)).to_bytes(8, "big") + (lsb & (2**64 - 1)).to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+@dataclass(frozen=True)
+class ShareState:
+    """What the share-coordinator target reads of the cluster's metadata at fault time."""
+
+    topic_id: str  # the share topic's id, as Kafka's Uuid.toString writes it
+    partitions: int  # the share topic's partition count
+    leaders: dict[int, int]  # __share_group_state partition -> leader broker id
+
+
+def share_state_metadata(topology: Topology, topic: str) -> ShareState:
+    """The share topic's id and partition count, and __share_group_state's leaders, read now."""
+    from confluent_kafka import KafkaException, TopicCollection
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": topology.bootstrap_servers(), "log_level": 0})
+    try:
+        described = admin.describe_topics(TopicCollection([topic]), request_timeout=5)[
+            topic
+        ].result()
+        md = admin.list_topics(SHARE_STATE_TOPIC, timeout=5)
+    except KafkaException as exc:
+        raise NemesisError(f"cannot read {topic} and {SHARE_STATE_TOPIC} metadata: {exc}") from None
+    state = md.topics.get(SHARE_STATE_TOPIC)
+    if state is None or state.error is not None:
+        why = state.error if state else "no topic"
+        raise NemesisError(f"cannot read {SHARE_STATE_TOPIC} metadata: {why}")
+    uuid = described.topic_id
+    return ShareState(
+        kafka_uuid(uuid.get_most_significant_bits(), uuid.get_least_significant_bits()),
+        len(described.partitions),
+        {p: pm.leader for p, pm in state.partitions.items()},
+    )
+
+
+def share_coordinator(
+    topology: Topology,
+    hints: dict[str, Any],
+    rng: random.Random,
+    metadata: Callable[[Topology, str], ShareState] = share_state_metadata,
+) -> Resolved:
+    """The share coordinator of one of the group's share-partitions (the step's seed picks
+    which): the leader of the __share_group_state partition its key hashes to, from metadata
+    read now."""
+    group, topic = _share_group(hints, "share-coordinator")
+    state = metadata(topology, topic)
+    if not state.leaders:
+        raise NemesisError(f"{SHARE_STATE_TOPIC} has no partitions in the cluster metadata")
+    if state.partitions < 1:
+        raise NemesisError(f"{topic} has no partitions in the cluster metadata")
+    part = rng.randrange(state.partitions)
+    key = share_coordinator_key(group, state.topic_id, part)
+    state_part = share_state_partition(group, state.topic_id, part, len(state.leaders))
+    leader = state.leaders.get(state_part)
+    if leader is None or leader < 0:
+        raise NemesisError(f"{SHARE_STATE_TOPIC}-{state_part} (of {key}) has no leader now")
+    name = _node_name(topology, leader)
+    return Resolved(
+        "share-coordinator",
+        [name],
+        {
+            "share_partition": f"{topic}-{part}",
+            "key": key,
+            "partition": state_part,
+            "partitions": len(state.leaders),
+            "leader": name,
+        },
+    )
+
+
 def _node_name(topology: Topology, ref: int | str) -> str:
     for n in topology.nodes:
         if ref in (n.name, n.node_id, str(n.node_id)) and not n.is_zookeeper:
@@ -300,6 +429,10 @@ def resolve(
         return busiest_leader(topo, ctx.hints, params or {}, rng)
     if selector == "txn-coordinator":
         return txn_coordinator(topo, ctx.hints, rng)
+    if selector == "share-leader":
+        return share_leader(topo, ctx.hints, params or {}, rng)
+    if selector == "share-coordinator":
+        return share_coordinator(topo, ctx.hints, rng)
     if selector == "zk-leader" or (selector == "quorum-leader" and not topo.kraft):
         # In ZooKeeper mode the quorum is the ensemble: its leader is the quorum leader.
         found = zk_leader(zk_modes(ctx))

@@ -19,7 +19,7 @@ observation after healing) it declares here.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from clusters.capabilities import Controllable
@@ -43,6 +43,9 @@ class Stage:
     started_on: Callable[[], KafkaDist]
     # The drivers started before this one, by family key: a family may wait for another's.
     started: Mapping[str, RecordedSteps]
+    # What every Kafka node's configuration was given when the cluster came up (the families'
+    # and the workload's node_properties): a step that writes a node's files again keeps them.
+    node_properties: Mapping[str, str] = field(default_factory=dict)
 
 
 def _no_properties(steps: Sequence[PlannedStep]) -> dict[str, str]:

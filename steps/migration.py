@@ -26,7 +26,7 @@ every later step is recorded as ``fail`` with the reason, so the history says ho
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -136,10 +136,13 @@ class MigrationDriver(RecordedSteps):
         nodes: dict[str, Controllable],
         recorder: Any,
         step_timeout: float = STEP_TIMEOUT_S,
+        extra: Mapping[str, str] | None = None,
     ) -> None:
         self.info = info
         self.dist = dist
         self.nodes = nodes
+        # What the nodes came up with: a restart into a new phase keeps it.
+        self.extra = dict(extra or {})
         super().__init__(MIGRATION, steps, recorder, step_timeout)
 
     @property
@@ -178,7 +181,13 @@ class MigrationDriver(RecordedSteps):
         before = self._properties(node, old)
         after = self._properties(node, new)
         files = render_node(
-            self.topology, node.spec, self.dist, self.info.timing, self.info.cluster_id, phase=new
+            self.topology,
+            node.spec,
+            self.dist,
+            self.info.timing,
+            self.info.cluster_id,
+            phase=new,
+            extra=self.extra,
         ).files
         path = f"{CONF_DIR}/server.properties"
         try:
@@ -222,7 +231,14 @@ def drive(steps: Sequence[PlannedStep], stage: Stage) -> MigrationDriver:
     # a migration's restarts render ZooKeeper-mode brokers whose inter.broker.protocol.version
     # must be their own (3.9 brokers refused "4.0").
     nodes = dict(stage.nodes())
-    return MigrationDriver(list(steps), stage.info, stage.started_on(), nodes, stage.recorder)  # type: ignore[arg-type]
+    return MigrationDriver(
+        list(steps),  # type: ignore[arg-type]
+        stage.info,
+        stage.started_on(),
+        nodes,
+        stage.recorder,
+        extra=stage.node_properties,
+    )
 
 
 FAMILY = Family(MIGRATION, plan=plan, load=load, drive=drive)

@@ -202,6 +202,7 @@ class QuorumSteps:
             self.info.cluster_id,
             dynamic=True,
             fresh=True,
+            extra=driver.extra,
         )
         was_running = _stopped(node)
         try:
@@ -297,6 +298,7 @@ class QuorumSteps:
             self.info.timing,
             self.info.cluster_id,
             dynamic=True,
+            extra=driver.extra,
         )
         try:
             node.put_files(cfg.files)

@@ -156,6 +156,7 @@ def drive(steps: Sequence[PlannedStep], stage: Stage) -> UpgradeDriver:
         after=stage.started.get(MIGRATION),
         # Controller membership steps are carried out by handlers.
         handlers=QuorumSteps(stage.info).handlers(),
+        extra=stage.node_properties,
     )
 
 

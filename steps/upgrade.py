@@ -274,9 +274,12 @@ class UpgradeDriver(RecordedSteps):
         after: RecordedSteps | None = None,
         handlers: Mapping[str, Handler] | None = None,
         step_timeout: float = STEP_TIMEOUT_S,
+        extra: Mapping[str, str] | None = None,
     ) -> None:
         self.info = info
-        self.extra = node_properties(steps)
+        # What the nodes came up with (``extra``: the workload's, such as the share group's
+        # lock, and every family's), so that a roll's configuration keeps it.
+        self.extra = {**(extra or {}), **node_properties(steps)}
         self.dists = dict(dists)
         self.nodes = nodes
         self.after = after

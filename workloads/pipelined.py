@@ -126,6 +126,9 @@ def slot_mix(gen: dict[str, Any], process: int) -> dict[str, int]:
 HARNESS_RECORDER = "harness"
 SEND_RECORDERS = (JVM_RECORDER, HARNESS_RECORDER)
 SEND_MODES = ("sync", ASYNC)  # the first is what a run without the option does
+# The workloads whose producers may be pipelined: the queue's, and the share workload's (its
+# producers' sends in the Java client's JVM, workloads/share.py).
+PIPELINED_WORKLOADS = ("queue", "share")
 _WITH_ASYNC = ("send_mode", ASYNC)
 
 # The queue's options of the send mode (workloads/queue.py lists them among its own).
@@ -165,7 +168,11 @@ OPTIONS = (
         only_with=_WITH_ASYNC,
         stored=AS_ASKED,
         quiet=(0,),
-        fresh=lambda v: int(v["concurrency"]) // 2 if v["send_mode"] == ASYNC else None,
+        fresh=lambda v: (
+            int(v["concurrency"]) // 2
+            if v["send_mode"] == ASYNC and v["workload"] == "queue"
+            else None
+        ),
         help="With --send-mode async: worker slots (of --concurrency) that poll, one consumer "
         "each as the queue's polls (--mode), unpaced, beside the producer slots (default half "
         "of --concurrency; a stored plan that names none had 0).",
@@ -218,8 +225,13 @@ def check(values: Values) -> None:
     """Refuses pipelined sends that cannot run as asked (beyond each option's own refusals)."""
     if values.send_mode != ASYNC:
         return
+    if values.workload not in PIPELINED_WORKLOADS:
+        raise OptionError(
+            f"send-mode async is an option of the {' and '.join(PIPELINED_WORKLOADS)} "
+            f"workloads, not of '{values.workload}'"
+        )
     if values.workload != "queue":
-        raise OptionError(f"send-mode async is a queue option, not one of '{values.workload}'")
+        return  # the share workload refuses what its producers cannot do (workloads/share.py)
     if (values.pollers or 0) >= values.concurrency:
         raise OptionError(
             f"pollers {values.pollers} leaves no producer among --concurrency "

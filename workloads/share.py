@@ -36,9 +36,12 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import numpy as np
+
 from clusters.errors import ClusterError
 from clusters.kafka_dist import check_release, parse_version
 from clusters.topology import Topology
+from history.format import JVM_RECORDER, SEND_RECORDER_FIELD
 from history.options import AS_ASKED, Option, OptionError, Values
 from history.share import (
     ACCEPT,
@@ -60,7 +63,20 @@ from workloads.client_choice import CLIENT_FIELD, CLIENT_VERSION_FIELD, JAVA
 from workloads.java_client import GRACE_S, SEND_TIMEOUT_S, producer_conf, send_outcome
 from workloads.java_final import final_reads_java
 from workloads.java_host import SOURCES, JavaError, JavaGone, JavaHost, client_dist, conf_args
-from workloads.java_recorded import check_clock
+from workloads.java_recorded import JvmRecordedProducer, check_clock
+from workloads.pipelined import (
+    ASYNC,
+    ASYNC_VALUE_STRIDE,
+    DEFAULT_IN_FLIGHT,
+    DEFAULT_LINGER_MS,
+    HARNESS_RECORDER,
+    InFlight,
+    ProducerClient,
+    SlotSetup,
+    has_lanes,
+    lanes_of,
+)
+from workloads.pipelined import history_header as pipelined_header
 from workloads.queue import LeaderMap, create_topic
 from workloads.queue_ops import FINAL_READ_RATE
 from workloads.readback import AckedSends
@@ -294,6 +310,18 @@ class ShareWorkload(KindBase):
                 f"--concurrency {values.concurrency} worker slots: at most "
                 f"{values.concurrency - 1}"
             )
+        if values.send_mode == ASYNC:
+            # Pipelined share producers are the Java client's, recording their own sends.
+            if values.pollers:
+                raise OptionError(
+                    "pollers apply to the queue workload: a share run's consumers are its "
+                    "--share-consumers slots"
+                )
+            if values.send_recorder == HARNESS_RECORDER:
+                raise OptionError(
+                    "send-recorder harness does not apply to a share run: its pipelined "
+                    "producers record their sends in the Java client's JVM (jvm)"
+                )
         if values.share_acks and parse_acks(values.share_acks)[RENEW]:
             old = [r for r in values.releases if _version(r) < RENEW_FROM]
             if old:
@@ -326,6 +354,8 @@ class ShareWorkload(KindBase):
             "txn": False,
             "poll_max_messages": 64,
         }
+        if getattr(options, "send_mode", None) == ASYNC:
+            gen.update(pipelined_params(options))
         if _version(options.version) < SHARE_ON_BY_DEFAULT_FROM:
             # 4.1: share groups are off until share.version is finalized; the storage is
             # formatted with it (format_features).
@@ -336,6 +366,7 @@ class ShareWorkload(KindBase):
     def history_header(cls, gen: dict[str, Any]) -> dict[str, Any]:
         return {
             CLIENT_FIELD: JAVA,
+            **pipelined_header(gen),
             SHARE_FIELD: {
                 "group": gen["group"],
                 "topic": gen["topic"],
@@ -346,6 +377,16 @@ class ShareWorkload(KindBase):
                 "sync_commit_percent": gen["sync_commit_percent"],
             },
         }
+
+    @staticmethod
+    def lanes(gen: dict[str, Any]) -> int:
+        # A pipelined producer owns one process id per send in flight (harness/run/workers.py
+        # Lanes); a consumer slot has its first lane's.
+        return lanes_of(gen)
+
+    @staticmethod
+    def flush_by_time(gen: dict[str, Any]) -> bool:
+        return bool(pipelined_header(gen))
 
     @staticmethod
     def format_features(gen: dict[str, Any]) -> dict[str, int]:
@@ -379,6 +420,8 @@ class ShareWorkload(KindBase):
         self.lock_s = int(gen["lock_ms"]) / 1000
         self.bootstrap = topology.bootstrap_servers()
         self.acked = AckedSends()
+        # Sends in flight per partition of the pipelined producers (the busiest-leader target).
+        self.sends_in_flight = InFlight(self.keys)
         self.side_recorder: SideRecorder | None = None
         self.leaders = LeaderMap(self.bootstrap, self.topic, topology)
         self.java: JavaHost | None = None
@@ -474,6 +517,27 @@ class ShareWorkload(KindBase):
     def note_acked(self, key: int, offset: int | None, value: int) -> None:
         self.acked.add(key, value)
 
+    def acked_bulk(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """Sends acknowledged where the harness did not see them (recorded in the JVM)."""
+        self.acked.add_many(keys, values)
+
+    def pipelined_lanes(self) -> int:
+        """Sends in flight per producer with --send-mode async; 0: sync sends."""
+        return lanes_of(self.gen) if has_lanes(self.gen) else 0
+
+    def records_sends(self) -> bool:
+        """Pipelined share producers always record their own sends, in the JVM
+        (workloads/java_recorded.py)."""
+        return self.java is not None and self.gen.get(SEND_RECORDER_FIELD) == JVM_RECORDER
+
+    def recorded_producer(self, slot: int, setup: SlotSetup) -> JvmRecordedProducer:
+        assert self.java is not None, "setup() starts the JVM"
+        return JvmRecordedProducer(self, self.java, slot, setup)
+
+    def producer_client(self, producer: int, rng: random.Random) -> ProducerClient:
+        # The harness's recording of pipelined sends: refused by check (records_sends).
+        raise RuntimeError("a share run's pipelined producers record their sends in the JVM")
+
     def poller_slots(self) -> int:
         """The consumer slots (workloads/pipelined.py Polling): the harness runs them unpaced,
         and --rate paces the producers."""
@@ -483,11 +547,20 @@ class ShareWorkload(KindBase):
         return base + len(self.acked) / FINAL_READ_RATE[JAVA]
 
     def hints(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition_leaders": dict(self.leaders.leaders)}
+        # share_group: for the share-leader and share-coordinator targets (nemesis/targets.py).
+        return {
+            "topic": self.topic,
+            "partition_leaders": dict(self.leaders.leaders),
+            "share_group": self.group,
+            **(
+                {"in_flight": self.sends_in_flight.by_partition()} if self.pipelined_lanes() else {}
+            ),
+        }
 
     def client(self, process: int, rng: random.Random) -> ShareProducer | ShareConsumer:
         assert self.java is not None, "setup() starts the JVM"
-        slot = process % self.concurrency
+        # Slot s's processes are s*lanes + j + k*concurrency*lanes (harness ProcessIds).
+        slot = (process // max(1, self.pipelined_lanes())) % self.concurrency
         first_consumer = self.concurrency - self.consumers
         if slot >= first_consumer:
             return ShareConsumer(self, self.java, process, rng, self.modes[slot - first_consumer])
@@ -514,6 +587,24 @@ class ShareWorkload(KindBase):
         outcome["share"] = drain
         outcome["complete"] = bool(outcome.get("complete")) and drained(drain)
         return outcome
+
+
+def pipelined_params(options: Any) -> dict[str, Any]:
+    """The generator's keys of pipelined share producers (`--send-mode async`): the queue's
+    send-mode keys (workloads/pipelined.py generator_params) without polls or transactions,
+    recorded in the JVM."""
+    params: dict[str, Any] = {
+        "send_mode": ASYNC,
+        "in_flight": int(getattr(options, "in_flight", None) or DEFAULT_IN_FLIGHT),
+        "linger_ms": float(
+            DEFAULT_LINGER_MS if getattr(options, "linger_ms", None) is None else options.linger_ms
+        ),
+        "value_stride": ASYNC_VALUE_STRIDE,
+        SEND_RECORDER_FIELD: JVM_RECORDER,
+    }
+    if getattr(options, "batch_size", None) is not None:
+        params["batch_size"] = int(options.batch_size)
+    return params
 
 
 def drained(drain: dict[str, Any]) -> bool:

@@ -18,14 +18,14 @@ requests (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH): an ok `send` or `txn` of p h
 completed after p''s first such commit completed, is an acknowledgement Kafka must not give.
 One finding per such op, naming it and p''s commit.
 
-The same holds for a hijack (nemesis/client.py): the harness's own producer calls
-InitProducerId with slot s's transactional id, recorded as an ok `start-client` op of kind
-`hijack` naming the slot. A process p of slot s that had an op acknowledged before the hijack
-was invoked had called InitProducerId before it, so the hijack fenced p: an ok `send` or `txn` of
-p holding a send, *invoked* after the hijack completed, is `hijacked-producer-ack` (an op
-invoked earlier may have committed before the hijack reached the coordinator, and is not
-judged; a process whose first acknowledgement came later may have called InitProducerId after
-the hijacker and fenced it in turn, and is not judged either).
+The same holds for a hijack (nemesis/client.py): the harness's own producer calls InitProducerId
+with slot s's transactional id, recorded as an ok nemesis start whose effects hold `fenced`
+(history/effects.py) and whose value names the `slot`. A process p of slot s that had an op
+acknowledged before the hijack was invoked had called InitProducerId before it, so the hijack
+fenced p: an ok `send` or `txn` of p holding a send, *invoked* after the hijack completed, is
+`hijacked-producer-ack` (an op invoked earlier may have committed before the hijack reached the
+coordinator, and is not judged; a process whose first acknowledgement came later may have called
+InitProducerId after the hijacker and fenced it in turn, and is not judged either).
 
 Not judged, and why: ops that hold no send (a transaction of polls alone may commit without
 the coordinator: nothing was added to it), `fail` and `info` ops (nothing acknowledged),
@@ -47,12 +47,11 @@ from typing import Any
 from checkers.core.findings import Finding, secs
 from checkers.families.data_log.fencing import RULE as FENCING_RULE
 from checkers.scan.op_rows import client_process, row_value
+from history.effects import FENCED, op_effects, started
 from history.format import OK
 
-# The ops that write, and the hijacks (nemesis/client.py): read whole when the plan names
-# per-slot transactional ids.
-HIJACK_F = "start-client"
-ACK_FS = ("send", "txn", HIJACK_F)
+# The ops that write: read whole when the plan names per-slot transactional ids.
+ACK_FS = ("send", "txn")
 
 HIJACK_RULE = (
     "a producer whose transactional.id another producer has initialized since (InitProducerId "
@@ -151,9 +150,37 @@ class Hijack:
     victim: str
 
 
-def hijacked_acks(rows: Iterable[dict[str, Any]], slots: int) -> tuple[list[Finding], int]:
-    """(findings, hijacks judged) of op rows with f in ACK_FS, invocations included."""
-    hijacks: list[Hijack] = []
+def hijacks_of(nemesis_rows: Iterable[dict[str, Any]]) -> list[Hijack]:
+    """The ok nemesis starts whose effects say a slot's producer was fenced."""
+    out: list[Hijack] = []
+    invoked: int | None = None
+    for r in nemesis_rows:  # in index order; the nemesis runs one op at a time
+        if r.get("time") is None:
+            continue
+        if r["type"] == "invoke":
+            invoked = int(r["time"])
+            continue
+        began, invoked = invoked, None
+        f, value = str(r["f"]), row_value(r)
+        if (
+            r["type"] == OK
+            and began is not None
+            and started(f) is not None
+            and isinstance(value, dict)
+            and isinstance(value.get("slot"), int)
+            and any(e.effect == FENCED for e in op_effects(f, value, ()))
+        ):
+            victim = str(value.get("victim"))
+            out.append(Hijack(int(r["index"]), value["slot"], began, int(r["time"]), victim))
+    return out
+
+
+def hijacked_acks(
+    rows: Iterable[dict[str, Any]], hijacks: list[Hijack], slots: int
+) -> list[Finding]:
+    """Findings of op rows with f in ACK_FS, invocations included, against the hijacks."""
+    if not hijacks:
+        return []
     invoked_at: dict[Any, int] = {}  # process -> time of its open invocation
     acked: list[tuple[Ack, int]] = []  # (ack, its invocation's time)
     for r in rows:  # in index order, as the history is
@@ -163,20 +190,6 @@ def hijacked_acks(rows: Iterable[dict[str, Any]], slots: int) -> tuple[list[Find
             invoked_at[r["process"]] = int(r["time"])
             continue
         began = invoked_at.pop(r["process"], None)
-        if r["f"] == HIJACK_F:
-            value = row_value(r)
-            if (
-                r["type"] == OK
-                and began is not None
-                and isinstance(value, dict)
-                and value.get("kind") == "hijack"
-                and isinstance(value.get("slot"), int)
-            ):
-                victim = str(value.get("victim"))
-                hijacks.append(
-                    Hijack(int(r["index"]), value["slot"], began, int(r["time"]), victim)
-                )
-            continue
         for a in acks([r]):
             acked.append((a, began if began is not None else a.time))
     found = []
@@ -188,7 +201,7 @@ def hijacked_acks(rows: Iterable[dict[str, Any]], slots: int) -> tuple[list[Find
             for a, began in mine
             if a.process in initialized and began > h.done
         )
-    return found, len(hijacks)
+    return found
 
 
 def hijacked_producer_ack(a: Ack, began: int, h: Hijack, slots: int) -> Finding:

@@ -198,3 +198,19 @@ def quorum_figure(samples: list[Sample], faults: list[Fault], end_s: float) -> p
         _shade(ax, faults)
     lead.set_xlim(0, max(end_s, 1e-9))
     return fig
+
+
+def share_rates(
+    edges: np.ndarray, lines: dict[str, np.ndarray], faults: list[Fault], end_s: float
+) -> str:
+    """Each share consumer's deliveries per second (checkers/report/share.py), faults shaded."""
+    fig, ax = plt.subplots(1, 1, figsize=(12, 3.2))
+    palette = plt.get_cmap("tab20")
+    for i, (name, y) in enumerate(lines.items()):
+        ax.step(edges, y, where="post", color=palette(i % 20), label=name, lw=1.2)
+    ax.set_ylabel("deliveries / s")
+    ax.set_xlabel("run time (s)")
+    _shade(ax, faults)
+    ax.set_xlim(0, max(end_s, 1e-9))
+    _legend(ax)
+    return _png(fig)

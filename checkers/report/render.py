@@ -11,6 +11,7 @@ from checkers.core.findings import Finding
 from checkers.core.verdict import Verdict
 from checkers.report import plots
 from checkers.report.data import LAT_RATIO, load
+from checkers.report.share import load_share
 from history.columnar import op_rows_at
 
 REPORT_NAME = "report.html"
@@ -108,6 +109,35 @@ ELR (each broker's view whenever it changed):</p>
 <td>{{ r.broker }}</td><td>{{ r.topic }}-{{ r.partition }}</td>
 <td>{{ r.leader }} ({{ r.leader_epoch }})</td><td>{{ r.isr }}</td><td>{{ r.elr }}</td>
 <td>{{ r.last_known_elr }}</td></tr>{% endfor %}</table>{% endif %}{% endif %}
+{% if share %}{% set n = share.numbers %}<h2 id="share">Share group (KIP-932)</h2>
+<p>{{ n.deliveries }} deliveries of {{ n.records }} records to the share consumers (the final
+drain's included): {{ n.redeliveries }} redeliveries ({{ n.counted_above_one }} handed with a
+delivery count above 1); lock {{ n.lock_ms }} ms, delivery count limit {{ n.limit }}.</p>
+<table><tr><th>records</th><th>count</th></tr>
+<tr><td>reached the delivery limit ({{ n.limit }})</td><td>{{ n.reached_limit }}</td></tr>
+<tr><td>archived at the limit: handed at it and no ACCEPT sent after (released, rejected or
+left to expire there)</td><td>{{ n.archived_at_limit }}</td></tr>
+<tr><td>rejected (a REJECT sent)</td><td>{{ n.rejected_records }}</td></tr>
+<tr><td>held past their lock on purpose (acknowledged late)</td><td>{{ n.held }}</td></tr>
+<tr><td>late acknowledgements refused, the lock expired (InvalidRecordStateException)</td>
+<td>{{ n.lock_expired_refusals }}</td></tr></table>
+<p>Deliveries per record: records by the highest delivery count they were handed with.</p>
+<table><tr>{% for c in n.counts %}<th>{{ c.count }}</th>{% endfor %}</tr>
+<tr>{% for c in n.counts %}<td>{{ c.records }}</td>{% endfor %}</tr></table>
+<p>Redeliveries by what came just before for the record: an acknowledgement sent (its type),
+or nothing since its previous delivery (its lock expired, or its consumer closed or was cut
+off).</p>
+<table><tr>{% for k in n.after %}<th>{{ k }}</th>{% endfor %}</tr>
+<tr>{% for v in n.after.values() %}<td>{{ v }}</td>{% endfor %}</tr></table>
+{% if n.outcomes %}<p>Acknowledgement outcomes heard:
+{% for k, v in n.outcomes.items() %}{{ k }} {{ v }}{{ ", " if not loop.last }}{% endfor %}.</p>
+{% endif %}
+<img alt="deliveries per consumer" src="data:image/png;base64,{{ share_plot }}">
+<table><tr><th>consumer</th><th>deliveries</th><th>redelivered to it</th><th>accept</th>
+<th>release</th><th>reject</th><th>renew</th><th>refused</th></tr>
+{% for c in n.consumers %}<tr><td>{{ c.process }}</td><td>{{ c.deliveries }}</td>
+<td>{{ c.redelivered }}</td><td>{{ c.accept }}</td><td>{{ c.release }}</td><td>{{ c.reject }}</td>
+<td>{{ c.renew }}</td><td>{{ c.refused }}</td></tr>{% endfor %}</table>{% endif %}
 <h2>Faults</h2>
 {% if faults %}<table><tr><th>fault</th><th>from (s)</th><th>to (s)</th><th>ops</th></tr>
 {% for f in faults %}<tr><td>{{ f.name }}</td><td>{{ "%.3f" % f.start_s }}</td>
@@ -210,6 +240,7 @@ def write_report(out_dir: str | Path, parquet: str | Path, verdict: Verdict) -> 
         anchored.add(i)
         return first
 
+    share = load_share(parquet, data.end_s)
     html = TEMPLATE.render(
         status=verdict.status,
         history=verdict.history,
@@ -231,6 +262,10 @@ def write_report(out_dir: str | Path, parquet: str | Path, verdict: Verdict) -> 
         findings=grouped,
         ops=_cited_ops(Path(parquet), shown),
         elr=_elr(verdict.stats),
+        share=share,
+        share_plot=plots.share_rates(share.edges, share.rates, data.faults, data.end_s)
+        if share
+        else None,
         liveness=verdict.liveness,
         coverage=verdict.coverage,
     )

@@ -234,11 +234,7 @@ class Run:
             spec.version,
             timing=spec.timing,
             # What the steps and the workload's clients need of every node from the start.
-            extra_props={
-                **node_properties(self.plan.steps),
-                **self.workload_kind.node_properties(self.plan.generator),
-            }
-            or None,
+            extra_props=self.node_properties() or None,
             # --txn-protocol: the transaction.version the storage is formatted with.
             features=self.workload_kind.format_features(self.plan.generator) or None,
             logs_on_failure=live.run_dir,
@@ -325,6 +321,8 @@ class Run:
             nodes=lambda: live.cluster.nodes(up.info),
             started_on=lambda: self._started_on(live, up.info),
             started=live.steps,
+            # A step that writes a node's files again (a roll) keeps what it came up with.
+            node_properties=self.node_properties(),
         )
         for family in FAMILIES:
             planned = self.plan.steps_of(family.key)
@@ -332,6 +330,14 @@ class Run:
                 driver = live.steps[family.key] = family.drive(planned, stage)
                 self.say(f"{family.key}: {len(planned)} steps (see plan.json)")
                 driver.start()
+
+    def node_properties(self) -> dict[str, str]:
+        """What every Kafka node's server.properties is given: the step families' and the
+        workload's (the share group's lock), at bring-up and again by every roll."""
+        return {
+            **node_properties(self.plan.steps),
+            **self.workload_kind.node_properties(self.plan.generator),
+        }
 
     def _started_on(self, live: Live, info: ClusterInfo) -> KafkaDist:
         """The release the nodes started on, as assembled for the run."""

@@ -14,7 +14,9 @@ NAME = "kjava"
 SUBNET = "10.213.174.0/24"
 
 
-def test_the_java_client_runs_transactions_and_a_kip848_group_under_kills(docker_client, tmp_path):
+def test_the_java_client_runs_transactions_and_a_kip848_group_under_kills_and_hijacks(
+    docker_client, tmp_path
+):
     done = quiet_run(
         docker_client,
         NAME,
@@ -26,7 +28,8 @@ def test_the_java_client_runs_transactions_and_a_kip848_group_under_kills(docker
         txn=True,
         mode="subscribe",
         group_protocol="consumer",
-        nemesis=["kill"],
+        # kill and client:hijack take turns: a hijack fences a slot's producer (nemesis/client.py).
+        nemesis=["kill", "client:hijack"],
         time_limit=25,
         rate=30,
     )
@@ -47,3 +50,11 @@ def test_the_java_client_runs_transactions_and_a_kip848_group_under_kills(docker
     assert any("transaction.version 2" in n for n in results["notes"]), results["notes"]
     assert results["status"] == "valid", results
     assert result.exit_code == 0
+    hijacks = [
+        op["value"]
+        for op in history.ops
+        if op["process"] == "nemesis" and op["f"] == "start-client" and op["type"] == "ok"
+    ]
+    assert hijacks and all(h["effects"][0]["effect"] == "fenced" for h in hijacks), hijacks
+    # Every hijack was judged by hijacked-producer-ack (checkers/families/fenced_acks.py).
+    assert results["stats"]["hijacks"] == len(hijacks)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.api import check
-from checkers.families.fenced_acks import ACK_FS, fenced_acks, hijacked_acks
+from checkers.families.fenced_acks import ACK_FS, fenced_acks, hijacked_acks, hijacks_of
 from history.columnar import op_rows, to_table
 from history.format import TXN_ID_PER_SLOT
 from tests.unit.checkers.histories import H
@@ -119,15 +119,22 @@ def test_slots_run_one_process_at_a_time_so_nothing_is_found(ops):
 
 
 def hijack(h: H, slot: int = 1) -> H:
-    value = {"kind": "hijack", "victim": f"kchaos-r-slot{slot}", "slot": slot, "effects": []}
+    fenced = [{"effect": "fenced", "nodes": [], "by": "InitProducerId"}]
+    value = {"kind": "hijack", "victim": f"kchaos-r-slot{slot}", "slot": slot, "effects": fenced}
     return h.op("nemesis", "start-client", {"kind": "hijack"}, "ok", value)
+
+
+def hijacked(h: H) -> tuple[list, int]:
+    table = to_table(h.history())
+    hijacks = hijacks_of(op_rows(table, None, ["nemesis"]).to_pylist())
+    return hijacked_acks(rows(h), hijacks, SLOTS), len(hijacks)
 
 
 def test_a_zombies_commit_begun_after_the_hijack_is_found():
     # Process 1 (slot 1) had a send acknowledged before the hijack: its InitProducerId came
     # first. Its transaction begun after the hijack completed was acknowledged.
     h = hijack(H().send(1, 0, 10, 0)).op(1, "txn", send_inv(0, 11), "ok", send_ok(0, 1, 11))
-    [f], hijacks = hijacked_acks(rows(h), SLOTS)
+    [f], hijacks = hijacked(h)
     assert hijacks == 1 and f.kind == "hijacked-producer-ack"
     assert f.ops == (3, 5)
     assert f.explanation.startswith(
@@ -143,20 +150,20 @@ def test_what_a_hijack_does_not_make_a_zombie_ack():
     # Invoked before the hijack completed: its commit may have reached the coordinator first.
     h = H().send(1, 0, 10, 0).invoke(1, "txn", send_inv(0, 11))
     h = hijack(h).complete(1, "txn", "ok", send_ok(0, 1, 11))
-    assert hijacked_acks(rows(h), SLOTS) == ([], 1)
+    assert hijacked(h) == ([], 1)
     # The zombie's transaction failed or is unknown: nothing acknowledged.
     for outcome in ("fail", "info"):
         h = hijack(H().send(1, 0, 10, 0)).op(1, "txn", send_inv(0, 11), outcome, send_inv(0, 11))
-        assert hijacked_acks(rows(h), SLOTS) == ([], 1)
+        assert hijacked(h) == ([], 1)
     # Process 5 replaced the zombie after the hijack: its own InitProducerId fenced the hijacker.
     h = hijack(H().send(1, 0, 10, 0)).send(5, 0, 12, 2)
-    assert hijacked_acks(rows(h), SLOTS) == ([], 1)
+    assert hijacked(h) == ([], 1)
     # A process of another slot is not the victim.
     h = hijack(H().send(2, 0, 10, 0)).send(2, 0, 12, 2)
-    assert hijacked_acks(rows(h), SLOTS) == ([], 1)
+    assert hijacked(h) == ([], 1)
     # A failed hijack (InitProducerId not done) fences nobody the history can show.
     h = H().send(1, 0, 10, 0).op("nemesis", "start-client", {}, "fail", {"kind": "hijack"})
-    assert hijacked_acks(rows(h.send(1, 0, 11, 1)), SLOTS) == ([], 0)
+    assert hijacked(h.send(1, 0, 11, 1)) == ([], 0)
 
 
 def test_the_registry_judges_a_hijacked_run(tmp_path):
@@ -193,4 +200,4 @@ def test_a_harness_that_retires_fenced_processes_is_never_flagged(ops):
             h.send(p, slot, v, i if outcome == "ok" else None, outcome)
         if outcome == "info":
             current[slot] += SLOTS
-    assert hijacked_acks(rows(h), SLOTS)[0] == []
+    assert hijacked(h)[0] == []

@@ -99,7 +99,10 @@ def test_a_commands_version_is_still_kafkas():
         (["--topology", "kraft-combined", "--zookeepers", "3"], ["--zookeepers", "zk"]),
         # Every refusal starts with the option at fault (harness/spec.py flagged).
         (["--workload", "admin", "--client", "java"], ["--client: java drives the queue"]),
-        (["--workload", "admin", "--send-mode", "async"], ["--send-mode: async is a queue"]),
+        (
+            ["--workload", "admin", "--send-mode", "async"],
+            ["--send-mode: async is an option of the queue and share workloads"],
+        ),
     ],
 )
 def test_an_option_that_cannot_apply_is_refused(args: list[str], says: list[str]):

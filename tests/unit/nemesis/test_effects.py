@@ -57,6 +57,8 @@ REPORTED = (
     "zk-leader",
     "busiest-leader",
     "txn-coordinator",
+    "share-leader",
+    "share-coordinator",
     "isolate-active-controller",
     "strobe",  # a shell loop the in-memory node does not run
     # Five controllers, and no history before effects has it: test_one_way_layout.py.
