@@ -57,6 +57,8 @@ def _check(
         history=inputs.history_name,
         engine=inputs.engine,
         stats={**run.stats, "seconds": round(time.monotonic() - started, 3)},
+        liveness=results["liveness"].outputs.get("liveness") if "liveness" in results else None,
+        coverage=results["coverage"].outputs.get("coverage") if "coverage" in results else None,
     )
     if write:
         # The verdict first: whatever becomes of the report, results.json is on disk.

@@ -35,6 +35,7 @@ from checkers.core.inputs import (
 )
 from checkers.families.admin import ADMIN_FS, admin_ops, check_admin, kraft_mode
 from checkers.families.collection import collection_failures
+from checkers.families.coverage.count import count_states, is_fencing_error, read_must_reach
 from checkers.families.cycles import find_cycles
 from checkers.families.data_log.check import check_data_logs
 from checkers.families.disk.corruption import DISK_FS, READ_FS, telling_reads
@@ -49,9 +50,12 @@ from checkers.families.features import features_and_notes
 from checkers.families.fenced_acks import ACK_FS, fenced_acks, hijacked_acks, hijacks_of
 from checkers.families.foreign import FOREIGN_FS, foreign_reads
 from checkers.families.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
+from checkers.families.liveness.check import LivenessInputs, check_liveness, read_options
+from checkers.families.liveness.progress import OP_COLUMNS, client_ops
 from checkers.families.metadata import check_metadata
 from checkers.families.metadata_log.applied import unjudged_note
 from checkers.families.metadata_log.check import check_read_metadata
+from checkers.families.metadata_log.committed import committed_of_cluster
 from checkers.families.metadata_log.liveness import LivenessInput, logged_fences, read_availability
 from checkers.families.migration import migration_note
 from checkers.families.observer_samples import MetadataInput
@@ -75,6 +79,7 @@ from checkers.families.share.finality import SHARE_OP_FS
 from checkers.families.zk_controller.check import check_zk_logs, zk_brokers
 from checkers.scan.op_stream import OpRows, with_fields
 from history.collection import read_failures
+from history.columnar import op_row_groups
 from history.format import (
     DATA_LOGS_DIR,
     METADATA_DIR,
@@ -600,6 +605,87 @@ class CollectionChecker:
         return CheckerResult(findings, notes)
 
 
+class LivenessChecker:
+    """Liveness verdicts (checkers/families/liveness/): progress while a majority is healthy,
+    recovery after the last heal, brokers and controllers back after it, leaderless partitions
+    with a live ISR member, fatal log lines. A result class of its own: its findings are
+    tolerated unless the run option --liveness fail says otherwise, it judges nothing of the
+    safety verdict (`checked` stays False), and `outputs["liveness"]` is results.json's
+    liveness block (checkers/api.py)."""
+
+    name = "liveness"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        reads = {HISTORY, CLUSTER, PLAN, BROKER_LOGS}
+        if inputs.has_dir(METADATA_DIR):
+            reads.add(METADATA_LOGS)
+        fs = GROUP_FS if inputs.has_op_fields() else ()
+        return Needs(frozenset(reads), fs=fs, processes=LIVENESS_PROCESSES)
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        # Every client op, a row group at a time, only its times, type and indices: a
+        # pipelined run's millions of sends are held as a few numpy columns.
+        ops = client_ops(op_row_groups(inputs.parquet, [*OP_COLUMNS, "time"]))
+        committed = None
+        read = inputs.metadata_logs if inputs.has_dir(METADATA_DIR) else None
+        if read is not None and read.error is None and read.voters:
+            committed = committed_of_cluster(read.voters, inputs.cluster)
+        given = LivenessInputs(
+            inputs.cluster,
+            inputs.header,
+            inputs.op_rows(processes=LIVENESS_PROCESSES),
+            ops,
+            committed,
+            inputs.run_dir,
+            read_options(inputs.run_dir),
+            OpRows(inputs.op_table(fs=GROUP_FS)) if inputs.has_op_fields() else None,
+        )
+        result = check_liveness(given)
+        # The client ops and committed records go on to the coverage counts (read once).
+        outputs = {"liveness": result.block, "ops": ops, "committed": committed}
+        return CheckerResult(result.findings, result.notes, outputs=outputs)
+
+
+class CoverageChecker:
+    """Coverage (checkers/families/coverage/, the table checkers/core/states.py): the
+    interesting states the run reached and how often, for results.json's `coverage` block. It
+    finds nothing and judges nothing; it reads the liveness checker's client ops and committed
+    records, and the clients' errors (one narrow column) for fencing."""
+
+    name = "coverage"
+
+    def needs(self, inputs: RunInputs) -> Needs:
+        fs = GROUP_FS if inputs.has_op_fields() else ()
+        reads = frozenset({HISTORY, CLUSTER, PLAN})
+        return Needs(reads, fs=fs, processes=LIVENESS_PROCESSES, after=("liveness",))
+
+    def check(self, inputs: RunInputs) -> CheckerResult:
+        live = inputs.result("liveness").outputs
+        fenced = sum(
+            sum(is_fencing_error(e) for e in part.column("error").to_pylist() if e)
+            for part in op_row_groups(inputs.parquet, ["error"])
+        )
+        names = [n["name"] for n in inputs.cluster.get("nodes") or [] if "name" in n]
+        started = inputs.header.get("started_wall")
+        coverage = count_states(
+            inputs.op_rows(processes=LIVENESS_PROCESSES),
+            names,
+            live.get("ops") or {},
+            fenced,
+            OpRows(inputs.op_table(fs=GROUP_FS)) if inputs.has_op_fields() else None,
+            live.get("committed"),
+            float(started) if isinstance(started, (int, float)) else None,
+            read_must_reach(inputs.run_dir),
+        )
+        notes = (
+            [f"coverage: the run did not reach {', '.join(coverage.missing)} (--must-reach): it "
+             "did not exercise its scenario"]
+            if coverage.missing
+            else []
+        )  # fmt: skip
+        return CheckerResult(notes=notes, outputs={"coverage": coverage.to_dict()})
+
+
 REGISTRY: tuple[Checker, ...] = (
     CollectionChecker(),
     QueueChecker(),
@@ -620,4 +706,6 @@ REGISTRY: tuple[Checker, ...] = (
     DurabilityChecker(),
     ShareChecker(),
     DiskCorruptionChecker(),
+    LivenessChecker(),
+    CoverageChecker(),
 )

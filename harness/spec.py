@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from checkers.analyze.scenario import ScenarioTerms
+from checkers.core.states import BY_NAME as STATES
 from clusters.disk_layer import MAX_WRITEBACK_S, NAME_MODES
 from clusters.errors import ClusterError
 from clusters.handles import DEFAULT_NAME
@@ -63,6 +64,8 @@ from workloads.share import NAME as SHARE_WORKLOAD
 
 TIMINGS = ("fast", "default")
 AVAILABILITY = ("report", "fail")  # the first is what a run without the option does
+# checkers/families/liveness/check.py LIVENESS_OPTIONS, the first the default
+LIVENESS = ("report", "fail")
 
 
 class SpecError(Exception):
@@ -86,6 +89,15 @@ def _zookeepers(flag: str, value: Any) -> str | None:
 MAX_TIME_LIMIT = 7 * 24 * 3600
 MAX_SEED = 2**63 - 1
 MAX_FAULT_WINDOWS = 5_000
+
+
+def _states(flag: str, value: Any) -> str | None:
+    """Comma-separated names of checkers/core/states.py's states."""
+    names = [n.strip() for n in str(value).split(",")]
+    unknown = [n for n in names if n not in STATES]
+    if not unknown:
+        return None
+    return f"{flag}: not a state: {', '.join(unknown)} (the states: {', '.join(STATES)})"
 
 
 def _a_name(flag: str, value: Any) -> str | None:
@@ -265,6 +277,41 @@ class RunSpec:
         quiet=(AVAILABILITY[0],),
         help="What a spurious fence of a healthy broker does to the verdict: report it, "
         "tolerated (the default), or fail the run (docs/checkers.md, lease liveness).",
+    )
+    # What a liveness finding does to the verdict (checkers/families/liveness/): reported in
+    # results.json's liveness block, tolerated (None, "report"), or a failure ("fail").
+    liveness: str | None = option(
+        kind=str,
+        choices=LIVENESS,
+        stored=AS_ASKED,
+        quiet=(LIVENESS[0],),
+        help="What a liveness finding (no progress while a majority is healthy, a broker or "
+        "controller not back after the heal, ...) does to the verdict: report it, tolerated "
+        "(the default), or fail the run (docs/checkers.md, Liveness).",
+    )
+    # A bound on the time from the last heal to each operation type's first ok
+    # (checkers/families/liveness/progress.py); None: the times are reported, never judged.
+    recovery_bound: float | None = option(
+        kind=float,
+        stored=AS_ASKED,
+        minimum=0.1,
+        maximum=MAX_TIME_LIMIT,
+        unit="seconds",
+        help="Seconds each operation type has after the last heal to succeed again; beyond "
+        "it, a slow-recovery liveness finding (default: the recovery times are only "
+        "reported).",
+    )
+    # States of checkers/core/states.py the run must reach (checkers/families/coverage/): a run
+    # that reaches none of some is marked as not exercising its scenario (results.json
+    # coverage.missing). None: nothing is required.
+    must_reach: str | None = option(
+        kind=str,
+        stored=AS_ASKED,
+        check=_states,
+        tested=False,
+        help="States the run must reach, comma-separated (e.g. "
+        "leader-change-with-sends-in-flight,broker-fenced; docs/checkers.md, Coverage): a run "
+        "that misses one is marked as not exercising its scenario.",
     )
     # An SSH inventory (clusters/inventory.py, docs/ssh.md): the run's cluster is brought up on
     # its hosts instead of Docker, and takes their name and topology. None: Docker.
@@ -464,7 +511,7 @@ def _validate(spec: RunSpec) -> RunSpec:
             "--controllers: upgrade, downgrade and controller membership steps plan for three "
             f"controllers, not {spec.controllers}"
         )
-    _refuse(spec, "availability")
+    _refuse(spec, "availability", "liveness", "recovery_bound", "must_reach")
     # The workload options: each one's own refusals, then each kind's of their combinations.
     try:
         refuse_each(WORKLOAD_OPTIONS, values)

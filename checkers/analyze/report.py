@@ -63,6 +63,7 @@ in <code>{{ parquet_dir }}/*.parquet</code>.</p>
 
 {% for title, table in groups %}<h2>By {{ title }}</h2>{{ table | safe }}{% endfor %}
 <h2>Anomaly kinds by faults that ran</h2>{{ kinds | safe }}
+<h2>Liveness and coverage by scenario</h2>{{ coverage | safe }}
 <h2>Worst runs</h2>
 <table><tr><th>Run</th><th>Verdict</th><th>Failing findings</th><th>Kinds</th>
 <th>Scenario</th><th>Faults that ran</th><th>Kafka version</th><th>Client ops ok/fail/info</th>
@@ -135,6 +136,7 @@ def runs_frame(runs: list[RunInfo], stats: pd.DataFrame) -> pd.DataFrame:
                 "kind_list": sorted(r.failing),
                 "failing_by_kind": dict(r.failing),
                 "has_report": r.has_report,
+                "liveness": r.liveness,
             }
             for r in runs
         ]
@@ -181,6 +183,24 @@ def _kinds(runs: list[RunInfo]) -> str:
     )
     table.index.name, table.columns.name = "Finding kind", "Faults that ran"
     return table.to_html(border=0)
+
+
+def _coverage(runs: list[RunInfo]) -> str:
+    """Per scenario: its runs, those whose liveness verdict is hang, and for each state of
+    checkers/core/states.py the runs that reached it (docs/checkers.md, Coverage)."""
+    rows = []
+    for r in runs:
+        row: dict[str, Any] = {
+            "scenario": r.scenario,
+            "runs": 1,
+            "liveness hang": r.liveness == "hang",
+        }
+        row.update({state: int(n > 0) for state, n in r.coverage.items()})
+        rows.append(row)
+    if not rows or not any(r.liveness or r.coverage for r in runs):
+        return "<p>No run has a liveness verdict or coverage counts.</p>"
+    table = pd.DataFrame(rows).groupby("scenario").sum(numeric_only=True).reset_index()
+    return _table(table, "No runs.")
 
 
 def _rel(path: str, base: Path) -> str:
@@ -314,6 +334,7 @@ def analyze(
         if not df.empty
         else [],
         kinds=_kinds(runs),
+        coverage=_coverage(runs),
         worst=worst,
     )
     out_path.write_text(html, encoding="utf-8")

@@ -44,6 +44,8 @@ class RunInfo:
     campaign: str = ""  # the campaign's name (results/<campaign>/<night>/); "" for none
     crashed: str = ""  # how the client host ended, "" when it did not crash
     checked: str = ""  # results.json status as the checker wrote it
+    liveness: str = ""  # results.json liveness status (docs/checkers.md, Liveness); "" if none
+    coverage: dict[str, int] = field(default_factory=dict)  # state -> times (results.json)
 
     @property
     def n_failing(self) -> int:
@@ -164,6 +166,12 @@ def run_info(run: Path, campaign_dir: Path | None, terms: ScenarioTerms) -> RunI
         campaign=campaign_dir.parent.name if campaign_dir else "",
         crashed=crashed,
         checked=checked,
+        liveness=str((results.get("liveness") or {}).get("status") or ""),
+        coverage={
+            str(k): int(v)
+            for k, v in ((results.get("coverage") or {}).get("states") or {}).items()
+            if isinstance(v, int)
+        },
     )
 
 

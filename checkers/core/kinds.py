@@ -37,6 +37,11 @@ from checkers.families.durability import polled as durability_polled
 from checkers.families.durability import replicas as durability_replicas
 from checkers.families.elr import rules as elr_rules
 from checkers.families.elr import watermark as elr_watermark
+from checkers.families.liveness import assignment as live_assignment
+from checkers.families.liveness import fatal as live_fatal
+from checkers.families.liveness import offline as live_offline
+from checkers.families.liveness import progress as live_progress
+from checkers.families.liveness import registration as live_registration
 from checkers.families.metadata_log import applied, lease, liveness, observers, rules
 from checkers.families.metadata_log import fencing as log_fencing
 from checkers.families.queue.rules import producer_order
@@ -91,6 +96,16 @@ DISK = ("disk-corruption",)
 GROUPS, FOREIGN, ACKS = ("consumer-groups",), ("foreign-records",), ("fenced-acks",)
 DURABILITY = ("durability",)
 SHARE = ("share",)
+LIVENESS = ("liveness",)
+# Every liveness finding (a result class of its own): tolerated unless the run says otherwise.
+LIVENESS_OUTCOME = Tolerance(
+    DEPENDS,
+    DEPENDS,
+    DEPENDS,
+    "tolerated (a liveness finding, reported in results.json's liveness block) unless the "
+    "run's plan.json spec has liveness: fail (run option --liveness fail), then a failure; "
+    "liveness/check.py TOLERATED",
+)
 JEPSEN_KAFKA = "jepsen.tests.kafka/"
 
 KINDS: tuple[Kind, ...] = (
@@ -664,6 +679,56 @@ KINDS: tuple[Kind, ...] = (
     Kind("corruption-refused-start", DISK, disk_corruption.REFUSED_RULE, "kchaos", ALWAYS),
     Kind("unreadable-record", DISK, disk_corruption.UNREADABLE_RULE, "kchaos", NEVER),
     Kind("evidence-not-collected", ("collection",), collection.RULE, "kchaos", CANNOT_TELL),
+    # -- liveness (checkers/families/liveness/): a result class of its own ------------------------
+    Kind(
+        "no-progress",
+        LIVENESS,
+        live_progress.PROGRESS_RULE,
+        "KIP-500; Kafka's design (Replication)",
+        LIVENESS_OUTCOME,
+    ),
+    Kind(
+        "slow-recovery",
+        LIVENESS,
+        live_progress.RECOVERY_RULE,
+        "kchaos (the run's --recovery-bound)",
+        LIVENESS_OUTCOME,
+    ),
+    Kind(
+        "broker-fenced-after-heal",
+        LIVENESS,
+        live_registration.BROKER_RULE,
+        "KIP-631",
+        LIVENESS_OUTCOME,
+    ),
+    Kind(
+        "controller-unregistered",
+        LIVENESS,
+        live_registration.CONTROLLER_RULE,
+        "KIP-919",
+        LIVENESS_OUTCOME,
+    ),
+    Kind(
+        "partition-offline-live-isr",
+        LIVENESS,
+        live_offline.OFFLINE_RULE,
+        "Kafka's design (Replication); KIP-631",
+        LIVENESS_OUTCOME,
+    ),
+    Kind(
+        "group-unassigned",
+        LIVENESS,
+        live_assignment.GROUP_RULE,
+        "KIP-848; Kafka's consumer group protocol",
+        LIVENESS_OUTCOME,
+    ),
+    Kind(
+        "fatal-log-line",
+        LIVENESS,
+        live_fatal.FATAL_RULE,
+        "kchaos (allow-list: liveness/fatal.py ALLOWED)",
+        LIVENESS_OUTCOME,
+    ),
 )
 
 BY_NAME = {k.name: k for k in KINDS}

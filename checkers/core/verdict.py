@@ -36,6 +36,13 @@ class Verdict:
     history: str = ""
     engine: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+    # The liveness verdict, a result class of its own (checkers/families/liveness/check.py):
+    # status live, hang or not judged, whether it fails the run, recovery times, bounds. None:
+    # not checked (a history checked without its run directory's checkers).
+    liveness: dict[str, Any] | None = None
+    # The interesting states the run reached (checkers/families/coverage/, the table
+    # checkers/core/states.py); None: not counted.
+    coverage: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -64,6 +71,8 @@ class Verdict:
             "tolerated": dict(sorted(tolerated.items())),
             "notes": self.notes,
             "stats": self.stats,
+            **({"liveness": self.liveness} if self.liveness is not None else {}),
+            **({"coverage": self.coverage} if self.coverage is not None else {}),
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -79,6 +88,10 @@ class Verdict:
                 lines.append(f"  - [{kind}] {f.explanation}")
             if fs[0].tolerated and not failing:
                 lines.append(f"    tolerated: {fs[0].tolerated}")
+        if self.liveness is not None:
+            lines.append(liveness_line(self.liveness))
+        if self.coverage is not None:
+            lines.append(coverage_line(self.coverage))
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
@@ -88,6 +101,43 @@ class Verdict:
         path.write_text(strict_json.dumps(self.to_dict(), indent=1) + "\n")
         (d / SUMMARY_NAME).write_text(self.summary())
         return path
+
+
+def _seconds(recovered: dict[str, Any]) -> str:
+    s = recovered.get("seconds")
+    return "never" if s is None else f"{s:g} s"
+
+
+def liveness_line(block: dict[str, Any]) -> str:
+    """The liveness verdict in one line, for summary.txt and the console."""
+    status = str(block.get("status", "not judged")).upper()
+    counts = block.get("counts") or {}
+    kinds = ", ".join(f"{k} {n}" for k, n in counts.items())
+    how = "fails the run" if block.get("fails_run") else "reported (--liveness fail fails the run)"
+    rec = (block.get("recovery") or {}).get("by_type") or {}
+    took = ", ".join(f"{f} {_seconds(r)}" for f, r in rec.items() if isinstance(r, dict))
+    return (
+        f"LIVENESS: {status}"
+        + (f" ({kinds}; {how})" if kinds else "")
+        + (f"; recovery after the last heal the clients saw: {took}" if took else "")
+    )
+
+
+def coverage_line(block: dict[str, Any]) -> str:
+    """The states the run reached, in one line, for summary.txt."""
+    states = block.get("states") or {}
+    reached = [f"{s} {n}" for s, n in states.items() if n]
+    unmeasured = len(block.get("unmeasured") or {})
+    return (
+        f"COVERAGE: reached {len(reached)} of {len(states)} measured states"
+        + (f": {', '.join(reached)}" if reached else "")
+        + (f" ({unmeasured} not measured)" if unmeasured else "")
+        + (
+            f"; NOT EXERCISED, missing {', '.join(block['missing'])}"
+            if block.get("missing")
+            else ""
+        )
+    )
 
 
 def decide(findings: list[Finding], checked_anything: bool) -> str:

@@ -28,13 +28,17 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; max-width: 1200px; }
 .status { font-weight: bold; padding: 0.1em 0.5em; border-radius: 4px; color: white; }
 .status.valid { background: #4c9a2a; } .status.invalid { background: #c0392b; }
 .status.unknown { background: #888; }
+.status.live { background: #4c9a2a; } .status.hang { background: #d35400; }
+.status.not-judged { background: #888; }
 table { border-collapse: collapse; margin: 0.3em 0 1em; } td, th { border: 1px solid #ccc;
 padding: 2px 6px; font-size: 12px; vertical-align: top; } code { font-size: 12px; }
 .finding { border-left: 4px solid #c0392b; padding-left: 0.8em; margin: 1em 0; }
 .finding.tolerated, .finding.unknown { border-color: #aaa; }
 img { max-width: 100%; }
 </style></head><body>
-<h1>kchaos run <span class="status {{ status }}">{{ status | upper }}</span></h1>
+<h1>kchaos run <span class="status {{ status }}">{{ status | upper }}</span>{% if liveness %}
+<span class="status {{ liveness.status | replace(" ", "-") }}">LIVENESS {{ liveness.status | upper
+}}</span>{% endif %}</h1>
 <p><code>{{ history }}</code> · {{ n_ops }} client operations · {{ faults | length }} fault
 periods · engine {{ engine }}</p>
 <h2>Counts</h2>
@@ -44,6 +48,29 @@ periods · engine {{ engine }}</p>
 <td>{{ c.get("unknown", "") }}</td></tr>{% endfor %}
 </table>{% else %}<p>No findings of any kind.</p>{% endif %}
 {% for n in notes %}<p>note: {{ n }}</p>{% endfor %}
+{% if liveness %}<h2>Liveness</h2>
+<p>A result class of its own (docs/checkers.md, Liveness): <b>{{ liveness.status }}</b>;
+{{ "its findings fail the run (--liveness fail)" if liveness.fails_run else
+"its findings are reported, tolerated (--liveness fail makes them fail the run)" }}. Judged:
+{{ liveness.judged | join(", ") or "nothing" }}.</p>
+{% if liveness.counts %}<table><tr><th>kind</th><th>findings</th></tr>
+{% for kind, n in liveness.counts.items() %}<tr><td><a href="#{{ kind }}">{{ kind }}</a></td>
+<td>{{ n }}</td></tr>{% endfor %}</table>{% endif %}
+{% if liveness.recovery.by_type %}<p>Recovery: for each operation type, from the last op that
+ended a fault while the type was asked to its first ok after it:</p>
+<table><tr><th>operation</th><th>after op</th><th>at (s)</th><th>seconds to its first ok</th></tr>
+{% for f, r in liveness.recovery.by_type.items() %}<tr><td>{{ f }}</td><td>{{ r.after_op }}</td>
+<td>{{ r.after_s }}</td><td>{{ "never" if r.seconds is none else r.seconds }}</td></tr>
+{% endfor %}</table>{% endif %}
+<p>Bounds (seconds): {% for k, v in liveness.bounds.items() %}{{ k }} {{ v }}{{ "; " if not
+loop.last }}{% endfor %}.</p>{% endif %}
+{% if coverage %}<h2>Coverage</h2>
+<p>The interesting states this run reached (checkers/core/states.py; docs/checkers.md,
+Coverage):</p>
+<table><tr><th>state</th><th>times</th></tr>
+{% for s, n in coverage.states.items() %}<tr><td>{{ s }}</td><td>{{ n }}</td></tr>{% endfor %}
+{% for s, why in coverage.unmeasured.items() %}<tr><td>{{ s }}</td><td>not measured: {{ why
+}}</td></tr>{% endfor %}</table>{% endif %}
 <h2>Timeline</h2><img alt="timeline" src="data:image/png;base64,{{ timeline }}">
 <p>{{ "Aggregated: each cell is the worst outcome of the ops that ended in it." if binned
 else "One line per operation, from invocation to completion." }}</p>
@@ -239,6 +266,8 @@ def write_report(out_dir: str | Path, parquet: str | Path, verdict: Verdict) -> 
         share_plot=plots.share_rates(share.edges, share.rates, data.faults, data.end_s)
         if share
         else None,
+        liveness=verdict.liveness,
+        coverage=verdict.coverage,
     )
     path = Path(out_dir) / REPORT_NAME
     path.write_text(html, encoding="utf-8")

@@ -5,7 +5,10 @@ again after every cell, so a campaign killed in the night still leaves a valid r
 ran. junit.xml follows the JUnit schema CI servers read (Jenkins xunit's junit-10.xsd): one
 testsuite per scenario with the run directories as its properties, one testcase per run
 (classname = the scenario), ``failure`` for an invalid run with the findings' one-line
-summaries, ``error`` for a run that could not be judged (unknown, crashed, timed out).
+summaries, ``error`` for a run that could not be judged (unknown, crashed, timed out). The
+liveness verdict (docs/checkers.md, Liveness) is an outcome of its own: a run whose liveness
+is ``hang`` gets a ``failure`` of type ``liveness`` when its run asked ``--liveness fail``, and
+a ``system-err`` line saying so when it only reports it.
 """
 
 from __future__ import annotations
@@ -105,9 +108,11 @@ def junit_xml(record: dict[str, Any]) -> str:
                 name=f"seed {cell['seed']} ({cell['id']})",
                 time=f"{cell.get('seconds') or 0:.1f}",
             )
-            _outcome(case, cell)
+            hung = _outcome(case, cell)
             if cell.get("run_dir"):
                 ET.SubElement(case, "system-out").text = f"run directory: {cell['run_dir']}\n"
+            if hung:  # junit-10.xsd: system-err comes last
+                ET.SubElement(case, "system-err").text = hung
         totals.update(tests=len(cells), failures=failures, errors=errors)
     root.set("tests", str(totals["tests"]))
     root.set("failures", str(totals["failures"]))
@@ -116,11 +121,26 @@ def junit_xml(record: dict[str, Any]) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _outcome(case: ET.Element, cell: dict[str, Any]) -> None:
+HANG = "hang"
+
+
+def _outcome(case: ET.Element, cell: dict[str, Any]) -> str | None:
+    """Adds the case's failure, error or skipped element; returns the liveness line for its
+    system-err, if it has one."""
     status = cell["status"]
     lines = cell.get("summaries") or []
     rate = cell.get("reproduced")
     prefix = f"[seen in {rate} runs of this seed] " if rate else ""
+    said = None
+    if cell.get("liveness") == HANG:
+        hung = cell.get("liveness_summaries") or []
+        message = prefix + "liveness hang: " + ("; ".join(hung[:3]) or "see results.json")
+        only = set(cell.get("findings") or []) <= set(cell.get("liveness_kinds") or [])
+        if cell.get("liveness_fails_run") and status == INVALID and only:
+            # Invalid for its liveness alone: one failure, of its own type.
+            ET.SubElement(case, "failure", type="liveness", message=message).text = "\n".join(hung)
+            return None
+        said = message + ("\n" if cell.get("liveness_fails_run") else " (reported, not failing)\n")
     if status == INVALID:
         message = prefix + ("; ".join(lines[:3]) or "invalid")
         ET.SubElement(case, "failure", type="invalid", message=message).text = "\n".join(lines)
@@ -131,6 +151,10 @@ def _outcome(case: ET.Element, cell: dict[str, Any]) -> None:
         )
     elif status not in FINAL:
         ET.SubElement(case, "skipped", message=f"not run ({status})")
+    if cell.get("not_exercised"):
+        missing = ", ".join(cell["not_exercised"])
+        said = (said or "") + f"not exercised: the run did not reach {missing} (--must-reach)\n"
+    return said
 
 
 def summary_text(record: dict[str, Any]) -> str:
@@ -215,10 +239,45 @@ def campaign_html(record: dict[str, Any]) -> str:
             report = c.get("report")
             body = f"<a href='{esc(report)}'>{esc(label)}</a>" if report else esc(label)
             secs = f"<br><small>{c['seconds']:.0f} s</small>" if c.get("seconds") else ""
+            if c.get("liveness") == HANG:
+                secs += "<br><small><b>liveness hang</b></small>"
+            if c.get("not_exercised"):
+                secs += "<br><small><i>not exercised</i></small>"
             out.append(
                 f"<td class='v' style='background:{COLOURS.get(c['status'], '#fff')}' "
                 f"title='{esc(title)}'>{body}{secs}{_shrunk(c)}</td>"
             )
         out.append("</tr>")
-    out.append("</table></body></html>")
+    out.append("</table>")
+    out += _coverage_table(rows)
+    out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _coverage_table(rows: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
+    """Per scenario, each interesting state (checkers/core/states.py): how many of its runs
+    reached it and how often in all (docs/checkers.md, Coverage)."""
+    reached: dict[str, dict[str, tuple[int, int]]] = {}
+    states: list[str] = []
+    for scenario, by_seed in rows.items():
+        for c in by_seed.values():
+            for state, n in (c.get("coverage") or {}).items():
+                if state not in states:
+                    states.append(state)
+                runs, total = reached.setdefault(scenario, {}).get(state, (0, 0))
+                reached[scenario][state] = (runs + (n > 0), total + n)
+    if not states:
+        return []
+    esc = html.escape
+    out = [
+        "<h2>Coverage</h2><p>Per scenario, the runs that reached each state / the times in all"
+        " (docs/checkers.md, Coverage); empty: no run measured it.</p>",
+        "<table><tr><th>scenario</th>" + "".join(f"<th>{esc(s)}</th>" for s in states) + "</tr>",
+    ]
+    for scenario, got in reached.items():
+        cells = "".join(
+            f"<td>{got[s][0]} / {got[s][1]}</td>" if s in got else "<td></td>" for s in states
+        )
+        out.append(f"<tr><td>{esc(scenario)}</td>{cells}</tr>")
+    out.append("</table>")
+    return out

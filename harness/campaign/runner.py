@@ -476,6 +476,24 @@ def _outcome(code: int | None, run_dir: Path | None, why: str | None) -> dict[st
         unknown = sorted({f["kind"] for f in results.get("findings", []) if f.get("unknown")})
         out["why"] = "unknown: " + (", ".join(unknown) or results.get("status", "not checked"))
     out["kafka_version"] = run.get("kafka_version")
+    # The liveness verdict, a result class of its own (docs/checkers.md, Liveness): its status
+    # and its findings' one-line summaries, failing or only reported.
+    liveness = results.get("liveness")
+    if isinstance(liveness, dict):
+        out["liveness"] = liveness.get("status")
+        out["liveness_fails_run"] = bool(liveness.get("fails_run"))
+        kinds = set(liveness.get("counts") or {})
+        out["liveness_kinds"] = sorted(kinds)
+        out["liveness_summaries"] = [
+            f"[{f['kind']}] {f.get('explanation', '')}"
+            for f in results.get("findings", [])
+            if f.get("kind") in kinds
+        ][:10]
+    coverage = results.get("coverage")
+    if isinstance(coverage, dict) and isinstance(coverage.get("states"), dict):
+        out["coverage"] = coverage["states"]
+        if coverage.get("missing"):
+            out["not_exercised"] = list(coverage["missing"])
     return out
 
 

@@ -124,7 +124,18 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             *(o.name for o in WORKLOAD_OPTIONS),
         ),
     ),
-    ("Faults", ("nemesis", "nemesis_interval", "nemesis_quiet", "availability")),
+    (
+        "Faults",
+        (
+            "nemesis",
+            "nemesis_interval",
+            "nemesis_quiet",
+            "availability",
+            "liveness",
+            "recovery_bound",
+            "must_reach",
+        ),
+    ),
     ("Steps", tuple(o.name for o in STEP_OPTIONS)),
     ("Output", ("name", "results_dir", "keep_cluster", "force")),
 )
@@ -224,7 +235,8 @@ def run(
         )
     console.print(
         f"run {result.run_dir}: seed {result.seed}, ops {result.summary.get('ops', {})}, "
-        f"{ending}, check: {check.get('status', 'not checked')}",
+        f"{ending}, check: {check.get('status', 'not checked')}"
+        + (f", liveness: {check['liveness']}" if check.get("liveness") else ""),
         highlight=False,
     )
     sys.exit(result.exit_code)

@@ -105,7 +105,10 @@ def check_run(run_dir: Path, say: Say) -> dict[str, Any]:
         say(f"checker crashed: {type(exc).__name__}: {exc}; retry: kchaos check {run_dir}")
         return {"status": "checker crashed", "exit_code": CRASHED_EXIT}
     say(verdict.summary().rstrip())
-    return {"status": verdict.status, "exit_code": verdict.exit_code}
+    out: dict[str, Any] = {"status": verdict.status, "exit_code": verdict.exit_code}
+    if verdict.liveness is not None:  # a result class of its own (docs/checkers.md, Liveness)
+        out["liveness"] = verdict.liveness.get("status")
+    return out
 
 
 def not_checked(run_dir: Path) -> dict[str, Any]:
