@@ -51,6 +51,15 @@ class OpArrays:
             np.array([-1 if o.complete_time is None else o.complete_time for o in ops], np.int64),
         )
 
+    def rows_of(self, index: np.ndarray) -> np.ndarray:
+        """The row of each op index; -1 where none."""
+        if not len(self.index):
+            return np.full(len(index), -1, np.int64)
+        order = np.argsort(self.index, kind="stable")
+        at = np.minimum(np.searchsorted(self.index, index, sorter=order), len(order) - 1)
+        j = order[at]
+        return np.where(self.index[j] == index, j, -1)
+
     def infos(self, rows: np.ndarray) -> list[OpInfo]:
         """Rows as objects: only for the ops inside a window the search looks at."""
         return [

@@ -193,7 +193,7 @@ def reused_offsets(queue: list[Finding], ops: OpArrays) -> list[int]:
     for i, f in enumerate(queue):
         if f.kind != LOST_WRITE or len(f.ops) != 2:
             continue
-        j, w = _rows_of(ops, np.array([f.ops[1], f.ops[0]])).tolist()
+        j, w = ops.rows_of(np.array([f.ops[1], f.ops[0]])).tolist()
         if j >= 0 and w >= 0 and 0 <= ops.complete_time[j] <= ops.invoke_time[w]:
             out.append(i)
     return out
@@ -281,7 +281,7 @@ def _gather(run: RunView, served: _Served) -> tuple[Writes, bool]:
             v = f.data.get("value")
             if not isinstance(v, int) or served.holds(np.array([v]))[0]:
                 continue  # held by an in-sync replica: served less, which replicas.py judges
-            j, w = _rows_of(ops, np.array([f.ops[1], f.ops[0]])).tolist()
+            j, w = ops.rows_of(np.array([f.ops[1], f.ops[0]])).tolist()
             end = int(ops.complete_time[j]) if j >= 0 else -1
             if 0 <= end <= (int(ops.invoke_time[w]) if w >= 0 else -1):
                 # The poll that read past its offset did so before it was sent: that offset was
@@ -322,7 +322,7 @@ def _gather(run: RunView, served: _Served) -> tuple[Writes, bool]:
         "saw": np.concatenate(saw) if saw else np.zeros(0, np.int64),
         "finding": np.concatenate(finding) if finding else np.zeros(0, np.int64),
     }
-    j = _rows_of(ops, cat["op"])
+    j = ops.rows_of(cat["op"])
     keep = j >= 0  # a send op the queue ops do not hold (it cannot be timed): left alone
     j = j[keep]
     ok = ops.type_names.index("ok") if "ok" in ops.type_names else -1
@@ -339,16 +339,6 @@ def _gather(run: RunView, served: _Served) -> tuple[Writes, bool]:
 
 def _ok(ops: OpArrays) -> int:
     return ops.type_names.index("ok") if "ok" in ops.type_names else -1
-
-
-def _rows_of(ops: OpArrays, index: np.ndarray) -> np.ndarray:
-    """The row of each op index among the queue ops; -1 where none."""
-    if not len(ops.index):
-        return np.full(len(index), -1, np.int64)
-    order = np.argsort(ops.index, kind="stable")
-    at = np.minimum(np.searchsorted(ops.index, index, sorter=order), len(order) - 1)
-    j = order[at]
-    return np.where(ops.index[j] == index, j, -1)
 
 
 def _send_rows(sends: Sends, values: np.ndarray) -> np.ndarray:

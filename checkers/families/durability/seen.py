@@ -31,7 +31,7 @@ class FirstSeen:
     a poll read across (consecutive records of one partition more than one offset apart)."""
 
     def __init__(self, polled: Polled, ops: OpArrays) -> None:
-        rows = _rows_of(ops, polled.op)
+        rows = ops.rows_of(polled.op)
         known = rows >= 0
         inv = np.where(known, ops.invoke_time[np.maximum(rows, 0)], -1)
         done = np.where(known, ops.complete_time[np.maximum(rows, 0)], -1).astype(float)
@@ -62,12 +62,3 @@ class FirstSeen:
         across = (lo < offset) & (hi > offset) & (ginv > acked_at)
         times = np.concatenate([done[a:b][other], gdone[across]])
         return float(times.min()) if len(times) else math.inf
-
-
-def _rows_of(ops: OpArrays, index: np.ndarray) -> np.ndarray:
-    if not len(ops.index):
-        return np.full(len(index), -1, np.int64)
-    order = np.argsort(ops.index, kind="stable")
-    at = np.minimum(np.searchsorted(ops.index, index, sorter=order), len(order) - 1)
-    j = order[at]
-    return np.where(ops.index[j] == index, j, -1)
