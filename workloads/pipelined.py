@@ -61,17 +61,24 @@ SEND_MODE_FIELD, IN_FLIGHT_FIELD, IDEMPOTENCE_FIELD = "send_mode", "in_flight", 
 POLLERS_FIELD = "pollers"
 
 
-def generator_params(options: Any) -> dict[str, Any]:
-    """The generator parameters of the send mode; {} for sync, so earlier plans stay the same."""
-    if getattr(options, "send_mode", None) != ASYNC:
-        return {}
-    params: dict[str, Any] = {
+def send_keys(options: Any) -> dict[str, Any]:
+    """The generator keys every pipelined producer has (the queue's and the share workload's)."""
+    return {
         "send_mode": ASYNC,
         "in_flight": int(getattr(options, "in_flight", None) or DEFAULT_IN_FLIGHT),
         "linger_ms": float(
             DEFAULT_LINGER_MS if getattr(options, "linger_ms", None) is None else options.linger_ms
         ),
         "value_stride": ASYNC_VALUE_STRIDE,
+    }
+
+
+def generator_params(options: Any) -> dict[str, Any]:
+    """The generator parameters of the send mode; {} for sync, so earlier plans stay the same."""
+    if getattr(options, "send_mode", None) != ASYNC:
+        return {}
+    params: dict[str, Any] = {
+        **send_keys(options),
         # Only sends, unless some slots poll (--pollers): the final reads read every key back.
         "mix": {"send": 1},
     }

@@ -66,15 +66,13 @@ from workloads.java_host import SOURCES, JavaError, JavaGone, JavaHost, client_d
 from workloads.java_recorded import JvmRecordedProducer, check_clock
 from workloads.pipelined import (
     ASYNC,
-    ASYNC_VALUE_STRIDE,
-    DEFAULT_IN_FLIGHT,
-    DEFAULT_LINGER_MS,
     HARNESS_RECORDER,
     InFlight,
     ProducerClient,
     SlotSetup,
     has_lanes,
     lanes_of,
+    send_keys,
 )
 from workloads.pipelined import history_header as pipelined_header
 from workloads.queue import LeaderMap, create_topic
@@ -593,15 +591,7 @@ def pipelined_params(options: Any) -> dict[str, Any]:
     """The generator's keys of pipelined share producers (`--send-mode async`): the queue's
     send-mode keys (workloads/pipelined.py generator_params) without polls or transactions,
     recorded in the JVM."""
-    params: dict[str, Any] = {
-        "send_mode": ASYNC,
-        "in_flight": int(getattr(options, "in_flight", None) or DEFAULT_IN_FLIGHT),
-        "linger_ms": float(
-            DEFAULT_LINGER_MS if getattr(options, "linger_ms", None) is None else options.linger_ms
-        ),
-        "value_stride": ASYNC_VALUE_STRIDE,
-        SEND_RECORDER_FIELD: JVM_RECORDER,
-    }
+    params: dict[str, Any] = {**send_keys(options), SEND_RECORDER_FIELD: JVM_RECORDER}
     if getattr(options, "batch_size", None) is not None:
         params["batch_size"] = int(options.batch_size)
     return params
