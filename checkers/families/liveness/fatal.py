@@ -15,19 +15,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from checkers.core.findings import Finding
 from checkers.scan.fault_windows import Faults
-from history.format import LOGS_DIR, NODE_LOG
+from checkers.scan.node_logs import LINE, node_log, wall_of
 
 FATAL_RULE = (
     "a Kafka node does not stop on a fatal error unless something outside it made it stop: a "
     "damaged or full disk, or its own start interrupted by a fault (the allow-list, "
     "docs/checkers.md, Liveness); any other fatal error is a node lost to the cluster"
 )
-_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ([A-Z]+) (.*)$")
 _FATAL = re.compile(r"fatal", re.IGNORECASE)
 # Lines under a log line that belong to it (its exception), read for the allow-list and quoted.
 CAUSE_LINES = 6
@@ -83,23 +81,21 @@ def fatal_lines(run_dir: str | Path, nodes: list[str]) -> list[FatalLine]:
     """The fatal lines of `logs/<node>/stdout.log` of each node that has one."""
     out = []
     for node in sorted(nodes):
-        path = Path(run_dir) / LOGS_DIR / node / NODE_LOG
-        cited = f"{LOGS_DIR}/{node}/{NODE_LOG}"
+        path, cited = node_log(run_dir, node)
         try:
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             continue
         for i, line in enumerate(lines):
-            m = _STAMP.match(line)
+            m = LINE.match(line)
             if m is None or not (m[2] == "FATAL" or (m[2] == "ERROR" and _FATAL.search(m[3]))):
                 continue
             cause = []
             for nxt in lines[i + 1 : i + 1 + CAUSE_LINES]:
-                if _STAMP.match(nxt):
+                if LINE.match(nxt):
                     break
                 cause.append(nxt.strip())
-            wall = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC)
-            out.append(FatalLine(node, cited, i + 1, wall.timestamp(), line, tuple(cause)))
+            out.append(FatalLine(node, cited, i + 1, wall_of(m[1]), line, tuple(cause)))
     return out
 
 

@@ -28,13 +28,13 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from checkers.core.findings import Finding
 from checkers.families.metadata_log.parse import MetadataLog, Record
 from checkers.scan.fault_windows import Faults, FaultSpan, fault_windows, op_spans, utc
+from checkers.scan.node_logs import LINE, node_log, wall_of
 from history.effects import (
     CONTROLLER,
     CUT,
@@ -47,7 +47,7 @@ from history.effects import (
     STOPPED,
     Effect,
 )
-from history.format import LOGS_DIR, NEMESIS, NODE_LOG, OBSERVER, PLAN_JSON
+from history.format import NEMESIS, OBSERVER, PLAN_JSON
 
 DEAD_RULE = (
     'KIP-631: "A broker cannot continue using a lease indefinitely after sending a single '
@@ -650,7 +650,6 @@ def _spurious_finding(
 
 # -- uncommitted fencing attempts (notes) ----------------------------------------------------
 
-_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ ")
 _FENCING = re.compile(r"Fencing broker (\d+)(?: at epoch -?\d+)? because its session has timed out")
 # A log line is the same fence as a committed record of the same broker stamped just after it:
 # the line is logged as the record is generated, on the same controller's clock.
@@ -661,18 +660,16 @@ def logged_fences(run_dir: str | Path, nodes: Iterable[str]) -> list[LoggedFence
     """The "Fencing broker" lines of `logs/<node>/stdout.log` of each node that has one."""
     out = []
     for node in sorted(nodes):
-        path = Path(run_dir) / LOGS_DIR / node / NODE_LOG
-        cited = f"{LOGS_DIR}/{node}/{NODE_LOG}"
+        path, cited = node_log(run_dir, node)
         try:
             with path.open(encoding="utf-8", errors="replace") as lines:
                 for lineno, line in enumerate(lines, start=1):
                     if "Fencing broker" not in line:
                         continue
-                    stamp, m = _STAMP.match(line), _FENCING.search(line)
+                    stamp, m = LINE.match(line), _FENCING.search(line)
                     if stamp is None or m is None:
                         continue
-                    wall = datetime.strptime(stamp[1], "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC)
-                    out.append(LoggedFence(node, cited, lineno, wall.timestamp(), int(m[1])))
+                    out.append(LoggedFence(node, cited, lineno, wall_of(stamp[1]), int(m[1])))
         except OSError:
             continue
     return out

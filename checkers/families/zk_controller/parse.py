@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from history.format import LOGS_DIR, NODE_LOG
+from checkers.scan.node_logs import LINE, node_log, wall_of
 
-_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ ")
 # KafkaServer.startup: the first line of every broker process (a restart starts a new one).
 _START = re.compile(r"\] INFO (?:\[KafkaServer id=\d+\] )?starting \(kafka\.server\.KafkaServer\)")
 _ELECTED = re.compile(
@@ -82,12 +81,6 @@ class Event:
         return datetime.fromtimestamp(self.wall, UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
-def _wall(stamp: str) -> float:
-    # Containers log in UTC; only differences between lines are used.
-    t = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC)
-    return t.timestamp()
-
-
 def _event(file: str, n: int, wall: float, text: str) -> Event | None:
     if _START.search(text):
         return Event("start", file, n, wall, text)
@@ -110,10 +103,10 @@ def parse_log(text: str, file: str) -> list[Event]:
     """The controller-epoch events of one node's log, in file order."""
     out = []
     for n, line in enumerate(text.splitlines(), 1):
-        stamp = _STAMP.match(line)
+        stamp = LINE.match(line)
         if stamp is None:
             continue
-        event = _event(file, n, _wall(stamp[1]), line)
+        event = _event(file, n, wall_of(stamp[1]), line)
         if event is not None:
             out.append(event)
     return out
@@ -123,8 +116,7 @@ def read_logs(run_dir: Path, nodes: list[str]) -> dict[str, list[Event]]:
     """Each named node's events, from `logs/<node>/stdout.log` where it exists."""
     out = {}
     for node in nodes:
-        path = run_dir / LOGS_DIR / node / NODE_LOG
+        path, cited = node_log(run_dir, node)
         if path.is_file():
-            rel = path.relative_to(run_dir).as_posix()
-            out[node] = parse_log(path.read_text(errors="replace"), rel)
+            out[node] = parse_log(path.read_text(errors="replace"), cited)
     return out
