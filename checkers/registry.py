@@ -453,7 +453,7 @@ class FencedAcksChecker:
         slots, _ = generator_slots(inputs.generator)
         if slots is None:
             return Needs(frozenset({PLAN}))
-        return Needs(frozenset({HISTORY, PLAN}), fs=ACK_FS, processes=("nemesis",))
+        return Needs(frozenset({HISTORY, PLAN}), fs=ACK_FS, processes=(NEMESIS,))
 
     def check(self, inputs: RunInputs) -> CheckerResult:
         # Why a run is not judged is the queue checker's note (fenced-producer-read): the same
@@ -464,7 +464,7 @@ class FencedAcksChecker:
         rows = OpRows(inputs.op_table(fs=ACK_FS))
         found, n = fenced_acks(rows, slots)
         # The ack rows are read a second time only in runs with a hijack (nemesis/client.py).
-        hijacks = hijacks_of(OpRows(inputs.op_table(processes=("nemesis",))))
+        hijacks = hijacks_of(OpRows(inputs.op_table(processes=(NEMESIS,))))
         hijacked = hijacked_acks(rows, hijacks, slots)
         stats = {"transactional_acks": n, **({"hijacks": len(hijacks)} if hijacks else {})}
         return CheckerResult(found + hijacked, checked=n > 0, stats=stats)

@@ -40,7 +40,7 @@ acknowledgement it was not given.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,17 +150,23 @@ class Hijack:
     victim: str
 
 
-def hijacks_of(nemesis_rows: Iterable[dict[str, Any]]) -> list[Hijack]:
-    """The ok nemesis starts whose effects say a slot's producer was fenced."""
-    out: list[Hijack] = []
-    invoked: int | None = None
-    for r in nemesis_rows:  # in index order; the nemesis runs one op at a time
+def completions(rows: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], int | None]]:
+    """Each completion row with its invocation's time (None: not in the rows), from rows in
+    index order: a process runs one op at a time, so its open invocation is the one."""
+    invoked_at: dict[Any, int] = {}
+    for r in rows:
         if r.get("time") is None:
             continue
         if r["type"] == "invoke":
-            invoked = int(r["time"])
-            continue
-        began, invoked = invoked, None
+            invoked_at[r["process"]] = int(r["time"])
+        else:
+            yield r, invoked_at.pop(r["process"], None)
+
+
+def hijacks_of(nemesis_rows: Iterable[dict[str, Any]]) -> list[Hijack]:
+    """The ok nemesis starts whose effects say a slot's producer was fenced."""
+    out: list[Hijack] = []
+    for r, began in completions(nemesis_rows):
         f, value = str(r["f"]), row_value(r)
         if (
             r["type"] == OK
@@ -181,17 +187,11 @@ def hijacked_acks(
     """Findings of op rows with f in ACK_FS, invocations included, against the hijacks."""
     if not hijacks:
         return []
-    invoked_at: dict[Any, int] = {}  # process -> time of its open invocation
-    acked: list[tuple[Ack, int]] = []  # (ack, its invocation's time)
-    for r in rows:  # in index order, as the history is
-        if r.get("time") is None:
-            continue
-        if r["type"] == "invoke":
-            invoked_at[r["process"]] = int(r["time"])
-            continue
-        began = invoked_at.pop(r["process"], None)
-        for a in acks([r]):
-            acked.append((a, began if began is not None else a.time))
+    acked = [  # (ack, its invocation's time)
+        (a, began if began is not None else a.time)
+        for r, began in completions(rows)
+        for a in acks([r])
+    ]
     found = []
     for h in hijacks:
         mine = [(a, b) for a, b in acked if a.process % slots == h.slot]
