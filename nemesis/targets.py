@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from clusters.status import node_status, zk_mode
 from clusters.topology import Topology
@@ -162,6 +162,30 @@ def partition_leader(
 IN_FLIGHT_HINT = "in_flight"  # partition -> sends in flight now; absent: sync sends
 TXN_IDS_HINT = "transactional_ids"  # the run's transactional ids; absent: no --txn
 TXN_TOPIC = "__transaction_state"
+# Worker slot -> its ClientProcess, given only by a run whose clients live in OS processes of
+# their own (the client fault kinds need that: nemesis/client.py).
+CLIENT_PROCS_HINT = "client_processes"
+
+
+class ClientProcess(Protocol):
+    """One worker slot's client in an OS process of its own, as the client faults see it.
+
+    A thread cannot be stopped alone, so a client that must be paused or killed by itself
+    lives in a process; the workload replaces a killed one (a new Jepsen process id)."""
+
+    slot: int
+    role: str  # "producer", "consumer", "share-consumer", ...
+
+    def pid(self) -> int | None:
+        """The OS process hosting the slot's client now; None between a kill and its heir."""
+        ...
+
+    def hold(self, point: str) -> None:
+        """Block the client just before its next `point` call ("send", "commit", "abort")
+        until release(); a call already past that point is not held."""
+        ...
+
+    def release(self) -> None: ...
 
 
 def busiest_leader(
