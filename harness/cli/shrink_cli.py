@@ -37,6 +37,7 @@ from harness.shrink.search import (
     rate,
     read_record,
 )
+from harness.shrink.suspects import unit_scores
 from harness.spec import SpecError
 from history.format import PLAN_JSON
 
@@ -173,6 +174,8 @@ def shrink(
             )
         budget = Budget(tries, max_runs, max_time, confirm)
         record = new_record(str(run_dir), list(kinds) or failing, budget)
+        # What the findings point at, read once: a resumed shrink orders as this one did.
+        record["suspects"] = unit_scores(run_dir, original, record["kinds"])
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         directory = run_dir.parent / f"shrink-{stamp}"
     if original.spec.get("hosts"):

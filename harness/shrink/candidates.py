@@ -25,11 +25,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.plan import Plan, generator_params, plan_from_dict
+from harness.shrink import suspects
 from harness.spec import RunSpec, SpecError, spec_from_dict
 from history import strict_json
 from nemesis.api import FaultStep
@@ -229,27 +230,58 @@ def _admitted(plan: Plan, candidates: Iterable[Candidate]) -> list[Candidate]:
     return out
 
 
-def ddmin_candidates(plan: Plan, n: int) -> list[Candidate]:
+def _numbers(numbers: Sequence[int]) -> str:
+    """1-based unit numbers in words: "3", "1-3", "2, 5-6"."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}" if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def ddmin_candidates(
+    plan: Plan, n: int, scores: Mapping[str, int] | None = None
+) -> list[Candidate]:
     """Delta debugging's tries at granularity ``n``: each of the ``n`` chunks of the fault units
-    kept alone (when n > 1), then each dropped. At n = 1 that is the plan with no faults."""
+    kept alone (when n > 1), then each dropped. At n = 1 that is the plan with no faults.
+
+    With ``scores`` (harness/shrink/suspects.py: how much of what the finding names each unit
+    touched) the units are chunked from the least suspect to the most, the chunks kept alone
+    from the most suspect and dropped from the least, and at n = 2 the most suspect units
+    alone are tried first: the candidates likeliest to keep the failure come first. Without
+    scores, or with all equal, this is the plan's order."""
     units = fault_units(plan.faults)
     if not units:
         return []
-    chunks = _chunks(units, n)
     total = len(units)
+    rank = [suspects.score(plan, u, scores or {}) for u in units]
+    order = sorted(range(total), key=lambda i: (rank[i], i))
+    chunks = [[order[i] for i in c] for c in _chunks(list(range(total)), n)]
 
-    def span(chunk: list[list[int]]) -> str:
-        first = units.index(chunk[0]) + 1
-        last = first + len(chunk) - 1
-        which = f"unit {first}" if first == last else f"units {first}-{last}"
-        return f"{which} of {total} ({describe_unit(plan.faults, chunk[0])}...)"
+    def span(chunk: Sequence[int]) -> str:
+        which = f"unit{'s' if len(chunk) > 1 else ''} {_numbers([i + 1 for i in chunk])}"
+        first = min(chunk)
+        return f"{which} of {total} ({describe_unit(plan.faults, units[first])}...)"
+
+    def keeping(chunk: Sequence[int]) -> Plan:
+        return _keeping(plan, [units[i] for i in chunk])
+
+    def suspicion(chunk: Sequence[int]) -> int:
+        return max(rank[i] for i in chunk)
 
     out: list[Candidate] = []
+    top = [i for i in range(total) if rank[i] == max(rank)]
+    if n == 2 and len(top) < total:
+        out.append(Candidate(keeping(top), KEEP, f"keep the suspect fault {span(top)}"))
     if len(chunks) > 1:
-        out += [Candidate(_keeping(plan, c), KEEP, f"keep fault {span(c)}") for c in chunks]
-    for i, c in enumerate(chunks):
-        rest = [u for j, other in enumerate(chunks) if j != i for u in other]
-        out.append(Candidate(_keeping(plan, rest), DROP, f"drop fault {span(c)}"))
+        # sorted() is stable: chunks of equal suspicion keep their order.
+        for c in sorted(chunks, key=suspicion, reverse=True):
+            out.append(Candidate(keeping(c), KEEP, f"keep fault {span(c)}"))
+    for c in sorted(chunks, key=suspicion):
+        rest = [i for i in range(total) if i not in set(c)]
+        out.append(Candidate(keeping(rest), DROP, f"drop fault {span(c)}"))
     return _admitted(plan, out)
 
 

@@ -140,6 +140,8 @@ def shrink_html(
     for c in record["candidates"]:
         mark = " style='font-weight:bold'" if c["id"] in record["path"] else ""
         got = {True: "yes", False: "no", None: "not finished"}[c.get("reproduced")]
+        if c.get("presumed"):
+            got = f"no (presumed: no bigger than {esc(c['presumed'])}, not run)"
         rows.append(
             f"<tr{mark}><td>{esc(c['id'])}</td><td>{esc(c.get('parent', ''))}</td>"
             f"<td>{esc(c['move'])}</td><td>{esc(c['what'])}</td>"

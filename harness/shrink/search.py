@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -100,6 +101,7 @@ def new_record(run_dir: str, kinds: list[str], budget: Budget) -> dict[str, Any]
         "path": [ORIGINAL],
         "candidates": [],
         "confirmed": None,
+        "suspects": {},
     }
 
 
@@ -121,6 +123,7 @@ class Search:
         directory: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
         on_change: Callable[[dict[str, Any]], None] | None = None,
+        presume: bool = True,
     ) -> None:
         self.original = original
         self.runner = runner
@@ -137,6 +140,14 @@ class Search:
         # A resumed search meets the same candidates again: their recorded runs count.
         self.entries: dict[str, dict[str, Any]] = {c["digest"]: c for c in record["candidates"]}
         self.plans: dict[str, Plan] = {ORIGINAL: original}
+        # Each fault step's score by its seed (harness/shrink/suspects.py), fixed when the
+        # shrink began: a record without one (an earlier shrink's) orders as the plan does.
+        self.scores: dict[str, int] = dict(record.get("suspects") or {})
+        # The candidates tried and rejected, in order: what a smaller one is presumed to do.
+        # (presume=False: every candidate is run, as before session 19; bench/bench_shrink.py
+        # measures the difference.)
+        self.rejected: list[tuple[str, Plan]] = []
+        self.presume = presume
         self.current = original
         self._step = 1  # where on the recorded path the search is (after the original)
         self._original_entry()
@@ -188,7 +199,7 @@ class Search:
         n, changed = 2, False
         while units := len(fault_units(self.current.faults)):
             n = min(n, units)
-            found = self._first(ddmin_candidates(self.current, n))
+            found = self._first(ddmin_candidates(self.current, n, self.scores))
             if found is not None:
                 changed = True
                 n = 2 if found.move == KEEP else max(n - 1, 2)
@@ -199,13 +210,23 @@ class Search:
         return changed
 
     def _first(self, candidates: list[Candidate]) -> Candidate | None:
-        """The first candidate that reproduces, made the current plan."""
+        """The first candidate that reproduces, made the current plan. A candidate no bigger
+        than one already rejected (``dominated``) is presumed not to, and is not run."""
         for c in candidates:
             entry = self._entry(c)
+            if self.presume and entry.get("presumed") is None and not entry["runs"]:
+                entry["presumed"] = next(
+                    (rid for rid, r in self.rejected if dominated(c.plan, r)), None
+                )
+            if entry.get("presumed") is not None:
+                entry["reproduced"] = False
+                self._save()
+                continue
             if self._tries(c.plan, entry, entry["id"], early=True, n=self.budget.tries):
                 self.current = c.plan
                 self._accept(entry["id"])
                 return c
+            self.rejected.append((entry["id"], c.plan))
         return None
 
     def _accept(self, cid: str) -> None:
@@ -285,6 +306,7 @@ class Search:
                 "size": size(c.plan).to_dict(),
                 "runs": [],
                 "reproduced": None,
+                "presumed": None,
             }
             self.record["candidates"].append(entry)
             self.entries[d] = entry
@@ -310,6 +332,38 @@ class Search:
             _atomic(self.directory / RECORD, strict_json.dumps(self.record, indent=1) + "\n")
         if self.on_change is not None:
             self.on_change(self.record)
+
+
+# The spec options a shrink lowers; any other difference makes two plans incomparable.
+_LOWERED = ("time_limit", "concurrency", "rate")
+
+
+def _multiset(items: list[Any]) -> Counter[str]:
+    return Counter(strict_json.dumps(i, sort_keys=True) for i in items)
+
+
+def dominated(plan: Plan, rejected: Plan) -> bool:
+    """Whether ``plan`` does no more than ``rejected`` did: each of its fault steps and family
+    steps is one of ``rejected``'s, the same spec but for a time limit, concurrency and rate
+    no higher. The search presumes such a plan fails no more often than the rejected one, so
+    it does not run it: without this, the plan with no faults would be tried again (at
+    ``tries`` runs) after every pass that changed the spec, and so would each unit ddmin had
+    already found it needs."""
+    a, b = plan.to_dict(), rejected.to_dict()
+    if a["seed"] != b["seed"] or set(a) - set(b):
+        return False
+    for key in a.keys() - {"kchaos_plan", "seed", "spec", "generator"}:
+        if _multiset(a[key]) - _multiset(b[key]):
+            return False
+    spec = {k: v for k, v in plan.spec.items() if k not in _LOWERED}
+    if spec != {k: v for k, v in rejected.spec.items() if k not in _LOWERED}:
+        return False
+    mine, theirs = size(plan), size(rejected)
+    return (
+        mine.time_limit <= theirs.time_limit
+        and mine.concurrency <= theirs.concurrency
+        and mine.rate <= theirs.rate
+    )
 
 
 def read_record(directory: Path) -> dict[str, Any]:

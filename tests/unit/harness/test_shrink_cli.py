@@ -194,3 +194,30 @@ def test_shrink_html_in_a_browser_draws_both_schedules(tmp_path, fake_runs):
     assert shot.returncode == 0 and (tmp_path / "shrink.png").stat().st_size > 10_000
     if os.environ.get("KCHAOS_KEEP_SHOT"):
         shutil.copy(tmp_path / "shrink.png", os.environ["KCHAOS_KEEP_SHOT"])
+
+
+def test_the_suspects_are_read_from_the_run_once_and_tried_first(tmp_path, fake_runs):
+    finding = {"kind": "lost-write", "explanation": "lost on n1", "data": {"broker": "n1"}}
+    run_dir = _failing_run(tmp_path, [finding])
+    plan = load_plan(run_dir)
+    kills = [s for s in plan.faults if s.fault == "kill" and s.action == "start"]
+    effects = [{"effect": "down", "nodes": ["n1"]}]
+    timeline = [
+        {"at_s": s.at_s, "f": "start-kill", "type": "ok", "value": {"effects": effects}}
+        for s in kills
+    ]
+    (run_dir / "nemesis.json").write_text(json.dumps({"timeline": timeline}))
+    result = _shrink(str(run_dir), "--no-progress", "--tries", "1", "--max-runs", "3")
+    assert result.exit_code == 0, result.output
+    (directory,) = run_dir.parent.glob("shrink-*")
+    record = json.loads((directory / "shrink.json").read_text())
+    assert {k for k, v in record["suspects"].items() if v} == {str(s.seed) for s in kills}
+    first = record["candidates"][0]
+    assert first["what"].startswith("keep the suspect fault") and "kill" in first["what"]
+    assert first["reproduced"] and record["path"][1] == first["id"]
+    # A resume orders by the recorded suspects, whatever the run directory holds by then.
+    (run_dir / "nemesis.json").unlink()
+    again = _shrink("--resume", str(directory), "--no-progress", "--max-runs", "60")
+    assert again.exit_code == 0, again.output
+    resumed = json.loads((directory / "shrink.json").read_text())
+    assert resumed["suspects"] == record["suspects"] and resumed["path"][1] == first["id"]
