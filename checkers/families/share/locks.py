@@ -46,11 +46,11 @@ start offset passed it. KIP-932 promises InvalidRecordStateException for a recor
 reached its acquisition lock timeout and reverted to Available state"; of an acknowledgement of
 a record already Acknowledged or Archived by another consumer neither KIP-932 nor the javadoc
 says anything, and no state changes (a terminal state takes no transition), so it is reported,
-not failed. Seen on Kafka 4.1.2 with no faults (13 of them); 4.4.0's brokers answered the same
-pattern InvalidRecordStateException in session 17's runs (its start offset was seen to stay
-behind, so the batch was not skipped). Had A's acknowledgement been applied, the other
-consumer's ACCEPT or REJECT could not have been answered ok: SharePartition accepts an
-acknowledgement only from the member holding the record in Acquired state.
+not failed. Seen on Kafka 4.1.2 with no faults (13 of them); none of the 8 stored 4.4.0 runs
+had the pattern at all (no stale copy acknowledged after another consumer's ok ACCEPT or
+REJECT), and 4.4.0's brokers skip such a batch alike. Had A's acknowledgement been applied,
+the other consumer's ACCEPT or REJECT could not have been answered ok: SharePartition accepts
+an acknowledgement only from the member holding the record in Acquired state.
 
 Not anomalies: the same consumer handed a record twice (e.g. Kafka 4.4.0's one `poll()` that
 returned offsets 0-13 of a partition twice, with delivery counts 1 and 2, after that partition's
