@@ -74,6 +74,39 @@ def test_a_record_never_delivered_on_a_drained_partition_is_found():
     assert stats["share_settled_by_ack"] == 1 and stats["share_drained_keys"] == 1
 
 
+def test_a_consumer_that_stops_handing_records_over_is_named():
+    # Kafka 4.2.2's run 20261128T104956-13, no faults: process 4, the one consumer holding
+    # partition 1, renewed offset 11 by commitSync (ok) and left offset 10 unacknowledged; its
+    # client never handed 11 back, and every later poll returned nothing while partition 1's
+    # records were acquired for it until archived at the limit, so the drain found it empty.
+    h = R().sent(1, 10).sent(1, 11).sent(1, 13).subscribe(4)
+    h.deliver(4, [[1, 10, 110, 1], [1, 11, 111, 1]]).ack(4, [[1, 11, "renew"]])
+    h.wait(3.5).ack(4, [[1, 10, "accept"]], REFUSED)
+    for _ in range(3):
+        h.wait(0.5).heard(4, [])
+    h.drain(9, {1: 0}, {1: 14})
+    found, _ = judge(h)
+    assert sorted(f.kind for f in found) == [
+        at_least_once.ARCHIVED_EARLY_KIND,
+        at_least_once.NEVER_DELIVERED_KIND,
+    ]
+    [never] = [f for f in found if f.kind == at_least_once.NEVER_DELIVERED_KIND]
+    assert never.data["offsets"] == [13] and never.tolerated is None
+    assert never.explanation.endswith(
+        "; process 4, the last consumer handed partition 1 before the drain (op 9 at 1.000 s), "
+        "was handed nothing by its 3 later polls (5.600 s to 7.000 s), after its RENEW of "
+        "partition 1 offset 11 (op 10, answered ok), which no later poll handed back"
+    )
+    # As 4.4.0's client does: the renewed record is handed back, accepted, and the consumer
+    # goes on; nothing to find.
+    h = R().sent(1, 10).sent(1, 11).sent(1, 13).subscribe(4)
+    h.deliver(4, [[1, 10, 110, 1], [1, 11, 111, 1]]).ack(4, [[1, 11, "renew"]])
+    h.ack(4, [[1, 10, "accept"]]).deliver(4, [[1, 11, 111, 1]]).ack(4, [[1, 11, "accept"]])
+    h.deliver(4, [[1, 13, 113, 1]]).ack(4, [[1, 13, "accept"]])
+    h.drain(9, {1: 0}, {1: 14})
+    assert judge(h)[0] == []
+
+
 def test_settled_records_and_an_undrained_partition():
     # Accepted (ok, unheard, or an ambiguous error), rejected, at the limit, or retained.
     h = R().sent(0, 0).sent(0, 1).sent(0, 2).sent(0, 3).sent(0, 4).subscribe(2)
