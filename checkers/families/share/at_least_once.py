@@ -38,9 +38,12 @@ A drained key's finding also names the last consumer handed the key before the d
 its later polls handed, and a RENEW of its that no later poll handed back: on Kafka 4.2.2 (no
 faults) the one consumer holding two partitions renewed a record by commitSync, never got it
 back, and from then on every poll returned nothing while its client went on acquiring those
-partitions' records (4.2.2's ShareConsumerImpl.collect hands over nothing new while the current
-fetch has renewals outstanding, yet asks for another fetch at each poll), until they were
-archived at the delivery count limit never having reached the application.
+partitions' records until they were archived at the delivery count limit, never having reached
+the application. In the client's bytecode: a commitSync over partitions led by two brokers sends
+one ShareAcknowledgementEvent when the last answer arrives (ShareConsumeRequestManager's
+ResultHandler), flagged for renewals by that last request alone; unflagged, the renewed record
+is never taken out of ShareInFlightBatch.renewingRecords, and ShareConsumerImpl.collect hands
+over nothing new while ShareFetch.hasRenewals(), yet asks for another fetch at each poll.
 """
 
 from __future__ import annotations
