@@ -551,6 +551,13 @@ KINDS: tuple[Kind, ...] = (
         NEVER,
     ),
     Kind(
+        "share-ack-ok-after-final",
+        SHARE,
+        share_locks.RULES["share-ack-ok-after-final"],
+        "KIP-932 (InvalidRecordStateException); SharePartition.acknowledge",
+        ALWAYS,
+    ),
+    Kind(
         "share-delivery-count-above-limit",
         SHARE,
         share_counts.RULES["share-delivery-count-above-limit"],

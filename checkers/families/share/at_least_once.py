@@ -33,6 +33,17 @@ Findings, one per key and kind, naming the offsets:
   released at close) count too.
 - `share-unsettled` (unknown): unsettled on a key that was not drained (the drain ended with a
   lag, or never went quiet, or there was no drain): lost, or Kafka never got to it.
+
+A drained key's finding also names the last consumer handed the key before the drain and what
+its later polls handed, and a RENEW of its that no later poll handed back: on Kafka 4.2.2 (no
+faults) the one consumer holding two partitions renewed a record by commitSync, never got it
+back, and from then on every poll returned nothing while its client went on acquiring those
+partitions' records until they were archived at the delivery count limit, never having reached
+the application. In the client's bytecode: a commitSync over partitions led by two brokers sends
+one ShareAcknowledgementEvent when the last answer arrives (ShareConsumeRequestManager's
+ResultHandler), flagged for renewals by that last request alone; unflagged, the renewed record
+is never taken out of ShareInFlightBatch.renewingRecords, and ShareConsumerImpl.collect hands
+over nothing new while ShareFetch.hasRenewals(), yet asks for another fetch at each poll.
 """
 
 from __future__ import annotations
@@ -40,9 +51,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from checkers.core.findings import Finding
+from checkers.core.findings import Finding, secs
 from checkers.families.share.run import ShareRun, answered
-from history.share import ACCEPT, REJECT, SHARE_POLL
+from history.share import ACCEPT, REJECT, RENEW, SHARE_POLL
 
 NEVER_DELIVERED_KIND = "share-never-delivered"
 ARCHIVED_EARLY_KIND = "share-archived-before-limit"
@@ -173,12 +184,49 @@ def _finding(
             else ""
         ),
     }[kind]
+    holder = _last_holder(run, key) if drained and kind != UNSETTLED_KIND else ""
     return Finding(
         kind,
         key,
         ops,
-        f"partition {key}: {len(offsets)} acknowledged sends at offsets {shown} {what}; {where}",
+        f"partition {key}: {len(offsets)} acknowledged sends at offsets {shown} {what}; {where}"
+        + holder,
         {"offsets": offsets, "values": values, "drained": drained},
         tolerated=ARCHIVED_EARLY_TOLERATED if kind == ARCHIVED_EARLY_KIND else None,
         unknown=kind == UNSETTLED_KIND,
     )
+
+
+def _last_holder(run: ShareRun, key: int) -> str:
+    """The last consumer but the drain handed `key`, what its later polls handed, and a RENEW of
+    its no later poll handed back (a client that stopped handing records over: seen on 4.2.2)."""
+    drain = max(run.offsets, key=lambda o: o.index).process if run.offsets else None
+    ds = [d for d in run.share.deliveries if d.key == key and d.process != drain]
+    if not ds:
+        return ""
+    last = max(ds, key=lambda d: d.index)
+    later = [(i, t, n) for i, t, n in run.polls.get(last.process, []) if i > last.index]
+    if not later:
+        return ""
+    handed = sum(n for _, _, n in later)
+    text = (
+        f"; process {last.process}, the last consumer handed partition {key} before the drain "
+        f"(op {last.index} at {secs(last.completed)}), was handed "
+        + ("nothing" if not handed else f"{handed} records")
+        + f" by its {len(later)} later polls ({secs(later[0][1])} to {secs(later[-1][1])})"
+    )
+    back = {(d.key, d.offset, d.index) for d in run.share.deliveries if d.process == last.process}
+    for an in answered(run.share):
+        a = an.ack
+        if a.process != last.process or a.type != RENEW or an.refused:
+            continue
+        if not last.index < a.index < later[-1][0]:
+            continue  # before the key's last hand-over, or no poll after it
+        if any(k == a.key and o == a.offset and i > a.index for k, o, i in back):
+            continue
+        return text + (
+            f", after its RENEW of partition {a.key} offset {a.offset} (op {a.index}"
+            + (", answered ok" if an.ok else "")
+            + "), which no later poll handed back"
+        )
+    return text

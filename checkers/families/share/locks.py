@@ -35,6 +35,23 @@ A's delivery it acknowledged: the broker applied an acknowledgement of a consume
 held the record. Not judged when A was handed r again, with a count above B's, before its
 acknowledgement was answered (A acquired it anew).
 
+`share-ack-ok-after-final` (tolerated): the same, when the record was final before A sent its
+acknowledgement: another consumer's ACCEPT or REJECT of a later acquisition than A's, sent
+before A's, was answered ok. Kafka's broker then applies nothing and answers ok:
+SharePartition.acknowledge skips an acknowledgement batch whose last offset is below the
+share-partition start offset ("All offsets in the acknowledgement batch {} are already
+archived", trace level; read in the 4.1.2 and 4.4.0 brokers' bytecode and in the source since
+KIP-932's first code), and a record the other consumer accepted or rejected is below it once the
+start offset passed it. KIP-932 promises InvalidRecordStateException for a record that "had
+reached its acquisition lock timeout and reverted to Available state"; of an acknowledgement of
+a record already Acknowledged or Archived by another consumer neither KIP-932 nor the javadoc
+says anything, and no state changes (a terminal state takes no transition), so it is reported,
+not failed. Seen on Kafka 4.1.2 with no faults (13 of them); none of the 8 stored 4.4.0 runs
+had the pattern at all (no stale copy acknowledged after another consumer's ok ACCEPT or
+REJECT), and 4.4.0's brokers skip such a batch alike. Had A's acknowledgement been applied,
+the other consumer's ACCEPT or REJECT could not have been answered ok: SharePartition accepts
+an acknowledgement only from the member holding the record in Acquired state.
+
 Not anomalies: the same consumer handed a record twice (e.g. Kafka 4.4.0's one `poll()` that
 returned offsets 0-13 of a partition twice, with delivery counts 1 and 2, after that partition's
 leader was killed: the leader change ended the first delivery attempt, and a second attempt went
@@ -48,11 +65,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 from checkers.core.findings import Finding, secs
-from checkers.families.share.run import ENDING, ShareRun, answered
-from history.share import Delivery
+from checkers.families.share.run import ENDING, Answered, ShareRun, answered
+from history.share import ACCEPT, REJECT, Delivery
 
 OVERLAP_KIND = "share-lock-overlap"
 ACK_AFTER_KIND = "share-ack-after-reacquired"
+ACK_AFTER_FINAL_KIND = "share-ack-ok-after-final"
 RULES = {
     OVERLAP_KIND: (
         "while one consumer's acquisition lock on a record holds (from its acquisition to its "
@@ -65,7 +83,19 @@ RULES = {
         "after another consumer was handed a later acquisition of it is answered ok (KIP-932: "
         "InvalidRecordStateException)"
     ),
+    ACK_AFTER_FINAL_KIND: (
+        "an acknowledgement of a record another consumer's ACCEPT or REJECT had already made "
+        "final (sent before it, answered ok) may be answered ok though nothing is applied: "
+        "Kafka skips acknowledgements below the share-partition start offset; KIP-932 names "
+        "InvalidRecordStateException only for a record that 'reverted to Available state'"
+    ),
 }
+ACK_AFTER_FINAL_TOLERATED = (
+    "the record was already final (another consumer's ACCEPT or REJECT, sent first, answered "
+    "ok): Kafka answers an acknowledgement below the share-partition start offset ok and applies "
+    "nothing (SharePartition.acknowledge); KIP-932 promises InvalidRecordStateException only for "
+    "a record that reverted to Available"
+)
 # The clock margin: the brokers' lock timers against the history's clock (ns), at least 200 ms
 # and a tenth of the lock.
 MARGIN_NS = 200_000_000
@@ -146,7 +176,13 @@ def _acks_after(
 ) -> tuple[list[Finding], int, int]:
     findings: list[Finding] = []
     excused = judged = 0
-    for an in answered(run.share):
+    every = answered(run.share)
+    # ACCEPT or REJECT answered ok: the record is final from then on (KIP-932's terminal states).
+    final: dict[tuple[int, int], list[Answered]] = defaultdict(list)
+    for an in every:
+        if an.ok and an.ack.type in (ACCEPT, REJECT) and an.delivery is not None:
+            final[(an.ack.key, an.ack.offset)].append(an)
+    for an in every:
         if not an.ok or an.delivery is None or an.delivery.count is None:
             continue
         judged += 1
@@ -176,6 +212,10 @@ def _acks_after(
             if run.disturbed(min(mine.invoked, b.invoked), heard):
                 excused += 1
                 continue
+            settled = _final_before(final.get((a.key, a.offset), []), an)
+            if settled is not None:
+                findings.append(_after_final(an, heard, settled))
+                continue
             findings.append(
                 Finding(
                     ACK_AFTER_KIND,
@@ -198,3 +238,58 @@ def _acks_after(
                 )
             )
     return findings, excused, judged
+
+
+def _final_before(finals: list[Answered], an: Answered) -> Answered | None:
+    """Another consumer's ACCEPT or REJECT answered ok, of a later acquisition than the one `an`
+    acknowledged, sent before `an` was: the record was final when `an` reached the broker (had
+    `an` been applied first, that one would have been refused)."""
+    mine = an.delivery
+    if mine is None or mine.count is None:
+        return None
+    for f in finals:
+        d = f.delivery
+        if (
+            f.ack.process != an.ack.process
+            and d is not None
+            and d.count is not None
+            and d.count > mine.count
+            and f.ack.invoked < an.ack.invoked
+        ):
+            return f
+    return None
+
+
+def _after_final(an: Answered, heard: int, final: Answered) -> Finding:
+    a, f = an.ack, final.ack
+    mine, theirs = an.delivery, final.delivery
+    assert mine is not None and theirs is not None  # _final_before found both
+    late = (
+        f", handed over after process {f.process}'s later acquisition: a prefetched copy"
+        if mine.index > theirs.index
+        else ""
+    )
+    told = min(o.time for o in final.outcomes if o.outcome == "ok")
+    return Finding(
+        ACK_AFTER_FINAL_KIND,
+        a.key,
+        tuple(sorted({mine.index, theirs.index, f.index, a.index})),
+        f"partition {a.key} offset {a.offset} (value {mine.value}): process {f.process} was "
+        f"handed it with delivery count {theirs.count} (op {theirs.index}) and sent "
+        f"{f.type.upper()} of it at {secs(f.invoked)} (op {f.index}, heard ok at {secs(told)}); "
+        f"process {a.process}, holding the earlier delivery count {mine.count} (op "
+        f"{mine.index}{late}), then sent {a.type.upper()} "
+        f"of it at {secs(a.invoked)} (op {a.index}) and heard it succeed at {secs(heard)}: the "
+        "record was already final, and Kafka answers an acknowledgement below the "
+        "share-partition start offset ok without applying it",
+        {
+            "offset": a.offset,
+            "acked_by": a.process,
+            "acked_count": mine.count,
+            "type": a.type,
+            "final_by": f.process,
+            "final_count": theirs.count,
+            "final_type": f.type,
+        },
+        tolerated=ACK_AFTER_FINAL_TOLERATED,
+    )

@@ -105,6 +105,8 @@ class ShareRun:
     unknown_polls: list[int] = field(default_factory=list)
     # Each process's last op completion (its consumer is closed after it).
     last_op: dict[int | str, int] = field(default_factory=dict)
+    # Each process's ok share-polls: (completion index, completion time, records handed).
+    polls: dict[int | str, list[tuple[int, int, int]]] = field(default_factory=dict)
 
     def disturbed(self, start: int, end: int) -> bool:
         """Whether a fault window meets [start, end]."""
@@ -154,6 +156,11 @@ def read_run(
             _log_read(run, op)
         elif f == SHARE_POLL and op["type"] != OK:
             run.unknown_polls.append(op["index"])
+        elif f == SHARE_POLL:
+            value = op.get("value")
+            got = value.get("records") if isinstance(value, dict) else None
+            n = len(got) if isinstance(got, list) else 0
+            run.polls.setdefault(p, []).append((op["index"], op["time"], n))
         elif f == SHARE_OFFSETS and op["type"] == OK:
             o = next((o for o in run.share.offsets if o.index == op["index"]), None)
             if o is not None:
