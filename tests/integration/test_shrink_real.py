@@ -35,6 +35,7 @@ from harness.spec import RunSpec, validate
 from tests.integration.run_process import REPO
 
 CLUSTER, SUBNET = "kchaos-shrink-real", "10.213.217.0/24"
+SHORT_CLUSTER, SHORT_SUBNET = "kchaos-shrink-short", "10.213.218.0/24"
 FAILING = "replica-missing-committed-records"
 # One replica's copy of a batch's base offset, outside the CRC: 0 -> 4,194,304.
 AIMED = {"file_class": "log", "how": "flip", "flip_byte": 5, "flip_bit": 6, "restart": 1}
@@ -121,3 +122,64 @@ def test_a_real_failure_is_shrunk_to_the_one_fault_that_causes_it(docker_client,
     assert confirmed["of"] == record["best"] and len(confirmed["runs"]) == 1
     assert "original reproduced in" in shrunk.stdout and "--confirm runs" in shrunk.stdout
     assert (directory / "shrink.html").is_file() and not left
+
+
+def _short_plan(folder: Path) -> None:
+    """The aimed flip and one kill of another node, in a 12 s run: the shortest real shrink."""
+    spec = RunSpec.of(
+        nemesis=["kill", "disk:corrupt@one"],
+        time_limit=12.0,
+        nemesis_interval=3.0,
+        timing="fast",
+        version="4.4",
+        final_timeout=60.0,
+    )
+    plan = build_plan(validate(spec), 1)
+    corrupt = [s for s in plan.faults if s.kind == "corrupt"][:2]
+    corrupt = [dataclasses.replace(s, params={**s.params, **AIMED}) for s in corrupt]
+    kills = [s for s in plan.faults if s.fault == "kill"][:2]
+    plan.faults = sorted(corrupt + kills, key=lambda s: s.at_s)
+    assert {(s.fault, s.kind) for s in plan.faults} >= {("disk", "corrupt")}
+    folder.mkdir(parents=True)
+    (folder / "plan.json").write_text(plan.to_json())
+
+
+@pytest.mark.timeout(1800)
+def test_a_short_real_failure_is_shrunk_to_its_fault(docker_client, tmp_path):
+    """make test's real shrink: the aimed flip beside one kill, the kill shrunk away."""
+    lock = os.environ.get("KCHAOS_LOCK")
+    locked = ["--lock", lock] if lock else []
+    where = ["--cluster", SHORT_CLUSTER, "--subnet", SHORT_SUBNET]
+    _short_plan(tmp_path / "wrapped")
+    results = tmp_path / "results"
+    DockerCluster(docker_client, SHORT_CLUSTER).remove()
+    try:
+        first = subprocess.run(
+            [*(["flock", lock] if lock else []), sys.executable, "-m", "harness.cli", "run",
+             "--replay", str(tmp_path / "wrapped"), "--name", "short", "--results-dir",
+             str(results), *where],
+            cwd=REPO, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]
+        (run_dir,) = (results / "short").glob("*-1")
+        found = json.loads((run_dir / "results.json").read_text())["findings"]
+        assert FAILING in {f["kind"] for f in found if f.get("tolerated") is None}
+        shrunk = _kchaos(
+            "shrink", str(run_dir), "--kind", FAILING, "--tries", "1", "--max-runs", "4",
+            "--confirm", "0", "--no-progress", *where, *locked, timeout=1500,
+        )  # fmt: skip
+        left = DockerCluster(docker_client, SHORT_CLUSTER).containers()
+    finally:
+        DockerCluster(docker_client, SHORT_CLUSTER).remove()
+    assert shrunk.returncode == 0, shrunk.stdout[-3000:] + shrunk.stderr[-3000:]
+    (directory,) = (results / "short").glob("shrink-*")
+    record = json.loads((directory / "shrink.json").read_text())
+    minimal = load_plan(directory / "plan.min.json")
+    (unit,) = fault_units(minimal.faults)
+    assert {(minimal.faults[i].fault, minimal.faults[i].kind) for i in unit} == {
+        ("disk", "corrupt")
+    }
+    assert record["original"]["reproduced"] and record["runs"] <= 4
+    path = {c["id"]: c for c in record["candidates"] if c["id"] in record["path"]}
+    assert path and all(c["reproduced"] for c in path.values())
+    assert not left

@@ -136,8 +136,13 @@ def test_a_recorded_slot_writes_the_historys_own_lines(tmp_path: Path):
             w.append({"type": "invoke", "f": "start-kill", "value": None, "process": "nemesis",
                       "time": time.monotonic_ns() - t0})  # fmt: skip
             h = _record(host, side, t0)
-            time.sleep(1.2)
+            # Each send is refused after max.block.ms; on a loaded box that takes longer, so
+            # wait for three refusals rather than a fixed time.
+            deadline = time.monotonic() + 60
             stats = host.call("rstats", h, timeout=15)
+            while stats["fail"] < 3 and time.monotonic() < deadline:
+                time.sleep(0.1)
+                stats = host.call("rstats", h, timeout=15)
             assert stats["running"] is True and stats["highest"] == 1
             final = host.call("rstop", h, timeout=60)
         finally:
