@@ -34,6 +34,9 @@ SHARE_FS = frozenset({SHARE_SUBSCRIBE, SHARE_POLL, SHARE_ACK, SHARE_OFFSETS})
 # acquisition lock and delivery count limit the brokers were given, the acknowledgement mode of
 # each consumer slot, the generator's rates (docs/history.md).
 SHARE_FIELD = "share"
+# In it on Kafka 4.1 (share groups off unless finalized): the share.version level the storage
+# was formatted with, 0 when a feature step of the run turns share groups on.
+SHARE_VERSION_FIELD = "share_version"
 
 # Acknowledgement types, as the history spells them (Kafka's AcknowledgeType, lower case).
 ACCEPT, RELEASE, REJECT, RENEW = "accept", "release", "reject", "renew"

@@ -56,6 +56,7 @@ from history.share import (
     SHARE_OFFSETS,
     SHARE_POLL,
     SHARE_SUBSCRIBE,
+    SHARE_VERSION_FIELD,
 )
 from workloads.api import KindBase, SideRecorder
 from workloads.client import Completion, Invocation
@@ -226,6 +227,24 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
+def share_version_steps(features: str | None) -> list[int]:
+    """The levels the run's own feature steps (``--features``, steps/feature_steps.py, which
+    checks the items) finalize ``share.version`` at, in order; dry runs change nothing and
+    are left out, as is ``release-version=X`` (4.1's own release level leaves it 0)."""
+    out = []
+    for item in (features or "").split(","):
+        name, _, level = item.strip().partition("=")
+        level = level.removesuffix("!unsafe")
+        if name == SHARE_VERSION_FEATURE and level.isascii() and level.isdigit():
+            out.append(int(level))
+    return out
+
+
+def starts_off(gen: dict[str, Any]) -> bool:
+    """Is the storage formatted with share groups off (4.1, a feature step turns them on)?"""
+    return gen.get("share_version") == 0
+
+
 def _version(release: str) -> tuple[int, ...]:
     try:
         return parse_version(release)[:2]
@@ -356,8 +375,10 @@ class ShareWorkload(KindBase):
             gen.update(pipelined_params(options))
         if _version(options.version) < SHARE_ON_BY_DEFAULT_FROM:
             # 4.1: share groups are off until share.version is finalized; the storage is
-            # formatted with it (format_features).
-            gen["share_version"] = 1
+            # formatted with it (format_features), unless the run's own first share.version
+            # step turns it on (formatted off, so that step changes something).
+            steps = share_version_steps(getattr(options, "features", None))
+            gen["share_version"] = 0 if steps and steps[0] > 0 else 1
         return gen
 
     @classmethod
@@ -373,6 +394,7 @@ class ShareWorkload(KindBase):
                 "modes": consumer_modes(gen),
                 "acks": gen["acks"],
                 "sync_commit_percent": gen["sync_commit_percent"],
+                **({SHARE_VERSION_FIELD: gen["share_version"]} if "share_version" in gen else {}),
             },
         }
 
@@ -388,6 +410,7 @@ class ShareWorkload(KindBase):
 
     @staticmethod
     def format_features(gen: dict[str, Any]) -> dict[str, int]:
+        # Level 0 is 4.1's own default: formatted without it, share groups are off.
         level = gen.get("share_version")
         return {SHARE_VERSION_FEATURE: int(level)} if level else {}
 
@@ -432,8 +455,12 @@ class ShareWorkload(KindBase):
         return (
             f"workload setup: topic {self.topic} with {self.keys} partitions; share group "
             f"{self.group} (lock {self.gen['lock_ms']} ms, delivery limit "
-            f"{self.gen['delivery_limit']}, offsets reset to earliest); the share state warmed "
-            "up"
+            f"{self.gen['delivery_limit']}, offsets reset to earliest); "
+            + (
+                "share groups off until a feature step finalizes share.version (no warm-up)"
+                if starts_off(self.gen)
+                else "the share state warmed up"
+            )
         )
 
     def setup(self, timeout: float = 120.0) -> None:
@@ -464,7 +491,10 @@ class ShareWorkload(KindBase):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-        self._warm_up(deadline)
+        if not starts_off(self.gen):
+            # With share groups off the brokers refuse every share group request
+            # (UNSUPPORTED_VERSION): nothing to warm up before the step turns them on.
+            self._warm_up(deadline)
         self.leaders.start()
 
     def _warm_up(self, deadline: float) -> None:

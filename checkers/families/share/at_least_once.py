@@ -25,7 +25,10 @@ key's lag 0 (or no lag: 4.1 gives none).
 Findings, one per key and kind, naming the offsets:
 - `share-never-delivered` (a failure): unsettled, never handed to any consumer, on a drained
   key, and no share-poll of the run ended without an answer (its acquisitions would be unknown):
-  Kafka held the record and never delivered it even once.
+  Kafka held the record and never delivered it even once. A poll refused with
+  UnsupportedVersionException while share groups were off (share.version 0, run.py
+  `off_windows`) acquired nothing and leaves the rule whole: it counts from when share groups
+  work.
 - `share-archived-before-limit` (tolerated): unsettled but delivered, on a drained key: Kafka
   took it out of delivery before any delivery the history shows reached the limit. KIP-932's
   delivery count is "not ... a precise count of the number of times a record is delivered to a
@@ -111,6 +114,7 @@ def check_at_least_once(run: ShareRun) -> tuple[list[Finding], dict[str, int]]:
     stats["share_sent"] = len(run.sent)
     stats["share_unsettled"] = sum(len(o) for o in groups.values())
     stats["share_drained_keys"] = len(drained)
+    stats["share_polls_refused_while_off"] = len(run.refused_off_polls)
     return findings, stats
 
 

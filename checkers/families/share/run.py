@@ -24,7 +24,7 @@ from typing import Any
 from checkers.scan.fault_windows import FAULT_PROCESSES as SCAN_FAULT_PROCESSES
 from checkers.scan.fault_windows import TIME, fault_windows
 from history.errors import HistoryError
-from history.format import INVOKE, OK
+from history.format import FAIL, INVOKE, OK
 from history.share import (
     ACCEPT,
     OUTCOME_OK,
@@ -33,6 +33,7 @@ from history.share import (
     SHARE_FIELD,
     SHARE_OFFSETS,
     SHARE_POLL,
+    SHARE_VERSION_FIELD,
     Ack,
     Delivery,
     Outcome,
@@ -57,6 +58,15 @@ FAULT_TAIL_NS = 10_000_000_000
 REFUSED = "InvalidRecordStateException"
 # Acknowledgement types that end the sender's acquisition lock (RENEW extends it).
 ENDING = (ACCEPT, RELEASE, REJECT)
+# share.version (KIP-932's feature; 4.1 has it off unless finalized): the header's level the
+# storage was formatted with (`share.share_version`), the feature steps of the upgrade process
+# that set it (`features` ops, docs/upgrades.md), and the error a share consumer's poll ends
+# with while it is 0: the brokers answer every share group request UNSUPPORTED_VERSION and
+# keep no share-partition in memory (4.1.2's KafkaApis and SharePartitionManager), so such a
+# poll acquired nothing.
+SHARE_VERSION = "share.version"
+STEP_PROCESS, FEATURES_F = "upgrade", "features"
+REFUSED_OFF = "UnsupportedVersionException"
 # The isolation level a run's header may state (`share.isolation_level`, the group's
 # `share.isolation.level`); absent: Kafka's default, read_uncommitted.
 ISOLATION_FIELD = "isolation_level"
@@ -103,6 +113,11 @@ class ShareRun:
     offsets: list[Offsets] = field(default_factory=list)
     # share-poll ops that did not complete ok: what they acquired is unknown.
     unknown_polls: list[int] = field(default_factory=list)
+    # When share groups may have been off (share.version 0: formatted so, or a feature step
+    # set it), and the share-poll ops the brokers refused then (REFUSED_OFF): they acquired
+    # nothing, so they are not among `unknown_polls`.
+    off: list[tuple[int, int]] = field(default_factory=list)
+    refused_off_polls: list[int] = field(default_factory=list)
     # Each process's last op completion (its consumer is closed after it).
     last_op: dict[int | str, int] = field(default_factory=dict)
     # Each process's ok share-polls: (completion index, completion time, records handed).
@@ -127,6 +142,8 @@ def read_run(
         _int(spec.get("lock_ms")),
         spec.get(ISOLATION_FIELD),
     )
+    run.off = off_windows(ops, spec)
+    errors = {r["index"]: r.get("error") for r in rows if r["f"] == SHARE_POLL}
     invoked: dict[Any, Mapping[str, Any]] = {}
     for op in ops:
         p = op["process"]
@@ -155,7 +172,13 @@ def read_run(
         elif f == POLL and op["type"] == OK:
             _log_read(run, op)
         elif f == SHARE_POLL and op["type"] != OK:
-            run.unknown_polls.append(op["index"])
+            began = inv["time"] if inv is not None else op["time"]
+            if REFUSED_OFF in str(errors.get(op["index"]) or "") and any(
+                s <= op["time"] and began <= e for s, e in run.off
+            ):
+                run.refused_off_polls.append(op["index"])
+            else:
+                run.unknown_polls.append(op["index"])
         elif f == SHARE_POLL:
             value = op.get("value")
             got = value.get("records") if isinstance(value, dict) else None
@@ -168,6 +191,37 @@ def read_run(
                 run.offsets.append(Offsets(o.index, p, at, o.time, o.start, o.lag))
     run.faults = windows(r for r in rows if r["process"] in FAULT_PROCESSES)
     return run
+
+
+def off_windows(ops: list[dict[str, Any]], spec: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """When share groups may have been off (ns): from the start when the header says the
+    storage was formatted with share.version 0, and from the invocation of each feature step
+    that set it to 0 (ok, or info: it may have), each until the completion of the next ok
+    step that set it above 0, plus FAULT_TAIL_NS (brokers learn the level from the metadata
+    log a little later); to the end when none did."""
+    out: list[tuple[int, int]] = []
+    since = 0 if spec.get(SHARE_VERSION_FIELD) == 0 else None
+    inv: Mapping[str, Any] | None = None
+    for op in ops:
+        if op["process"] != STEP_PROCESS or op["f"] != FEATURES_F:
+            continue
+        if op["type"] == INVOKE:
+            inv = op  # one step at a time: its completion comes next
+            continue
+        inv, done = None, inv or op
+        value = done.get("value")
+        params = (value.get("params") if isinstance(value, dict) else None) or {}
+        level = (params.get("levels") or {}).get(SHARE_VERSION)
+        if isinstance(level, bool) or not isinstance(level, int) or params.get("dry_run"):
+            continue
+        if level == 0 and since is None and op["type"] != FAIL:
+            since = done["time"]
+        elif level > 0 and since is not None and op["type"] == OK:
+            out.append((since, op["time"] + FAULT_TAIL_NS))
+            since = None
+    if since is not None:
+        out.append((since, END_NS))
+    return out
 
 
 def windows(rows: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
