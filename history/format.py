@@ -151,7 +151,7 @@ UNREADABLE_FIELD = "unreadable"
 # A `txn` completion's field when the client held its commit (nemesis/client.py pause-commit):
 # {"point": "commit", "asked": ns, "ms": held, "first_ack": ns | null, and the two timeouts
 # below, ms}; docs/history.md.
-HELD_FIELD = "held"
+HELD_FIELD = "commit_held"
 TXN_TIMEOUT_MS = "transaction.timeout.ms"
 # How often the transaction coordinator aborts the transactions open past their timeout.
 TXN_ABORT_CHECK = "transaction.abort.timed.out.transaction.cleanup.interval.ms"

@@ -356,7 +356,7 @@ class JavaQueueClient:
 
 
 def held_record(asked: int | None, acked_at: list[int], held_ms: Any) -> dict[str, Any] | None:
-    """The `held` field of a transaction whose commit the client held (nemesis/client.py
+    """The `commit_held` field of a transaction whose commit the client held (nemesis/client.py
     pause-commit): when the commit was asked (history ns), how long the JVM held it before it
     called commitTransaction, when the transaction's first send was acknowledged (None: none
     was), and the timeouts (checkers/families/zombie_commit.py). None: the commit was not held."""

@@ -223,7 +223,7 @@ def held_txn(h: H, type_: str = "ok", held_ms: int = 30000, first_ack: int | Non
     """Process 1's transaction of one send, its commit asked at 2 s and held `held_ms`."""
     held = {"point": "commit", "asked": 2 * S, "ms": held_ms, "first_ack": first_ack, **TIMEOUTS}
     out = send_ok(0, 0, 10) if type_ == "ok" else send_inv(0, 10)
-    return h.op(1, "txn", send_inv(0, 10), type_, out, held=held)
+    return h.op(1, "txn", send_inv(0, 10), type_, out, commit_held=held)
 
 
 def zombies(h: H):
