@@ -39,6 +39,7 @@ acknowledgement it was not given.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from typing import Any
 
 from checkers.core.findings import Finding, secs
 from checkers.families.data_log.fencing import RULE as FENCING_RULE
+from checkers.scan.fault_windows import TIME, fault_windows
 from checkers.scan.op_rows import client_process, row_fields, row_value
 from history.effects import FENCED, op_effects, started
 from history.format import HELD_FIELD, OK, TXN_ABORT_CHECK, TXN_TIMEOUT_MS
@@ -292,23 +294,14 @@ def held_commits(rows: Iterable[dict[str, Any]]) -> list[HeldCommit]:
 
 
 def other_faults(nemesis_rows: Iterable[dict[str, Any]]) -> list[tuple[int, int | None]]:
-    """(from, to) ns of every fault of another package than `client`: from its start's
-    invocation to its stop's completion (None: never stopped); a heal ends them all."""
-    spans: list[tuple[int, int | None]] = []
-    open_at: dict[str, list[int]] = defaultdict(list)
-    for r, began in completions(nemesis_rows):
-        f = str(r["f"])
-        package = started(f)
-        if package is not None and package != "client" and began is not None:
-            open_at[package].append(began)
-        elif f.startswith("stop-") and f != "stop-client" and open_at.get(f[5:]):
-            spans.append((open_at[f[5:]].pop(0), int(r["time"])))
-        elif f == "heal":
-            for starts in open_at.values():
-                spans.extend((s, int(r["time"])) for s in starts)
-            open_at.clear()
-    spans.extend((s, None) for starts in open_at.values() for s in starts)
-    return spans
+    """(from, to) ns of every fault that acts on some node (scan/fault_windows.py's outer spans,
+    and its other ops: heals, stops that restarted JVMs), None: to the end. A client fault
+    (nemesis/client.py) names no node: it moves no coordinator."""
+    faults = fault_windows([dict(r) for r in nemesis_rows], (), TIME)
+    spans = [s.outer for s in faults.spans if s.nodes != frozenset()] + [
+        (o.start, o.end) for o, hit in faults.others if hit != frozenset()
+    ]
+    return [(int(x * 1e9), None if math.isinf(y) else int(y * 1e9)) for x, y in spans]
 
 
 def zombie_commits(

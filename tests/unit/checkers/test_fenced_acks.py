@@ -265,8 +265,9 @@ def test_a_fault_of_another_package_during_the_hold_leaves_the_commit_unjudged()
     h = H().nemesis("start-kill", {"kind": "one"}).nemesis("stop-kill", {"kind": "one"})
     [f], judged, _ = zombies(held_txn(h))
     assert judged == 1 and f.kind == "zombie-commit"
-    # The client package's own faults (the hold itself) are no such fault.
-    h = H().nemesis("start-client", {"kind": "pause-commit"})
+    # A fault that acts on no node (the hold itself, nemesis/client.py) is no such fault.
+    stalled = [{"effect": "stalled", "nodes": [], "side": "client", "by": "held before commit"}]
+    h = H().nemesis("start-client", {"kind": "pause-commit", "slot": 1, "effects": stalled})
     assert len(zombies(held_txn(h))[0]) == 1
 
 
