@@ -67,7 +67,8 @@ LENGTH = "length"
 SHORT, LONG = "short", "long"
 # How far a long pause outlasts the longest timeout: the coordinator's abort and the epoch
 # bump take a request or two, and the brokers' clocks tick apart from the harness's.
-MARGIN_S = 5.0
+# 10 s: a hold begins when the slot next reaches its point, seconds after the step's start.
+MARGIN_S = 10.0
 # Without a timeout to outlast (assigned consumers, no transactions): these lengths.
 NO_TIMEOUT_S = {SHORT: 2.0, LONG: 10.0}
 # The pairs of timeouts whose sum a paused transactional producer must outlast to be aborted:

@@ -246,7 +246,8 @@ ZOMBIE_RULE = (
     "looks for them every transaction.abort.timed.out.transaction.cleanup.interval.ms ('The "
     "interval at which to rollback transactions that have timed out') and aborts them with the "
     "producer's epoch bumped, so that the zombie's later EndTxn is refused (KIP-98, KIP-360; "
-    "the client reports ProducerFencedException or InvalidProducerEpochException): a commit "
+    "the Java client reports ProducerFencedException, InvalidProducerEpochException, or, as "
+    "4.4.0 was seen to, InvalidTxnStateException): a commit "
     "the client first called more than the timeout, the check interval and "
     f"{ZOMBIE_SLACK_MS / 1000:g} s after the transaction's first send was acknowledged (its "
     "partition had been added by then) must not succeed"
@@ -257,6 +258,7 @@ ZOMBIE_RULE = (
 class HeldCommit:
     index: int
     process: int
+    f: str
     type: str
     done: int
     first_ack: int  # ns: the transaction had begun at the coordinator by then
@@ -265,12 +267,15 @@ class HeldCommit:
 
 
 def held_commits(rows: Iterable[dict[str, Any]]) -> list[HeldCommit]:
-    """Completions of `txn` ops whose commit the client held (history.format.HELD_FIELD) after
-    one of their sends was acknowledged."""
+    """Completions of `send` and `txn` ops whose commit the client held (history.format.
+    HELD_FIELD) after one of their sends was acknowledged."""
     out = []
     for r in rows:
         process = client_process(r["process"])
-        if r["type"] == "invoke" or r["f"] != "txn" or process is None or r.get("time") is None:
+        # With --txn every write is a transaction: a `send` op too (one send, then commit).
+        if r["type"] == "invoke" or r["f"] not in ACK_FS or process is None:
+            continue
+        if r.get("time") is None:
             continue
         held = row_fields(r).get(HELD_FIELD)
         if not isinstance(held, dict) or held.get("point") != "commit":
@@ -283,6 +288,7 @@ def held_commits(rows: Iterable[dict[str, Any]]) -> list[HeldCommit]:
             HeldCommit(
                 int(r["index"]),
                 process,
+                str(r["f"]),
                 str(r["type"]),
                 int(r["time"]),
                 first,
@@ -329,7 +335,7 @@ def zombie_commit(h: HeldCommit) -> Finding:
         "zombie-commit",
         None,
         (h.index, h.index),
-        f"op {h.index} (txn) of process {h.process} committed (ok) at {secs(h.done)}, yet its "
+        f"op {h.index} ({h.f}) of process {h.process} committed (ok) at {secs(h.done)}, yet its "
         f"first send was acknowledged at {secs(h.first_ack)} and the client, held before its "
         f"commit, called commitTransaction no earlier than {secs(h.sent)}: {late_s:.1f} s "
         f"later, past the {h.bound_ms / 1000:g} s of transaction.timeout.ms and the "

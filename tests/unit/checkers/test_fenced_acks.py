@@ -219,11 +219,13 @@ TIMEOUTS = {
 }
 
 
-def held_txn(h: H, type_: str = "ok", held_ms: int = 30000, first_ack: int | None = 1 * S) -> H:
+def held_txn(
+    h: H, type_: str = "ok", held_ms: int = 30000, first_ack: int | None = 1 * S, f: str = "txn"
+) -> H:
     """Process 1's transaction of one send, its commit asked at 2 s and held `held_ms`."""
     held = {"point": "commit", "asked": 2 * S, "ms": held_ms, "first_ack": first_ack, **TIMEOUTS}
     out = send_ok(0, 0, 10) if type_ == "ok" else send_inv(0, 10)
-    return h.op(1, "txn", send_inv(0, 10), type_, out, commit_held=held)
+    return h.op(1, f, send_inv(0, 10), type_, out, commit_held=held)
 
 
 def zombies(h: H):
@@ -242,6 +244,9 @@ def test_a_commit_held_past_the_transactions_timeout_that_succeeds_is_found():
         "transaction.timeout.ms and the coordinator's check interval (+ 2 s)."
     )
     assert "proactively aborts it" in f.explanation
+    # With --txn a send op is a transaction of its own, committed the same way.
+    [f] = zombies(held_txn(H(), f="send"))[0]
+    assert f.explanation.startswith("op 1 (send) of process 1 committed (ok)")
 
 
 def test_what_a_held_commit_does_not_make_a_zombie_commit():

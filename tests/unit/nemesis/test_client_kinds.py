@@ -90,10 +90,10 @@ def _wait_state(pid: int, states: tuple[str, ...]) -> str | None:
 
 
 def test_lengths_outlast_the_longest_timeout_or_stay_under_the_shortest():
-    assert c.lengths(TXN) == {c.SHORT: 7.5, c.LONG: 30.0}  # 15 s + the 10 s abort check + 5
+    assert c.lengths(TXN) == {c.SHORT: 7.5, c.LONG: 35.0}  # 15 s + the 10 s abort check + 10
     both = {**TXN, "session.timeout.ms": 6000}
-    assert c.lengths(both) == {c.SHORT: 3.0, c.LONG: 30.0}
-    assert c.lengths({"group.share.record.lock.duration.ms": 15000}) == {c.SHORT: 7.5, c.LONG: 20.0}
+    assert c.lengths(both) == {c.SHORT: 3.0, c.LONG: 35.0}
+    assert c.lengths({"group.share.record.lock.duration.ms": 15000}) == {c.SHORT: 7.5, c.LONG: 25.0}
     assert c.lengths({}) == c.NO_TIMEOUT_S
 
 
@@ -134,7 +134,7 @@ def test_pause_stops_the_slots_process_until_the_stop_and_records_it(sleepers):
     value = nem.start(ctx, _step(c.PAUSE))
     assert _wait_state(pid, ("T", "t")) in ("T", "t")
     assert value["slot"] == 0 and value["pid"] == pid and value["process"] == 0
-    assert value["duration_s"] == 30.0 and value["timeouts_ms"] == TXN
+    assert value["duration_s"] == 35.0 and value["timeouts_ms"] == TXN
     assert [e["effect"] for e in value[EFFECTS]] == [STOPPED]
     assert (c.STOPPED_DIR / TOPO.cluster / str(pid)).exists()
     stopped = nem.stop(ctx, _step(c.PAUSE, "stop"))
