@@ -47,7 +47,13 @@ from checkers.families.durability.reads import FinalReads, heal_end
 from checkers.families.durability.settings import SettingsError, settings_of
 from checkers.families.elr.check import check_elr
 from checkers.families.features import features_and_notes
-from checkers.families.fenced_acks import ACK_FS, fenced_acks, hijacked_acks, hijacks_of
+from checkers.families.fenced_acks import (
+    ACK_FS,
+    fenced_acks,
+    hijacked_acks,
+    hijacks_of,
+    zombie_commits,
+)
 from checkers.families.foreign import FOREIGN_FS, foreign_reads
 from checkers.families.groups import GROUP_FS, SUBSCRIBE_FS, check_groups
 from checkers.families.liveness.check import LivenessInputs, check_liveness, read_options
@@ -464,10 +470,18 @@ class FencedAcksChecker:
         rows = OpRows(inputs.op_table(fs=ACK_FS))
         found, n = fenced_acks(rows, slots)
         # The ack rows are read a second time only in runs with a hijack (nemesis/client.py).
-        hijacks = hijacks_of(OpRows(inputs.op_table(processes=(NEMESIS,))))
+        nemesis = OpRows(inputs.op_table(processes=(NEMESIS,)))
+        hijacks = hijacks_of(nemesis)
         hijacked = hijacked_acks(rows, hijacks, slots)
-        stats = {"transactional_acks": n, **({"hijacks": len(hijacks)} if hijacks else {})}
-        return CheckerResult(found + hijacked, checked=n > 0, stats=stats)
+        # Commits the client held past the transaction's timeout (nemesis/client.py).
+        zombies, held, overlapped = zombie_commits(rows, nemesis)
+        stats = {
+            "transactional_acks": n,
+            **({"hijacks": len(hijacks)} if hijacks else {}),
+            **({"held_commits_judged": held} if held else {}),
+            **({"held_commits_not_judged": overlapped} if overlapped else {}),
+        }
+        return CheckerResult(found + hijacked + zombies, checked=n > 0 or held > 0, stats=stats)
 
 
 class DurabilityChecker:

@@ -22,11 +22,13 @@ from history.format import PLAN_JSON
 from nemesis import choreo
 from nemesis.api import FaultStep
 from nemesis.choreo import CHOREO
+from nemesis.client import needs_processes
 from nemesis.errors import NemesisError
 from nemesis.items import Item, parse_items
 from nemesis.registry import MENUS, build
 from steps.recorded import PlannedStep
 from steps.registry import FAMILIES
+from workloads.java_procs import CLIENT_PROCS_FIELD
 from workloads.registry import WORKLOADS
 
 PLAN_VERSION = 1
@@ -181,7 +183,19 @@ def generator_params(spec: RunSpec) -> dict[str, Any]:
         "rate": spec.rate,
         "concurrency": spec.concurrency,
         "client_rng": CLIENT_RNG,
+        **client_procs(spec),
     }
+
+
+def client_procs(spec: RunSpec) -> dict[str, Any]:
+    """``client_procs`` when a client kind of ``--nemesis`` stops one client alone: each slot's
+    client then runs in an OS process of its own (workloads/java_procs.py, and the librdkafka
+    client's); absent otherwise, so other plans are as they were."""
+    if not any(n.split(":", 1)[0].split("@", 1)[0] == "client" for n in spec.nemesis):
+        return {}
+    items = parse_items(spec.nemesis, spec.topology, spec.zookeepers, spec.controllers)
+    kinds = [k for i in items if i.package == "client" for k in (i.kinds or ())]
+    return {CLIENT_PROCS_FIELD: True} if needs_processes(kinds) else {}
 
 
 def planned_steps(spec: RunSpec, seed: int) -> dict[str, list[PlannedStep]]:

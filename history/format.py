@@ -148,7 +148,21 @@ FOREIGN_FIELD = "foreign"  # [[topic, partition, offset, value], ...] of another
 # one of the run's values (`what`: "value b'...'", the bytes as read) or that the client
 # reported as an error in place of a record ("error: ..."): what a damaged file can serve.
 UNREADABLE_FIELD = "unreadable"
-OP_FIELDS = (REBALANCE_FIELD, COMMIT_FIELD, COMMIT_ERROR_FIELD, FOREIGN_FIELD, UNREADABLE_FIELD)
+# A `txn` completion's field when the client held its commit (nemesis/client.py pause-commit):
+# {"point": "commit", "asked": ns, "ms": held, "first_ack": ns | null, and the two timeouts
+# below, ms}; docs/history.md.
+HELD_FIELD = "commit_held"
+TXN_TIMEOUT_MS = "transaction.timeout.ms"
+# How often the transaction coordinator aborts the transactions open past their timeout.
+TXN_ABORT_CHECK = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+OP_FIELDS = (
+    REBALANCE_FIELD,
+    COMMIT_FIELD,
+    COMMIT_ERROR_FIELD,
+    FOREIGN_FIELD,
+    UNREADABLE_FIELD,
+    HELD_FIELD,
+)
 # A rebalance event: given to the member, taken back in an orderly rebalance, or lost (the
 # member was fenced or its assignment is gone: another may have had the partitions already).
 ASSIGNED, REVOKED, LOST = "assigned", "revoked", "lost"

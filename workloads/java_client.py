@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from history.format import QUEUE_FS
+from history.format import HELD_FIELD, QUEUE_FS, TXN_ABORT_CHECK, TXN_TIMEOUT_MS
 from workloads.client import Completion, Invocation
 from workloads.client_choice import consumer_settings
 from workloads.java_host import JavaError, JavaGone, JavaHost, conf_args, error_of
@@ -27,6 +27,9 @@ from workloads.queue_ops import OpChooser
 
 SEND_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 15.0
+# How often a transaction coordinator aborts the transactions open past their timeout: Kafka's
+# default, which kchaos leaves.
+TXN_ABORT_CHECK_MS = 10_000
 # How long the harness waits for a reply beyond the client's own timeout before it calls the
 # outcome unknown (a JVM that stopped answering).
 GRACE_S = 5.0
@@ -230,10 +233,14 @@ class JavaQueueClient:
 
     def _txn_op(self, op: Invocation) -> Completion:
         results: dict[int, Any] = {}
+        # When the harness heard each send acknowledged (the history's clock): the first is
+        # after the partition joined the transaction, so the coordinator's timer began before.
+        acked_at: list[int] = []
         lock = threading.Lock()
         out: list[list[Any]] = []
         foreign: list[list[Any]] = []
         start = self._positions()
+        asked: int | None = None
         call = self.host.call
         wait = TXN_TIMEOUT_S + GRACE_S
         try:
@@ -252,6 +259,8 @@ class JavaQueueClient:
                     def got(reply: dict[str, Any], value: int = value) -> None:
                         with lock:
                             results[value] = reply
+                            if "e" not in reply:
+                                acked_at.append(self.wl.clock())
 
                     self.host.call_async(
                         "send", self._p, self._topic, key, key, value, callback=got
@@ -261,9 +270,17 @@ class JavaQueueClient:
                     read, more = self._poll()
                     foreign.extend(more)
                     out.append(["poll", read])
-            call("commit-txn", self._p, timeout=wait)
+            asked = self.wl.clock()
+            held_ms = call("commit-txn", self._p, timeout=wait)
         except (JavaError, JavaGone) as exc:
-            return self._abort(op, out, start, exc, foreign)
+            held_ms = exc.held_ms if isinstance(exc, JavaError) else 0
+            return self._abort(op, out, start, exc, foreign, held_record(asked, acked_at, held_ms))
+        held = held_record(asked, acked_at, held_ms)
+        if held:
+            foreign_extra: dict[str, Any] = {"foreign": foreign} if foreign else {}
+            extra_ok: dict[str, Any] | None = {**foreign_extra, HELD_FIELD: held}
+        else:
+            extra_ok = {"foreign": foreign} if foreign else None
         done = []
         for mop in out:
             if mop[0] == "send":
@@ -274,7 +291,7 @@ class JavaQueueClient:
                 done.append(["send", mop[1], [at, mop[2]]])
             else:
                 done.append(mop)
-        return self._done("ok", done, extra={"foreign": foreign} if foreign else None)
+        return self._done("ok", done, extra=extra_ok)
 
     def _abort(
         self,
@@ -283,9 +300,12 @@ class JavaQueueClient:
         start: dict[int, int] | None,
         exc: JavaError | JavaGone,
         foreign: list[list[Any]],
+        held: dict[str, Any] | None = None,
     ) -> Completion:
         value = [*out, *op.value[len(out) :]]
-        extra = {"foreign": foreign} if foreign else None
+        extra: dict[str, Any] | None = {"foreign": foreign} if foreign else None
+        if held:
+            extra = {**(extra or {}), HELD_FIELD: held}
         why = str(exc)
         if isinstance(exc, JavaGone) or exc.category == "fatal":
             # A fenced or broken producer cannot abort; whether the coordinator committed what
@@ -333,6 +353,23 @@ class JavaQueueClient:
             with contextlib.suppress(JavaError, JavaGone):
                 self.host.call("close", h, 0, timeout=15)
             self.host.forget(h)
+
+
+def held_record(asked: int | None, acked_at: list[int], held_ms: Any) -> dict[str, Any] | None:
+    """The `commit_held` field of a transaction whose commit the client held (nemesis/client.py
+    pause-commit): when the commit was asked (history ns), how long the JVM held it before it
+    called commitTransaction, when the transaction's first send was acknowledged (None: none
+    was), and the timeouts (checkers/families/zombie_commit.py). None: the commit was not held."""
+    if asked is None or isinstance(held_ms, bool) or not isinstance(held_ms, int) or held_ms <= 0:
+        return None
+    return {
+        "point": "commit",
+        "asked": asked,
+        "ms": held_ms,
+        "first_ack": min(acked_at) if acked_at else None,
+        TXN_TIMEOUT_MS: int(TXN_TIMEOUT_S * 1000),
+        TXN_ABORT_CHECK: TXN_ABORT_CHECK_MS,
+    }
 
 
 class JavaPipelinedProducer:

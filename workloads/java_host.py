@@ -7,7 +7,11 @@ as the single-threaded client the Python side drives; many handles run at once.
 
 The class is compiled once per Kafka release (and source) against that release's jars, which
 kchaos assembles from Maven Central for its nodes, into the cache beside them. The JVM exits when
-its stdin closes, so a crashed client host leaves no JVM behind.
+its stdin closes, so a crashed client host leaves no JVM behind (a stopped one too, once it is
+continued: nemesis/client.py's heal).
+
+A run whose client faults stop one client alone (nemesis/client.py) gives each worker slot a
+JVM of its own (workloads/java_procs.py); the protocol is the same.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ MAIN_CLASS = "KchaosClient"
 # Enough for a run's few dozen producers and consumers; small, as every JVM on a 2-core box.
 HEAP = "-Xmx384m"
 START_TIMEOUT_S = 60.0
+# How often a call's wait looks whether the JVM is stopped or held.
+STALL_CHECK_S = 0.5
 
 
 class JavaClientError(ClusterError):
@@ -48,12 +54,14 @@ class JavaGone(Exception):
 class JavaError(Exception):
     """An exception the Java client threw, with Kafka's category of it (KIP-1050)."""
 
-    def __init__(self, message: str, category: str, pre: bool) -> None:
+    def __init__(self, message: str, category: str, pre: bool, held_ms: int = 0) -> None:
         super().__init__(message)
         self.message = message
         self.category = category
         # Reported by send() before the record was queued: it never reached a broker.
         self.pre = pre
+        # How long the call waited at a hold (nemesis/client.py) before it was made.
+        self.held_ms = held_ms
 
     def __str__(self) -> str:
         return f"{self.category}: {self.message}"
@@ -107,14 +115,19 @@ class JavaHost:
     """The JVM and its protocol: blocking calls, calls answered by callback, and events."""
 
     def __init__(
-        self, dist: KafkaDist, log: Path | None = None, extra_sources: Path | None = None
+        self,
+        dist: KafkaDist,
+        log: Path | None = None,
+        extra_sources: Path | None = None,
+        heap: str = HEAP,
     ) -> None:
-        """`extra_sources`: further sources the JVM runs (``compiled``'s `extra`)."""
+        """`extra_sources`: further sources the JVM runs (``compiled``'s `extra`); `heap`: its
+        -Xmx (one slot's client needs less than a whole run's)."""
         self.version = dist.version
         classes = compiled(dist, extra_sources)
         cmd = [
             "java",
-            HEAP,
+            heap,
             "-XX:+UseSerialGC",
             "-Xss512k",
             # A JVM crash's report goes beside other temporary files, not into the working
@@ -141,6 +154,10 @@ class JavaHost:
         self._write_lock = threading.Lock()
         self._gone: str | None = None
         self._ready = threading.Event()
+        # A hold (nemesis/client.py pause-send/-commit/-abort) is on: a call's wait is not
+        # counted while it lasts, nor while the JVM is stopped (SIGSTOP), so that a client the
+        # nemesis pauses waits as long as its pause, as a paused application would.
+        self.held = False
         self._reader = threading.Thread(target=self._read, name="java-client", daemon=True)
         self._reader.start()
         if not self._ready.wait(START_TIMEOUT_S):
@@ -160,12 +177,32 @@ class JavaHost:
     def forget(self, h: int) -> None:
         self._listeners.pop(h, None)
 
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def stalled(self) -> bool:
+        """Is the JVM held at a point or stopped by a signal (its /proc state T)?"""
+        return self.held or proc_state(self._proc.pid) in ("T", "t")
+
+    def _wait(self, call: _Call, timeout: float) -> bool:
+        """Waits for `call`'s answer for `timeout` seconds not counting time the JVM stalled."""
+        left = timeout
+        while left > 0:
+            step = min(left, STALL_CHECK_S)
+            if call.done.wait(step):
+                return True
+            if not self.stalled():
+                left -= step
+        return call.done.is_set()
+
     def call(self, cmd: str, h: int, *args: Any, timeout: float) -> Any:
         """The result of one request; raises JavaError for what the client threw, JavaGone
-        when the JVM exited or `timeout` passed without an answer."""
+        when the JVM exited or `timeout` passed without an answer (time it stalled, held or
+        stopped, not counted)."""
         call = _Call(None)
         i = self._send(call, cmd, h, args)
-        if not call.done.wait(timeout):
+        if not self._wait(call, timeout):
             with self._lock:
                 self._pending.pop(i, None)
             raise JavaGone(f"no answer to {cmd} within {timeout:g} s")
@@ -260,13 +297,30 @@ class JavaHost:
                 self._log.close()  # type: ignore[union-attr]
 
 
+def proc_state(pid: int) -> str | None:
+    """The state letter of /proc/PID/stat (R, S, T, Z, ...); None when it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name is in parentheses and may hold spaces: the state follows the last ')'.
+    rest = stat.rsplit(")", 1)[-1].split()
+    return rest[0] if rest else None
+
+
 def error_of(reply: dict[str, Any]) -> JavaError | JavaGone | None:
     """What a reply says went wrong; None: it succeeded."""
     if "e" not in reply:
         return None
     if reply.get("c") == "gone":
         return JavaGone(reply["e"])
-    return JavaError(reply["e"], reply.get("c", "other"), bool(reply.get("pre")))
+    held = reply.get("held")
+    return JavaError(
+        reply["e"],
+        reply.get("c", "other"),
+        bool(reply.get("pre")),
+        held if isinstance(held, int) and not isinstance(held, bool) else 0,
+    )
 
 
 def conf_args(conf: dict[str, Any]) -> list[str]:

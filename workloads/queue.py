@@ -41,7 +41,9 @@ from history.format import (
     REVOKED,
     REWIND,
     SEND_RECORDER_FIELD,
+    TXN_ABORT_CHECK,
     TXN_ID_PER_SLOT,
+    TXN_TIMEOUT_MS,
     UNREADABLE_FIELD,
 )
 from history.options import Option, Values
@@ -55,9 +57,16 @@ from workloads.client_choice import (
     client_params,
     consumer_settings,
 )
-from workloads.java_client import JavaPipelinedProducer, JavaQueueClient
+from workloads.java_client import TXN_ABORT_CHECK_MS, JavaPipelinedProducer, JavaQueueClient
 from workloads.java_final import final_reads_java
 from workloads.java_host import JavaHost, client_dist
+from workloads.java_procs import (
+    CLIENT_PROCS_HINT,
+    CLIENT_TIMEOUTS_HINT,
+    SLOT_HEAP,
+    SlotJvms,
+    wants_processes,
+)
 from workloads.java_recorded import JvmRecordedProducer
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 from workloads.pipelined import (
@@ -312,6 +321,8 @@ class QueueWorkload(KindBase):
         self.sends_in_flight = InFlight(self.keys)
         # Kafka's own Java client (--client java): its JVM, started by setup.
         self.java: JavaHost | None = None
+        # With client faults that stop one client (generator client_procs): each slot's JVM.
+        self.procs: SlotJvms | None = None
         # The history's clock for the times clients write into op fields (workloads/api.py
         # Clocked): the interpreter gives its recorder's; this stand-in counts from here.
         born = time.monotonic_ns()
@@ -333,7 +344,14 @@ class QueueWorkload(KindBase):
         """Creates the topic and waits until every partition has a leader; with the Java
         client, first starts its JVM (compiling it on a release's first use)."""
         if client_of(self.gen) == JAVA and self.java is None:
-            self.java = JavaHost(client_dist(str(self.gen[CLIENT_VERSION_FIELD])))
+            dist = client_dist(str(self.gen[CLIENT_VERSION_FIELD]))
+            self.java = JavaHost(dist)
+            # Pipelined producers live in the shared JVM: only sync clients are one slot's.
+            if wants_processes(self.gen) and not self.pipelined_lanes():
+                role = "transactional producer+consumer" if self.gen["txn"] else "producer+consumer"
+                self.procs = SlotJvms(
+                    range(self.concurrency), lambda s: role, lambda: JavaHost(dist, heap=SLOT_HEAP)
+                )
         deadline = time.monotonic() + timeout
         admin, replication, configs = create_topic(
             self.bootstrap, self.gen, self.topic, self.keys, self.topology, deadline
@@ -428,7 +446,9 @@ class QueueWorkload(KindBase):
                 if self.gen["txn"]
                 else None
             )
-            return JavaQueueClient(self, self.java, process, rng, tid)
+            slot = process % self.concurrency
+            own = None if self.procs is None else self.procs.host(slot, process)
+            return JavaQueueClient(self, own or self.java, process, rng, tid)
         return QueueClient(self, process, rng)
 
     def pipelined_lanes(self) -> int:
@@ -467,6 +487,9 @@ class QueueWorkload(KindBase):
                 transactional_id(self.run_id, slot, self.concurrency)
                 for slot in range(self.concurrency)
             ]
+        if self.procs is not None:
+            hints[CLIENT_PROCS_HINT] = self.procs.hint()
+            hints[CLIENT_TIMEOUTS_HINT] = client_timeouts(self.gen)
         return hints
 
     def consumer_conf(self, group: str, subscriber: bool = False) -> dict[str, Any]:
@@ -484,8 +507,24 @@ class QueueWorkload(KindBase):
 
     def close(self) -> None:
         self.leaders.stop()
+        if self.procs is not None:
+            self.procs.close()
         if self.java is not None:
             self.java.close()
+
+
+def client_timeouts(gen: dict[str, Any]) -> dict[str, int]:
+    """The timeouts a paused queue client may outlast (nemesis/targets.py CLIENT_TIMEOUTS_HINT),
+    ms: its transactions' and the brokers' check for timed-out ones (Kafka's default, which
+    kchaos leaves), and a subscriber's session (the client's or, under KIP-848, the brokers':
+    both 6 s here, clusters/config.py CONSUMER_GROUP)."""
+    out: dict[str, int] = {}
+    if gen["txn"]:
+        out[TXN_TIMEOUT_MS] = int(TXN_TIMEOUT_S * 1000)
+        out[TXN_ABORT_CHECK] = TXN_ABORT_CHECK_MS
+    if gen["mode"] == "subscribe":
+        out["session.timeout.ms"] = 6000
+    return out
 
 
 def transactional_id(run_id: str, process: int, concurrency: int) -> str:

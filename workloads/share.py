@@ -64,6 +64,13 @@ from workloads.client_choice import CLIENT_FIELD, CLIENT_VERSION_FIELD, JAVA
 from workloads.java_client import GRACE_S, SEND_TIMEOUT_S, producer_conf, send_outcome
 from workloads.java_final import final_reads_java
 from workloads.java_host import SOURCES, JavaError, JavaGone, JavaHost, client_dist, conf_args
+from workloads.java_procs import (
+    CLIENT_PROCS_HINT,
+    CLIENT_TIMEOUTS_HINT,
+    SLOT_HEAP,
+    SlotJvms,
+    wants_processes,
+)
 from workloads.java_recorded import JvmRecordedProducer, check_clock
 from workloads.pipelined import (
     ASYNC,
@@ -438,7 +445,8 @@ class ShareWorkload(KindBase):
         self.concurrency = int(gen.get("concurrency") or 1)
         self.consumers = int(gen["consumers"])
         self.modes = consumer_modes(gen)
-        self.lock_s = int(gen["lock_ms"]) / 1000
+        self.lock_ms = int(gen["lock_ms"])
+        self.lock_s = self.lock_ms / 1000
         self.bootstrap = topology.bootstrap_servers()
         self.acked = AckedSends()
         # Sends in flight per partition of the pipelined producers (the busiest-leader target).
@@ -446,6 +454,9 @@ class ShareWorkload(KindBase):
         self.side_recorder: SideRecorder | None = None
         self.leaders = LeaderMap(self.bootstrap, self.topic, topology)
         self.java: JavaHost | None = None
+        # With client faults that stop one client (generator client_procs): each sync slot's
+        # JVM (pipelined producers record their sends in the shared one).
+        self.procs: SlotJvms | None = None
         # The JVM's Admin client (group configs, start offsets), made by setup.
         self.admin_handle: int | None = None
         born = time.monotonic_ns()
@@ -470,6 +481,14 @@ class ShareWorkload(KindBase):
         if self.java is None:
             dist = client_dist(str(self.gen[CLIENT_VERSION_FIELD]))
             self.java = JavaHost(dist, extra_sources=SHARE_SOURCES)
+            if wants_processes(self.gen):
+                first_consumer = self.concurrency - self.consumers
+                own = range(first_consumer if self.pipelined_lanes() else 0, self.concurrency)
+                self.procs = SlotJvms(
+                    own,
+                    lambda s: "share-consumer" if s >= first_consumer else "producer",
+                    lambda: JavaHost(dist, extra_sources=SHARE_SOURCES, heap=SLOT_HEAP),
+                )
         deadline = time.monotonic() + timeout
         create_topic(self.bootstrap, self.gen, self.topic, self.keys, self.topology, deadline)
         self.leaders.await_all(self.keys, deadline)
@@ -583,6 +602,15 @@ class ShareWorkload(KindBase):
             **(
                 {"in_flight": self.sends_in_flight.by_partition()} if self.pipelined_lanes() else {}
             ),
+            **(
+                {
+                    CLIENT_PROCS_HINT: self.procs.hint(),
+                    # A share consumer away longer than its lock loses what it acquired.
+                    CLIENT_TIMEOUTS_HINT: {"group.share.record.lock.duration.ms": self.lock_ms},
+                }
+                if self.procs is not None
+                else {}
+            ),
         }
 
     def client(self, process: int, rng: random.Random) -> ShareProducer | ShareConsumer:
@@ -590,12 +618,15 @@ class ShareWorkload(KindBase):
         # Slot s's processes are s*lanes + j + k*concurrency*lanes (harness ProcessIds).
         slot = (process // max(1, self.pipelined_lanes())) % self.concurrency
         first_consumer = self.concurrency - self.consumers
+        host = (None if self.procs is None else self.procs.host(slot, process)) or self.java
         if slot >= first_consumer:
-            return ShareConsumer(self, self.java, process, rng, self.modes[slot - first_consumer])
-        return ShareProducer(self, self.java, process, rng)
+            return ShareConsumer(self, host, process, rng, self.modes[slot - first_consumer])
+        return ShareProducer(self, host, process, rng)
 
     def close(self) -> None:
         self.leaders.stop()
+        if self.procs is not None:
+            self.procs.close()
         if self.java is not None:
             self.java.close()
             self.java = None

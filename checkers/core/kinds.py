@@ -517,6 +517,13 @@ KINDS: tuple[Kind, ...] = (
     Kind("read-from-other-topic", FOREIGN, foreign.RULE, "kchaos", NEVER),
     Kind("fenced-producer-ack", ACKS, fenced_acks.RULE, "KIP-98 (InitPidRequest); KIP-890", NEVER),
     Kind("hijacked-producer-ack", ACKS, fenced_acks.HIJACK_RULE, "KIP-98 (InitPidRequest)", NEVER),
+    Kind(
+        "zombie-commit",
+        ACKS,
+        fenced_acks.ZOMBIE_RULE,
+        "producer javadoc (transaction.timeout.ms); KIP-98",
+        NEVER,
+    ),
     # -- share groups (checkers/families/share/) ----------------------------------------------
     Kind(
         "redelivered-after-final-ack",

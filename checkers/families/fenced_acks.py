@@ -39,6 +39,7 @@ acknowledgement it was not given.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -46,9 +47,10 @@ from typing import Any
 
 from checkers.core.findings import Finding, secs
 from checkers.families.data_log.fencing import RULE as FENCING_RULE
-from checkers.scan.op_rows import client_process, row_value
+from checkers.scan.fault_windows import TIME, fault_windows
+from checkers.scan.op_rows import client_process, row_fields, row_value
 from history.effects import FENCED, op_effects, started
-from history.format import OK
+from history.format import HELD_FIELD, OK, TXN_ABORT_CHECK, TXN_TIMEOUT_MS
 
 # The ops that write: read whole when the plan names per-slot transactional ids.
 ACK_FS = ("send", "txn")
@@ -226,5 +228,127 @@ def hijacked_producer_ack(a: Ack, began: int, h: Hijack, slots: int) -> Finding:
             "transactional_id": h.victim,
             "slot": h.slot,
             "rule": HIJACK_RULE,
+        },
+    )
+
+
+# -- a producer held before its commit past its transaction's timeout (nemesis/client.py) --
+
+# What the coordinator's abort and its check allow beyond the two timeouts: a request's way to
+# the coordinator and the brokers' clock against the harness's (one host's clock here).
+ZOMBIE_SLACK_MS = 2000
+
+ZOMBIE_RULE = (
+    "a transaction open longer than its transaction.timeout.ms is aborted by its coordinator "
+    "(producer javadoc, 3.9 to 4.4: 'The maximum amount of time in milliseconds that a "
+    "transaction will remain open before the coordinator proactively aborts it. The start of "
+    "the transaction is set at the time that the first partition is added to it.'), which "
+    "looks for them every transaction.abort.timed.out.transaction.cleanup.interval.ms ('The "
+    "interval at which to rollback transactions that have timed out') and aborts them with the "
+    "producer's epoch bumped, so that the zombie's later EndTxn is refused (KIP-98, KIP-360; "
+    "the Java client reports ProducerFencedException, InvalidProducerEpochException, or, as "
+    "4.4.0 was seen to, InvalidTxnStateException): a commit "
+    "the client first called more than the timeout, the check interval and "
+    f"{ZOMBIE_SLACK_MS / 1000:g} s after the transaction's first send was acknowledged (its "
+    "partition had been added by then) must not succeed"
+)
+
+
+@dataclass(frozen=True)
+class HeldCommit:
+    index: int
+    process: int
+    f: str
+    type: str
+    done: int
+    first_ack: int  # ns: the transaction had begun at the coordinator by then
+    sent: int  # ns: commitTransaction was called no earlier (asked + held)
+    bound_ms: int  # the timeout and the check interval
+
+
+def held_commits(rows: Iterable[dict[str, Any]]) -> list[HeldCommit]:
+    """Completions of `send` and `txn` ops whose commit the client held (history.format.
+    HELD_FIELD) after one of their sends was acknowledged."""
+    out = []
+    for r in rows:
+        process = client_process(r["process"])
+        # With --txn every write is a transaction: a `send` op too (one send, then commit).
+        if r["type"] == "invoke" or r["f"] not in ACK_FS or process is None:
+            continue
+        if r.get("time") is None:
+            continue
+        held = row_fields(r).get(HELD_FIELD)
+        if not isinstance(held, dict) or held.get("point") != "commit":
+            continue
+        first, asked, ms = held.get("first_ack"), held.get("asked"), held.get("ms")
+        timeout, check = held.get(TXN_TIMEOUT_MS), held.get(TXN_ABORT_CHECK)
+        if not all(isinstance(v, int) for v in (first, asked, ms, timeout, check)):
+            continue
+        out.append(
+            HeldCommit(
+                int(r["index"]),
+                process,
+                str(r["f"]),
+                str(r["type"]),
+                int(r["time"]),
+                first,
+                asked + ms * 1_000_000,
+                timeout + check,
+            )
+        )
+    return out
+
+
+def other_faults(nemesis_rows: Iterable[dict[str, Any]]) -> list[tuple[int, int | None]]:
+    """(from, to) ns of every fault that acts on some node (scan/fault_windows.py's outer spans,
+    and its other ops: heals, stops that restarted JVMs), None: to the end. A client fault
+    (nemesis/client.py) names no node: it moves no coordinator."""
+    faults = fault_windows([dict(r) for r in nemesis_rows], (), TIME)
+    spans = [s.outer for s in faults.spans if s.nodes != frozenset()] + [
+        (o.start, o.end) for o, hit in faults.others if hit != frozenset()
+    ]
+    return [(int(x * 1e9), None if math.isinf(y) else int(y * 1e9)) for x, y in spans]
+
+
+def zombie_commits(
+    rows: Iterable[dict[str, Any]], nemesis_rows: Iterable[dict[str, Any]]
+) -> tuple[list[Finding], int, int]:
+    """(findings, held commits judged, held commits past the bound not judged because another
+    package's fault overlapped: a coordinator that moved may commit before its first check)."""
+    spans = other_faults(nemesis_rows)
+    found, judged, skipped = [], 0, 0
+    for h in held_commits(rows):
+        if h.sent - h.first_ack <= (h.bound_ms + ZOMBIE_SLACK_MS) * 1_000_000:
+            continue  # not provably past the timeout: Kafka may commit it
+        if any(a <= h.sent and (b is None or b >= h.first_ack) for a, b in spans):
+            skipped += 1
+            continue
+        judged += 1
+        if h.type == OK:
+            found.append(zombie_commit(h))
+    return found, judged, skipped
+
+
+def zombie_commit(h: HeldCommit) -> Finding:
+    late_s = (h.sent - h.first_ack) / 1e9
+    return Finding(
+        "zombie-commit",
+        None,
+        (h.index, h.index),
+        f"op {h.index} ({h.f}) of process {h.process} committed (ok) at {secs(h.done)}, yet its "
+        f"first send was acknowledged at {secs(h.first_ack)} and the client, held before its "
+        f"commit, called commitTransaction no earlier than {secs(h.sent)}: {late_s:.1f} s "
+        f"later, past the {h.bound_ms / 1000:g} s of transaction.timeout.ms and the "
+        f"coordinator's check interval (+ {ZOMBIE_SLACK_MS / 1000:g} s). The coordinator must "
+        f"have aborted the transaction and fenced the producer: a zombie's commit succeeded. "
+        f"Rule: {ZOMBIE_RULE}",
+        {
+            "op": h.index,
+            "process": h.process,
+            "first_ack_at": h.first_ack,
+            "commit_sent_after": h.sent,
+            "committed_at": h.done,
+            "bound_ms": h.bound_ms,
+            "rule": ZOMBIE_RULE,
         },
     )

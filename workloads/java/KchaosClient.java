@@ -17,6 +17,12 @@
 // does not know goes to the share workload's KchaosShare (share/), where that was compiled in.
 //
 // When stdin closes (the harness is gone) the process exits: a client host never outlives it.
+//
+// `hold` POINT and `release` (no handle; nemesis/client.py's pause-send, pause-commit and
+// pause-abort): every handle that reaches POINT ("send", "commit", "abort") blocks just before
+// its producer.send / commitTransaction / abortTransaction until `release`; a call already past
+// the point is not held. A held commit or abort replies how many ms it waited, so that the
+// history can show the call was made only after the hold (its error reply too: "held":ms).
 
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
@@ -64,6 +70,8 @@ public final class KchaosClient {
         // The thread inside producer.send(): a callback run on it reports a record refused
         // before it was queued (metadata wait, size), which never reached a broker.
         volatile Thread sending;
+        // How long the request running now waited at a hold (0: none), told with its reply.
+        volatile long heldMs;
 
         Handle(int id) {
             this.id = id;
@@ -132,6 +140,14 @@ public final class KchaosClient {
             OUT.add("{\"id\":" + id + ",\"r\":" + System.nanoTime() + "}");
             return;
         }
+        if (cmd.equals("hold") || cmd.equals("release")) {
+            synchronized (HOLD_LOCK) {
+                holdPoint = cmd.equals("hold") ? f[3] : null;
+                HOLD_LOCK.notifyAll();
+            }
+            OUT.add("{\"id\":" + id + ",\"r\":true}");
+            return;
+        }
         if (cmd.equals("leaders")) {
             // Not a handle's: the node names a recorded producer writes on its sends' lines.
             KchaosRecorded.setLeaders(f.length > 3 ? f[3] : "");
@@ -146,11 +162,16 @@ public final class KchaosClient {
             return;
         }
         handle.exec.execute(() -> {
+            handle.heldMs = 0;
             try {
                 String r = run(handle, cmd, f);
                 OUT.add("{\"id\":" + id + ",\"r\":" + r + "}");
             } catch (Throwable t) {
-                OUT.add(error(id, t, false));
+                String e = error(id, t, false);
+                if (handle.heldMs > 0) {
+                    e = e.substring(0, e.length() - 1) + ",\"held\":" + handle.heldMs + "}";
+                }
+                OUT.add(e);
             }
             if (cmd.equals("close")) {
                 HANDLES.remove(h);
@@ -214,12 +235,16 @@ public final class KchaosClient {
             case "begin":
                 h.producer.beginTransaction();
                 return "true";
-            case "commit-txn":
+            case "commit-txn": {
+                long held = h.heldMs = gate("commit");
                 h.producer.commitTransaction();
-                return "true";
-            case "abort-txn":
+                return held > 0 ? Long.toString(held) : "true";
+            }
+            case "abort-txn": {
+                long held = h.heldMs = gate("abort");
                 h.producer.abortTransaction();
-                return "true";
+                return held > 0 ? Long.toString(held) : "true";
+            }
             case "flush":
                 h.producer.flush();
                 return "true";
@@ -426,7 +451,30 @@ public final class KchaosClient {
         return v;
     }
 
+    private static final Object HOLD_LOCK = new Object();
+    private static volatile String holdPoint;
+
+    // Blocks while `point` is held; how many ms it waited (0: not held).
+    private static long gate(String point) {
+        if (!point.equals(holdPoint)) {
+            return 0;
+        }
+        long t0 = System.nanoTime();
+        synchronized (HOLD_LOCK) {
+            while (point.equals(holdPoint)) {
+                try {
+                    HOLD_LOCK.wait();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
+        return Math.max(1, (System.nanoTime() - t0) / 1_000_000);
+    }
+
     private static void send(long id, Handle h, String[] f) {
+        gate("send");
         ProducerRecord<String, String> rec = new ProducerRecord<>(
             f[3], Integer.parseInt(f[4]), f[5], f[6]);
         h.sending = Thread.currentThread();

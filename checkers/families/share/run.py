@@ -228,9 +228,14 @@ def windows(rows: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
     """The fault windows (ns) of the nemesis, upgrade and migration op rows, as
     scan/fault_windows.py reads them: each fault's outer span (from its start's invocation to
     the completion of the stop or heal that ended it), and every other op of theirs from its
-    invocation to its completion, each with FAULT_TAIL_NS after it."""
+    invocation to its completion, each with FAULT_TAIL_NS after it; not those that act on no
+    node."""
     faults = fault_windows([dict(r) for r in rows], (), TIME)
-    spans = [s.outer for s in faults.spans] + [(o.start, o.end) for o, _ in faults.others]
+    # A fault whose effects name no node (a client paused or killed, nemesis/client.py) moves
+    # no share-partition leader or coordinator: the lock rules judge what it does.
+    spans = [s.outer for s in faults.spans if s.nodes != frozenset()] + [
+        (o.start, o.end) for o, hit in faults.others if hit != frozenset()
+    ]
     return [(int(a * 1e9), _ns(b) + FAULT_TAIL_NS) for a, b in spans]
 
 

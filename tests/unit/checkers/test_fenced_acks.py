@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.api import check
-from checkers.families.fenced_acks import ACK_FS, fenced_acks, hijacked_acks, hijacks_of
+from checkers.families.fenced_acks import (
+    ACK_FS,
+    fenced_acks,
+    hijacked_acks,
+    hijacks_of,
+    zombie_commits,
+)
 from history.columnar import op_rows, to_table
 from history.format import TXN_ID_PER_SLOT
 from tests.unit.checkers.histories import H
@@ -201,3 +207,79 @@ def test_a_harness_that_retires_fenced_processes_is_never_flagged(ops):
         if outcome == "info":
             current[slot] += SLOTS
     assert hijacked(h)[0] == []
+
+
+# Zombie commits (nemesis/client.py pause-commit): a transaction the client held before its
+# commit past transaction.timeout.ms and the coordinator's check interval.
+
+S = 1_000_000_000
+TIMEOUTS = {
+    "transaction.timeout.ms": 15000,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
+}
+
+
+def held_txn(
+    h: H, type_: str = "ok", held_ms: int = 30000, first_ack: int | None = 1 * S, f: str = "txn"
+) -> H:
+    """Process 1's transaction of one send, its commit asked at 2 s and held `held_ms`."""
+    held = {"point": "commit", "asked": 2 * S, "ms": held_ms, "first_ack": first_ack, **TIMEOUTS}
+    out = send_ok(0, 0, 10) if type_ == "ok" else send_inv(0, 10)
+    return h.op(1, f, send_inv(0, 10), type_, out, commit_held=held)
+
+
+def zombies(h: H):
+    table = to_table(h.history())
+    return zombie_commits(rows(h), op_rows(table, None, ["nemesis"]).to_pylist())
+
+
+def test_a_commit_held_past_the_transactions_timeout_that_succeeds_is_found():
+    [f], judged, skipped = zombies(held_txn(H()))
+    assert (judged, skipped) == (1, 0)
+    assert f.kind == "zombie-commit" and f.ops == (1, 1)
+    assert f.explanation.startswith(
+        "op 1 (txn) of process 1 committed (ok) at 0.200 s, yet its first send was "
+        "acknowledged at 1.000 s and the client, held before its commit, called "
+        "commitTransaction no earlier than 32.000 s: 31.0 s later, past the 25 s of "
+        "transaction.timeout.ms and the coordinator's check interval (+ 2 s)."
+    )
+    assert "proactively aborts it" in f.explanation
+    # With --txn a send op is a transaction of its own, committed the same way.
+    [f] = zombies(held_txn(H(), f="send"))[0]
+    assert f.explanation.startswith("op 1 (send) of process 1 committed (ok)")
+
+
+def test_what_a_held_commit_does_not_make_a_zombie_commit():
+    # Refused (fenced) or unknown: Kafka kept its promise, or the history cannot tell.
+    for outcome in ("fail", "info"):
+        assert zombies(held_txn(H(), outcome)) == ([], 1, 0)
+    # Held, but not provably past the timeout and the check: called 26 s after the first
+    # acknowledgement, within the 25 s + 2 s bound.
+    assert zombies(held_txn(H(), held_ms=25000)) == ([], 0, 0)
+    # No send was acknowledged: the transaction may have begun at the coordinator only later.
+    assert zombies(held_txn(H(), first_ack=None)) == ([], 0, 0)
+    # A transaction whose commit was not held says nothing.
+    assert zombies(H().op(1, "txn", send_inv(0, 10), "ok", send_ok(0, 0, 10))) == ([], 0, 0)
+
+
+def test_a_fault_of_another_package_during_the_hold_leaves_the_commit_unjudged():
+    # A coordinator that moved may take the commit before its first check for expired ones.
+    h = H().nemesis("start-kill", {"kind": "one"})  # from 0.2 s, never stopped
+    assert zombies(held_txn(h)) == ([], 0, 1)
+    # Stopped before the first acknowledgement: the coordinator had settled by then.
+    h = H().nemesis("start-kill", {"kind": "one"}).nemesis("stop-kill", {"kind": "one"})
+    [f], judged, _ = zombies(held_txn(h))
+    assert judged == 1 and f.kind == "zombie-commit"
+    # A fault that acts on no node (the hold itself, nemesis/client.py) is no such fault.
+    stalled = [{"effect": "stalled", "nodes": [], "side": "client", "by": "held before commit"}]
+    h = H().nemesis("start-client", {"kind": "pause-commit", "slot": 1, "effects": stalled})
+    assert len(zombies(held_txn(h))[0]) == 1
+
+
+def test_the_registry_judges_held_commits(tmp_path):
+    h = held_txn(H()).poll(9, {0: [(0, 10)]})
+    verdict = _run(tmp_path / "a", h, concurrency=SLOTS)
+    assert [f.kind for f in verdict.failures] == ["zombie-commit"]
+    assert verdict.stats["held_commits_judged"] == 1
+    verdict = _run(tmp_path / "b", held_txn(H(), "info"), concurrency=SLOTS)
+    assert verdict.failures == [] and verdict.stats["held_commits_judged"] == 1

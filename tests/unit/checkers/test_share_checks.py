@@ -348,3 +348,36 @@ def test_a_share_group_that_keeps_its_states_fails_no_rule(steps, stale, txn):
     h.drain(9, {0: 0}, {0: 4}, [[0, o, 100 + o, count[o] + 1] for o in left])
     found = judge(h)[0]
     assert [f.kind for f in found if not f.tolerated and not f.unknown] == []
+
+
+def _client_pause(h: R, action: str, slot: int = 2) -> R:
+    """A client:pause step of a share consumer's slot: its effects name no node (nemesis/
+    client.py), so no share-partition leader or coordinator moved."""
+    if action == "start":
+        stopped = [{"effect": "stopped", "nodes": [], "by": f"SIGSTOP of slot {slot}'s client"}]
+        value = {"kind": "pause", "slot": slot, "effects": stopped}
+    else:
+        resumed = [{"effect": "resumed", "nodes": [], "by": f"slot {slot}'s client let go"}]
+        value = {"kind": "pause", "slot": slot, "effects": resumed}
+    return h.op("nemesis", f"{action}-client", {"kind": "pause"}, "ok", value)  # type: ignore[return-value]
+
+
+def test_a_consumer_paused_past_its_lock_has_its_late_acknowledgement_judged():
+    # Consumer 2 is handed the record, then stopped (client:pause) past the 2 s lock; consumer
+    # 3 is handed a later acquisition; consumer 2, continued, sends its ACCEPT.
+    def paused(outcome: Any = None) -> R:
+        h = R().sent(0, 7).subscribe(2).subscribe(3).deliver(2, [[0, 7, 107, 1]])
+        _client_pause(h, "start").wait(3)
+        h.deliver(3, [[0, 7, 107, 2]])
+        _client_pause(h, "stop")
+        args = () if outcome is None else (outcome,)
+        return h.ack(2, [[0, 7, "accept"]], *args)  # type: ignore[return-value]
+
+    # Answered ok: the broker applied a zombie's acknowledgement. A client fault moves no
+    # leader, so it excuses nothing.
+    found, stats = judge(paused())
+    [f] = [f for f in found if f.kind == locks.ACK_AFTER_KIND]
+    assert f.data["acked_by"] == 2 and f.data["other"] == 3
+    assert stats["share_lock_pairs_excused_by_faults"] == 0
+    # Refused (InvalidRecordStateException), as KIP-932 says: nothing.
+    assert locks.ACK_AFTER_KIND not in kinds(paused(REFUSED))
