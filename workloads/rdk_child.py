@@ -1,0 +1,69 @@
+"""The child's side of librdkafka's queue clients in processes of their own (workloads/rdk_proc.py):
+run as the factory a child interpreter of workloads/client_procs.py builds, today's QueueClient
+with a stand-in for the workload it reads."""
+
+from __future__ import annotations
+
+import random
+import time
+from types import SimpleNamespace
+from typing import Any
+
+from workloads.client import Completion, Invocation
+from workloads.client_procs import Gate
+from workloads.queue import QueueClient, QueueWorkload
+
+Acked = list[tuple[int, int | None, int]]
+
+
+class ChildQueueState:
+    """What QueueClient reads of its workload, in the child: the run's settings, the history's
+    clock (CLOCK_MONOTONIC is one clock for every process), and the acknowledged sends of the
+    op in progress, which go back to the client host with its completion."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.gen: dict[str, Any] = config["gen"]
+        self.run_id: str = config["run_id"]
+        self.concurrency: int = config["concurrency"]
+        self.bootstrap: str = config["bootstrap"]
+        self.topic: str = config["topic"]
+        self.keys = int(self.gen["keys"])
+        t0 = int(config["t0_ns"])
+        self.clock = lambda: time.monotonic_ns() - t0
+        # The completion's node is the client host's to name (workloads/rdk_proc.py).
+        self.leaders = SimpleNamespace(leaders={})
+        self.acked: list[tuple[int, int | None, int]] = []
+
+    def note_acked(self, key: int, offset: int | None, value: int) -> None:
+        self.acked.append((key, offset, value))
+
+    def consumer_conf(self, group: str, subscriber: bool = False) -> dict[str, Any]:
+        # The workload's own rule, which reads only the settings this state has.
+        return QueueWorkload.consumer_conf(self, group, subscriber)  # type: ignore[arg-type]
+
+
+class ServedQueueClient:
+    """The child's side: today's QueueClient, held at its points by the child's gate."""
+
+    def __init__(self, config: dict[str, Any], gate: Gate) -> None:
+        self.state = ChildQueueState(config)
+        # Its own draws are never used: the client host draws every op.
+        self.client = QueueClient(self.state, config["process"], random.Random(0))  # type: ignore[arg-type]
+        self.client.at = gate.at
+
+    def _answer(self, done: Completion) -> tuple[Completion, Acked]:
+        acked, self.state.acked = self.state.acked, []
+        return done, acked
+
+    def open(self, op: Invocation) -> tuple[Completion, Acked]:
+        return self._answer(self.client.open(op))
+
+    def apply(self, op: Invocation) -> tuple[Completion, Acked]:
+        return self._answer(self.client.apply(op))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def serve_queue_client(config: dict[str, Any], gate: Gate) -> ServedQueueClient:
+    return ServedQueueClient(config, gate)
