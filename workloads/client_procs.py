@@ -138,6 +138,8 @@ class ChildProcess:
         self._reader = FrameReader(self.proc.stdout.fileno())
         self._lock = threading.Lock()  # writes come from the slot's thread and a nemesis's
         self.held_s = 0.0  # the last call's time held at a point
+        # Set while the child says it waits at a held point (its op is past nothing after it).
+        self.holding = threading.Event()
         try:
             self._write(("init", factory, config, held))
             said = self._reader.read(time.monotonic() + start_timeout)
@@ -178,7 +180,9 @@ class ChildProcess:
             kind = got[0]
             if kind == "held":
                 held_at = time.monotonic()
+                self.holding.set()
             elif kind == "going":
+                self.holding.clear()
                 if held_at is not None:
                     waited = time.monotonic() - held_at
                     self.held_s += waited
