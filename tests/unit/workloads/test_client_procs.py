@@ -119,7 +119,7 @@ def _exited(pid: int) -> bool:
         os.close(fd)
 
 
-# The process plumbing, against a broker no one answers on ------------------------------------------
+# The process plumbing, against a broker no one answers on --------------------------------------
 def test_a_child_runs_the_queue_clients_ops_and_answers_them():
     child = ChildProcess(FACTORY, _config())
     try:
