@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import importlib
 import os
 import pickle
@@ -54,8 +55,16 @@ START_TIMEOUT_S = 60.0
 # it is killed.
 CLOSE_GRACE_S = 10.0
 _PR_SET_PDEATHSIG = 1
+_F_SETPIPE_SZ = 1031
+# A pipelined producer's sends in flight are frames in its child's stdin while it is paused:
+# Linux's largest pipe by default (/proc/sys/fs/pipe-max-size) holds a few thousand.
+_PIPE_BYTES = 1 << 20
+# How long a write to a child waits for room in its pipe (a paused child reads nothing).
+WRITE_TIMEOUT_S = 30.0
 _ROOT = Path(__file__).resolve().parents[1]
 _LEN = struct.Struct(">I")
+# How long an idle child's client waits for its own work (delivery reports) at a time.
+IDLE_S = 0.01
 
 
 class ChildGone(Exception):
@@ -71,9 +80,13 @@ class ChildFailed(RuntimeError):
 
 
 # Framing: a 4-byte length, then a pickle (both ends are this module, on one machine).
-def write_frame(out: BinaryIO, message: Any) -> None:
+def frame(message: Any) -> bytes:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(_LEN.pack(len(data)) + data)
+    return _LEN.pack(len(data)) + data
+
+
+def write_frame(out: BinaryIO, message: Any) -> None:
+    out.write(frame(message))
     out.flush()
 
 
@@ -135,6 +148,11 @@ class ChildProcess:
         self.pid = self.proc.pid
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin
+        self._fd = self._in.fileno()
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(self._fd, _F_SETPIPE_SZ, _PIPE_BYTES)
+        # Writes wait for room with a deadline (``_write``), never blocked on a paused child.
+        os.set_blocking(self._fd, False)
         self._reader = FrameReader(self.proc.stdout.fileno())
         self._lock = threading.Lock()  # writes come from the slot's thread and a nemesis's
         self.held_s = 0.0  # the last call's time held at a point
@@ -152,9 +170,23 @@ class ChildProcess:
             self.kill()
             raise ChildFailed(said[1])
 
-    def _write(self, message: Any) -> None:
+    def _write(self, message: Any, timeout: float = WRITE_TIMEOUT_S) -> None:
+        """One whole frame into the child's pipe; ChildSilent when no room came in `timeout`
+        (the frame may be cut: the child is then past use, and killed)."""
+        data = memoryview(frame(message))
+        until = time.monotonic() + timeout
         with self._lock:
-            write_frame(self._in, message)
+            while data:
+                try:
+                    n = os.write(self._fd, data)
+                except BlockingIOError:
+                    n = 0
+                data = data[n:]
+                if not data:
+                    return
+                _, room, _ = select.select([], [self._fd], [], max(0.0, until - time.monotonic()))
+                if not room:
+                    raise ChildSilent(f"client process {self.pid} read nothing in {timeout:g} s")
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -193,12 +225,27 @@ class ChildProcess:
             elif kind == "error":
                 raise ChildFailed(got[1])
 
+    def cast(self, method: str, arg: Any) -> None:
+        """`method(arg)` in the child with no answer of its own (what it does comes back as
+        messages, ``receive``). ChildGone, or ChildSilent when the child reads nothing."""
+        try:
+            self._write(("cast", method, arg))
+        except (BrokenPipeError, ValueError, OSError):
+            raise ChildGone(self.exit_reason()) from None
+
+    def receive(self, until: float | None) -> Any | None:
+        """The child's next message; None when `until` came first. ChildGone when it died."""
+        try:
+            return self._reader.read(until)
+        except (EOFError, OSError):
+            raise ChildGone(self.exit_reason()) from None
+
     def hold(self, point: str) -> None:
-        with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+        with contextlib.suppress(BrokenPipeError, ValueError, OSError, ChildSilent):
             self._write(("hold", point))
 
     def release(self) -> None:
-        with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+        with contextlib.suppress(BrokenPipeError, ValueError, OSError, ChildSilent):
             self._write(("release",))
 
     def exit_reason(self) -> str:
@@ -216,11 +263,11 @@ class ChildProcess:
         once, `grace` 0: a child whose state is unknown)."""
         if grace > 0 and self.alive():
             try:
-                self._write(("close",))
+                self._write(("close",), grace)
                 until = time.monotonic() + grace
                 while self._reader.read(until) not in (None, ("closed",)):
                     pass
-            except (EOFError, OSError, ValueError):
+            except (EOFError, OSError, ValueError, ChildSilent):
                 pass
         self.kill()
 
@@ -394,25 +441,36 @@ def serve(parent: int) -> None:
     init = calls.get()
     gate.set(init[3])
     try:
-        client = _load(init[1])(init[2], gate)
+        client = _load(init[1])(init[2], gate, say)
     except Exception as exc:
         say(("failed", f"the client process could not start: {type(exc).__name__}: {exc}"))
         return
     say(("ready", os.getpid()))
+    # A client with work of its own between requests (a pipelined producer serving its
+    # delivery reports) does it while no request waits.
+    idle: Callable[[float], None] | None = getattr(client, "idle", None)
     while True:
-        got = calls.get()
+        if idle is None:
+            got = calls.get()
+        else:
+            try:
+                got = calls.get_nowait()
+            except queue.Empty:
+                idle(IDLE_S)
+                continue
         if got[0] == "close":
             with contextlib.suppress(Exception):
                 client.close()
             say(("closed",))
             return
-        _, method, arg = got
+        kind, method, arg = got
         try:
             result = getattr(client, method)(arg)
         except Exception as exc:  # the client's bug: the parent records the op as unknown
             say(("error", f"{type(exc).__name__}: {exc}"))
             continue
-        say(("done", result))
+        if kind == "call":
+            say(("done", result))
 
 
 if __name__ == "__main__":

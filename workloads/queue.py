@@ -73,7 +73,7 @@ from workloads.pipelined import (
     slot_mix,
 )
 from workloads.queue_ops import FINAL_READ_RATE, OpChooser, final_outcome, final_poll_records
-from workloads.rdk_proc import ProcQueueClient
+from workloads.rdk_proc import ProcPipelinedProducer, ProcQueueClient
 from workloads.readback import AckedSends, FinalTally, ReadDeadline
 
 SEND_TIMEOUT_S = 10.0
@@ -492,6 +492,11 @@ class QueueWorkload(KindBase):
     def producer_client(self, producer: int, rng: random.Random) -> ProducerClient:
         if self.java is not None:
             return JavaPipelinedProducer(self, self.java, producer, rng)
+        if self.procs is not None:
+            # Slot s's k-th producer is number s + k * concurrency (harness/run/workers.py).
+            slot = self.procs.slot(producer % self.concurrency)
+            config = self._child_config()
+            return ProcPipelinedProducer(self, producer, rng, slot, config, SEND_TIMEOUT_S)
         return PipelinedProducer(self, producer, rng)
 
     def hints(self) -> dict[str, Any]:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
 from workloads.client import Completion, Invocation
 from workloads.client_procs import Gate
+from workloads.pipelined import PipelinedProducer
 from workloads.queue import QueueClient, QueueWorkload
 
 Acked = list[tuple[int, int | None, int]]
@@ -65,5 +67,48 @@ class ServedQueueClient:
         self.client.close()
 
 
-def serve_queue_client(config: dict[str, Any], gate: Gate) -> ServedQueueClient:
+def serve_queue_client(
+    config: dict[str, Any], gate: Gate, say: Callable[[Any], None]
+) -> ServedQueueClient:
     return ServedQueueClient(config, gate)
+
+
+class ServedPipelinedProducer:
+    """The child's side of a pipelined producer: today's PipelinedProducer, its sends queued
+    as they come, each completion told (``sent``) from the delivery report that decided it."""
+
+    def __init__(self, config: dict[str, Any], gate: Gate, say: Callable[[Any], None]) -> None:
+        self.state = ChildQueueState(config)
+        # Its own draws are never used: the client host draws every send.
+        self.producer = PipelinedProducer(self.state, config["producer"], random.Random(0))  # type: ignore[arg-type]
+        self.producer.at = gate.at
+        self._say = say
+        self._told_broken = False
+
+    def _answer(self, token: int, done: Completion) -> None:
+        acked, self.state.acked = self.state.acked, []
+        self._say(("sent", token, done, acked, self.producer.broken))
+
+    def send(self, arg: tuple[int, Invocation]) -> None:
+        token, op = arg
+        try:
+            refused = self.producer.send(op, lambda c: self._answer(token, c))
+        except Exception as exc:  # a client bug: the send's fate is unknown, as in a thread
+            refused = Completion("info", op.value, f"{type(exc).__name__}: {exc}", op.node)
+        if refused is not None:
+            self._answer(token, refused)
+
+    def idle(self, timeout: float) -> None:
+        self.producer.poll(timeout)
+        if self.producer.broken and not self._told_broken:
+            self._told_broken = True
+            self._say(("broken",))
+
+    def close(self) -> None:
+        self.producer.close()
+
+
+def serve_pipelined_producer(
+    config: dict[str, Any], gate: Gate, say: Callable[[Any], None]
+) -> ServedPipelinedProducer:
+    return ServedPipelinedProducer(config, gate, say)

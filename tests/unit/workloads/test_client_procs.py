@@ -332,3 +332,82 @@ def test_a_killed_process_retires_and_its_slot_goes_on_in_a_new_one(mock_cluster
         (1, f"client process {first} killed by SIGKILL")
     ]
     assert {o["process"] for o in ops} == {1, 3}
+
+
+# Pipelined producers in processes ---------------------------------------------------------------
+def _pipelined_gen() -> dict[str, Any]:
+    return {
+        "send_mode": "async",
+        "in_flight": 5,
+        "linger_ms": 5.0,
+        "value_stride": 1_000_000_000,
+        "mix": {"send": 1},
+        CLIENT_PROCS: True,
+    }
+
+
+def test_a_pipelined_producer_in_a_process_records_each_send(mock_cluster, tmp_path):
+    bootstrap, ids, _ = mock_cluster
+    wl = QueueWorkload(_gen(**_pipelined_gen()), _topology(bootstrap, ids), 7, "pp/1")
+    rec = Recorder(tmp_path / "history.jsonl", "pp/1")
+    wl.clock, wl.side_recorder = rec.now_ns, rec
+    stop = threading.Event()
+    clients = Clients(wl, rec, 7, 2, 0, ProcessIds(2 * 5), stop)
+    assert clients.lanes == 5
+    slot = threading.Thread(target=clients.run_pipelined, args=(0,))
+    slot.start()
+    try:
+        # Until 200 sends were acknowledged (the slot sends unpaced).
+        deadline = time.monotonic() + WAIT_S
+        while len(wl.acked) < 200 and time.monotonic() < deadline:
+            stop.wait(0.05)
+        assert wl.hints()["client_processes"][0].role == "producer"
+        assert wl.hints()["client_processes"][0].pid() is not None
+    finally:
+        stop.set()
+        slot.join(WAIT_S)
+        wl.close()
+        rec.close()
+    ops = read_history(tmp_path / "history.jsonl").ops
+    done = [o for o in ops if o["type"] != "invoke"]
+    assert len(done) == len([o for o in ops if o["type"] == "invoke"])
+    assert {o["type"] for o in done} == {"ok"}
+    assert {o["process"] for o in ops} <= set(range(5))
+    assert len(wl.acked) == len(done) >= 200
+    assert all(o["producer"] == 0 for o in ops)
+
+
+def _polled_until(producer: Any, done: Any) -> None:
+    """Serves the producer's child until `done()` (bounded: the event, not a time, is tested)."""
+    deadline = time.monotonic() + WAIT_S
+    while not done():
+        assert time.monotonic() < deadline, "not reached"
+        producer.poll(0.05)
+
+
+def test_a_killed_pipelined_producer_ends_its_sends_in_flight(mock_cluster, tmp_path):
+    bootstrap, ids, _ = mock_cluster
+    wl = QueueWorkload(_gen(**_pipelined_gen()), _topology(bootstrap, ids), 7, "pp/2")
+    try:
+        producer = wl.producer_client(1, random.Random(1))
+        slot = wl.hints()["client_processes"][1]
+        got: list[Any] = []
+        op = producer.next_op()
+        assert producer.send(op, got.append) is None
+        _polled_until(producer, lambda: got)
+        assert got[0].type == "ok" and wl.sends_in_flight.by_partition() == {}
+        slot.hold("send")
+        held = producer.next_op()
+        assert producer.send(held, got.append) is None
+        # The child says when it waits at the held point (the producer's _take).
+        _polled_until(producer, lambda: producer.held)
+        assert wl.sends_in_flight.by_partition() == {held.value[0][1]: 1}
+        pid = slot.pid()
+        os.kill(pid, signal.SIGKILL)
+        _polled_until(producer, lambda: len(got) == 2)
+        assert (got[1].type, got[1].error) == ("info", f"client process {pid} killed by SIGKILL")
+        assert producer.broken and wl.sends_in_flight.by_partition() == {}
+        producer.close()
+        assert slot.pid() is None
+    finally:
+        wl.close()
