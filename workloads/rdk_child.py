@@ -75,7 +75,8 @@ def serve_queue_client(
 
 class ServedPipelinedProducer:
     """The child's side of a pipelined producer: today's PipelinedProducer, its sends queued
-    as they come, each completion told (``sent``) from the delivery report that decided it."""
+    as they come (in batches: one frame per burst of the slot), each completion told from the
+    delivery report that decided it, in one ``sent`` frame per poll that served any."""
 
     def __init__(self, config: dict[str, Any], gate: Gate, say: Callable[[Any], None]) -> None:
         self.state = ChildQueueState(config)
@@ -84,22 +85,30 @@ class ServedPipelinedProducer:
         self.producer.at = gate.at
         self._say = say
         self._told_broken = False
+        self._answers: list[tuple[int, Completion, Acked]] = []
 
     def _answer(self, token: int, done: Completion) -> None:
         acked, self.state.acked = self.state.acked, []
-        self._say(("sent", token, done, acked, self.producer.broken))
+        self._answers.append((token, done, acked))
 
-    def send(self, arg: tuple[int, Invocation]) -> None:
-        token, op = arg
-        try:
-            refused = self.producer.send(op, lambda c: self._answer(token, c))
-        except Exception as exc:  # a client bug: the send's fate is unknown, as in a thread
-            refused = Completion("info", op.value, f"{type(exc).__name__}: {exc}", op.node)
-        if refused is not None:
-            self._answer(token, refused)
+    def _tell(self) -> None:
+        if self._answers:
+            answers, self._answers = self._answers, []
+            self._say(("sent", answers, self.producer.broken))
+
+    def send(self, sends: list[tuple[int, Invocation]]) -> None:
+        for token, op in sends:
+            try:
+                refused = self.producer.send(op, lambda c, t=token: self._answer(t, c))
+            except Exception as exc:  # a client bug: the send's fate is unknown, as in a thread
+                refused = Completion("info", op.value, f"{type(exc).__name__}: {exc}", op.node)
+            if refused is not None:
+                self._answer(token, refused)
+        self._tell()
 
     def idle(self, timeout: float) -> None:
         self.producer.poll(timeout)
+        self._tell()
         if self.producer.broken and not self._told_broken:
             self._told_broken = True
             self._say(("broken",))

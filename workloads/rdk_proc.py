@@ -147,6 +147,7 @@ class ProcPipelinedProducer:
         # token -> (op, its done, when it was sent), oldest first.
         self._pending: dict[int, tuple[Invocation, Callable[[Completion], None], float]] = {}
         self._token = 0
+        self._outbox: list[tuple[int, Invocation]] = []  # sent with the next poll, in one frame
         self._held_at: float | None = None
         self._grace = 0.0  # seconds held so far, which no send's deadline counts
         self._unknown = False
@@ -170,14 +171,19 @@ class ProcPipelinedProducer:
         self._token += 1
         self._pending[self._token] = (op, done, time.monotonic())
         self._row[key] += 1
-        try:
-            self.child.cast("send", (self._token, op))
-        except (ChildGone, ChildSilent) as exc:
-            self._lost(str(exc))
+        # The slot queues a burst of sends, then polls: the burst goes to the child in one frame.
+        self._outbox.append((self._token, op))
         return None
 
     def poll(self, timeout: float) -> None:
         until = time.monotonic() + timeout
+        if self._outbox and self.child is not None:
+            sends, self._outbox = self._outbox, []
+            try:
+                self.child.cast("send", sends)
+            except (ChildGone, ChildSilent) as exc:
+                self._lost(str(exc))
+                return
         while self.child is not None:
             try:
                 got = self.child.receive(until)
@@ -196,16 +202,17 @@ class ProcPipelinedProducer:
     def _take(self, got: tuple[Any, ...]) -> None:
         kind = got[0]
         if kind == "sent":
-            _, token, done, acked, broken = got
-            entry = self._pending.pop(token, None)
-            if entry is None:
-                return
-            op, answer, _ = entry
-            self._row[op.value[0][1]] -= 1
-            for key, offset, value in acked:
-                self.wl.note_acked(key, offset, value)
+            _, answers, broken = got
             self.broken = self.broken or broken
-            answer(_named(self.wl, op, done))
+            for token, done, acked in answers:
+                entry = self._pending.pop(token, None)
+                if entry is None:
+                    continue
+                op, answer, _ = entry
+                self._row[op.value[0][1]] -= 1
+                for key, offset, value in acked:
+                    self.wl.note_acked(key, offset, value)
+                answer(_named(self.wl, op, done))
         elif kind == "held":
             self._held_at = time.monotonic()
         elif kind == "going":
@@ -221,6 +228,7 @@ class ProcPipelinedProducer:
         """Every send in flight ends unknown; this producer can send no more."""
         self.broken = True
         self._unknown = True
+        self._outbox = []
         pending, self._pending = self._pending, {}
         for op, answer, _ in pending.values():
             self._row[op.value[0][1]] -= 1
