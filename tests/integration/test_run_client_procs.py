@@ -90,10 +90,20 @@ def _procs_on(plan: Plan) -> None:
     plan.generator[CLIENT_PROCS] = True
 
 
-@pytest.mark.parametrize("txn", [False, True], ids=["plain", "txn"])
-@pytest.mark.parametrize("version", ["4.4", "3.9"])
+@pytest.mark.parametrize(
+    ("version", "txn", "send_mode"),
+    [
+        ("4.4", False, "sync"),
+        ("4.4", True, "sync"),
+        ("3.9", False, "sync"),
+        ("3.9", True, "sync"),
+        # Pipelined producers (and their pollers' consumers) in processes.
+        ("4.4", False, "async"),
+    ],
+    ids=["4.4-plain", "4.4-txn", "3.9-plain", "3.9-txn", "4.4-async"],
+)
 def test_client_processes_are_paused_killed_and_held_and_the_run_stays_valid(
-    docker_client, tmp_path, version, txn
+    docker_client, tmp_path, version, txn, send_mode
 ):
     points = ("send", "commit", "abort") if txn else ("send",)
     done = quiet_run(
@@ -104,7 +114,7 @@ def test_client_processes_are_paused_killed_and_held_and_the_run_stays_valid(
         tmp_path,
         version=version,
         txn=txn,
-        send_mode="sync",
+        send_mode=send_mode,
         concurrency=CONCURRENCY,
         nemesis=["pause"],
         nemesis_interval=4,
@@ -118,7 +128,8 @@ def test_client_processes_are_paused_killed_and_held_and_the_run_stays_valid(
     d = done.result.run_dir
     results = json.loads((d / "results.json").read_text())
     run = json.loads((d / "run.json").read_text())
-    print(f"\n{version} txn={txn}: {d} {results['status']} final {run['final_reads']}")
+    print(f"\n{version} txn={txn} {send_mode}: {d} {results['status']}")
+    print("final reads:", {k: v for k, v in run["final_reads"].items() if k != "missing"})
     assert results["status"] == "valid", results
     assert done.result.exit_code == 0
     assert run["final_reads"]["complete"] is True
@@ -135,12 +146,20 @@ def test_client_processes_are_paused_killed_and_held_and_the_run_stays_valid(
     clients = [op for op in ops if isinstance(op["process"], int)]
     for kill in kills:
         why = f"client process {kill['pid']} killed by SIGKILL"
-        ended = [op for op in clients if op["type"] == "info" and op.get("error") == why]
-        # The kill ended the op in flight, or the slot's next one found the process gone.
-        assert len(ended) == 1, (why, ended)
-        gone = ended[0]["process"]
-        assert gone % CONCURRENCY == kill["slot"]
-        at = clients.index(ended[0])
-        # The process retired: nothing more of it; its slot goes on as a new one.
-        assert all(op["process"] != gone for op in clients[at + 1 :])
-        assert any(op["process"] == gone + CONCURRENCY for op in clients[at + 1 :])
+        ended = [
+            i for i, op in enumerate(clients) if op["type"] == "info" and op.get("error") == why
+        ]
+        # The kill ended the ops in flight, or the slot's next one found the process gone.
+        assert ended if send_mode == "async" else len(ended) == 1, (why, ended)
+        for at in ended:
+            # The process retired: nothing more of it.
+            gone = clients[at]["process"]
+            assert all(op["process"] != gone for op in clients[at + 1 :])
+        op = clients[ended[0]]
+        later = clients[ended[-1] + 1 :]
+        # Its slot goes on: as a new process, or (pipelined) as its next producer.
+        if send_mode == "async":
+            assert any(o.get("producer") == op["producer"] + CONCURRENCY for o in later)
+        else:
+            assert op["process"] % CONCURRENCY == kill["slot"]
+            assert any(o["process"] == op["process"] + CONCURRENCY for o in later)
