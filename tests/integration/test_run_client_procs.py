@@ -134,7 +134,10 @@ def test_client_processes_are_paused_killed_and_held_and_the_run_stays_valid(
     assert done.result.exit_code == 0
     assert run["final_reads"]["complete"] is True
 
-    ops = read_history(d).ops
+    history = read_history(d)
+    ops = history.ops
+    # Process ids per slot: a pipelined producer's lanes (docs/history.md), else 1.
+    lanes = int(history.header.get("in_flight") or 1)
     faults = [
         op["value"]
         for op in ops
@@ -157,9 +160,10 @@ def test_client_processes_are_paused_killed_and_held_and_the_run_stays_valid(
             assert all(op["process"] != gone for op in clients[at + 1 :])
         op = clients[ended[0]]
         later = clients[ended[-1] + 1 :]
-        # Its slot goes on: as a new process, or (pipelined) as its next producer.
-        if send_mode == "async":
+        # Its slot goes on: (pipelined) as its next producer, or as a new process.
+        if "producer" in op:
+            assert op["producer"] % CONCURRENCY == kill["slot"]
             assert any(o.get("producer") == op["producer"] + CONCURRENCY for o in later)
         else:
-            assert op["process"] % CONCURRENCY == kill["slot"]
-            assert any(o["process"] == op["process"] + CONCURRENCY for o in later)
+            assert (op["process"] // lanes) % CONCURRENCY == kill["slot"]
+            assert any(o["process"] == op["process"] + CONCURRENCY * lanes for o in later)
