@@ -148,22 +148,37 @@ def test_client_processes_are_paused_killed_and_held_and_the_run_stays_valid(
     assert kills, "the seed drew no kill"
     clients = [op for op in ops if isinstance(op["process"], int)]
     for kill in kills:
-        why = f"client process {kill['pid']} killed by SIGKILL"
-        ended = [
-            i for i, op in enumerate(clients) if op["type"] == "info" and op.get("error") == why
-        ]
-        # The kill ended the ops in flight, or the slot's next one found the process gone.
-        assert ended if send_mode == "async" else len(ended) == 1, (why, ended)
-        for at in ended:
-            # The process retired: nothing more of it.
-            gone = clients[at]["process"]
-            assert all(op["process"] != gone for op in clients[at + 1 :])
-        op = clients[ended[0]]
-        later = clients[ended[-1] + 1 :]
-        # Its slot goes on: (pipelined) as its next producer, or as a new process.
-        if "producer" in op:
-            assert op["producer"] % CONCURRENCY == kill["slot"]
-            assert any(o.get("producer") == op["producer"] + CONCURRENCY for o in later)
-        else:
-            assert (op["process"] // lanes) % CONCURRENCY == kill["slot"]
-            assert any(o["process"] == op["process"] + CONCURRENCY * lanes for o in later)
+        check_kill(kill, ops, clients, lanes)
+
+
+def check_kill(
+    kill: dict[str, Any], ops: list[dict[str, Any]], clients: list[dict[str, Any]], lanes: int
+) -> None:
+    """The kill ended the ops in flight `info` (a sync slot's, or its next one finding the
+    process gone; a pipelined producer's sends in flight, maybe none), their processes
+    retired, and the slot went on: as a new process, or (pipelined) as its next producer."""
+    why = f"client process {kill['pid']} killed by SIGKILL"
+    ended = [i for i, op in enumerate(clients) if op["type"] == "info" and op.get("error") == why]
+    for at in ended:
+        gone = clients[at]["process"]
+        assert all(op["process"] != gone for op in clients[at + 1 :])
+    killed_at = next(
+        op["time"]
+        for op in ops
+        if op["process"] == "nemesis" and op["type"] == "ok" and op["value"] == kill
+    )
+    before = [op for op in clients if op["time"] < killed_at]
+    after = [op for op in clients if op["time"] > killed_at]
+    slot = kill["slot"]
+    if lanes > 1:  # a pipelined producer: each slot's producers are slot + k * concurrency
+        mine = {op["producer"] for op in before if op.get("producer", -1) % CONCURRENCY == slot}
+        assert any(
+            op.get("producer", -1) > max(mine)
+            for op in after
+            if op.get("producer", -1) % CONCURRENCY == slot
+        )
+        return
+    assert len(ended) == 1, (why, ended)
+    op = clients[ended[0]]
+    assert (op["process"] // lanes) % CONCURRENCY == slot
+    assert any(o["process"] == op["process"] + CONCURRENCY * lanes for o in after)
