@@ -441,6 +441,28 @@ def producer_conf(wl: QueueState) -> dict[str, Any]:
     return conf
 
 
+class SendChooser:
+    """A pipelined producer's sends: keys from its own random stream, values producer q's
+    q * value_stride + n, each naming the leader its key had last."""
+
+    def __init__(self, wl: QueueState, producer: int, rng: random.Random) -> None:
+        self.wl = wl
+        self.rng = rng
+        self._keys = wl.keys
+        self._next_value = producer * int(wl.gen["value_stride"])
+
+    def next_op(self) -> Invocation:
+        key = self.rng.randrange(self._keys)
+        self._next_value += 1
+        return Invocation(
+            "send", [["send", key, self._next_value]], self.wl.leaders.leaders.get(key)
+        )
+
+
+def _unheld(point: str) -> None:
+    """A producer in a thread is never held."""
+
+
 class PipelinedProducer:
     """A producer whose sends complete from delivery reports; one per worker slot."""
 
@@ -455,9 +477,11 @@ class PipelinedProducer:
         self.producer = producer
         self.rng = rng
         self.broken = False
-        self._keys = wl.keys
+        self._draws = SendChooser(wl, producer, rng)
         self._topic = wl.topic
-        self._next_value = producer * int(wl.gen["value_stride"])
+        # Where a client fault holds it, in a process of its own (workloads/client_procs.py
+        # Gate.at): just before each produce().
+        self.at: Callable[[str], None] = _unheld
         quiet = {"log_level": 0, "error_cb": self._error}
         self._producer = Producer({**(conf or producer_conf(wl)), **quiet})
         # A workload that aims no fault by it may give none: the counts are then this one's.
@@ -471,11 +495,7 @@ class PipelinedProducer:
             self.broken = True
 
     def next_op(self) -> Invocation:
-        key = self.rng.randrange(self._keys)
-        self._next_value += 1
-        return Invocation(
-            "send", [["send", key, self._next_value]], self.wl.leaders.leaders.get(key)
-        )
+        return self._draws.next_op()
 
     def send(self, op: Invocation, done: Callable[[Completion], None]) -> Completion | None:
         _, key, value = op.value[0]
@@ -485,6 +505,7 @@ class PipelinedProducer:
             done(self.completion(op, key, value, err, msg.offset() if err is None else None))
 
         try:
+            self.at("send")
             self._producer.produce(
                 self._topic,
                 value=str(value).encode(),

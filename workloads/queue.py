@@ -57,6 +57,7 @@ from workloads.client_choice import (
     client_params,
     consumer_settings,
 )
+from workloads.client_procs import ABORT, CLIENT_PROCS, COMMIT, SEND, SlotProcesses
 from workloads.java_client import TXN_ABORT_CHECK_MS, JavaPipelinedProducer, JavaQueueClient
 from workloads.java_final import final_reads_java
 from workloads.java_host import JavaHost, client_dist
@@ -78,8 +79,10 @@ from workloads.pipelined import (
     has_lanes,
     lanes_of,
     pollers_of,
+    slot_mix,
 )
 from workloads.queue_ops import FINAL_READ_RATE, OpChooser, final_outcome, final_poll_records
+from workloads.rdk_proc import ProcPipelinedProducer, ProcQueueClient
 from workloads.readback import AckedSends, FinalTally, ReadDeadline
 
 SEND_TIMEOUT_S = 10.0
@@ -323,6 +326,11 @@ class QueueWorkload(KindBase):
         self.java: JavaHost | None = None
         # With client faults that stop one client (generator client_procs): each slot's JVM.
         self.procs: SlotJvms | None = None
+        # librdkafka's clients each in a process of its own (the generator's client_procs, for
+        # the client faults), else in their slots' threads (workloads/rdk_proc.py).
+        self.rdk_procs = (
+            SlotProcesses(self._role) if gen.get(CLIENT_PROCS) and client_of(gen) != JAVA else None
+        )
         # The history's clock for the times clients write into op fields (workloads/api.py
         # Clocked): the interpreter gives its recorder's; this stand-in counts from here.
         born = time.monotonic_ns()
@@ -449,7 +457,39 @@ class QueueWorkload(KindBase):
             slot = process % self.concurrency
             own = None if self.procs is None else self.procs.host(slot, process)
             return JavaQueueClient(self, own or self.java, process, rng, tid)
+        if self.rdk_procs is not None:
+            slot = self.rdk_procs.slot(self._slot_of(process))
+            timeouts = (TXN_TIMEOUT_S, SEND_TIMEOUT_S)
+            return ProcQueueClient(self, process, rng, slot, self._child_config(), timeouts)
         return QueueClient(self, process, rng)
+
+    def _slot_of(self, process: int) -> int:
+        # Slot s's processes are s*lanes + j + k*concurrency*lanes (harness ProcessIds).
+        return (process // lanes_of(self.gen)) % self.concurrency
+
+    def _role(self, slot: int) -> str:
+        """What a slot's client does, for the client faults: a poller slot consumes, a slot
+        whose mix has no poll produces, the queue's sync mix does both."""
+        mix = set(slot_mix(self.gen, slot * lanes_of(self.gen)))
+        if mix == {"poll"}:
+            return "consumer"
+        return "producer" if "poll" not in mix else "producer-consumer"
+
+    def _child_config(self) -> dict[str, Any]:
+        """What a child's QueueClient reads of this workload (workloads/rdk_child.py)."""
+        # The history's zero on CLOCK_MONOTONIC, for the times the child writes into op fields.
+        if self.side_recorder is not None:
+            t0 = self.side_recorder.t0_ns
+        else:
+            t0 = time.monotonic_ns() - self.clock()
+        return {
+            "gen": self.gen,
+            "run_id": self.run_id,
+            "concurrency": self.concurrency,
+            "bootstrap": self.bootstrap,
+            "topic": self.topic,
+            "t0_ns": t0,
+        }
 
     def pipelined_lanes(self) -> int:
         """Sends in flight per producer with --send-mode async (workloads/pipelined.py); 0:
@@ -472,6 +512,11 @@ class QueueWorkload(KindBase):
     def producer_client(self, producer: int, rng: random.Random) -> ProducerClient:
         if self.java is not None:
             return JavaPipelinedProducer(self, self.java, producer, rng)
+        if self.rdk_procs is not None:
+            # Slot s's k-th producer is number s + k * concurrency (harness/run/workers.py).
+            slot = self.rdk_procs.slot(producer % self.concurrency)
+            config = self._child_config()
+            return ProcPipelinedProducer(self, producer, rng, slot, config, SEND_TIMEOUT_S)
         return PipelinedProducer(self, producer, rng)
 
     def hints(self) -> dict[str, Any]:
@@ -489,6 +534,10 @@ class QueueWorkload(KindBase):
             ]
         if self.procs is not None:
             hints[CLIENT_PROCS_HINT] = self.procs.hint()
+            hints[CLIENT_TIMEOUTS_HINT] = client_timeouts(self.gen)
+        # librdkafka's clients in processes of their own (workloads/rdk_proc.py).
+        elif self.rdk_procs is not None:
+            hints[CLIENT_PROCS_HINT] = self.rdk_procs.by_slot()
             hints[CLIENT_TIMEOUTS_HINT] = client_timeouts(self.gen)
         return hints
 
@@ -509,6 +558,8 @@ class QueueWorkload(KindBase):
         self.leaders.stop()
         if self.procs is not None:
             self.procs.close()
+        if self.rdk_procs is not None:
+            self.rdk_procs.close()
         if self.java is not None:
             self.java.close()
 
@@ -605,6 +656,9 @@ class QueueClient:
         self._foreign: list[list[Any]] = []
         self._unreadable: list[list[Any]] = []
         self.setup_op = self.ops.assignment()
+        # Where a client fault holds it (workloads/client_procs.py Gate.at, in a process of
+        # its own): just before each produce(), commit_transaction() and abort_transaction().
+        self.at: Callable[[str], None] = _unheld
 
     def open(self, op: Invocation) -> Completion:
         """Applies the assign/subscribe chosen at construction."""
@@ -670,6 +724,7 @@ class QueueClient:
         def delivered(err, msg) -> None:
             results[value] = err if err is not None else msg.offset()
 
+        self.at(SEND)
         self.producer.produce(
             self.wl.topic,
             value=str(value).encode(),
@@ -781,6 +836,7 @@ class QueueClient:
             if remaining or bad or len(results) < sum(m[0] == "send" for m in op.value):
                 why = describe(bad[0]) if bad else "sends not delivered in time"
                 return self._abort(op, out, start, why)
+            self.at(COMMIT)
             self.producer.commit_transaction(TXN_TIMEOUT_S)
         except BufferError as exc:
             # The send was not queued, so none of it reached a broker; the rest is aborted.
@@ -814,6 +870,7 @@ class QueueClient:
     ) -> Completion:
         value = _as_done(op, out)
         try:
+            self.at(ABORT)
             self.producer.abort_transaction(TXN_TIMEOUT_S)
         except KafkaException as exc:
             return Completion("info", value, f"{why}; abort failed: {describe(exc)}")
@@ -856,6 +913,10 @@ class QueueClient:
         with contextlib.suppress(KafkaException):
             self.producer.purge(in_queue=True, in_flight=False)
             self.producer.flush(0)
+
+
+def _unheld(point: str) -> None:
+    """A client in a thread is never held."""
 
 
 def _as_done(op: Invocation, out: list[list[Any]]) -> list[list[Any]]:
