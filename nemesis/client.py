@@ -78,8 +78,9 @@ TXN_ABORT_CHECK = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
 # Where a stopped client's pid is kept until it is continued, per cluster (a crashed harness
 # leaves a stopped JVM that no closed stdin ends).
 STOPPED_DIR = Path(tempfile.gettempdir()) / "kchaos-client-stopped"
-# What a stopped pid's command line must hold to be continued: the Java client's main class.
-CLIENT_MARK = b"KchaosClient"
+# What a stopped pid's command line must hold to be continued: the Java client's main class,
+# or librdkafka's client child (workloads/client_procs.py; it also dies with its host).
+CLIENT_MARKS = (b"KchaosClient", b"workloads.client_procs")
 # How long the hijacker's InitProducerId may take: the coordinator first aborts the victim's
 # transaction in progress (markers written to its partitions), which takes a while under faults.
 INIT_TIMEOUT_S = 30.0
@@ -209,7 +210,8 @@ def _stopped_file(cluster: str, pid: int) -> Path:
 
 def _is_client(pid: int) -> bool:
     try:
-        return CLIENT_MARK in Path(f"/proc/{pid}/cmdline").read_bytes()
+        line = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return any(mark in line for mark in CLIENT_MARKS)
     except OSError:
         return False
 

@@ -59,7 +59,7 @@ class _Proc:
 
 @pytest.fixture
 def sleepers(monkeypatch, tmp_path):
-    monkeypatch.setattr(c, "CLIENT_MARK", b"sleep")
+    monkeypatch.setattr(c, "CLIENT_MARKS", (b"sleep",))
     monkeypatch.setattr(c, "STOPPED_DIR", tmp_path / "stopped")
     monkeypatch.setattr(c.ClientNemesis, "_faults", {})
     made: list[_Proc] = []
