@@ -122,6 +122,9 @@ class ShareOps:
     held: list[tuple[int, int | str, int, int]] = field(default_factory=list)
     # The acknowledgement mode of each consumer process (its share-subscribe).
     modes: dict[int | str, str] = field(default_factory=dict)
+    # When each consumer process's first share-subscribe was invoked (ns): its client holds no
+    # acquisition from before then (a share consumer fetches only once subscribed).
+    subscribed: dict[int | str, int] = field(default_factory=dict)
 
 
 def read_share(ops: Iterable[Mapping[str, Any]], path: str = "history") -> ShareOps:
@@ -178,6 +181,8 @@ def _read_invocation(out: ShareOps, op: Mapping[str, Any], path: str) -> None:
         raise _bad(path, op, f"value is {value!r:.60}, expected an object")
     if op["f"] == SHARE_SUBSCRIBE and value.get("ack_mode") not in ACK_MODES:
         raise _bad(path, op, f"ack_mode {value.get('ack_mode')!r} is not one of {ACK_MODES}")
+    if op["f"] == SHARE_SUBSCRIBE:
+        out.subscribed.setdefault(op["process"], op["time"])
 
 
 def _read_completion(

@@ -11,15 +11,26 @@ Read as (docs/history.md, "The share workload"): an outcome `ok` heard by proces
 record sent at or before the op it came in; when that acknowledgement was `accept` or `reject`
 the record is final from the op's completion on (the broker applied it before p heard so). The
 acknowledged delivery is p's latest delivery of the record before the acknowledgement was sent.
-A violation is a delivery of the record by a poll invoked after that completion, with a delivery
-count above the acknowledged delivery's: a new acquisition after the record became final.
 
-Not judged, and why: a hand-over after the final acknowledgement with a delivery count at or
-below the acknowledged delivery's (the client fetched that copy before, and hands it over late:
-seen on Kafka 4.4.0, a stale copy; counted in `share_stale_after_final`), deliveries whose count or
-the acknowledged delivery's is unknown (counted in `share_uncounted_after_final`), polls invoked
-before the outcome was heard (the acknowledgement may not have been applied yet), and outcomes
-other than `ok`.
+An acknowledgement names an offset, not a delivery: the broker applies it to the record's
+current acquisition when the sender's member holds it (SharePartition checks the state and the
+member, not the delivery count), and that acquisition may be one the application has not been
+handed yet. Kafka 4.4.0's client keeps a queue of fetched batches (ShareFetchBuffer) and fetches
+a partition again while an older batch of it waits there (a node is skipped only while a request
+to it is in flight), so a consumer may be handed a copy whose lock already expired, acknowledge
+it, and have the acknowledgement applied to a newer acquisition it is handed only later, with a
+higher count (seen: run 20261128T172427-4232, docs/checkers.md). Such a copy was acquired before
+the record became final, and the history cannot tell it from a new acquisition, except where
+the consumer could not have held one then. So a violation is a delivery of the record, by a
+poll invoked after that completion, to a consumer whose `share-subscribe` was invoked after that
+completion (the final reads' drain, a consumer started later): its client can hold no
+acquisition from before the record became final, whatever the count.
+
+Not judged, and why: hand-overs after the final acknowledgement to consumers subscribed before
+it: with a count at or below the acknowledged delivery's (`share_stale_after_final`), above it
+(`share_higher_after_final`: possibly acquired before the acknowledgement, as above), or with
+either count unknown (`share_uncounted_after_final`); polls invoked before the outcome was
+heard (the acknowledgement may not have been applied yet); outcomes other than `ok`.
 """
 
 from __future__ import annotations
@@ -50,9 +61,9 @@ SHARE_OP_FS = tuple(sorted(SHARE_FS))
 KIND = "redelivered-after-final-ack"
 RULE = (
     "a record whose ACCEPT or REJECT a consumer was told succeeded is never acquired again: no "
-    "poll invoked after that outcome was heard hands it over with a delivery count above the "
-    "acknowledged delivery's (AcknowledgeType: REJECT does 'not release it for another delivery "
-    "attempt'; KIP-932's Acknowledged and Archived states are terminal)"
+    "consumer subscribed after that outcome was heard is handed it (AcknowledgeType: REJECT "
+    "does 'not release it for another delivery attempt'; KIP-932's Acknowledged and Archived "
+    "states are terminal)"
 )
 
 
@@ -101,10 +112,14 @@ def redelivered_after_final(share: ShareOps) -> tuple[list[Finding], dict[str, i
     """(findings, stats) over the share ops of one history."""
     final = finals(share)
     findings: list[Finding] = []
-    stale = uncounted = 0
+    stale = higher = uncounted = 0
     for d in sorted(share.deliveries, key=lambda d: d.index):
         f = final.get((d.key, d.offset))
         if f is None or d.invoked <= f.outcome.time:
+            continue
+        subscribed = share.subscribed.get(d.process)
+        if subscribed is not None and subscribed > f.outcome.time:
+            findings.append(_finding(d, f, subscribed))
             continue
         acked = f.delivery.count if f.delivery is not None else None
         if d.count is None or acked is None:
@@ -112,16 +127,17 @@ def redelivered_after_final(share: ShareOps) -> tuple[list[Finding], dict[str, i
         elif d.count <= acked:
             stale += 1
         else:
-            findings.append(_finding(d, f))
+            higher += 1
     stats = {
         "share_final_acks": len(final),
         "share_stale_after_final": stale,
+        "share_higher_after_final": higher,
         "share_uncounted_after_final": uncounted,
     }
     return findings, stats
 
 
-def _finding(d: Delivery, f: Final) -> Finding:
+def _finding(d: Delivery, f: Final, subscribed: int) -> Finding:
     acked = f.delivery
     was = (
         f"its delivery to process {acked.process} by op {acked.index} (delivery count "
@@ -135,9 +151,10 @@ def _finding(d: Delivery, f: Final) -> Finding:
         tuple(sorted({f.ack.index, f.outcome.index, d.index})),
         f"partition {d.key} offset {d.offset} (value {d.value}): process {f.ack.process} sent "
         f"{f.ack.type.upper()} of {was} in op {f.ack.index} and heard it succeed in op "
-        f"{f.outcome.index} at {secs(f.outcome.time)} ({f.outcome.source}); a poll of process "
-        f"{d.process} invoked at {secs(d.invoked)} was handed it again with delivery count "
-        f"{d.count} (op {d.index})",
+        f"{f.outcome.index} at {secs(f.outcome.time)} ({f.outcome.source}); process "
+        f"{d.process}, subscribed at {secs(subscribed)} (after that: its client held no "
+        f"acquisition from before), was handed it again with delivery count {d.count} by a "
+        f"poll invoked at {secs(d.invoked)} (op {d.index}): a new acquisition of a final record",
         {
             "offset": d.offset,
             "value": d.value,
@@ -147,5 +164,6 @@ def _finding(d: Delivery, f: Final) -> Finding:
             "ok_at": f.outcome.time,
             "delivered_to": d.process,
             "count": d.count,
+            "subscribed": subscribed,
         },
     )

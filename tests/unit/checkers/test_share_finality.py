@@ -72,28 +72,74 @@ def findings(h: H) -> tuple[list[Any], dict[str, int]]:
     return redelivered_after_final(read_share(h.history().ops))
 
 
-def test_a_record_accepted_with_success_and_acquired_again_is_found():
-    h = S().subscribe(2).subscribe(3)
+def test_a_record_accepted_with_success_and_acquired_by_a_later_consumer_is_found():
+    h = S().subscribe(2)
     h.deliver(2, [[0, 7, 101, 1]]).ack(2, [[0, 7, "accept"]])
-    h.deliver(3, [[0, 7, 101, 2]])
+    h.subscribe(3).deliver(3, [[0, 7, 101, 2]])
     [f], stats = findings(h)
-    assert f.kind == KIND and f.key == 0 and f.ops == (6, 7, 9)
+    assert f.kind == KIND and f.key == 0 and f.ops == (4, 5, 9)
     assert f.explanation == (
         "partition 0 offset 7 (value 101): process 2 sent ACCEPT of its delivery to process 2 "
-        "by op 5 (delivery count 1) in op 6 and heard it succeed in op 7 at 0.800 s (commit); "
-        "a poll of process 3 invoked at 0.900 s was handed it again with delivery count 2 (op 9)"
+        "by op 3 (delivery count 1) in op 4 and heard it succeed in op 5 at 0.600 s (commit); "
+        "process 3, subscribed at 0.700 s (after that: its client held no acquisition from "
+        "before), was handed it again with delivery count 2 by a poll invoked at 0.900 s (op 9): "
+        "a new acquisition of a final record"
     )
     assert f.data["acked_count"] == 1 and f.data["count"] == 2
     assert stats["share_final_acks"] == 1
 
 
 def test_a_reject_heard_by_the_callback_of_a_carried_acknowledgement_is_final_too():
-    h = S().subscribe(2, "implicit").subscribe(3)
+    h = S().subscribe(2, "implicit")
     h.deliver(2, [[0, 7, 101, 1]]).deliver(2, [], carried=[[0, 7, "reject"]])
     h.heard(2, [[0, [7], "ok"]])
-    h.deliver(3, [[0, 7, 101, 2]])
+    h.subscribe(3).deliver(3, [[0, 7, 101, 2]])
     [f], _ = findings(h)
     assert "sent REJECT" in f.explanation and "(callback)" in f.explanation
+
+
+def test_a_later_consumer_is_judged_whatever_the_count():
+    # Counts may go down (lost increments at a failover): a consumer that did not exist when
+    # the record became final acquired it anew, whatever count it was given.
+    h = S().subscribe(2).deliver(2, [[0, 7, 101, 3]]).ack(2, [[0, 7, "accept"]])
+    h.subscribe(4).deliver(4, [[0, 7, 101, 2]])
+    [f], _ = findings(h)
+    assert f.data["delivered_to"] == 4 and f.data["count"] == 2
+
+
+def run_4232(drain_handed: list[list[int]]) -> S:
+    """Run 20261128T172427-4232 (Kafka 4.4.0, one consumer, no faults), cut to three records of
+    partition 0: process 2 is handed a copy whose lock had already expired (count 2; its client
+    had meanwhile acquired the records again, count 3, into its fetch buffer), commits RENEW of
+    offset 0, ACCEPT of 1 and REJECT of 8 (answered ok: the broker applied them to the count-3
+    acquisition, which process 2 held), is handed that buffered count-3 copy eleven seconds
+    later, and its acknowledgements of it are refused. Then the final reads' drain (process 4)
+    subscribes and is handed `drain_handed`."""
+    h = S().subscribe(2)
+    h.deliver(2, [[0, 0, 2, 2], [0, 1, 1000003, 2], [0, 8, 1000016, 2]])
+    h.ack(2, [[0, 0, "renew"], [0, 1, "accept"], [0, 8, "reject"]])
+    h.deliver(2, [[0, 0, 2, 2]])  # the renewed record, handed back (Kafka 4.4.0)
+    h.ack(2, [[0, 0, "accept"]], REFUSED)
+    h.deliver(2, [[0, 0, 2, 3], [0, 1, 1000003, 3], [0, 8, 1000016, 3]])
+    h.ack(2, [[0, 0, "accept"], [0, 1, "accept"], [0, 8, "renew"]], REFUSED)
+    h.subscribe(4).deliver(4, drain_handed)
+    return h
+
+
+def test_a_copy_acquired_before_the_acknowledgement_and_handed_later_is_counted_not_found():
+    # The drain is handed offset 0 alone (count 4): 1 and 8 stayed final, so the count-3 copies
+    # of them process 2 was handed after the ok were acquired before the acknowledgement.
+    found, stats = findings(run_4232([[0, 0, 2, 4]]))
+    assert found == []
+    assert stats["share_higher_after_final"] == 2 and stats["share_final_acks"] == 2
+
+
+def test_the_same_run_with_a_final_record_handed_to_the_drain_is_found():
+    # Had the broker let the ACCEPT of offset 1 go, the drain would be handed it.
+    [f], stats = findings(run_4232([[0, 0, 2, 4], [0, 1, 1000003, 4]]))
+    assert f.data["offset"] == 1 and f.data["type"] == "accept" and f.data["delivered_to"] == 4
+    assert "process 4, subscribed at" in f.explanation
+    assert stats["share_higher_after_final"] == 2
 
 
 def test_what_is_not_a_redelivery_after_a_final_acknowledgement():
@@ -133,6 +179,11 @@ def test_a_stale_copy_handed_over_late_is_counted_not_found():
     h.deliver(3, [[0, 7, 101, 1]]).deliver(2, [[0, 7, 101, 2]])
     found, stats = findings(h)
     assert found == [] and stats["share_stale_after_final"] == 2
+    # A higher count to a consumer subscribed before the ok: possibly acquired before it too.
+    h = S().subscribe(2).subscribe(3)
+    h.deliver(2, [[0, 7, 101, 1]]).ack(2, [[0, 7, "accept"]]).deliver(3, [[0, 7, 101, 2]])
+    found, stats = findings(h)
+    assert found == [] and stats["share_higher_after_final"] == 1
     # Without delivery counts nothing can be told apart.
     h = S().subscribe(2).subscribe(3)
     h.deliver(2, [[0, 7, 101, None]]).ack(2, [[0, 7, "accept"]]).deliver(3, [[0, 7, 101, 3]])
@@ -141,8 +192,9 @@ def test_a_stale_copy_handed_over_late_is_counted_not_found():
 
 
 def test_the_registry_judges_a_share_run_and_its_parquet_rows(tmp_path):
-    h = S().subscribe(2).subscribe(3)
-    h.deliver(2, [[0, 7, 101, 1]]).ack(2, [[0, 7, "accept"]]).deliver(3, [[0, 7, 101, 2]])
+    h = S().subscribe(2)
+    h.deliver(2, [[0, 7, 101, 1]]).ack(2, [[0, 7, "accept"]])
+    h.subscribe(3).deliver(3, [[0, 7, 101, 2]])
     rows = op_rows(to_table(h.history()), list(SHARE_OP_FS)).to_pylist()
     assert [f.kind for f in check_share(rows)[0]] == [KIND]
     h.write(tmp_path)
@@ -168,7 +220,9 @@ def test_the_registry_judges_a_share_run_and_its_parquet_rows(tmp_path):
 def test_a_share_partition_that_keeps_its_states_gives_nothing(steps):
     """One partition, four records: a record available is acquired (its count up by one) and
     handed to a consumer; the consumer acknowledges it or lets it go; an ok accept or reject
-    makes it terminal, after which only stale copies (counts at or below) are handed over."""
+    makes it terminal, after which only copies acquired before are handed over (to the consumers
+    subscribed from the start: stale counts, or one above from a buffered acquisition); a drain
+    subscribed at the end is handed what is not terminal."""
     h = S()
     for p in (2, 3, 4):
         h.subscribe(p)
@@ -178,7 +232,7 @@ def test_a_share_partition_that_keeps_its_states_gives_nothing(steps):
         p = 2 + consumer
         if offset in done:
             if stale:
-                h.deliver(p, [[0, offset, 100 + offset, max(1, count[offset])]])
+                h.deliver(p, [[0, offset, 100 + offset, max(1, count[offset]) + consumer % 2]])
             continue
         count[offset] += 1
         h.deliver(p, [[0, offset, 100 + offset, count[offset]]])
@@ -187,14 +241,16 @@ def test_a_share_partition_that_keeps_its_states_gives_nothing(steps):
         h.ack(p, [[0, offset, kind]], "ok" if succeeds else REFUSED)
         if succeeds and kind in ("accept", "reject"):
             done.add(offset)
+    h.subscribe(9)
+    h.deliver(9, [[0, o, 100 + o, count[o] + 1] for o in range(4) if o not in done])
     assert findings(h)[0] == []
 
 
 @settings(max_examples=50)
-@given(st.integers(1, 5), st.sampled_from(["accept", "reject"]), st.integers(2, 4))
+@given(st.integers(1, 5), st.sampled_from(["accept", "reject"]), st.integers(3, 9))
 def test_one_acquisition_after_a_final_acknowledgement_is_one_finding(count, kind, p):
-    h = S().subscribe(2).subscribe(p)
+    h = S().subscribe(2)
     h.deliver(2, [[0, 3, 103, count]]).ack(2, [[0, 3, kind]])
-    h.deliver(p, [[0, 3, 103, count + 1]])
+    h.subscribe(p).deliver(p, [[0, 3, 103, count + 1]])
     [f], _ = findings(h)
     assert f.data["type"] == kind and f.data["delivered_to"] == p

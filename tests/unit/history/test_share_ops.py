@@ -92,6 +92,7 @@ def _history(tmp_path: Path, ops: list[dict[str, Any]] = OPS) -> Path:
 
 def _check(share: Any) -> None:
     assert share.modes == {4: "explicit", 5: "implicit"}
+    assert share.subscribed == {4: 30, 5: 81}
     assert share.deliveries == [
         Delivery(5, 4, 0, 7, 1, 1, 50, 60, 55, 2000),
         Delivery(5, 4, 0, 8, 2, 1, 50, 60, 55, 2000),
