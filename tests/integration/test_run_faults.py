@@ -24,6 +24,11 @@ SUBNET = "10.213.73.0/24"
 SEED = 6
 
 
+# Slow (nightly) to keep make test under 45 min: test_run_lease, test_campaign and the fault
+# tests of each package run faults, heals and final reads in make test.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def finished_run(docker_client, tmp_path_factory):
     results = tmp_path_factory.mktemp("results")

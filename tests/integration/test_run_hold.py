@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from clusters.docker_lifecycle import DockerCluster
 from clusters.hold import hold_path
 from harness.exit_codes import BAD_INPUT_EXIT, CLUSTER_REMOVED_EXIT
@@ -37,6 +39,8 @@ def _ok_ops(results: Path) -> int:
     return histories[0].read_text().count('"type":"ok"') if histories else 0
 
 
+# Slow (`make nightly`): make test must stay under 45 min (session 19 rehearsal: 46).
+@pytest.mark.slow
 def test_cluster_down_refuses_a_busy_cluster_and_a_forced_one_ends_the_run_clearly(
     docker_client, tmp_path
 ):

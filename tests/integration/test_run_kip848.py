@@ -23,6 +23,8 @@ SUBNET = "10.213.171.0/24"
 KEYS = 8
 
 
+# Slow (`make nightly`): make test must stay under 45 min (session 19 rehearsal: 46).
+@pytest.mark.slow
 def test_kip848_subscribers_record_rebalances_and_commits(docker_client, tmp_path):
     done = quiet_run(
         docker_client,
