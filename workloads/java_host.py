@@ -232,8 +232,11 @@ class JavaHost:
                 self._proc.stdin.write(line.encode())
                 self._proc.stdin.flush()
         except (OSError, ValueError) as exc:
+            # A JVM whose stdin broke is gone now, before its reader thread sees the EOF: the
+            # slot's client must not be reported alive in between (java_procs.JavaProcess.pid).
             with self._lock:
                 self._pending.pop(i, None)
+                self._gone = self._gone or f"the Java client is gone: {exc}"
             raise JavaGone(f"the Java client is gone: {exc}") from None
         return i
 
