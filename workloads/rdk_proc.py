@@ -110,13 +110,19 @@ class ProcQueueClient:
         return _named(self.wl, op, done)
 
     def close(self) -> None:
-        child, self.child = self.child, None
-        if child is None:
-            return
-        try:
-            child.close(0.0 if self._unknown else CLOSE_GRACE_S)
-        finally:
-            self.slot.gone(child)
+        _close_child(self)
+
+
+def _close_child(client: Any) -> None:
+    """Ends a slot client's child (at once when its last answer was unknown: nothing it says
+    can be trusted) and tells the slot it is gone."""
+    child, client.child = client.child, None
+    if child is None:
+        return
+    try:
+        child.close(0.0 if client._unknown else CLOSE_GRACE_S)
+    finally:
+        client.slot.gone(child)
 
 
 class ProcPipelinedProducer:
@@ -236,10 +242,4 @@ class ProcPipelinedProducer:
 
     def close(self) -> None:
         self._counts.unregister(self.producer)
-        child, self.child = self.child, None
-        if child is None:
-            return
-        try:
-            child.close(0.0 if self._unknown else CLOSE_GRACE_S)
-        finally:
-            self.slot.gone(child)
+        _close_child(self)
