@@ -28,7 +28,7 @@ from nemesis.items import Item, parse_items
 from nemesis.registry import MENUS, build
 from steps.recorded import PlannedStep
 from steps.registry import FAMILIES
-from workloads.java_procs import CLIENT_PROCS_FIELD
+from workloads.client_procs import CLIENT_PROCS
 from workloads.registry import WORKLOADS
 
 PLAN_VERSION = 1
@@ -195,7 +195,7 @@ def client_procs(spec: RunSpec) -> dict[str, Any]:
         return {}
     items = parse_items(spec.nemesis, spec.topology, spec.zookeepers, spec.controllers)
     kinds = [k for i in items if i.package == "client" for k in (i.kinds or ())]
-    return {CLIENT_PROCS_FIELD: True} if needs_processes(kinds) else {}
+    return {CLIENT_PROCS: True} if needs_processes(kinds) else {}
 
 
 def planned_steps(spec: RunSpec, seed: int) -> dict[str, list[PlannedStep]]:

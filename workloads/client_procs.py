@@ -42,12 +42,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-# The generator field that asks for clients in processes of their own (a bool; absent: threads).
+# The generator field that asks for clients in processes of their own (a bool; absent: threads),
+# read by the Java and the librdkafka clients alike.
 CLIENT_PROCS = "client_procs"
+# nemesis/targets.py's hint names (workloads/ may not import nemesis/; a test keeps them equal).
+CLIENT_PROCS_HINT = "client_processes"
+CLIENT_TIMEOUTS_HINT = "client_timeouts"
 # The points a client may be held at (nemesis/targets.py ClientProcess.hold): just before a
 # producer's send, a transaction's commit, a transaction's abort.
 SEND, COMMIT, ABORT = "send", "commit", "abort"
 HOLD_POINTS = (SEND, COMMIT, ABORT)
+
+
+def wants_processes(gen: dict[str, Any]) -> bool:
+    """Does the run's generator ask for each slot's client in a process of its own?"""
+    return bool(gen.get(CLIENT_PROCS))
+
 
 # A fresh interpreter importing a Kafka client takes about half a second on two busy cores.
 START_TIMEOUT_S = 60.0

@@ -2,7 +2,7 @@
 
 A run's Java clients are handles of one JVM (workloads/java_host.py), which a signal cannot
 stop one at a time. When the plan's nemesis holds a client kind that needs it (nemesis/client.py
-``needs_processes``), the generator says so (``CLIENT_PROCS_FIELD``) and each worker slot's
+``needs_processes``), the generator says so (``client_procs.CLIENT_PROCS``) and each worker slot's
 client runs in a JVM of its own, which the nemesis sees through the workload's hints
 (nemesis/targets.py ``CLIENT_PROCS_HINT``: slot -> ``ClientProcess``). The shared JVM still
 serves what is not one slot's: setup, recorded pipelined producers, the final reads.
@@ -15,23 +15,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
 
+from workloads.client_procs import HOLD_POINTS
 from workloads.java_host import JavaError, JavaGone, JavaHost
 
-# The generator's field (plan.json): each slot's client in an OS process of its own. Read by
-# the Java and the librdkafka clients alike; absent: the run's clients share one process.
-CLIENT_PROCS_FIELD = "client_procs"
 # One slot's client: a producer and a consumer, or a share consumer.
 SLOT_HEAP = "-Xmx160m"
-HOLD_POINTS = ("send", "commit", "abort")
-# nemesis/targets.py's hint names (workloads/ may not import nemesis/; a test keeps them equal).
-CLIENT_PROCS_HINT = "client_processes"
-CLIENT_TIMEOUTS_HINT = "client_timeouts"
-
-
-def wants_processes(gen: dict[str, Any]) -> bool:
-    return bool(gen.get(CLIENT_PROCS_FIELD))
 
 
 class JavaProcess:

@@ -57,17 +57,19 @@ from workloads.client_choice import (
     client_params,
     consumer_settings,
 )
-from workloads.client_procs import ABORT, CLIENT_PROCS, COMMIT, SEND, SlotProcesses
+from workloads.client_procs import (
+    ABORT,
+    CLIENT_PROCS_HINT,
+    CLIENT_TIMEOUTS_HINT,
+    COMMIT,
+    SEND,
+    SlotProcesses,
+    wants_processes,
+)
 from workloads.java_client import TXN_ABORT_CHECK_MS, JavaPipelinedProducer, JavaQueueClient
 from workloads.java_final import final_reads_java
 from workloads.java_host import JavaHost, client_dist
-from workloads.java_procs import (
-    CLIENT_PROCS_HINT,
-    CLIENT_TIMEOUTS_HINT,
-    SLOT_HEAP,
-    SlotJvms,
-    wants_processes,
-)
+from workloads.java_procs import SLOT_HEAP, SlotJvms
 from workloads.java_recorded import JvmRecordedProducer
 from workloads.kafka_errors import describe, kafka_error, produce_is_definite
 from workloads.pipelined import (
@@ -329,7 +331,7 @@ class QueueWorkload(KindBase):
         # librdkafka's clients each in a process of its own (the generator's client_procs, for
         # the client faults), else in their slots' threads (workloads/rdk_proc.py).
         self.rdk_procs = (
-            SlotProcesses(self._role) if gen.get(CLIENT_PROCS) and client_of(gen) != JAVA else None
+            SlotProcesses(self._role) if wants_processes(gen) and client_of(gen) != JAVA else None
         )
         # The history's clock for the times clients write into op fields (workloads/api.py
         # Clocked): the interpreter gives its recorder's; this stand-in counts from here.

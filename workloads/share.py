@@ -61,16 +61,11 @@ from history.share import (
 from workloads.api import KindBase, SideRecorder
 from workloads.client import Completion, Invocation
 from workloads.client_choice import CLIENT_FIELD, CLIENT_VERSION_FIELD, JAVA
+from workloads.client_procs import CLIENT_PROCS_HINT, CLIENT_TIMEOUTS_HINT, wants_processes
 from workloads.java_client import GRACE_S, SEND_TIMEOUT_S, producer_conf, send_outcome
 from workloads.java_final import final_reads_java
 from workloads.java_host import SOURCES, JavaError, JavaGone, JavaHost, client_dist, conf_args
-from workloads.java_procs import (
-    CLIENT_PROCS_HINT,
-    CLIENT_TIMEOUTS_HINT,
-    SLOT_HEAP,
-    SlotJvms,
-    wants_processes,
-)
+from workloads.java_procs import SLOT_HEAP, SlotJvms
 from workloads.java_recorded import JvmRecordedProducer, check_clock
 from workloads.pipelined import (
     ASYNC,

@@ -15,9 +15,10 @@ import pytest
 from harness.plan import build_plan
 from harness.spec import spec_from_dict
 from nemesis import targets
-from workloads import java_procs
+from workloads import client_procs, java_procs
+from workloads.client_procs import CLIENT_PROCS as CLIENT_PROCS_FIELD
 from workloads.java_host import JavaError, JavaGone, JavaHost, conf_args, proc_state
-from workloads.java_procs import CLIENT_PROCS_FIELD, JavaProcess, SlotJvms
+from workloads.java_procs import JavaProcess, SlotJvms
 from workloads.queue import client_timeouts
 
 
@@ -44,8 +45,8 @@ class _Host:
 
 
 def test_the_hint_names_are_the_nemesis_ones():
-    assert java_procs.CLIENT_PROCS_HINT == targets.CLIENT_PROCS_HINT
-    assert java_procs.CLIENT_TIMEOUTS_HINT == targets.CLIENT_TIMEOUTS_HINT
+    assert client_procs.CLIENT_PROCS_HINT == targets.CLIENT_PROCS_HINT
+    assert client_procs.CLIENT_TIMEOUTS_HINT == targets.CLIENT_TIMEOUTS_HINT
 
 
 def test_a_slot_gets_a_fresh_jvm_after_its_last_is_gone():
