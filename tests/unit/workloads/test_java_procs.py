@@ -15,6 +15,7 @@ import pytest
 from harness.plan import build_plan
 from harness.spec import spec_from_dict
 from nemesis import targets
+from tests.unit.workloads.test_java_client import _cached_dist
 from workloads import client_procs, java_procs
 from workloads.client_procs import CLIENT_PROCS as CLIENT_PROCS_FIELD
 from workloads.java_host import JavaError, JavaGone, JavaHost, conf_args, proc_state
@@ -115,16 +116,6 @@ def test_the_plan_asks_for_processes_only_for_the_kinds_that_stop_one_client(nem
     gen = build_plan(spec, 1).generator
     assert gen.get(CLIENT_PROCS_FIELD, False) is wanted
     assert CLIENT_PROCS_FIELD in gen or not wanted  # absent, not false: old plans unchanged
-
-
-def _cached_dist():
-    from clusters.kafka_dist import load_dist
-
-    for version in ("4.4.0", "4.1.2", "3.9.2", "3.9.1", "3.8.1"):
-        dist = load_dist(version)
-        if dist is not None:
-            return dist
-    return None
 
 
 @pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK")
