@@ -71,6 +71,22 @@ def _kchaos(*args: str, timeout: float) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+def _failing_run(
+    plan: Path, results: Path, name: str, where: list[str], lock: str | None, timeout: float
+) -> Path:
+    """The run of the wrapped plan, which must fail with FAILING (not tolerated): its directory."""
+    first = subprocess.run(
+        [*(["flock", lock] if lock else []), sys.executable, "-m", "harness.cli", "run",
+         "--replay", str(plan), "--name", name, "--results-dir", str(results), *where],
+        cwd=REPO, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]
+    (run_dir,) = (results / name).glob("*-1")
+    found = json.loads((run_dir / "results.json").read_text())["findings"]
+    assert FAILING in {f["kind"] for f in found if f.get("tolerated") is None}
+    return run_dir
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(3 * 3600)
 def test_a_real_failure_is_shrunk_to_the_one_fault_that_causes_it(docker_client, tmp_path):
@@ -81,16 +97,7 @@ def test_a_real_failure_is_shrunk_to_the_one_fault_that_causes_it(docker_client,
     results = tmp_path / "results"
     DockerCluster(docker_client, CLUSTER).remove()
     try:
-        first = subprocess.run(
-            [*(["flock", lock] if lock else []), sys.executable, "-m", "harness.cli", "run",
-             "--replay", str(tmp_path / "wrapped"), "--name", "real", "--results-dir",
-             str(results), *where],
-            cwd=REPO, capture_output=True, text=True, timeout=1200,
-        )  # fmt: skip
-        assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]
-        (run_dir,) = (results / "real").glob("*-1")
-        found = json.loads((run_dir / "results.json").read_text())["findings"]
-        assert FAILING in {f["kind"] for f in found if f.get("tolerated") is None}
+        run_dir = _failing_run(tmp_path / "wrapped", results, "real", where, lock, 1200)
         shrunk = _kchaos(
             "shrink", str(run_dir), "--kind", FAILING, "--tries", "2", "--max-runs", "12",
             "--confirm", "1", "--no-progress", *where, *locked, timeout=3 * 3600 - 1500,
@@ -146,7 +153,8 @@ def _short_plan(folder: Path) -> None:
 
 @pytest.mark.timeout(1800)
 def test_a_short_real_failure_is_shrunk_to_its_fault(docker_client, tmp_path):
-    """make test's real shrink: the aimed flip beside one kill, the kill shrunk away."""
+    """make test's real shrink: the aimed flip beside one kill of another node, the kill shrunk
+    away."""
     lock = os.environ.get("KCHAOS_LOCK")
     locked = ["--lock", lock] if lock else []
     where = ["--cluster", SHORT_CLUSTER, "--subnet", SHORT_SUBNET]
@@ -154,16 +162,7 @@ def test_a_short_real_failure_is_shrunk_to_its_fault(docker_client, tmp_path):
     results = tmp_path / "results"
     DockerCluster(docker_client, SHORT_CLUSTER).remove()
     try:
-        first = subprocess.run(
-            [*(["flock", lock] if lock else []), sys.executable, "-m", "harness.cli", "run",
-             "--replay", str(tmp_path / "wrapped"), "--name", "short", "--results-dir",
-             str(results), *where],
-            cwd=REPO, capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
-        assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]
-        (run_dir,) = (results / "short").glob("*-1")
-        found = json.loads((run_dir / "results.json").read_text())["findings"]
-        assert FAILING in {f["kind"] for f in found if f.get("tolerated") is None}
+        run_dir = _failing_run(tmp_path / "wrapped", results, "short", where, lock, 900)
         shrunk = _kchaos(
             "shrink", str(run_dir), "--kind", FAILING, "--tries", "1", "--max-runs", "4",
             "--confirm", "0", "--no-progress", *where, *locked, timeout=1500,
