@@ -22,6 +22,9 @@ from clusters.kafka_dist import KafkaDist, ensure_dist, load_dist
 from clusters.topology import NodeSpec, Topology
 
 LABEL = "kchaos"
+# What a client network's container (clusters/docker_client_net.py) carries instead of the node
+# labels: the cluster it serves. Nothing reading the nodes sees it; removal takes it too.
+CLIENT_OF = f"{LABEL}.client-of"
 # How long a removal begun by another process (a run's teardown, `kchaos cluster down`) may take.
 OTHERS_REMOVAL_S = 60.0
 
@@ -53,6 +56,12 @@ class LabelledCluster:
     def containers(self, all: bool = True) -> list:
         return self.client.containers.list(
             all=all, filters={"label": [f"{LABEL}.cluster={self.cluster}"]}
+        )
+
+    def client_containers(self) -> list:
+        """The containers of the cluster's client networks (not nodes)."""
+        return self.client.containers.list(
+            all=True, filters={"label": [f"{CLIENT_OF}={self.cluster}"]}
         )
 
     def networks(self) -> list:
@@ -141,7 +150,8 @@ class LabelledCluster:
     def remove(self) -> int:
         """Removes every container and network labelled with this cluster; returns how many."""
         removed = 0
-        for c in self.containers():
+        # Client networks first: the cluster's network goes only once nothing is attached.
+        for c in [*self.client_containers(), *self.containers()]:
             try:
                 c.remove(force=True)
                 removed += 1

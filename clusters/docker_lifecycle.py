@@ -8,7 +8,7 @@ clusters/docker_labels.py finds the cluster again by.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +17,11 @@ import docker
 import docker.errors
 
 from clusters import config as node_config
+from clusters.client_net import ClientNet
 from clusters.cluster import ClusterInfo, UpOptions
 from clusters.collect import collect_cluster, keep_node_logs
 from clusters.disk_layer import DOCKER_LABEL, ensure_layer, mount_script
+from clusters.docker_client_net import DockerClientNets
 from clusters.docker_labels import LABEL, LabelledCluster, container_name, network_name
 from clusters.errors import ClusterError
 from clusters.image import ensure_image
@@ -56,6 +58,16 @@ class DockerCluster(LabelledCluster):
 
     def close(self) -> None:
         """Nothing to let go: the engine's client is shared by every handle of this process."""
+
+    # Client networks (clusters/client_net.py ``ClientNetworks``)
+    def client_nets(self, info: ClusterInfo, slots: Sequence[int]) -> dict[int, ClientNet]:
+        return DockerClientNets(self.client, self.cluster).client_nets(info, slots)
+
+    def mend_client_nets(self) -> list[str]:
+        return DockerClientNets(self.client, self.cluster).mend_client_nets()
+
+    def remove_client_nets(self) -> int:
+        return DockerClientNets(self.client, self.cluster).remove_client_nets()
 
 
 def up(

@@ -22,13 +22,13 @@ from history.format import PLAN_JSON
 from nemesis import choreo
 from nemesis.api import FaultStep
 from nemesis.choreo import CHOREO
-from nemesis.client import needs_processes
+from nemesis.client import needs_networks, needs_processes
 from nemesis.errors import NemesisError
 from nemesis.items import Item, parse_items
 from nemesis.registry import MENUS, build
 from steps.recorded import PlannedStep
 from steps.registry import FAMILIES
-from workloads.client_procs import CLIENT_PROCS
+from workloads.client_procs import CLIENT_NETS, CLIENT_PROCS
 from workloads.registry import WORKLOADS
 
 PLAN_VERSION = 1
@@ -190,12 +190,15 @@ def generator_params(spec: RunSpec) -> dict[str, Any]:
 def client_procs(spec: RunSpec) -> dict[str, Any]:
     """``client_procs`` when a client kind of ``--nemesis`` stops one client alone: each slot's
     client then runs in an OS process of its own (workloads/java_procs.py, and the librdkafka
-    client's); absent otherwise, so other plans are as they were."""
+    client's); and ``client_nets`` besides when one cuts a client's network (each slot's client
+    in a network of its own, clusters/client_net.py); absent otherwise, so other plans are as
+    they were."""
     if not any(n.split(":", 1)[0].split("@", 1)[0] == "client" for n in spec.nemesis):
         return {}
     items = parse_items(spec.nemesis, spec.topology, spec.zookeepers, spec.controllers)
     kinds = [k for i in items if i.package == "client" for k in (i.kinds or ())]
-    return {CLIENT_PROCS: True} if needs_processes(kinds) else {}
+    wants = {CLIENT_PROCS: True} if needs_processes(kinds) else {}
+    return {**wants, CLIENT_NETS: True} if needs_networks(kinds) else wants
 
 
 def planned_steps(spec: RunSpec, seed: int) -> dict[str, list[PlannedStep]]:

@@ -659,13 +659,23 @@ def _on_hosts(values: dict[str, Any], defaults: RunSpec) -> dict[str, Any]:
         # The layer is mounted from the program Docker's nodes mount (clusters/disk_layer.py).
         raise SpecError("--disk-layer is not supported on SSH hosts yet")
     items = values.get("nemesis")
-    if on_disk_layer(items.split(",") if isinstance(items, str) else items):
+    if on_disk_layer(_listed(items)):
         # Power losses act on the layer; a choreography also names its nodes as Docker's.
         raise SpecError(
             "--nemesis: power losses (disk, and the choreographies that use them) need the "
             "disk layer, which runs on Docker nodes only: not on SSH hosts yet"
         )
+    if any(i.split("@", 1)[0] == "client:isolate" for i in _listed(items)):
+        # The client host is not on the hosts' network (clusters/client_net.py).
+        raise SpecError(
+            "--nemesis client:isolate is not supported on SSH hosts: it runs each client in a "
+            "network of its own on the cluster's network, which only Docker clusters give"
+        )
     return out
+
+
+def _listed(items: Any) -> list[str]:
+    return items.split(",") if isinstance(items, str) else list(items or ())
 
 
 def check_named_targets(spec: RunSpec) -> RunSpec:

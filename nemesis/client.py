@@ -19,7 +19,10 @@ generator says ``client_procs`` (``needs_processes``: a plan whose --nemesis nam
 ``pause`` stops the slot's process (SIGSTOP, then SIGCONT), ``kill`` ends it (SIGKILL: its op in
 flight ends `info`, its slot goes on as a new process in a fresh one), and ``pause-send``,
 ``pause-commit``, ``pause-abort`` hold the client just before its next send, commitTransaction
-or abortTransaction (a hook inside the client) until released. A pause or hold lasts the drawn
+or abortTransaction (a hook inside the client) until released, and ``isolate`` cuts the slot's
+client from the brokers: every packet of its network dropped (each slot's client runs in a network
+namespace of its own on the cluster's network, clusters/client_net.py, given by the harness as
+``CLIENT_NETS_HINT`` when the generator says ``client_nets``). A pause, hold or cut lasts the drawn
 ``length``, or less if the step's stop comes first: ``long`` outlasts every timeout the run's
 client has (the workload's ``CLIENT_TIMEOUTS_HINT``: transaction.timeout.ms plus the
 coordinator's check for timed-out transactions, session.timeout.ms, the share lock) by
@@ -45,11 +48,17 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from history.effects import DOWN, EFFECTS, FENCED, RESUMED, STALLED, STOPPED, effect
+from history.effects import CUT, DOWN, EFFECTS, FENCED, RESUMED, STALLED, STOPPED, effect
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, NotApplied
 from nemesis.menu import Kind, Menu, Param, Pick
-from nemesis.targets import CLIENT_PROCS_HINT, CLIENT_TIMEOUTS_HINT, TXN_IDS_HINT, ClientProcess
+from nemesis.targets import (
+    CLIENT_NETS_HINT,
+    CLIENT_PROCS_HINT,
+    CLIENT_TIMEOUTS_HINT,
+    TXN_IDS_HINT,
+    ClientProcess,
+)
 
 HIJACK = "hijack"
 PAUSE = "pause"
@@ -57,10 +66,13 @@ KILL = "kill"
 PAUSE_SEND = "pause-send"
 PAUSE_COMMIT = "pause-commit"
 PAUSE_ABORT = "pause-abort"
+ISOLATE = "isolate"
 # The hold kinds and the point of the client each holds it before.
 HOLDS = {PAUSE_SEND: "send", PAUSE_COMMIT: "commit", PAUSE_ABORT: "abort"}
 # The kinds that need each slot's client in a process of its own.
-PROCESS_KINDS = (PAUSE, KILL, *HOLDS)
+PROCESS_KINDS = (PAUSE, KILL, *HOLDS, ISOLATE)
+# The kinds that need each slot's client in a network of its own besides (generator client_nets).
+NET_KINDS = (ISOLATE,)
 # How the hold kinds that need transactions say so.
 TXN_HOLDS = (PAUSE_COMMIT, PAUSE_ABORT)
 LENGTH = "length"
@@ -128,6 +140,17 @@ MENU = Menu(
             )
             for kind, point in HOLDS.items()
         ),
+        Kind(
+            ISOLATE,
+            "one slot's client cut from the brokers (every packet of its own network namespace "
+            "dropped, iptables) for a drawn length, short of or past its timeouts, then mended "
+            "(its clients in processes and networks of their own: set by the plan when --nemesis "
+            "names it; a Docker cluster)",
+            reads=(LENGTH,),
+            draws=(_LENGTH,),
+            drawn=False,
+            effects=(CUT,),
+        ),
     ),
     params=(
         Param(
@@ -149,6 +172,12 @@ def needs_processes(kinds: list[str]) -> bool:
     """Does a plan whose client items name `kinds` need each slot's client in a process of its
     own (generator ``client_procs``)?"""
     return any(k in PROCESS_KINDS for k in kinds)
+
+
+def needs_networks(kinds: list[str]) -> bool:
+    """Does a plan whose client items name `kinds` need each slot's client in a network of its
+    own (generator ``client_nets``)?"""
+    return any(k in NET_KINDS for k in kinds)
 
 
 def victim_of(hints: dict[str, Any], seed: int) -> tuple[str, int]:
@@ -219,11 +248,14 @@ def _is_client(pid: int) -> bool:
 class _Fault:
     """One client fault in progress: what ends it, once."""
 
-    def __init__(self, kind: str, proc: ClientProcess, pid: int, cluster: str) -> None:
+    def __init__(
+        self, kind: str, proc: ClientProcess, pid: int | None, cluster: str, net: Any = None
+    ) -> None:
         self.kind = kind
         self.proc = proc
         self.pid = pid
         self.cluster = cluster
+        self.net = net  # isolate: the slot's ClientNet
         self.began = time.monotonic()
         self.ended_after_s: float | None = None
         self.timer: threading.Timer | None = None
@@ -237,10 +269,13 @@ class _Fault:
             self.ended_after_s = round(time.monotonic() - self.began, 3)
         if self.timer is not None:
             self.timer.cancel()
-        if self.kind == PAUSE:
+        if self.kind == PAUSE and self.pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGCONT)
             _stopped_file(self.cluster, self.pid).unlink(missing_ok=True)
+        elif self.kind == ISOLATE:
+            with contextlib.suppress(Exception):  # a network gone with its run cuts nothing
+                self.net.mend()
         else:
             with contextlib.suppress(Exception):  # a client gone holds nothing
                 self.proc.release()
@@ -260,7 +295,7 @@ class ClientNemesis:
     def check(self, step: FaultStep) -> dict[str, Any]:
         self.menu.check_keys(step)
         params = dict(step.params or {})
-        if step.kind in (PAUSE, *HOLDS) and params.get(LENGTH) not in (SHORT, LONG):
+        if step.kind in (PAUSE, *HOLDS, ISOLATE) and params.get(LENGTH) not in (SHORT, LONG):
             raise NemesisError(
                 f"client {step.kind} needs params {LENGTH}: {SHORT} or {LONG}, not "
                 f"{params.get(LENGTH)!r}"
@@ -273,6 +308,8 @@ class ClientNemesis:
             return self._hijack(ctx, step)
         proc = client_of(step.kind, ctx.hints, step.seed)
         pid = proc.pid()
+        if step.kind == ISOLATE:
+            return self._isolate(ctx, step, params, proc, pid)
         if pid is None:
             raise NotApplied(
                 f"client {step.kind}: slot {proc.slot} has no client process now (killed, its "
@@ -290,9 +327,6 @@ class ClientNemesis:
             os.kill(pid, signal.SIGKILL)
             value[EFFECTS] = [effect(DOWN, (), by=f"SIGKILL of {about}")]
             return value
-        timeouts = dict(ctx.hints.get(CLIENT_TIMEOUTS_HINT) or {})
-        drawn = lengths(timeouts)
-        length_s = drawn[params[LENGTH]]
         fault = _Fault(step.kind, proc, pid, ctx.topology.cluster)
         if step.kind == PAUSE:
             if not _is_client(pid):
@@ -310,12 +344,53 @@ class ClientNemesis:
                 raise NotApplied(f"client {step.kind}: {about} cannot be held: {exc}") from None
             value["point"] = point
             value[EFFECTS] = [effect(STALLED, (), side="client", by=f"{about} held before {point}")]
+        return self._lasting(ctx, step, params, fault, value)
+
+    def _lasting(
+        self,
+        ctx: FaultContext,
+        step: FaultStep,
+        params: dict[str, Any],
+        fault: _Fault,
+        value: dict[str, Any],
+    ) -> dict[str, Any]:
+        """A fault that lasts its drawn length (or until the step's stop): its timer set."""
+        timeouts = dict(ctx.hints.get(CLIENT_TIMEOUTS_HINT) or {})
+        length_s = lengths(timeouts)[params[LENGTH]]
         fault.timer = threading.Timer(length_s, fault.end)
         fault.timer.daemon = True
         self._faults[(step.kind, step.seed)] = fault
         fault.timer.start()
         value.update({LENGTH: params[LENGTH], "duration_s": length_s, "timeouts_ms": timeouts})
         return value
+
+    def _isolate(
+        self,
+        ctx: FaultContext,
+        step: FaultStep,
+        params: dict[str, Any],
+        proc: ClientProcess,
+        pid: int | None,
+    ) -> dict[str, Any]:
+        """The slot's network cut: whichever process serves the slot now or next is cut off,
+        so a slot between a kill and its heir is cut all the same."""
+        net = (ctx.hints.get(CLIENT_NETS_HINT) or {}).get(proc.slot)
+        if net is None:
+            raise NotApplied(
+                f"client {ISOLATE} needs each worker slot's client in a network of its own: "
+                "this run's clients share the client host's (a plan made before the kind)"
+            )
+        how = net.cut()
+        fault = _Fault(ISOLATE, proc, pid, ctx.topology.cluster, net)
+        value: dict[str, Any] = {
+            "kind": ISOLATE,
+            "slot": proc.slot,
+            "role": proc.role,
+            "process": getattr(proc, "process", None),
+            "pid": pid,
+            EFFECTS: [effect(CUT, (), links=(), by=how)],
+        }
+        return self._lasting(ctx, step, params, fault, value)
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
         self.check(step)
@@ -378,7 +453,8 @@ class ClientNemesis:
         for fault in faults:
             if fault.end():
                 slot = fault.proc.slot
-                done.append(f"ended client {fault.kind} of slot {slot} (pid {fault.pid})")
+                pid = "" if fault.pid is None else f" (pid {fault.pid})"
+                done.append(f"ended client {fault.kind} of slot {slot}{pid}")
         return done + continue_stopped(ctx.topology.cluster)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from clusters.capabilities import Controllable
+from clusters.client_net import ClientNetworks
 from clusters.cluster import Cluster
 from nemesis.api import FaultContext
 from nemesis.registry import HEAL_ORDER, build
@@ -19,4 +20,8 @@ def heal_cluster(cluster: Cluster[Controllable]) -> list[str]:
     done: list[str] = []
     for nemesis in build(list(HEAL_ORDER)).values():
         done += nemesis.heal_all(ctx)
+    # A client's network cut (client isolate) outlives a run that died: its rules are in the
+    # cluster's client networks, which no node handle reaches.
+    if isinstance(cluster, ClientNetworks):
+        done += cluster.mend_client_nets()
     return done

@@ -165,6 +165,9 @@ TXN_TOPIC = "__transaction_state"
 # Worker slot -> its ClientProcess, given only by a run whose clients live in OS processes of
 # their own (the client fault kinds need that: nemesis/client.py).
 CLIENT_PROCS_HINT = "client_processes"
+# Worker slot -> its clients' network (clusters/client_net.py ``ClientNet``), given by the harness
+# only to a run whose generator says ``client_nets`` (nemesis/client.py ``isolate``).
+CLIENT_NETS_HINT = "client_networks"
 # The timeouts a client pause may outlast, by Kafka's config name -> ms, as the run sets them
 # (transaction.timeout.ms, session.timeout.ms, the share lock, ...): the pause kinds draw their
 # length past or short of them (nemesis/client.py).

@@ -21,10 +21,11 @@ workload runs the same on whatever it is.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from clusters.client_net import ClientNet
 from clusters.topology import Topology
 from history.options import Option, Values
 from workloads.client import Client
@@ -109,6 +110,16 @@ class SideRecorded(Protocol):
     sets ``side_recorder`` right after constructing the workload."""
 
     side_recorder: SideRecorder | None
+
+
+@runtime_checkable
+class ClientNetted(Protocol):
+    """An optional capability of a workload whose slots' clients can each run in a network of
+    their own (clusters/client_net.py; the generator's ``client_nets``, for nemesis/client.py
+    ``isolate``): the harness sets ``client_nets`` (slot -> its network) before ``setup``, and
+    each slot's client process is started inside its slot's."""
+
+    client_nets: Mapping[int, ClientNet] | None
 
 
 class WorkloadKind(Protocol):

@@ -38,13 +38,18 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from clusters.client_net import ClientNet
 
 # The generator field that asks for clients in processes of their own (a bool; absent: threads),
 # read by the Java and the librdkafka clients alike.
 CLIENT_PROCS = "client_procs"
+# The generator field that asks for each slot's client in a network of its own besides (a bool;
+# clusters/client_net.py): the harness then gives the workload ``client_nets``.
+CLIENT_NETS = "client_nets"
 # nemesis/targets.py's hint names (workloads/ may not import nemesis/; a test keeps them equal).
 CLIENT_PROCS_HINT = "client_processes"
 CLIENT_TIMEOUTS_HINT = "client_timeouts"
@@ -57,6 +62,18 @@ HOLD_POINTS = (SEND, COMMIT, ABORT)
 def wants_processes(gen: dict[str, Any]) -> bool:
     """Does the run's generator ask for each slot's client in a process of its own?"""
     return bool(gen.get(CLIENT_PROCS))
+
+
+def wants_networks(gen: dict[str, Any]) -> bool:
+    """Does the run's generator ask for each slot's client in a network of its own?"""
+    return bool(gen.get(CLIENT_NETS))
+
+
+def net_prefix(nets: Mapping[int, ClientNet] | None, slot: int) -> list[str]:
+    """What a slot's client process is started behind: its network's entry (clusters/
+    client_net.py), or nothing where the run gives none."""
+    net = (nets or {}).get(slot)
+    return net.prefix() if net is not None else []
 
 
 # A fresh interpreter importing a Kafka client takes about half a second on two busy cores.
@@ -144,12 +161,14 @@ class ChildProcess:
         config: dict[str, Any],
         held: str | None = None,
         start_timeout: float = START_TIMEOUT_S,
+        prefix: list[str] | None = None,
     ) -> None:
+        """`prefix`: what the child is started behind (its slot's network, net_prefix)."""
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
         # Fork and exec, no preexec_fn (unsafe in a threaded parent): the child sets itself up.
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "workloads.client_procs", str(os.getpid())],
+            [*(prefix or ()), sys.executable, "-m", "workloads.client_procs", str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -296,9 +315,11 @@ class SlotProcess:
     """A worker slot's client process as the client faults see it (nemesis/targets.py
     ClientProcess): the slot's current child, whichever process of the slot runs now."""
 
-    def __init__(self, slot: int, role: str) -> None:
+    def __init__(self, slot: int, role: str, prefix: Callable[[], list[str]] = list) -> None:
+        """`prefix`: what each of the slot's children is started behind (its network)."""
         self.slot = slot
         self.role = role
+        self._prefix = prefix
         self._child: ChildProcess | None = None
         self._held: str | None = None
         self._lock = threading.Lock()
@@ -327,7 +348,7 @@ class SlotProcess:
 
     def start(self, factory: str, config: dict[str, Any]) -> ChildProcess:
         """A new child for the slot's next process, held where the slot is held."""
-        child = ChildProcess(factory, config, held=self._held)
+        child = ChildProcess(factory, config, held=self._held, prefix=self._prefix())
         with self._lock:
             self._child = child
             # A hold or release between the child's start and now reaches it here.
@@ -353,15 +374,23 @@ class SlotProcess:
 class SlotProcesses:
     """Every worker slot's client process of one run (the workload's ``hints``)."""
 
-    def __init__(self, role_of: Callable[[int], str]) -> None:
+    def __init__(
+        self,
+        role_of: Callable[[int], str],
+        prefix_of: Callable[[int], list[str]] = lambda slot: [],
+    ) -> None:
+        """`prefix_of`: what a slot's children are started behind (net_prefix)."""
         self._role_of = role_of
+        self._prefix_of = prefix_of
         self._slots: dict[int, SlotProcess] = {}
         self._lock = threading.Lock()
 
     def slot(self, slot: int) -> SlotProcess:
         with self._lock:
             if slot not in self._slots:
-                self._slots[slot] = SlotProcess(slot, self._role_of(slot))
+                self._slots[slot] = SlotProcess(
+                    slot, self._role_of(slot), lambda: self._prefix_of(slot)
+                )
             return self._slots[slot]
 
     def by_slot(self) -> dict[int, SlotProcess]:

@@ -120,12 +120,15 @@ class JavaHost:
         log: Path | None = None,
         extra_sources: Path | None = None,
         heap: str = HEAP,
+        prefix: list[str] | None = None,
     ) -> None:
         """`extra_sources`: further sources the JVM runs (``compiled``'s `extra`); `heap`: its
-        -Xmx (one slot's client needs less than a whole run's)."""
+        -Xmx (one slot's client needs less than a whole run's); `prefix`: what the JVM is
+        started behind (one slot's network, workloads/client_procs.py net_prefix)."""
         self.version = dist.version
         classes = compiled(dist, extra_sources)
         cmd = [
+            *(prefix or ()),
             "java",
             heap,
             "-XX:+UseSerialGC",

@@ -27,7 +27,8 @@ class JavaProcess:
     """One worker slot's JVM (nemesis/targets.py ``ClientProcess``): the same object for the
     slot's whole run, its JVM replaced after a kill."""
 
-    def __init__(self, slot: int, role: str, start: Callable[[], JavaHost]) -> None:
+    def __init__(self, slot: int, role: str, start: Callable[[int], JavaHost]) -> None:
+        """`start`: a fresh JVM for the slot it is given."""
         self.slot = slot
         self.role = role
         self._start = start
@@ -47,7 +48,7 @@ class JavaProcess:
             if self._host is None or not self._host.alive:
                 if self._host is not None:
                     self._host.close()
-                self._host = self._start()
+                self._host = self._start(self.slot)
             return self._host
 
     def pid(self) -> int | None:
@@ -93,9 +94,13 @@ class SlotJvms:
     """The JavaProcess of every worker slot, started on the slot's first client."""
 
     def __init__(
-        self, slots: Iterable[int], role_of: Callable[[int], str], start: Callable[[], JavaHost]
+        self,
+        slots: Iterable[int],
+        role_of: Callable[[int], str],
+        start: Callable[[int], JavaHost],
     ) -> None:
-        """`slots`: the worker slots whose clients are one slot's (not a shared JVM's)."""
+        """`slots`: the worker slots whose clients are one slot's (not a shared JVM's); `start`:
+        a fresh JVM for a slot."""
         self.procs = {s: JavaProcess(s, role_of(s), start) for s in slots}
 
     def host(self, slot: int, process: int) -> JavaHost | None:

@@ -13,7 +13,7 @@ import random
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,6 +28,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
+from clusters.client_net import ClientNet
 from clusters.topology import Topology
 from history.format import (
     ASSIGNED,
@@ -64,6 +65,7 @@ from workloads.client_procs import (
     COMMIT,
     SEND,
     SlotProcesses,
+    net_prefix,
     wants_processes,
 )
 from workloads.java_client import TXN_ABORT_CHECK_MS, JavaPipelinedProducer, JavaQueueClient
@@ -330,8 +332,13 @@ class QueueWorkload(KindBase):
         self.procs: SlotJvms | None = None
         # librdkafka's clients each in a process of its own (the generator's client_procs, for
         # the client faults), else in their slots' threads (workloads/rdk_proc.py).
+        # Each slot's network where the run cuts one client alone (generator client_nets): the
+        # harness gives them before setup (workloads/api.py ClientNetted).
+        self.client_nets: Mapping[int, ClientNet] | None = None
         self.rdk_procs = (
-            SlotProcesses(self._role) if wants_processes(gen) and client_of(gen) != JAVA else None
+            SlotProcesses(self._role, lambda s: net_prefix(self.client_nets, s))
+            if wants_processes(gen) and client_of(gen) != JAVA
+            else None
         )
         # The history's clock for the times clients write into op fields (workloads/api.py
         # Clocked): the interpreter gives its recorder's; this stand-in counts from here.
@@ -360,7 +367,11 @@ class QueueWorkload(KindBase):
             if wants_processes(self.gen) and not self.pipelined_lanes():
                 role = "transactional producer+consumer" if self.gen["txn"] else "producer+consumer"
                 self.procs = SlotJvms(
-                    range(self.concurrency), lambda s: role, lambda: JavaHost(dist, heap=SLOT_HEAP)
+                    range(self.concurrency),
+                    lambda s: role,
+                    lambda s: JavaHost(
+                        dist, heap=SLOT_HEAP, prefix=net_prefix(self.client_nets, s)
+                    ),
                 )
         deadline = time.monotonic() + timeout
         admin, replication, configs = create_topic(

@@ -33,11 +33,12 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
+from clusters.client_net import ClientNet
 from clusters.errors import ClusterError
 from clusters.kafka_dist import check_release, parse_version
 from clusters.topology import Topology
@@ -61,7 +62,12 @@ from history.share import (
 from workloads.api import KindBase, SideRecorder
 from workloads.client import Completion, Invocation
 from workloads.client_choice import CLIENT_FIELD, CLIENT_VERSION_FIELD, JAVA
-from workloads.client_procs import CLIENT_PROCS_HINT, CLIENT_TIMEOUTS_HINT, wants_processes
+from workloads.client_procs import (
+    CLIENT_PROCS_HINT,
+    CLIENT_TIMEOUTS_HINT,
+    net_prefix,
+    wants_processes,
+)
 from workloads.java_client import GRACE_S, SEND_TIMEOUT_S, producer_conf, send_outcome
 from workloads.java_final import final_reads_java
 from workloads.java_host import SOURCES, JavaError, JavaGone, JavaHost, client_dist, conf_args
@@ -452,6 +458,9 @@ class ShareWorkload(KindBase):
         # With client faults that stop one client (generator client_procs): each sync slot's
         # JVM (pipelined producers record their sends in the shared one).
         self.procs: SlotJvms | None = None
+        # Each slot's network where the run cuts one client alone (generator client_nets): the
+        # harness gives them before setup (workloads/api.py ClientNetted).
+        self.client_nets: Mapping[int, ClientNet] | None = None
         # The JVM's Admin client (group configs, start offsets), made by setup.
         self.admin_handle: int | None = None
         born = time.monotonic_ns()
@@ -482,7 +491,12 @@ class ShareWorkload(KindBase):
                 self.procs = SlotJvms(
                     own,
                     lambda s: "share-consumer" if s >= first_consumer else "producer",
-                    lambda: JavaHost(dist, extra_sources=SHARE_SOURCES, heap=SLOT_HEAP),
+                    lambda s: JavaHost(
+                        dist,
+                        extra_sources=SHARE_SOURCES,
+                        heap=SLOT_HEAP,
+                        prefix=net_prefix(self.client_nets, s),
+                    ),
                 )
         deadline = time.monotonic() + timeout
         create_topic(self.bootstrap, self.gen, self.topic, self.keys, self.topology, deadline)

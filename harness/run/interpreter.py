@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusters.client_net import ClientNetworks, refusal
 from clusters.cluster import ClusterHandle, ClusterInfo, UpOptions
 from clusters.errors import ClusterError
 from clusters.handles import open_cluster
@@ -45,10 +46,12 @@ from history.format import JSONL_NAME
 from nemesis.api import FaultContext, Nemesis
 from nemesis.items import packages
 from nemesis.registry import build
+from nemesis.targets import CLIENT_NETS_HINT
 from steps.family import Stage
 from steps.recorded import RecordedSteps, stop_and_report
 from steps.registry import FAMILIES, node_properties
-from workloads.api import Clocked, SideRecorded, SizedFinal, Workload
+from workloads.api import ClientNetted, Clocked, SideRecorded, SizedFinal, Workload
+from workloads.client_procs import wants_networks
 from workloads.observe import Observer
 from workloads.registry import WORKLOADS
 
@@ -96,6 +99,8 @@ class Live:
     # The planned steps' drivers started so far, by family key, in the order they started.
     steps: dict[str, RecordedSteps] = field(default_factory=dict)
     clients: Clients | None = None
+    # The cluster, once it gave the run's clients networks of their own (client isolate).
+    client_nets: ClientNetworks | None = None
     healed: list[dict[str, Any]] | None = None
     # Whether the cluster under the run's name is the run's own to tear down: not one it found.
     made: bool = False
@@ -279,10 +284,26 @@ class Run:
         if isinstance(workload, SideRecorded):
             # Final reads that write their ops beside the recorder (the Java client's).
             workload.side_recorder = up.recorder
+        if wants_networks(self.plan.generator):
+            self._give_client_nets(live, up, workload)
         self._prepare_nemeses(live.cluster, up, up.ctx)
         self.say(workload.setup_says())
         workload.setup()
         return workload
+
+    def _give_client_nets(self, live: Live, up: Up, workload: Workload) -> None:
+        """Each slot's client a network of its own (client isolate), for the workload to start
+        its clients in and the nemesis to cut; removed as the run ends."""
+        cluster = live.cluster
+        refused = refusal(cluster)
+        if refused is not None or not isinstance(workload, ClientNetted):
+            raise ClusterError(refused or f"workload {self.spec.workload} has no client networks")
+        assert isinstance(cluster, ClientNetworks)
+        live.client_nets = cluster
+        nets = cluster.client_nets(up.info, range(self.spec.concurrency))
+        workload.client_nets = nets
+        up.ctx.hints[CLIENT_NETS_HINT] = nets
+        self.say(f"client networks: one per worker slot ({len(nets)}) on the cluster's network")
 
     def _prepare_nemeses(self, dc: ClusterHandle, up: Up, ctx: FaultContext) -> None:
         if prepare(self.nemeses, ctx, up.recorder, self.say):
@@ -417,6 +438,13 @@ class Run:
         self._heal(live)
         if live.workload is not None:
             live.workload.close()
+        if live.client_nets is not None:
+            # After the clients inside them are gone; a kept cluster keeps none of them. The
+            # cluster's removal takes them too, so a failure here costs nothing recorded.
+            try:
+                live.client_nets.remove_client_nets()
+            except Exception as exc:
+                self.say(f"client networks not removed ({type(exc).__name__}: {exc})")
         if live.faults is not None:
             healed = live.healed or []
             write_json(

@@ -90,6 +90,7 @@ def test_a_run_on_hosts_takes_their_name_and_topology(inventory: str):
         (["--topology", "zk"], "topology 'zk': a run on the hosts"),
         (["--quorum", "dynamic"], "--quorum dynamic and static-to-dynamic are not supported"),
         (["--disk-layer", "journal"], "--disk-layer is not supported on SSH hosts yet"),
+        (["--txn", "--nemesis", "client:isolate"], "client:isolate is not supported on SSH"),
     ],
 )
 def test_what_a_run_on_hosts_cannot_do_is_refused_before_it_starts(inventory: str, args, says):

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from clusters.topology import build_topology
-from history.effects import DOWN, EFFECTS, RESUMED, STALLED, STOPPED
+from history.effects import CUT, DOWN, EFFECTS, RESUMED, STALLED, STOPPED
 from nemesis import client as c
 from nemesis.api import FaultContext, FaultStep
 from nemesis.errors import NemesisError, NotApplied
-from nemesis.targets import CLIENT_PROCS_HINT, CLIENT_TIMEOUTS_HINT, TXN_IDS_HINT
+from nemesis.targets import CLIENT_NETS_HINT, CLIENT_PROCS_HINT, CLIENT_TIMEOUTS_HINT, TXN_IDS_HINT
 from workloads.java_host import proc_state
 
 TOPO = build_topology("kraft-combined", cluster="clienttest")
@@ -195,3 +195,67 @@ def test_heal_continues_a_client_a_dead_harness_left_stopped(sleepers):
     assert _wait_state(pid, ("S", "R")) in ("S", "R")
     # Another cluster's stopped clients are not this heal's.
     assert c.continue_stopped("othercluster") == []
+
+
+class _Net:
+    """A slot's client network as the isolate kind sees it: what it was told."""
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+        self.told: list[str] = []
+
+    def prefix(self) -> list[str]:
+        return []
+
+    def cut(self) -> str:
+        self.told.append("cut")
+        return f"DROP in slot {self.slot}'s network"
+
+    def mend(self) -> bool:
+        cut = bool(self.told) and self.told[-1] == "cut"
+        self.told.append("mend")
+        return cut
+
+
+def test_isolate_cuts_the_slots_network_until_the_stop_and_names_no_node(sleepers):
+    procs = {0: _Proc(0, "producer"), 1: _Proc(1, "producer")}
+    nets = {0: _Net(0), 1: _Net(1)}
+    ctx = _ctx(procs, timeouts=TXN)
+    ctx.hints[CLIENT_NETS_HINT] = nets
+    nem = c.ClientNemesis()
+    value = nem.start(ctx, _step(c.ISOLATE, seed=3))
+    slot = value["slot"]
+    # A slot between a kill and its heir has no pid: its network is cut all the same.
+    assert value["pid"] is None and value[c.LENGTH] == c.LONG and value["duration_s"] == 35.0
+    assert nets[slot].told == ["cut"] and nets[1 - slot].told == []
+    (cut,) = value[EFFECTS]
+    assert cut["effect"] == CUT and cut["nodes"] == [] and cut["links"] == []
+    stopped = nem.stop(ctx, _step(c.ISOLATE, "stop", seed=3))
+    assert stopped["ended_by"] == "stop" and [e["effect"] for e in stopped[EFFECTS]] == [RESUMED]
+    assert nets[slot].told == ["cut", "mend"]
+
+
+def test_a_short_isolation_ends_by_its_length_and_heal_mends_what_is_left(sleepers):
+    nets = {0: _Net(0)}
+    ctx = _ctx({0: _Proc(0)}, timeouts={"session.timeout.ms": 2000})
+    ctx.hints[CLIENT_NETS_HINT] = nets
+    nem = c.ClientNemesis()
+    assert nem.start(ctx, _step(c.ISOLATE, length="short"))["duration_s"] == 1.0
+    for _ in range(300):
+        if nets[0].told == ["cut", "mend"]:
+            break
+        time.sleep(0.01)
+    assert nets[0].told == ["cut", "mend"]
+    assert nem.stop(ctx, _step(c.ISOLATE, "stop", length="short"))["ended_by"] == "length"
+    nem.start(ctx, _step(c.ISOLATE, seed=8))
+    healed = c.ClientNemesis().heal_all(ctx)
+    assert nets[0].told[-1] == "mend" and any("isolate" in h for h in healed)
+
+
+def test_isolate_without_networks_of_its_own_is_refused_in_one_line():
+    with pytest.raises(NotApplied, match="network of its own"):
+        c.ClientNemesis().start(_ctx({0: _Proc(0)}), _step(c.ISOLATE))
+    with pytest.raises(NemesisError, match="length"):
+        c.ClientNemesis().start(_ctx({0: _Proc(0)}), _step(c.ISOLATE, length=None))
+    assert c.needs_networks([c.ISOLATE]) and c.needs_processes([c.ISOLATE])
+    assert not c.needs_networks([c.PAUSE, c.HIJACK])

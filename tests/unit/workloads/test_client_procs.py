@@ -31,6 +31,8 @@ from workloads.client_procs import (
     ChildProcess,
     ChildSilent,
     SlotProcess,
+    SlotProcesses,
+    net_prefix,
 )
 from workloads.queue import QueueWorkload
 from workloads.rdk_proc import FACTORY, ProcQueueClient
@@ -132,6 +134,32 @@ def test_a_child_runs_the_queue_clients_ops_and_answers_them():
     finally:
         child.close()
     assert not child.alive()
+
+
+class _EnvNet:
+    """A slot's network whose entry is `env`: what its children are started behind shows in
+    their environment (a real one enters a namespace with nsenter, clusters/client_net.py)."""
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+
+    def prefix(self) -> list[str]:
+        return ["env", f"KCHAOS_NET_OF=slot{self.slot}"]
+
+
+def test_each_slots_children_start_behind_their_own_networks_entry():
+    nets = {0: _EnvNet(0), 1: _EnvNet(1)}
+    slots = SlotProcesses(lambda s: "producer", lambda s: net_prefix(nets, s))
+    children = [slots.slot(s).start(FACTORY, _config()) for s in (0, 1)]
+    try:
+        for s, child in enumerate(children):
+            environ = Path(f"/proc/{child.pid}/environ").read_bytes().split(b"\0")
+            assert f"KCHAOS_NET_OF=slot{s}".encode() in environ
+            done, _ = child.call("apply", POLL, WAIT_S)  # the child behind it serves as before
+            assert done.type == "ok"
+    finally:
+        slots.close()
+    assert net_prefix(None, 0) == [] and net_prefix(nets, 5) == []
 
 
 def test_a_killed_child_ends_its_op_in_flight():

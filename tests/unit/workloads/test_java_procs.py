@@ -17,6 +17,7 @@ from harness.spec import spec_from_dict
 from nemesis import targets
 from tests.unit.workloads.test_java_client import _cached_dist
 from workloads import client_procs, java_procs
+from workloads.client_procs import CLIENT_NETS as CLIENT_NETS_FIELD
 from workloads.client_procs import CLIENT_PROCS as CLIENT_PROCS_FIELD
 from workloads.java_host import JavaError, JavaGone, JavaHost, conf_args, proc_state
 from workloads.java_procs import JavaProcess, SlotJvms
@@ -53,7 +54,8 @@ def test_the_hint_names_are_the_nemesis_ones():
 def test_a_slot_gets_a_fresh_jvm_after_its_last_is_gone():
     made: list[_Host] = []
 
-    def start() -> Any:
+    def start(slot: int) -> Any:
+        assert slot == 2
         made.append(_Host())
         return made[-1]
 
@@ -72,7 +74,7 @@ def test_a_slot_gets_a_fresh_jvm_after_its_last_is_gone():
 
 
 def test_hold_and_release_reach_the_jvm_and_mark_its_waits():
-    proc = JavaProcess(0, "producer", _Host)
+    proc = JavaProcess(0, "producer", lambda slot: _Host())
     host = proc.host()
     proc.hold("commit")
     assert host.held and host.said[-1] == ("hold", ("commit",))
@@ -83,7 +85,7 @@ def test_hold_and_release_reach_the_jvm_and_mark_its_waits():
 
 
 def test_a_slot_without_a_jvm_of_its_own_uses_the_shared_one():
-    jvms = SlotJvms([2, 3], lambda s: "share-consumer", _Host)
+    jvms = SlotJvms([2, 3], lambda s: "share-consumer", lambda slot: _Host())
     assert jvms.host(0, 0) is None
     assert jvms.host(3, 7) is not None and jvms.procs[3].process == 7
     assert sorted(jvms.hint()) == [2, 3]
@@ -109,6 +111,7 @@ def test_timeouts_a_pause_may_outlast_are_the_runs():
         (["client:pause"], True),
         (["client:kill", "partition"], True),
         (["client:pause-commit"], True),
+        (["client:isolate"], True),
     ],
 )
 def test_the_plan_asks_for_processes_only_for_the_kinds_that_stop_one_client(nemesis, wanted):
@@ -116,6 +119,8 @@ def test_the_plan_asks_for_processes_only_for_the_kinds_that_stop_one_client(nem
     gen = build_plan(spec, 1).generator
     assert gen.get(CLIENT_PROCS_FIELD, False) is wanted
     assert CLIENT_PROCS_FIELD in gen or not wanted  # absent, not false: old plans unchanged
+    # Networks of their own only for the kind that cuts one client's.
+    assert (CLIENT_NETS_FIELD in gen) is (nemesis == ["client:isolate"])
 
 
 @pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK")
@@ -123,7 +128,7 @@ def test_a_real_jvm_holds_a_send_waits_out_a_stop_and_is_replaced_after_a_kill()
     dist = _cached_dist()
     if dist is None:
         pytest.skip("no Kafka release assembled (make setup assembles one)")
-    proc = JavaProcess(0, "producer", lambda: JavaHost(dist, heap=java_procs.SLOT_HEAP))
+    proc = JavaProcess(0, "producer", lambda slot: JavaHost(dist, heap=java_procs.SLOT_HEAP))
     try:
         host = proc.host()
         p = host.handle()
