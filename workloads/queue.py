@@ -36,6 +36,7 @@ from history.format import (
     COMMIT_FIELD,
     CONSUMER_AFTER_ABORT,
     FOREIGN_FIELD,
+    HELD_FIELD,
     JVM_RECORDER,
     LOST,
     REBALANCE_FIELD,
@@ -68,7 +69,12 @@ from workloads.client_procs import (
     net_prefix,
     wants_processes,
 )
-from workloads.java_client import TXN_ABORT_CHECK_MS, JavaPipelinedProducer, JavaQueueClient
+from workloads.java_client import (
+    TXN_ABORT_CHECK_MS,
+    JavaPipelinedProducer,
+    JavaQueueClient,
+    held_record,
+)
 from workloads.java_final import final_reads_java
 from workloads.java_host import JavaHost, client_dist
 from workloads.java_procs import SLOT_HEAP, SlotJvms
@@ -672,6 +678,7 @@ class QueueClient:
         # Where a client fault holds it (workloads/client_procs.py Gate.at, in a process of
         # its own): just before each produce(), commit_transaction() and abort_transaction().
         self.at: Callable[[str], None] = _unheld
+        self._acked_at: list[int] = []  # history ns of the transaction in progress's acks
 
     def open(self, op: Invocation) -> Completion:
         """Applies the assign/subscribe chosen at construction."""
@@ -736,6 +743,8 @@ class QueueClient:
 
         def delivered(err, msg) -> None:
             results[value] = err if err is not None else msg.offset()
+            if err is None:
+                self._acked_at.append(self.wl.clock())
 
         self.at(SEND)
         self.producer.produce(
@@ -830,6 +839,10 @@ class QueueClient:
         # happened (their records were delivered) and the sends as invoked.
         out: list[list[Any]] = []
         start = self._positions()
+        # When this transaction's sends were acknowledged, and what a held commit records
+        # (HELD_FIELD: zombie-commit judges a commit held past the transaction's timeout).
+        self._acked_at = []
+        held: dict[str, Any] | None = None
         try:
             if not self._txn_ready:
                 self.producer.init_transactions(TXN_TIMEOUT_S)
@@ -849,16 +862,20 @@ class QueueClient:
             if remaining or bad or len(results) < sum(m[0] == "send" for m in op.value):
                 why = describe(bad[0]) if bad else "sends not delivered in time"
                 return self._abort(op, out, start, why)
+            asked, began = self.wl.clock(), time.monotonic()
             self.at(COMMIT)
+            held_ms = int((time.monotonic() - began) * 1000)
+            held = held_record(asked, self._acked_at, held_ms)
             self.producer.commit_transaction(TXN_TIMEOUT_S)
         except BufferError as exc:
             # The send was not queued, so none of it reached a broker; the rest is aborted.
             return self._abort(op, out, start, f"local queue full: {exc}")
         except KafkaException as exc:
             err = kafka_error(exc)
+            extra = {HELD_FIELD: held} if held else None
             if err is not None and err.txn_requires_abort():
-                return self._abort(op, out, start, describe(exc))
-            return Completion("info", _as_done(op, out), describe(exc))
+                return self._abort(op, out, start, describe(exc), extra)
+            return Completion("info", _as_done(op, out), describe(exc), extra=extra)
         done = []
         for mop in out:
             if mop[0] == "send":
@@ -867,7 +884,7 @@ class QueueClient:
                 done.append(["send", mop[1], [offset, mop[2]]])
             else:
                 done.append(mop)
-        return Completion("ok", done)
+        return Completion("ok", done, extra={HELD_FIELD: held} if held else None)
 
     def _positions(self) -> dict[int, int] | None:
         """Where the consumer stands on each assigned partition (the offset its next poll
@@ -879,22 +896,29 @@ class QueueClient:
         return {tp.partition: tp.offset for tp in parts if tp.error is None}
 
     def _abort(
-        self, op: Invocation, out: list[list[Any]], start: dict[int, int] | None, why: str
+        self,
+        op: Invocation,
+        out: list[list[Any]],
+        start: dict[int, int] | None,
+        why: str,
+        extra: dict[str, Any] | None = None,
     ) -> Completion:
+        """`extra`: the transaction's further fields (a held commit's record)."""
         value = _as_done(op, out)
         try:
             self.at(ABORT)
             self.producer.abort_transaction(TXN_TIMEOUT_S)
         except KafkaException as exc:
-            return Completion("info", value, f"{why}; abort failed: {describe(exc)}")
+            return Completion("info", value, f"{why}; abort failed: {describe(exc)}", extra=extra)
         # An abort that completed is definite: read_committed consumers never see these sends.
         # Its polls are undone too, as a consume-transform-produce loop undoes them: the
         # consumer goes back to where it stood when the transaction began (REWIND), so its next
         # poll starts where its last committed one ended. Where that cannot be done, its
         # position is unknown and the process retires.
         if not self._rewind(start):
-            return Completion("fail", value, f"aborted: {why}; consumer not rewound", retire=True)
-        return Completion("fail", value, f"aborted: {why}")
+            why = f"{why}; consumer not rewound"
+            return Completion("fail", value, f"aborted: {why}", retire=True, extra=extra)
+        return Completion("fail", value, f"aborted: {why}", extra=extra)
 
     def _rewind(self, start: dict[int, int] | None) -> bool:
         now = self._positions()

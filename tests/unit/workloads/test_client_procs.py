@@ -23,6 +23,7 @@ from confluent_kafka import Producer
 
 from harness.run.recorder import Recorder
 from harness.run.workers import Clients, ProcessIds
+from history.format import HELD_FIELD
 from history.reader import read_history
 from workloads.client import Invocation
 from workloads.client_procs import (
@@ -260,6 +261,26 @@ def test_a_slot_holds_a_new_child_where_it_was_held(mock_cluster):
         slot.kill()
     with pytest.raises(ValueError, match="no hold point 'flush'"):
         slot.hold("flush")
+
+
+def test_a_held_commit_records_when_it_was_asked_held_and_first_acknowledged(mock_cluster):
+    slot = SlotProcess(0, "transactional producer")
+    child = slot.start(FACTORY, _config(mock_cluster[0], txn=True, transactional_id="per-slot"))
+    try:
+        slot.hold("commit")
+        call = Caller(child, Invocation("txn", [["send", 1, 7], ["send", 2, 8]]), WAIT_S)
+        assert child.holding.wait(WAIT_S)
+        time.sleep(0.3)  # a hold of some length: its ms are what is asserted, not the sleep
+        slot.release()
+        done, acked = call.join()
+    finally:
+        slot.kill()
+    assert done.type == "ok" and sorted(v for _, _, v in acked) == [7, 8]
+    held = done.extra[HELD_FIELD]
+    assert held["point"] == "commit" and held["ms"] > 0
+    # The sends were acknowledged before the commit was asked (flush comes first).
+    assert isinstance(held["first_ack"], int) and held["first_ack"] <= held["asked"]
+    assert held["transaction.timeout.ms"] == 15000
 
 
 # On librdkafka's mock cluster: the history through Clients.do -------------------------------------
