@@ -26,6 +26,22 @@ STATES: tuple[State, ...] = (
     State("traffic-degraded", "a fault's start degraded nodes' traffic (effect degraded)", HISTORY),
     State("clock-skewed", "a fault's start skewed nodes' clocks (effect skewed)", HISTORY),
     State("jvm-stalled", "a fault's start stalled code paths in a JVM (effect stalled)", HISTORY),
+    State(
+        "client-stopped",
+        "a client fault stopped or killed one client's process (effect stopped or down, no node)",
+        HISTORY,
+    ),
+    State(
+        "client-held",
+        "a client fault held one client before a send, commit or abort (effect stalled, no node)",
+        HISTORY,
+    ),
+    State("client-cut", "a client fault cut one client's network (effect cut, no node)", HISTORY),
+    State(
+        "client-fenced",
+        "a client fault took a transactional id over (effect fenced: a hijack)",
+        HISTORY,
+    ),
     State("op-indeterminate", "a client op completed info: its outcome unknown", HISTORY),
     State("txn-aborted", "a transaction op completed fail: aborted", HISTORY),
     State(

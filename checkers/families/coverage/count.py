@@ -21,7 +21,7 @@ from checkers.families.liveness.progress import WRITE_FS, TypeOps
 from checkers.families.metadata_log.liveness import is_fence
 from checkers.families.metadata_log.parse import Record
 from checkers.scan.fault_windows import TIME, WALL, fault_windows
-from history.effects import CUT, DEGRADED, DOWN, SKEWED, STALLED, STOPPED
+from history.effects import CUT, DEGRADED, DOWN, FENCED, SKEWED, STALLED, STOPPED
 from history.format import MIGRATION, PLAN_JSON, UPGRADE
 
 EFFECT_STATES = {
@@ -31,6 +31,14 @@ EFFECT_STATES = {
     DEGRADED: "traffic-degraded",
     SKEWED: "clock-skewed",
     STALLED: "jvm-stalled",
+}
+# The same effects naming no node: a client's own process or network (nemesis/client.py).
+CLIENT_STATES = {
+    DOWN: "client-stopped",
+    STOPPED: "client-stopped",
+    STALLED: "client-held",
+    CUT: "client-cut",
+    FENCED: "client-fenced",
 }
 FENCING_ERRORS = ("fenced", "producer_fenced", "invalidproducerepoch", "invalid_producer_epoch")
 
@@ -92,6 +100,11 @@ def count_states(
     timed = fault_windows(fault_rows, names, TIME)
     for span in timed.spans:
         for e in span.effects:
+            if e.nodes == frozenset():
+                client = CLIENT_STATES.get(e.effect)
+                if client is not None:
+                    out.states[client] += 1
+                continue
             state = EFFECT_STATES.get(e.effect)
             if state is not None and (e.effect not in (DOWN, STOPPED) or e.done):
                 out.states[state] += 1

@@ -36,6 +36,31 @@ def test_faults_and_client_outcomes_are_counted_from_the_history():
     assert is_fencing_error("ProducerFencedException: ...") and not is_fencing_error("timeout")
 
 
+def test_client_faults_are_counted_as_client_states_not_as_node_ones():
+    h = Ops().op(0, "send", 0)
+    for at, (effect, extra) in enumerate(
+        [
+            ("stopped", {}),
+            ("down", {}),
+            ("stalled", {"side": "client"}),
+            ("cut", {"links": []}),
+            ("fenced", {}),
+        ]
+    ):
+        one = {"effect": effect, "nodes": [], **extra, "by": "slot 1's client"}
+        h.fault("start-client", 2 + 2 * at, {"slot": 1, "effects": [one]})
+        h.fault("stop-client", 3 + 2 * at, {"effects": []})
+    c = count_states(h.rows(), NODES, h.type_ops(), 0, None, None, T0)
+    assert {s: c.states[s] for s in ("client-stopped", "client-held", "client-cut")} == {
+        "client-stopped": 2,
+        "client-held": 1,
+        "client-cut": 1,
+    }
+    assert c.states["client-fenced"] == 1
+    node_states = ("node-killed", "node-paused", "links-cut", "jvm-stalled")
+    assert [c.states[s] for s in node_states] == [0, 0, 0, 0]
+
+
 def test_elections_with_sends_in_flight_and_rebalances():
     records = _registered(30)
     records.append(_record(500, 0.5, "TOPIC_RECORD", name="q", topicId="T"))
