@@ -21,6 +21,7 @@ from typing import Any
 from history.format import HELD_FIELD, QUEUE_FS, TXN_ABORT_CHECK, TXN_TIMEOUT_MS
 from workloads.client import Completion, Invocation
 from workloads.client_choice import consumer_settings
+from workloads.client_procs import wants_processes
 from workloads.java_host import JavaError, JavaGone, JavaHost, conf_args, error_of
 from workloads.pipelined import DEFAULT_LINGER_MS, InFlight, QueueState
 from workloads.queue_ops import OpChooser
@@ -274,8 +275,9 @@ class JavaQueueClient:
             held_ms = call("commit-txn", self._p, timeout=wait)
         except (JavaError, JavaGone) as exc:
             held_ms = exc.held_ms if isinstance(exc, JavaError) else 0
-            return self._abort(op, out, start, exc, foreign, held_record(asked, acked_at, held_ms))
-        held = held_record(asked, acked_at, held_ms)
+            held = held_record(asked, acked_at, held_ms, wants_processes(self.wl.gen))
+            return self._abort(op, out, start, exc, foreign, held)
+        held = held_record(asked, acked_at, held_ms, wants_processes(self.wl.gen))
         if held:
             foreign_extra: dict[str, Any] = {"foreign": foreign} if foreign else {}
             extra_ok: dict[str, Any] | None = {**foreign_extra, HELD_FIELD: held}
@@ -355,12 +357,18 @@ class JavaQueueClient:
             self.host.forget(h)
 
 
-def held_record(asked: int | None, acked_at: list[int], held_ms: Any) -> dict[str, Any] | None:
+def held_record(
+    asked: int | None, acked_at: list[int], held_ms: Any, always: bool = False
+) -> dict[str, Any] | None:
     """The `commit_held` field of a transaction whose commit the client held (nemesis/client.py
-    pause-commit): when the commit was asked (history ns), how long the JVM held it before it
+    pause-commit): when the commit was asked (history ns), how long the client held it before it
     called commitTransaction, when the transaction's first send was acknowledged (None: none
-    was), and the timeouts (checkers/families/zombie_commit.py). None: the commit was not held."""
-    if asked is None or isinstance(held_ms, bool) or not isinstance(held_ms, int) or held_ms <= 0:
+    was), and the timeouts (checkers/families/fenced_acks.py zombie-commit). None: the commit
+    was not held, unless `always` (a run with client faults, whose SIGSTOP or network cut may
+    delay any commit past the timeout: each is judged, with `ms` 0)."""
+    if asked is None or isinstance(held_ms, bool) or not isinstance(held_ms, int):
+        return None
+    if held_ms <= 0 and not always:
         return None
     return {
         "point": "commit",

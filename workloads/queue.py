@@ -865,7 +865,7 @@ class QueueClient:
             asked, began = self.wl.clock(), time.monotonic()
             self.at(COMMIT)
             held_ms = int((time.monotonic() - began) * 1000)
-            held = held_record(asked, self._acked_at, held_ms)
+            held = held_record(asked, self._acked_at, held_ms, wants_processes(self.wl.gen))
             self.producer.commit_transaction(TXN_TIMEOUT_S)
         except BufferError as exc:
             # The send was not queued, so none of it reached a broker; the rest is aborted.

@@ -262,6 +262,7 @@ class HeldCommit:
     type: str
     done: int
     first_ack: int  # ns: the transaction had begun at the coordinator by then
+    asked: int  # ns: the client asked for the commit
     sent: int  # ns: commitTransaction was called no earlier (asked + held)
     bound_ms: int  # the timeout and the check interval
 
@@ -292,6 +293,7 @@ def held_commits(rows: Iterable[dict[str, Any]]) -> list[HeldCommit]:
                 str(r["type"]),
                 int(r["time"]),
                 first,
+                asked,
                 asked + ms * 1_000_000,
                 timeout + check,
             )
@@ -331,13 +333,16 @@ def zombie_commits(
 
 def zombie_commit(h: HeldCommit) -> Finding:
     late_s = (h.sent - h.first_ack) / 1e9
+    # Unheld (ms 0): a run with client faults records every commit; a SIGSTOP or a network
+    # cut of the client came between its sends and its commit.
+    how = "held before its commit, called" if h.sent > h.asked else "not held, asked for"
     return Finding(
         "zombie-commit",
         None,
         (h.index, h.index),
         f"op {h.index} ({h.f}) of process {h.process} committed (ok) at {secs(h.done)}, yet its "
-        f"first send was acknowledged at {secs(h.first_ack)} and the client, held before its "
-        f"commit, called commitTransaction no earlier than {secs(h.sent)}: {late_s:.1f} s "
+        f"first send was acknowledged at {secs(h.first_ack)} and the client, {how} "
+        f"commitTransaction no earlier than {secs(h.sent)}: {late_s:.1f} s "
         f"later, past the {h.bound_ms / 1000:g} s of transaction.timeout.ms and the "
         f"coordinator's check interval (+ {ZOMBIE_SLACK_MS / 1000:g} s). The coordinator must "
         f"have aborted the transaction and fenced the producer: a zombie's commit succeeded. "

@@ -249,6 +249,23 @@ def test_a_commit_held_past_the_transactions_timeout_that_succeeds_is_found():
     assert f.explanation.startswith("op 1 (send) of process 1 committed (ok)")
 
 
+def test_an_unheld_commit_asked_past_the_timeout_that_succeeds_is_found():
+    # A run with client faults records every commit (ms 0): a SIGSTOP or a network cut between
+    # the sends and the commit delays it as a hold would.
+    h = H()
+    held = {"point": "commit", "asked": 30 * S, "ms": 0, "first_ack": 1 * S, **TIMEOUTS}
+    h.op(1, "txn", send_inv(0, 10), "ok", send_ok(0, 0, 10), commit_held=held)
+    [f], judged, _ = zombies(h)
+    assert judged == 1
+    assert "not held, asked for commitTransaction no earlier than 30.000 s: 29.0 s later" in (
+        f.explanation
+    )
+    within = {**held, "asked": 27 * S}  # 26 s after the first acknowledgement: within 25 + 2
+    assert zombies(
+        H().op(1, "txn", send_inv(0, 10), "ok", send_ok(0, 0, 10), commit_held=within)
+    ) == ([], 0, 0)
+
+
 def test_what_a_held_commit_does_not_make_a_zombie_commit():
     # Refused (fenced) or unknown: Kafka kept its promise, or the history cannot tell.
     for outcome in ("fail", "info"):

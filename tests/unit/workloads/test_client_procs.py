@@ -283,6 +283,23 @@ def test_a_held_commit_records_when_it_was_asked_held_and_first_acknowledged(moc
     assert held["transaction.timeout.ms"] == 15000
 
 
+@pytest.mark.parametrize("client_faults", [False, True])
+def test_an_unheld_commit_is_recorded_only_in_a_run_with_client_faults(mock_cluster, client_faults):
+    # A SIGSTOP or a cut may delay any commit of such a run past the timeout (zombie-commit).
+    gen = {"txn": True, CLIENT_PROCS: client_faults}
+    child = SlotProcess(0, "transactional producer").start(FACTORY, _config(mock_cluster[0], **gen))
+    try:
+        done, _ = child.call("apply", Invocation("txn", [["send", 1, 9]]), WAIT_S)
+    finally:
+        child.kill()
+    assert done.type == "ok"
+    held = (done.extra or {}).get(HELD_FIELD)
+    if client_faults:
+        assert held["ms"] == 0 and held["first_ack"] <= held["asked"]
+    else:
+        assert held is None
+
+
 # On librdkafka's mock cluster: the history through Clients.do -------------------------------------
 @pytest.fixture
 def mock_cluster() -> Iterator[tuple[str, list[int], Producer]]:
