@@ -321,6 +321,8 @@ class SlotProcess:
         self.role = role
         self._prefix = prefix
         self._child: ChildProcess | None = None
+        # The Jepsen process (or pipelined producer) the slot runs now, for the fault's record.
+        self.process: int | None = None
         self._held: str | None = None
         self._lock = threading.Lock()
 
@@ -351,6 +353,7 @@ class SlotProcess:
         child = ChildProcess(factory, config, held=self._held, prefix=self._prefix())
         with self._lock:
             self._child = child
+            self.process = config.get("process", config.get("producer"))
             # A hold or release between the child's start and now reaches it here.
             if self._held is not None:
                 child.hold(self._held)

@@ -248,6 +248,7 @@ def test_a_slot_holds_a_new_child_where_it_was_held(mock_cluster):
     slot = SlotProcess(3, "producer")
     slot.hold("send")
     child = slot.start(FACTORY, _config(mock_cluster[0]))
+    assert slot.process == 0  # the fault's record names the Jepsen process it hit
     try:
         call = Caller(child, _send(1, 5), WAIT_S)
         assert child.holding.wait(WAIT_S)
