@@ -331,6 +331,9 @@ class Run:
         self._stop_steps(live)
         self.say("time limit reached: waiting for in-flight operations")
         clients.join(WORKER_JOIN_S)
+        if clients.failed_starts:
+            self.summary["failed_client_starts"] = clients.failed_starts[:20]
+            self.say(f"{len(clients.failed_starts)} client(s) could not be made: see run.json")
         return observer
 
     def _start_steps(self, live: Live, up: Up) -> None:

@@ -117,6 +117,10 @@ class Lanes:
         return len(gone)
 
 
+# How long a slot waits before asking for a client again after one could not be made.
+CLIENT_RETRY_S = 2.0
+
+
 class Clients:
     """The worker threads of one run, paced to a total rate, until ``stop`` is set."""
 
@@ -143,6 +147,8 @@ class Clients:
         self.stop = stop
         # In-flight sends per pipelined producer (workloads/pipelined.py); 0: sync clients.
         self.lanes = workload.pipelined_lanes() if isinstance(workload, Pipelining) else 0
+        # Clients the workload could not make (run.json `failed_client_starts`).
+        self.failed_starts: list[str] = []
         self.threads = [
             threading.Thread(target=self.run_slot, args=(i,), name=f"c{i}", daemon=True)
             for i in range(concurrency)
@@ -173,7 +179,15 @@ class Clients:
         # Slots start staggered so that the total rate is smooth, not bursts of `concurrency`.
         next_at = time.monotonic() + interval * slot / self.concurrency
         while not self.stop.is_set():
-            client = self.workload.client(process, client_rng(self.seed, process))
+            try:
+                client = self.workload.client(process, client_rng(self.seed, process))
+            except Exception as exc:
+                # A client that could not be made (its own process failed to start): nothing
+                # was invoked, so the history is untouched; the slot tries again.
+                self.failed_starts.append(f"slot {slot}, process {process}: {exc}")
+                if self.stop.wait(CLIENT_RETRY_S):
+                    break
+                continue
             # A client with nothing to open (admin) goes straight to its operations.
             ok = client.setup_op is None or self.do(client, client.setup_op, client.open)
             while ok and not self.stop.is_set():
