@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.families.liveness.bounds import Bounds
 from clusters.client_net import ClientNetworks, refusal
 from clusters.cluster import ClusterHandle, ClusterInfo, UpOptions
 from clusters.errors import ClusterError
@@ -62,6 +63,8 @@ QUIESCE_TIMEOUT_S = 120.0
 PREPARE_READY_TIMEOUT_S = 300.0
 # A worker finishing its last operation after the time limit is bounded by the client timeouts.
 WORKER_JOIN_S = 40.0
+# How far past the after-heal bound the observer goes on with --liveness fail: a sample or two.
+AFTER_HEAL_MARGIN_S = 3.0
 # What a SIGKILL of a pipelined run may lose of its history's end, seconds.
 PIPELINED_FLUSH_S = 0.2
 # What each phase may take before the supervisor (harness/run/supervisor.py) takes the client host
@@ -131,6 +134,8 @@ class Run:
             self.spec.concurrency * self.workload_kind.lanes(self.plan.generator)
         )
         self.summary: dict[str, Any] = {"seed": plan.seed, "replay_of": replay_of}
+        # When the heal completed (monotonic s), for the after-heal observation.
+        self._healed_at: float | None = None
         self.run_dir: Path | None = None
         self.run_id = ""
         # Given nemeses replace the registry's (tests drive the interpreter with their own).
@@ -393,6 +398,7 @@ class Run:
             self.processes.fresh, up.recorder.record, final_s
         )
         workload.close()
+        self._observe_after_heal(up.info)
         observer.stop()
         self.summary["observer_samples"] = observer.samples
 
@@ -407,6 +413,24 @@ class Run:
         return wait_observed_ready(dc, info, why, timeout, self.say, lasting)
 
     # Ending, on every path -----------------------------------------------------------------------
+    def _observe_after_heal(self, info: ClusterInfo) -> None:
+        """With --liveness fail, the observer goes on until the after-heal bound has passed
+        since the heal: brokers and controllers not back by then are judged (a run ending
+        sooner gets a note, not a judgement: checkers/families/liveness/registration.py)."""
+        if self.spec.liveness != "fail" or self._healed_at is None:
+            return
+        nodes = [{"roles": sorted(n.roles)} for n in info.topology.nodes]
+        bound = Bounds.of({"timing": info.timing, "nodes": nodes}).after_heal_s
+        left = self._healed_at + bound + AFTER_HEAL_MARGIN_S - time.monotonic()
+        if left <= 0:
+            return
+        self.phases.mark("observed after heal")
+        self.say(
+            f"liveness: observing the cluster {left:.0f} s more, to {bound:g} s after the heal "
+            "(--liveness fail judges brokers and controllers then)"
+        )
+        time.sleep(left)  # an observation window, not a wait for readiness
+
     def _stop_steps(self, live: Live) -> None:
         """No fault or planned step begins after this; each family says how far it got."""
         if live.faults is not None:
@@ -423,6 +447,7 @@ class Run:
         if live.healed is not None or live.up is None or not live.cluster.exists():
             return
         live.healed = heal(self.nemeses, live.up.ctx, live.up.recorder, live.cluster)
+        self._healed_at = time.monotonic()
         self.summary["healed"] = live.healed
         self._note(healed=True)
 
