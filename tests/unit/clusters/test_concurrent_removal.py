@@ -46,6 +46,7 @@ def _cluster(containers: list[_Container], net: _Network) -> LabelledCluster:
     dc = LabelledCluster(client=None, cluster="c")  # type: ignore[arg-type]
     dc.containers = lambda all=True: containers  # type: ignore[method-assign]
     dc.networks = lambda: [net]  # type: ignore[method-assign]
+    dc.client_containers = lambda: []  # type: ignore[method-assign]
     return dc
 
 
