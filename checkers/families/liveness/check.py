@@ -31,7 +31,7 @@ from checkers.families.liveness.progress import (
     recovery,
     slow_recovery,
 )
-from checkers.families.liveness.registration import after_heal
+from checkers.families.liveness.registration import after_heal, with_log_evidence
 from checkers.families.metadata_log.liveness import Nodes, samples_of
 from checkers.families.metadata_log.parse import Record
 from checkers.scan.fault_windows import TIME, WALL, fault_windows
@@ -144,7 +144,7 @@ def check_liveness(given: LivenessInputs) -> LivenessResult:
             bounds.after_heal_s,
             steps,
         )
-        out.findings += registered.findings
+        out.findings += with_log_evidence(registered.findings, given.run_dir)
         out.notes += registered.notes
         if registered.judged:
             out.judged.append("after-heal")

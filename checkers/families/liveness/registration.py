@@ -21,7 +21,8 @@ controller registration (the metadata.version has them) and no upgrade or migrat
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from checkers.core.findings import Finding
 from checkers.families.metadata_log.liveness import (
@@ -32,6 +33,19 @@ from checkers.families.metadata_log.liveness import (
 )
 from checkers.families.metadata_log.parse import Record
 from checkers.scan.fault_windows import utc
+from checkers.scan.node_logs import LINE, node_log, wall_of
+
+# What a controller's own log says when its registration request never left: KAFKA-20247, in
+# the Scala ControllerRegistrationManager of 3.7 to 3.9 (and Confluent's releases up to 2026):
+# onTimeout does not reset pendingRpc, so every later attempt is skipped ("waiting for the
+# previous RPC to complete") and the controller never registers; the Java rewrite resets it.
+REGISTRATION_TIMEOUT = "ControllerRegistrationManager"
+TIMED_OUT = "timed out before sending the request"
+STUCK = (
+    "KAFKA-20247: after that timeout the registration manager does not reset its pending-RPC "
+    "flag, so it skips every later attempt ('waiting for the previous RPC to complete') and "
+    "the controller never registers again"
+)
 
 BROKER_RULE = (
     'KIP-631: "Once a broker has completed log recovery and registered with the controller, '
@@ -93,6 +107,40 @@ def after_heal(
     else:
         out.findings += _controllers(records, nodes, samples, healed, end, bound, out.notes)
     return out
+
+
+def with_log_evidence(findings: list[Finding], run_dir: str | Path | None) -> list[Finding]:
+    """Each `controller-unregistered` finding with its node's last registration timeout line
+    (the controller's own account of why it never registered), where its log has one."""
+    if run_dir is None:
+        return findings
+    out = []
+    for f in findings:
+        node = f.data.get("node") if f.kind == "controller-unregistered" else None
+        started = float(f.data.get("started", -math.inf))
+        line = _timed_out_line(run_dir, node, started) if isinstance(node, str) else None
+        if line is None:
+            out.append(f)
+            continue
+        cited, n, text = line
+        said = f" The controller's log, {cited}:{n}: {text}; {STUCK}."
+        out.append(replace(f, explanation=f.explanation + said, data={**f.data, "log": line}))
+    return out
+
+
+def _timed_out_line(run_dir: str | Path, node: str, started: float) -> tuple[str, int, str] | None:
+    """The node's last registration timeout logged since its JVM started (this incarnation's)."""
+    path, cited = node_log(run_dir, node)
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    found = None
+    for i, line in enumerate(lines):
+        m = LINE.match(line)
+        if m and REGISTRATION_TIMEOUT in line and TIMED_OUT in line and wall_of(m[1]) >= started:
+            found = (cited, i + 1, line.strip())
+    return found
 
 
 def _brokers(
@@ -202,7 +250,7 @@ def _controllers(
                 f"came after it by {utc(end)}, {end - since:.1f} s after {utc(since)}, past the "
                 f"{bound:g} s bound after the last heal at {utc(healed)}. Its last registration: "
                 f"{shown}. Rule: {CONTROLLER_RULE}",
-                {"rule": CONTROLLER_RULE, "controller": cid, "node": node},
+                {"rule": CONTROLLER_RULE, "controller": cid, "node": node, "started": started},
             )
         )
     return out

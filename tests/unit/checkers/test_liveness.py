@@ -9,6 +9,7 @@ timing (3 s sessions): the no-progress bound is 34 s, a disrupted node's allowan
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from checkers.families.liveness.fatal import fatal_findings, fatal_lines
 from checkers.families.liveness.health import Roles, Stretch, disruptions, healthy_now, stretches
 from checkers.families.liveness.offline import offline_partitions
 from checkers.families.liveness.progress import TypeOps, no_progress, stalls
-from checkers.families.liveness.registration import after_heal
+from checkers.families.liveness.registration import after_heal, with_log_evidence
 from checkers.families.metadata_log.liveness import Nodes, Sample
 from checkers.families.metadata_log.parse import Record
 from checkers.scan.fault_windows import TIME, WALL, fault_windows
@@ -351,6 +352,34 @@ def test_a_restarted_controller_that_never_registers_again_is_a_finding():
     assert again.findings == []
     steps = after_heal(records[:-1], Nodes.of(CLUSTER), samples, T0 + 12, T0 + 80, 35.0, True)
     assert steps.findings == []
+
+
+def test_an_unregistered_controller_quotes_its_own_registration_timeout(tmp_path):
+    """KAFKA-20247, as a 3.9.2 controller logged it in the example campaign: the request timed
+    out, and the manager never tried again. Only a line of this incarnation is quoted."""
+    records = _registered(80)
+    started = int((T0 + 12) * 1000)
+    samples = _samples("n3", 13, 80, started) + _samples("n1", 0, 80, int(T0 * 1000) - 1)
+    samples += _samples("n2", 0, 80, int(T0 * 1000) - 1)
+    [f] = after_heal(records, Nodes.of(CLUSTER), samples, T0 + 12, T0 + 80, 35.0, False).findings
+    log = tmp_path / "logs" / "n3" / "stdout.log"
+    log.parent.mkdir(parents=True)
+
+    def stamp(at: float) -> str:
+        return datetime.fromtimestamp(T0 + at, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+
+    timed_out = (
+        "ERROR [ControllerRegistrationManager id=3 incarnation=A] RegistrationResponseHandler: "
+        "channel manager timed out before sending the request. "
+        "(kafka.server.ControllerRegistrationManager)"
+    )
+    log.write_text(f"[{stamp(5)}] {timed_out}\n[{stamp(6)}] INFO other\n")
+    assert with_log_evidence([f], tmp_path) == [f]  # before this JVM started: not its cause
+    log.write_text(log.read_text() + f"[{stamp(19)}] {timed_out}\n")
+    [quoted] = with_log_evidence([f], tmp_path)
+    assert "The controller's log, logs/n3/stdout.log:3: " in quoted.explanation
+    assert "KAFKA-20247" in quoted.explanation and quoted.data["log"][1] == 3
+    assert with_log_evidence([f], None) == [f]
 
 
 def test_a_broker_absent_from_a_log_that_begins_after_a_snapshot_is_not_judged():
