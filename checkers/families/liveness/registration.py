@@ -35,10 +35,10 @@ from checkers.families.metadata_log.parse import Record
 from checkers.scan.fault_windows import utc
 from checkers.scan.node_logs import LINE, node_log, wall_of
 
-# What a controller's own log says when its registration request never left: KAFKA-20247, in
-# the Scala ControllerRegistrationManager of 3.7 to 3.9 (and Confluent's releases up to 2026):
-# onTimeout does not reset pendingRpc, so every later attempt is skipped ("waiting for the
-# previous RPC to complete") and the controller never registers; the Java rewrite resets it.
+# What a controller's own log says when its registration request never left: KAFKA-20247. In
+# the releases' bytecode, 3.7.2 to 4.1.2's onTimeout does not reset pendingRpc, so every later
+# attempt is skipped ("waiting for the previous RPC to complete") and the controller never
+# registers; 4.2.2 and 4.3.1 reset it in a RequestTimeoutEvent, 4.4.0's Java manager too.
 REGISTRATION_TIMEOUT = "ControllerRegistrationManager"
 TIMED_OUT = "timed out before sending the request"
 STUCK = (
