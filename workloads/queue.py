@@ -336,11 +336,11 @@ class QueueWorkload(KindBase):
         self.java: JavaHost | None = None
         # With client faults that stop one client (generator client_procs): each slot's JVM.
         self.procs: SlotJvms | None = None
-        # librdkafka's clients each in a process of its own (the generator's client_procs, for
-        # the client faults), else in their slots' threads (workloads/rdk_proc.py).
         # Each slot's network where the run cuts one client alone (generator client_nets): the
         # harness gives them before setup (workloads/api.py ClientNetted).
         self.client_nets: Mapping[int, ClientNet] | None = None
+        # librdkafka's clients each in a process of its own (the generator's client_procs, for
+        # the client faults), else in their slots' threads (workloads/rdk_proc.py).
         self.rdk_procs = (
             SlotProcesses(self._role, lambda s: net_prefix(self.client_nets, s))
             if wants_processes(gen) and client_of(gen) != JAVA
@@ -678,7 +678,6 @@ class QueueClient:
         # Where a client fault holds it (workloads/client_procs.py Gate.at, in a process of
         # its own): just before each produce(), commit_transaction() and abort_transaction().
         self.at: Callable[[str], None] = _unheld
-        self._acked_at: list[int] = []  # history ns of the transaction in progress's acks
 
     def open(self, op: Invocation) -> Completion:
         """Applies the assign/subscribe chosen at construction."""
@@ -737,14 +736,21 @@ class QueueClient:
             return self._finish(self._txn_op(op))
         return self._finish(self._send_op(op))
 
-    def _produce(self, key: int, value: int, results: dict[int, Any]) -> None:
+    def _produce(
+        self,
+        key: int,
+        value: int,
+        results: dict[int, Any],
+        acked_at: list[int] | None = None,
+    ) -> None:
         """Queues one send; its delivery report puts the offset (None when librdkafka does not
-        know it: delivered all the same) or the KafkaError into `results[value]`."""
+        know it: delivered all the same) or the KafkaError into `results[value]`, and, given
+        `acked_at` (a transaction's), the history's time of an acknowledgement."""
 
         def delivered(err, msg) -> None:
             results[value] = err if err is not None else msg.offset()
-            if err is None:
-                self._acked_at.append(self.wl.clock())
+            if err is None and acked_at is not None:
+                acked_at.append(self.wl.clock())
 
         self.at(SEND)
         self.producer.produce(
@@ -841,7 +847,7 @@ class QueueClient:
         start = self._positions()
         # When this transaction's sends were acknowledged, and what a held commit records
         # (HELD_FIELD: zombie-commit judges a commit held past the transaction's timeout).
-        self._acked_at = []
+        acked_at: list[int] = []
         held: dict[str, Any] | None = None
         try:
             if not self._txn_ready:
@@ -850,7 +856,7 @@ class QueueClient:
             self.producer.begin_transaction()
             for mop in op.value:
                 if mop[0] == "send":
-                    self._produce(mop[1], mop[2], results)
+                    self._produce(mop[1], mop[2], results, acked_at)
                     out.append(mop)
                 else:
                     read, exc = self._poll()
@@ -862,10 +868,10 @@ class QueueClient:
             if remaining or bad or len(results) < sum(m[0] == "send" for m in op.value):
                 why = describe(bad[0]) if bad else "sends not delivered in time"
                 return self._abort(op, out, start, why)
-            asked, began = self.wl.clock(), time.monotonic()
+            asked = self.wl.clock()
             self.at(COMMIT)
-            held_ms = int((time.monotonic() - began) * 1000)
-            held = held_record(asked, self._acked_at, held_ms, wants_processes(self.wl.gen))
+            held_ms = (self.wl.clock() - asked) // 1_000_000
+            held = held_record(asked, acked_at, held_ms, wants_processes(self.wl.gen))
             self.producer.commit_transaction(TXN_TIMEOUT_S)
         except BufferError as exc:
             # The send was not queued, so none of it reached a broker; the rest is aborted.
