@@ -20,7 +20,7 @@ import docker.errors
 
 from clusters.client_net import ClientNet
 from clusters.cluster import ClusterInfo
-from clusters.docker_labels import CLIENT_OF, LABEL, network_name
+from clusters.docker_labels import CLIENT_OF, LABEL, LabelledCluster, network_name
 from clusters.errors import ClusterError
 
 SLOT = f"{LABEL}.slot"
@@ -104,16 +104,12 @@ class DockerClientNet:
 
 
 class DockerClientNets:
-    """The client networks of one Docker cluster (``ClientNetworks``)."""
+    """The client networks of one Docker cluster (``ClientNetworks``), found by its labels."""
 
-    def __init__(self, client: docker.DockerClient, cluster: str) -> None:
-        self.client = client
-        self.cluster = cluster
-
-    def _containers(self) -> list:
-        return self.client.containers.list(
-            all=True, filters={"label": [f"{CLIENT_OF}={self.cluster}"]}
-        )
+    def __init__(self, cluster: LabelledCluster) -> None:
+        self.labelled = cluster
+        self.client = cluster.client
+        self.cluster = cluster.cluster
 
     def client_nets(self, info: ClusterInfo, slots: Sequence[int]) -> dict[int, ClientNet]:
         self.remove_client_nets()
@@ -142,16 +138,14 @@ class DockerClientNets:
         return nets
 
     def _node_image(self) -> str:
-        nodes = self.client.containers.list(
-            all=True, filters={"label": [f"{LABEL}.cluster={self.cluster}"]}
-        )
+        nodes = self.labelled.containers()
         if not nodes:
             raise ClusterError(f"no cluster '{self.cluster}' is up to give client networks")
         return nodes[0].attrs["Image"]
 
     def mend_client_nets(self) -> list[str]:
         done = []
-        for c in self._containers():
+        for c in self.labelled.client_containers():
             if c.status != "running":
                 continue
             net = DockerClientNet(c, int(c.labels.get(SLOT, "-1")))
@@ -164,7 +158,7 @@ class DockerClientNets:
 
     def remove_client_nets(self) -> int:
         removed = 0
-        for c in self._containers():
+        for c in self.labelled.client_containers():
             try:
                 c.remove(force=True)
                 removed += 1

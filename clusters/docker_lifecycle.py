@@ -61,13 +61,13 @@ class DockerCluster(LabelledCluster):
 
     # Client networks (clusters/client_net.py ``ClientNetworks``)
     def client_nets(self, info: ClusterInfo, slots: Sequence[int]) -> dict[int, ClientNet]:
-        return DockerClientNets(self.client, self.cluster).client_nets(info, slots)
+        return DockerClientNets(self).client_nets(info, slots)
 
     def mend_client_nets(self) -> list[str]:
-        return DockerClientNets(self.client, self.cluster).mend_client_nets()
+        return DockerClientNets(self).mend_client_nets()
 
     def remove_client_nets(self) -> int:
-        return DockerClientNets(self.client, self.cluster).remove_client_nets()
+        return DockerClientNets(self).remove_client_nets()
 
 
 def up(
