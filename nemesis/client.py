@@ -308,13 +308,6 @@ class ClientNemesis:
             return self._hijack(ctx, step)
         proc = client_of(step.kind, ctx.hints, step.seed)
         pid = proc.pid()
-        if step.kind == ISOLATE:
-            return self._isolate(ctx, step, params, proc, pid)
-        if pid is None:
-            raise NotApplied(
-                f"client {step.kind}: slot {proc.slot} has no client process now (killed, its "
-                "successor not started yet)"
-            )
         value: dict[str, Any] = {
             "kind": step.kind,
             "slot": proc.slot,
@@ -322,6 +315,13 @@ class ClientNemesis:
             "process": getattr(proc, "process", None),
             "pid": pid,
         }
+        if step.kind == ISOLATE:
+            return self._isolate(ctx, step, params, proc, value)
+        if pid is None:
+            raise NotApplied(
+                f"client {step.kind}: slot {proc.slot} has no client process now (killed, its "
+                "successor not started yet)"
+            )
         about = f"slot {proc.slot}'s client (pid {pid})"
         if step.kind == KILL:
             os.kill(pid, signal.SIGKILL)
@@ -370,10 +370,11 @@ class ClientNemesis:
         step: FaultStep,
         params: dict[str, Any],
         proc: ClientProcess,
-        pid: int | None,
+        value: dict[str, Any],
     ) -> dict[str, Any]:
         """The slot's network cut: whichever process serves the slot now or next is cut off,
-        so a slot between a kill and its heir is cut all the same."""
+        so a slot between a kill and its heir is cut all the same (`value`: the start's, its
+        `pid` None then)."""
         net = (ctx.hints.get(CLIENT_NETS_HINT) or {}).get(proc.slot)
         if net is None:
             raise NotApplied(
@@ -381,15 +382,8 @@ class ClientNemesis:
                 "this run's clients share the client host's (a plan made before the kind)"
             )
         how = net.cut()
-        fault = _Fault(ISOLATE, proc, pid, ctx.topology.cluster, net)
-        value: dict[str, Any] = {
-            "kind": ISOLATE,
-            "slot": proc.slot,
-            "role": proc.role,
-            "process": getattr(proc, "process", None),
-            "pid": pid,
-            EFFECTS: [effect(CUT, (), links=(), by=how)],
-        }
+        fault = _Fault(ISOLATE, proc, value["pid"], ctx.topology.cluster, net)
+        value[EFFECTS] = [effect(CUT, (), links=(), by=how)]
         return self._lasting(ctx, step, params, fault, value)
 
     def stop(self, ctx: FaultContext, step: FaultStep) -> dict[str, Any]:
